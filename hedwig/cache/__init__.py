@@ -1,0 +1,1 @@
+"""The read-ahead cache between delivery and the topic logs."""

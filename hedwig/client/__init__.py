@@ -1,0 +1,1 @@
+"""Python clients of the hub."""

@@ -1,0 +1,120 @@
+"""Hub configuration: every setting with its default, read from an INI file (hub.conf).
+
+Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region].
+Unknown sections or keys are errors, so a typo never silently leaves a default in force.
+"""
+
+import configparser
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+
+@dataclass
+class HubSettings:
+    host: str = "127.0.0.1"
+    port: int = 4080
+    data_dir: str = "./data"
+    max_frame_bytes: int = 16 * MIB
+    max_message_bytes: int = 1 * MIB
+    max_subscriptions_per_connection: int = 1000
+    shutdown_timeout_s: float = 10.0
+
+
+@dataclass
+class LedgerSettings:
+    page_bytes: int = 64 * MIB
+    index_page_records: int = 1 << 20
+    max_mapped_pages: int = 64
+    fsync: str = "never"  # never | interval | always
+    fsync_interval_ms: int = 1000
+
+
+@dataclass
+class LogSettings:
+    max_ledger_bytes: int = 1 * GIB
+    max_ledger_entries: int = 0  # 0: no limit
+    retention_secs: int = 0  # 0: keep until consumed
+    retention_bytes: int = 0  # 0: no size limit
+    gc_interval_s: float = 60.0
+
+
+@dataclass
+class CacheSettings:
+    readahead_count: int = 10
+    readahead_bytes: int = 4 * MIB
+    cache_bytes: int = 256 * MIB
+    retry_backoff_ms: int = 1000
+
+
+@dataclass
+class DeliverySettings:
+    default_window: int = 0  # 0: unlimited
+    consume_interval: int = 50
+    consume_flush_ms: int = 1000
+
+
+@dataclass
+class RegionSettings:
+    name: str = "standalone"
+    parent: str = ""  # the parent region's name; empty for the root
+    parent_address: str = ""  # host:port[,host:port...]
+    retry_backoff_ms: int = 500
+    max_retry_backoff_ms: int = 10000
+
+
+@dataclass
+class Config:
+    hub: HubSettings = field(default_factory=HubSettings)
+    ledger: LedgerSettings = field(default_factory=LedgerSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    delivery: DeliverySettings = field(default_factory=DeliverySettings)
+    region: RegionSettings = field(default_factory=RegionSettings)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _convert(section: str, key: str, raw: str, kind):
+    try:
+        if kind is bool:
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        if kind is int:
+            return int(raw.strip().replace("_", ""), 0)
+        return kind(raw.strip())
+    except ValueError:
+        raise ConfigError(f"[{section}] {key} = {raw!r}: expected {kind.__name__}") from None
+
+
+def load_config(path=None, overrides=None) -> Config:
+    """Read `path` (if given) over the defaults, then apply `overrides` {"hub.port": 4081}."""
+    config = Config()
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#", ";"))
+    if path is not None:
+        if not Path(path).is_file():
+            raise ConfigError(f"configuration file {path} does not exist")
+        parser.read(path)
+    for section in parser.sections():
+        if not hasattr(config, section):
+            raise ConfigError(f"unknown section [{section}] in {path}")
+        settings = getattr(config, section)
+        kinds = {f.name: type(f.default) for f in dataclasses.fields(settings)}
+        for key, raw in parser.items(section):
+            if key not in kinds:
+                raise ConfigError(f"unknown setting [{section}] {key} in {path}")
+            setattr(settings, key, _convert(section, key, raw, kinds[key]))
+    for dotted, value in (overrides or {}).items():
+        section, key = dotted.split(".", 1)
+        settings = getattr(config, section)
+        if not hasattr(settings, key):
+            raise ConfigError(f"unknown setting {dotted}")
+        setattr(settings, key, value)
+    if config.ledger.fsync not in ("never", "interval", "always"):
+        raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
+    return config

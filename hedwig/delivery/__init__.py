@@ -1,0 +1,1 @@
+"""The delivery manager: per-subscriber cursors, push and pull, windows, consume pointers."""

@@ -1,0 +1,1 @@
+"""The Twisted hub server."""

@@ -1,0 +1,1 @@
+"""Metadata stores: topic ledger ranges and subscriptions, versioned with compare-and-set."""

@@ -1,0 +1,106 @@
+"""Entries: a message set as the hub stores and delivers it, behind a small header.
+
+The hub prefixes the publisher's message set with this header once, at publish; the
+ledger stores the result and every subscriber receives those same bytes:
+
+    u8  version (1)
+    u8  flags (reserved, 0)
+    u64 first_seq          local seq-id of the first message
+    u32 count              messages in the set (so last_seq = first_seq + count - 1)
+    u64 publish_time_us    when the hub accepted the publish, microseconds since the epoch
+    u64 origin_seq         origin seq-id of the first message (= first_seq when local)
+    u8  origin_region length, then the region name in utf-8
+    the message set (see messageset.py)
+
+An entry always holds messages of one origin region with consecutive origin seq-ids:
+relays republish whole entries, so that stays true across regions.
+"""
+
+import struct
+from typing import NamedTuple
+
+from hedwig.protocol.messageset import MessageSetError, decode_properties, parse_message_set
+from hedwig.protocol.status import Status
+
+ENTRY_VERSION = 1
+_ENTRY_HEADER = struct.Struct("!BBQIQQB")
+ENTRY_HEADER_FIXED_SIZE = _ENTRY_HEADER.size
+
+
+class EntryHeader(NamedTuple):
+    first_seq: int
+    count: int
+    publish_time_us: int
+    origin_seq: int
+    origin_region: str
+    body_offset: int  # where the message set begins
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + self.count - 1
+
+
+def encode_entry_header(
+    first_seq: int, count: int, publish_time_us: int, origin_region: bytes, origin_seq: int
+) -> bytes:
+    if len(origin_region) > 255:
+        raise ValueError("region names are at most 255 bytes")
+    return (
+        _ENTRY_HEADER.pack(
+            ENTRY_VERSION, 0, first_seq, count, publish_time_us, origin_seq, len(origin_region)
+        )
+        + origin_region
+    )
+
+
+def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
+    if len(buf) - offset < _ENTRY_HEADER.size:
+        raise MessageSetError(Status.MALFORMED_REQUEST, "entry shorter than its header")
+    version, _flags, first_seq, count, publish_time_us, origin_seq, region_len = (
+        _ENTRY_HEADER.unpack_from(buf, offset)
+    )
+    if version != ENTRY_VERSION:
+        raise MessageSetError(Status.MALFORMED_REQUEST, f"unknown entry version {version}")
+    region_start = offset + _ENTRY_HEADER.size
+    body_offset = region_start + region_len
+    if body_offset > len(buf):
+        raise MessageSetError(Status.MALFORMED_REQUEST, "entry truncated in its origin region")
+    origin_region = bytes(buf[region_start:body_offset]).decode("utf-8")
+    return EntryHeader(first_seq, count, publish_time_us, origin_seq, origin_region, body_offset)
+
+
+def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None):
+    """Decode messages [start, stop) of an entry (indexes within the entry) as Messages."""
+    from hedwig.protocol.message import Message
+
+    header = decode_entry_header(buf)
+    layout = parse_message_set(buf, header.body_offset)
+    if stop is None or stop > layout.count:
+        stop = layout.count
+    payload_offsets = layout.payload_offsets
+    property_offsets = layout.property_offsets
+    view = buf if isinstance(buf, bytes) else bytes(buf)
+    first_seq = header.first_seq
+    origin_seq = header.origin_seq
+    region = header.origin_region
+    time_us = header.publish_time_us
+    messages = []
+    append = messages.append
+    for i in range(start, stop):
+        properties = (
+            decode_properties(view[property_offsets[i] : property_offsets[i + 1]])
+            if property_offsets is not None and property_offsets[i] != property_offsets[i + 1]
+            else {}
+        )
+        append(
+            Message(
+                topic,
+                first_seq + i,
+                view[payload_offsets[i] : payload_offsets[i + 1]],
+                time_us,
+                properties,
+                region,
+                origin_seq + i,
+            )
+        )
+    return messages

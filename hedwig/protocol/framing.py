@@ -1,0 +1,103 @@
+"""Frames: a 4-byte big-endian length, then op (u8), request id (u32) and the body.
+
+The length counts everything after itself (5 + body). Pure code, no I/O: the hub and
+the clients feed it whatever the transport delivered.
+"""
+
+import struct
+
+from hedwig.protocol.ops import Op
+
+_FRAME_HEADER = struct.Struct("!IBI")
+FRAME_HEADER_SIZE = _FRAME_HEADER.size
+_PREFIX = struct.Struct("!I")
+_OP_AND_ID = struct.Struct("!BI")
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
+class FrameError(ValueError):
+    pass
+
+
+class FrameTooLarge(FrameError):
+    def __init__(self, length: int, limit: int):
+        super().__init__(f"frame of {length} bytes exceeds the limit of {limit}")
+        self.length = length
+        self.limit = limit
+
+
+def frame_header(op: Op, request_id: int, body_length: int) -> bytes:
+    """The header for a body sent separately (writeSequence avoids copying the body)."""
+    return _FRAME_HEADER.pack(5 + body_length, op, request_id)
+
+
+def encode_frame(op: Op, request_id: int, body: bytes = b"") -> bytes:
+    return _FRAME_HEADER.pack(5 + len(body), op, request_id) + body
+
+
+class FrameDecoder:
+    """Split a byte stream into (op, request_id, body) tuples.
+
+    Raises FrameTooLarge as soon as a header announces more than `max_frame_bytes`,
+    before the body is buffered, and FrameError for a length too short to be a frame.
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
+        self.max_frame_bytes = max_frame_bytes
+        self._buffer = bytearray()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a whole frame (a peer that stops mid-frame)."""
+        return len(self._buffer)
+
+    def feed(self, data) -> list:
+        buffer = self._buffer
+        buffer += data
+        frames = []
+        position = 0
+        available = len(buffer)
+        while available - position >= 4:
+            (length,) = _PREFIX.unpack_from(buffer, position)
+            if length < 5:
+                raise FrameError(f"frame length {length} is shorter than a frame header")
+            if length > self.max_frame_bytes:
+                raise FrameTooLarge(length, self.max_frame_bytes)
+            end = position + 4 + length
+            if end > available:
+                break
+            op, request_id = _OP_AND_ID.unpack_from(buffer, position + 4)
+            frames.append((op, request_id, bytes(buffer[position + 9 : end])))
+            position = end
+        if position:
+            del buffer[:position]
+        return frames
+
+
+_DELIVERY_PREFIX = struct.Struct("!IBIIII")
+_EVENT = struct.Struct("!IBIIB")
+
+
+def delivery_header(handle: int, start: int, stop: int, entry_length: int) -> bytes:
+    """Frame header and prefix for a DELIVERY of messages [start, stop) of one entry.
+
+    The entry's stored bytes follow unchanged (write both with writeSequence), so the
+    hub never re-encodes or copies a message set to deliver part of it.
+    """
+    return _DELIVERY_PREFIX.pack(17 + entry_length, Op.DELIVERY, 0, handle, start, stop)
+
+
+def parse_delivery(body):
+    """(handle, start, stop, entry bytes) from a DELIVERY frame's body."""
+    handle, start, stop = struct.unpack_from("!III", body, 0)
+    return handle, start, stop, body[12:]
+
+
+def encode_event(handle: int, event: int) -> bytes:
+    """An EVENT frame: a SubscriptionEvent for the subscription `handle`."""
+    return _EVENT.pack(10, Op.EVENT, 0, handle, event)
+
+
+def parse_event(body):
+    """(handle, event) from an EVENT frame's body."""
+    return struct.unpack_from("!IB", body, 0)

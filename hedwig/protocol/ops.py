@@ -1,0 +1,23 @@
+"""Operation codes carried in every frame header."""
+
+from enum import IntEnum
+
+PROTOCOL_VERSION = 1
+
+
+class Op(IntEnum):
+    # Client -> hub requests.
+    HELLO = 1
+    PUBLISH = 2
+    SUBSCRIBE = 3
+    CONSUME = 4  # cumulative; no reply unless it fails
+    CLOSE_SUBSCRIPTION = 5
+    UNSUBSCRIBE = 6
+    READ_RANGE = 7  # read seq-ids without a subscription (analytics)
+    LIST_TOPICS = 8
+    DESCRIBE_TOPIC = 9
+    STATS = 10
+    # Hub -> client.
+    RESPONSE = 64  # carries the request id of the request it answers
+    DELIVERY = 65  # request id 0; body starts with the subscription handle
+    EVENT = 66  # request id 0; a SubscriptionEvent for a handle

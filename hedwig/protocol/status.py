@@ -1,0 +1,48 @@
+"""Status codes, numbered after Hedwig's so operators who know one know the other.
+
+4xx: the request is at fault; 5xx: the hub could not serve it (yet); 6xx: a bug.
+"""
+
+from enum import IntEnum
+
+
+class Status(IntEnum):
+    SUCCESS = 0
+    # Client errors, Hedwig's numbers.
+    MALFORMED_REQUEST = 401
+    NO_SUCH_TOPIC = 402
+    CLIENT_ALREADY_SUBSCRIBED = 403
+    CLIENT_NOT_SUBSCRIBED = 404
+    COULD_NOT_CONNECT = 405
+    TOPIC_BUSY = 406
+    RESUBSCRIBE_EXCEPTION = 407
+    # Client errors hedwig adds.
+    INVALID_TOPIC = 410
+    MESSAGE_TOO_LARGE = 411
+    UNSUPPORTED_VERSION = 412
+    UNKNOWN_OPERATION = 413
+    FRAME_TOO_LARGE = 414
+    TOO_MANY_SUBSCRIPTIONS = 415
+    INVALID_SUBSCRIBER_ID = 416
+    SEQ_OUT_OF_RANGE = 417  # asked for seq-ids that garbage collection removed
+    # Hub-side conditions, Hedwig's numbers.
+    NOT_RESPONSIBLE_FOR_TOPIC = 501  # message: the owner's "host:port"
+    SERVICE_DOWN = 502
+    UNCERTAIN_STATE = 503
+    INVALID_MESSAGE_FILTER = 504
+    # Hub-side conditions hedwig adds.
+    STORAGE_FULL = 510  # the ledger store could not allocate space; nothing was stored
+    STORAGE_ERROR = 511
+    BAD_VERSION = 520  # metadata compare-and-set lost a race
+    UNEXPECTED_CONDITION = 600
+
+    @property
+    def is_error(self) -> bool:
+        return self is not Status.SUCCESS
+
+
+class SubscriptionEvent(IntEnum):
+    """Events the hub pushes about a live subscription (Hedwig's names)."""
+
+    TOPIC_MOVED = 1
+    SUBSCRIPTION_FORCED_CLOSED = 2

@@ -1,0 +1,46 @@
+"""Frame splitting across arbitrary chunk boundaries, and its limits."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hedwig.protocol import FrameDecoder, FrameError, FrameTooLarge, Op, encode_frame
+from hedwig.protocol.names import InvalidName, check_subscriber_id, check_topic
+
+
+@given(st.lists(st.binary(max_size=50), max_size=10), st.lists(st.integers(1, 40), max_size=20))
+def test_frames_survive_any_chunking(bodies, cuts):
+    stream = b"".join(encode_frame(Op.PUBLISH, i + 1, body) for i, body in enumerate(bodies))
+    decoder = FrameDecoder(max_frame_bytes=100)
+    frames, position = [], 0
+    for cut in cuts:
+        frames += decoder.feed(stream[position : position + cut])
+        position += cut
+    frames += decoder.feed(stream[position:])
+    assert frames == [(Op.PUBLISH, i + 1, body) for i, body in enumerate(bodies)]
+    assert decoder.buffered == 0
+
+
+def test_oversized_frame_is_refused_before_its_body_arrives():
+    decoder = FrameDecoder(max_frame_bytes=64)
+    with pytest.raises(FrameTooLarge):
+        decoder.feed(encode_frame(Op.PUBLISH, 1, b"x" * 100)[:9])
+
+
+def test_length_shorter_than_a_header_is_an_error():
+    with pytest.raises(FrameError):
+        FrameDecoder().feed(b"\x00\x00\x00\x02ab")
+
+
+@pytest.mark.parametrize("name", ["", "a b", "x" * 256, "tópic", "a/b"])
+def test_bad_topic_names(name):
+    with pytest.raises(InvalidName):
+        check_topic(name)
+
+
+def test_good_names_and_reserved_subscribers():
+    assert check_topic("logs.web-01_x") == "logs.web-01_x"
+    assert check_topic("x" * 255) == "x" * 255
+    with pytest.raises(InvalidName, match="reserved"):
+        check_subscriber_id("__region__eu")
+    assert check_subscriber_id("__region__eu", allow_reserved=True) == "__region__eu"

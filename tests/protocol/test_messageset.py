@@ -1,0 +1,66 @@
+"""Message sets and entries: round trips, limits and malformed input."""
+
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hedwig.protocol import (
+    MessageSetError,
+    Status,
+    decode_entry,
+    encode_entry_header,
+    encode_message_set,
+    validate_message_set,
+)
+
+payloads = st.lists(st.binary(max_size=64), min_size=1, max_size=30)
+property_maps = st.dictionaries(st.text(min_size=1, max_size=8), st.binary(max_size=16), max_size=3)
+
+
+@given(payloads, st.data())
+def test_round_trip_with_and_without_properties(messages, data):
+    with_properties = data.draw(st.booleans())
+    props = (
+        data.draw(st.lists(property_maps, min_size=len(messages), max_size=len(messages)))
+        if with_properties
+        else None
+    )
+    encoded = encode_message_set(messages, props)
+    assert validate_message_set(encoded) == len(messages)
+    entry = encode_entry_header(41, len(messages), 1_700_000_000_000_000, b"eu", 7) + encoded
+    start = data.draw(st.integers(0, len(messages) - 1))
+    stop = data.draw(st.integers(start + 1, len(messages)))
+    decoded = decode_entry("t", entry, start, stop)
+    assert [m.payload for m in decoded] == messages[start:stop]
+    assert [m.seq for m in decoded] == list(range(41 + start, 41 + stop))
+    assert [m.origin_seq for m in decoded] == list(range(7 + start, 7 + stop))
+    assert {m.origin_region for m in decoded} == {"eu"}
+    expected_props = [p or {} for p in props[start:stop]] if props else [{}] * (stop - start)
+    assert [m.properties for m in decoded] == expected_props
+
+
+def test_oversized_message_is_refused_with_its_status():
+    encoded = encode_message_set([b"x" * 10, b"y" * 101])
+    with pytest.raises(MessageSetError) as caught:
+        validate_message_set(encoded, max_message_bytes=100)
+    assert caught.value.status is Status.MESSAGE_TOO_LARGE
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda b: b[:-1],  # truncated payload
+        lambda b: b + b"z",  # trailing bytes
+        lambda b: b[:4],  # truncated header
+        lambda b: bytes([9]) + b[1:],  # unknown version
+        lambda b: b[:2] + struct.pack("!I", 0) + b[6:],  # empty set
+        lambda b: b[:2] + struct.pack("!I", 1000) + b[6:],  # count beyond the arrays
+    ],
+)
+def test_malformed_sets_are_refused(mangle):
+    encoded = encode_message_set([b"abc", b"de"])
+    with pytest.raises(MessageSetError) as caught:
+        validate_message_set(mangle(encoded))
+    assert caught.value.status is Status.MALFORMED_REQUEST

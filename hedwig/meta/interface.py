@@ -1,0 +1,72 @@
+"""The metadata seam: topics' ledger ranges and subscriptions, versioned.
+
+Every record carries a version; writes name the version they replace (compare-and-set),
+as Hedwig's metadata managers do, so two hubs racing for a topic cannot both win. The
+embedded backend is SQLite (`hedwig.meta.sqlite_store`); a ZooKeeper backend can sit
+behind the same interface. Every method returns a Deferred.
+"""
+
+from typing import NamedTuple
+
+from zope.interface import Interface
+
+
+class MetadataError(Exception):
+    pass
+
+
+class BadVersion(MetadataError):
+    """A compare-and-set named a version that is no longer current (or the record exists
+    when creating, or is missing when updating)."""
+
+
+class LedgerRange(NamedTuple):
+    """Seq-ids first_seq..last_seq of a topic live in ledger `ledger_id` (entry ids from 0).
+    last_seq is None for the topic's open ledger, whose end is the ledger's end."""
+
+    ledger_id: int
+    first_seq: int
+    last_seq: int | None
+
+
+class SubscriptionState(NamedTuple):
+    consumed_seq: int  # everything up to here is consumed; delivery resumes at +1
+    preferences: dict  # JSON-able: window, start, ...
+
+
+class Versioned(NamedTuple):
+    value: object
+    version: int
+
+
+NEW = -1  # the version to name when creating a record that must not exist yet
+
+
+class IMetadataStore(Interface):
+    def get_topic(topic):
+        """Deferred[Versioned[list[LedgerRange]] | None]."""
+
+    def put_topic(topic, ranges, version):
+        """Write the ledger ranges if the stored version is `version` (NEW: absent).
+        Deferred[int new version]; fails with BadVersion."""
+
+    def delete_topic(topic, version):
+        """Deferred[None]; fails with BadVersion."""
+
+    def list_topics():
+        """Deferred[list[str]], sorted."""
+
+    def get_subscription(topic, subscriber_id):
+        """Deferred[Versioned[SubscriptionState] | None]."""
+
+    def put_subscription(topic, subscriber_id, state, version):
+        """Compare-and-set as put_topic. Deferred[int new version]."""
+
+    def delete_subscription(topic, subscriber_id, version):
+        """Deferred[None]; fails with BadVersion."""
+
+    def list_subscriptions(topic):
+        """Deferred[dict[str, Versioned[SubscriptionState]]]."""
+
+    def close():
+        """Deferred[None]."""

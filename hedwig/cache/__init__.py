@@ -1,1 +1,5 @@
 """The read-ahead cache between delivery and the topic logs."""
+
+from hedwig.cache.readahead import ReadAheadCache
+
+__all__ = ["ReadAheadCache"]

@@ -18,12 +18,12 @@ run: $(STAMP)
 
 # Lint, then every test: unit tests and integration tests with real hubs and Spark.
 test: $(STAMP)
-	$(VENV)/bin/ruff check hedwig tests bench twisted
+	$(VENV)/bin/ruff check .
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check hedwig tests bench twisted
-	$(VENV)/bin/ruff format --check hedwig tests bench twisted
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
 	for b in bench/*_bench.py; do $(PY) $$b || exit 1; done

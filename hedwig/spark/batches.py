@@ -1,0 +1,211 @@
+"""Stored entries -> Arrow record batches, with work per entry and none per message.
+
+An entry (hedwig/protocol/entry.py) is a small header and the publisher's message set,
+whose layout keeps every payload length in one u32 array ahead of the concatenated
+payloads. That is already most of an Arrow binary column: the lengths become the
+offsets (one cumulative sum in Arrow's C++), the payload bytes become the data buffer
+(one join of slices). The other columns are per entry (publish time, origin region,
+origin seq delta) and widen to rows through run-end decoding; `seq` is a cumulative
+sum. Python touches each entry a handful of times and each message never, except for
+the properties of entries that carry any (a rare, opt-in feature of a publish).
+
+A builder holds one contiguous run of seq-ids of one topic: a gap between the pieces
+added means the hub skipped messages, and that is refused rather than written out.
+"""
+
+import struct
+import sys
+from array import array
+from itertools import accumulate
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.messageset import FLAG_PROPERTIES, SET_VERSION, MessageSetError, decode_properties
+from hedwig.spark.schema import ARROW_SCHEMA, PROPERTIES_TYPE, PUBLISH_TIME_TYPE
+
+_SET_HEADER = struct.Struct("!BBI")
+_SWAP = sys.byteorder == "little"  # the wire's u32s are big-endian
+_ONE = pa.scalar(1, pa.int64())
+_ZERO32 = pa.scalar(0, pa.int32())
+_NO_KEYS = pa.array([], pa.string())
+_NO_VALUES = pa.array([], pa.binary())
+_OFFSET_ZERO = pa.array([0], pa.int32())
+_MAX_OFFSET = 2**31 - 1  # Arrow binary/string columns use int32 offsets
+
+
+class CorruptEntry(ValueError):
+    """An entry whose bytes do not hold what its header and length arrays say."""
+
+
+def _u32s(buf, offset: int, count: int) -> array:
+    values = array("I")
+    values.frombytes(buf[offset : offset + 4 * count])
+    if _SWAP:
+        values.byteswap()
+    return values
+
+
+class RecordBatchBuilder:
+    """Collects pieces of entries (messages [start, stop) of each) for one topic and
+    turns them into one `pyarrow.RecordBatch` in ARROW_SCHEMA.
+
+    Entries may be bytes or memoryviews (a READ_RANGE reply hands out views into one
+    buffer); payloads are copied once, when the batch is built.
+    """
+
+    def __init__(self, topic: str):
+        self.topic = topic
+        self._topic_scalar = pa.scalar(topic, pa.string())
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows = 0
+        self.payload_bytes = 0
+        self.first_seq = None
+        self.next_seq = None  # the seq-id the next piece must start at
+        self._lengths = array("I")
+        self._payloads = []
+        self._run_ends = []
+        self._times = []
+        self._regions = []
+        self._origin_deltas = []
+        self._property_pieces = []  # (row offset, counts, keys, values) of pieces with properties
+
+    def add(self, start: int, stop: int, entry) -> int:
+        """Add messages [start, stop) of `entry`; returns how many rows that adds."""
+        try:
+            header = decode_entry_header(entry)
+        except MessageSetError as e:
+            raise CorruptEntry(f"topic {self.topic}: {e}") from None
+        position = header.body_offset
+        where = f"topic {self.topic}, entry at seq {header.first_seq}"
+        if len(entry) - position < _SET_HEADER.size:
+            raise CorruptEntry(f"{where}: entry ends before its message set")
+        version, flags, count = _SET_HEADER.unpack_from(entry, position)
+        if version != SET_VERSION:
+            raise CorruptEntry(f"{where}: unknown message set version {version}")
+        if count != header.count or count == 0:
+            raise CorruptEntry(f"{where}: header says {header.count} messages, message set {count}")
+        if not 0 <= start < stop <= count:
+            raise CorruptEntry(f"{where}: piece [{start}, {stop}) is outside its {count} messages")
+        has_properties = bool(flags & FLAG_PROPERTIES)
+        position += _SET_HEADER.size
+        arrays_end = position + 4 * count * (2 if has_properties else 1)
+        if arrays_end > len(entry):
+            raise CorruptEntry(f"{where}: truncated in its length arrays")
+        lengths = _u32s(entry, position, count)
+        property_lengths = _u32s(entry, position + 4 * count, count) if has_properties else None
+        payload_total = sum(lengths)
+        data_end = arrays_end + payload_total + (sum(property_lengths) if has_properties else 0)
+        if data_end != len(entry):
+            raise CorruptEntry(f"{where}: its lengths add up to {data_end} bytes, it has {len(entry)}")
+
+        piece_first = header.first_seq + start
+        if self.next_seq is not None and piece_first != self.next_seq:
+            raise CorruptEntry(
+                f"topic {self.topic}: expected seq {self.next_seq} next, the hub sent {piece_first}"
+            )
+        if start == 0 and stop == count:
+            piece_lengths = lengths
+            begin = arrays_end
+            piece_bytes = payload_total
+        else:
+            piece_lengths = lengths[start:stop]
+            begin = arrays_end + sum(lengths[:start])
+            piece_bytes = sum(piece_lengths)
+        if self.payload_bytes + piece_bytes > _MAX_OFFSET:
+            raise ValueError("a record batch holds at most 2 GiB of payload; build() before adding more")
+
+        rows = stop - start
+        if has_properties:
+            self._add_properties(entry, arrays_end + payload_total, property_lengths, start, stop)
+        if self.first_seq is None:
+            self.first_seq = piece_first
+        self.next_seq = piece_first + rows
+        self._lengths.extend(piece_lengths)
+        self._payloads.append(entry[begin : begin + piece_bytes])
+        self.rows += rows
+        self.payload_bytes += piece_bytes
+        self._run_ends.append(self.rows)
+        self._times.append(header.publish_time_us)
+        self._regions.append(header.origin_region)
+        self._origin_deltas.append(header.origin_seq - header.first_seq)
+        return rows
+
+    def _add_properties(self, entry, blobs_start: int, property_lengths, start: int, stop: int) -> None:
+        offsets = list(accumulate(property_lengths, initial=blobs_start))
+        counts, keys, values = [], [], []
+        for i in range(start, stop):
+            if offsets[i] == offsets[i + 1]:
+                counts.append(0)
+                continue
+            try:
+                properties = decode_properties(entry[offsets[i] : offsets[i + 1]])
+            except (MessageSetError, UnicodeDecodeError) as e:
+                raise CorruptEntry(f"topic {self.topic}: properties of a message: {e}") from None
+            counts.append(len(properties))
+            keys.extend(properties)
+            values.extend(properties.values())
+        self._property_pieces.append((self.rows, counts, keys, values))
+
+    def build(self) -> pa.RecordBatch:
+        """The rows added so far as one record batch; the builder starts over empty."""
+        rows = self.rows
+        if rows == 0:
+            self._reset()
+            return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+        run_ends = pa.array(self._run_ends, pa.int32())
+
+        def widen(values, kind):
+            if len(values) == 1:
+                return pa.repeat(pa.scalar(values[0], kind), rows)
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, kind)))
+
+        seq = pc.cumulative_sum(pa.repeat(_ONE, rows), start=self.first_seq - 1)
+        origin_seq = pc.add(seq, widen(self._origin_deltas, pa.int64()))
+        lengths = pa.Array.from_buffers(pa.uint32(), rows, [None, pa.py_buffer(self._lengths)])
+        offsets = pa.concat_arrays([_OFFSET_ZERO, pc.cumulative_sum(lengths).cast(pa.int32())])
+        payload = pa.Array.from_buffers(
+            pa.binary(), rows, [None, offsets.buffers()[1], pa.py_buffer(b"".join(self._payloads))]
+        )
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.repeat(self._topic_scalar, rows),
+                seq,
+                widen(self._times, PUBLISH_TIME_TYPE),
+                widen(self._regions, pa.string()),
+                origin_seq,
+                self._properties(rows),
+                payload,
+            ],
+            schema=ARROW_SCHEMA,
+        )
+        self._reset()
+        return batch
+
+    def _properties(self, rows: int) -> pa.Array:
+        if not self._property_pieces:
+            return pa.MapArray.from_arrays(
+                pa.repeat(_ZERO32, rows + 1), _NO_KEYS, _NO_VALUES, type=PROPERTIES_TYPE
+            )
+        counts = array("i", bytes(4 * rows))
+        keys, values = [], []
+        for row, piece_counts, piece_keys, piece_values in self._property_pieces:
+            counts[row : row + len(piece_counts)] = array("i", piece_counts)
+            keys.extend(piece_keys)
+            values.extend(piece_values)
+        offsets = array("i", accumulate(counts, initial=0))
+        return pa.MapArray.from_arrays(
+            pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.binary()),
+            type=PROPERTIES_TYPE,
+        )
+
+
+def entries_to_batch(topic: str, entries) -> pa.RecordBatch:
+    """One record batch from (start, stop, entry bytes) pieces of contiguous seq-ids."""
+    builder = RecordBatchBuilder(topic)
+    for start, stop, entry in entries:
+        builder.add(start, stop, entry)
+    return builder.build()

@@ -515,3 +515,13 @@ def decode_response(body) -> Response:
         if decoder is not None:
             value = decoder(memoryview(body)[end:] if op == Op.READ_RANGE else body[end:])
     return Response(op, status, message, value)
+
+
+_PUBLISHED_FRAME = struct.Struct("!IBIBHHQQ")
+
+
+def published_response(request_id: int, first_seq: int, last_seq: int) -> bytes:
+    """The whole SUCCESS RESPONSE frame to a PUBLISH, in one pack (the hub's hot path)."""
+    return _PUBLISHED_FRAME.pack(
+        _PUBLISHED_FRAME.size - 4, Op.RESPONSE, request_id, Op.PUBLISH, Status.SUCCESS, 0, first_seq, last_seq
+    )

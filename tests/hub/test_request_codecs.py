@@ -38,6 +38,7 @@ from hedwig.protocol.requests import (
     encode_subscribed,
     encode_unsubscribe,
     publish_prefix,
+    published_response,
     read_range_reply_parts,
     response_frame,
     response_frame_parts,
@@ -152,3 +153,7 @@ def test_bad_bodies_get_their_status(decoder, body, status):
 def test_a_real_message_set_survives_publish_decoding():
     message_set = encode_message_set([b"a", b"bc"], [None, {"k": b"v"}])
     assert decode_publish(encode_publish("t", message_set)).message_set == message_set
+
+
+def test_published_response_is_the_generic_frame():
+    assert published_response(9, 3, 7) == response_frame(9, Op.PUBLISH, payload=encode_published(3, 7))

@@ -55,8 +55,11 @@ class RecordBatchBuilder:
     buffer); payloads are copied once, when the batch is built.
     """
 
-    def __init__(self, topic: str):
+    def __init__(self, topic: str, next_seq: int | None = None):
         self.topic = topic
+        # The seq-id the next piece must start at (None: any); it carries over from one
+        # batch to the next, so a run of batches is checked for gaps as a whole.
+        self.next_seq = next_seq
         self._topic_scalar = pa.scalar(topic, pa.string())
         self._reset()
 
@@ -64,7 +67,6 @@ class RecordBatchBuilder:
         self.rows = 0
         self.payload_bytes = 0
         self.first_seq = None
-        self.next_seq = None  # the seq-id the next piece must start at
         self._lengths = array("I")
         self._payloads = []
         self._run_ends = []
@@ -73,8 +75,9 @@ class RecordBatchBuilder:
         self._origin_deltas = []
         self._property_pieces = []  # (row offset, counts, keys, values) of pieces with properties
 
-    def add(self, start: int, stop: int, entry) -> int:
-        """Add messages [start, stop) of `entry`; returns how many rows that adds."""
+    def add(self, start: int, stop: int, entry, up_to: int | None = None) -> int:
+        """Add messages [start, stop) of `entry`, none beyond seq-id `up_to` if given;
+        returns how many rows that adds."""
         try:
             header = decode_entry_header(entry)
         except MessageSetError as e:
@@ -103,6 +106,10 @@ class RecordBatchBuilder:
             raise CorruptEntry(f"{where}: its lengths add up to {data_end} bytes, it has {len(entry)}")
 
         piece_first = header.first_seq + start
+        if up_to is not None and header.first_seq + stop - 1 > up_to:
+            stop = up_to - header.first_seq + 1
+            if stop <= start:
+                return 0
         if self.next_seq is not None and piece_first != self.next_seq:
             raise CorruptEntry(
                 f"topic {self.topic}: expected seq {self.next_seq} next, the hub sent {piece_first}"

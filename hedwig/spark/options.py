@@ -4,7 +4,7 @@ Spark hands a data source its options as strings. Every option is checked here, 
 typo or a bad value fails the query at once with a message that names the option,
 instead of a worker failing later (or a default silently staying in force):
 
-    hub                      host:port[,host:port...]   required
+    hub                      host:port[,host:port...]   required (port 4080 if left out)
     topics                   a,b,c                      required
     startingSeq              earliest | latest | {"a": 17, "b": "earliest"}
                              the first seq-id read (default: earliest for a batch read,
@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hedwig.client.addresses import format_address, parse_address
 from hedwig.protocol.names import InvalidName, check_topic
 
 EARLIEST = "earliest"
@@ -80,16 +81,12 @@ def parse_hubs(text: str) -> tuple:
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
-        host, sep, port = part.rpartition(":")
-        if not sep or not host:
-            raise OptionError(f"hub address {part!r} is not host:port")
         try:
-            number = int(port)
-        except ValueError:
-            raise OptionError(f"hub address {part!r}: port {port!r} is not a number") from None
-        if not 0 < number < 65536:
-            raise OptionError(f"hub address {part!r}: port {number} is outside 1-65535")
-        hubs.append(f"{host}:{number}")
+            address = format_address(parse_address(part))
+        except ValueError as e:
+            raise OptionError(f"option 'hub': {e}") from None
+        if address not in hubs:
+            hubs.append(address)
     if not hubs:
         raise OptionError("option 'hub' names no address: give host:port[,host:port...]")
     return tuple(hubs)

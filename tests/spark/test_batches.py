@@ -88,6 +88,24 @@ def test_builder_starts_over_after_each_batch():
     assert second.column("payload").to_pylist() == [b"dd", b"e"]
 
 
+def test_gaps_are_caught_across_batches_too():
+    builder = RecordBatchBuilder("t", next_seq=1)
+    builder.add(0, 2, make_entry(1, [b"a", b"b"]))
+    builder.build()
+    with pytest.raises(CorruptEntry, match="expected seq 3 next, the hub sent 4"):
+        builder.add(0, 1, make_entry(4, [b"d"]))
+    with pytest.raises(CorruptEntry, match="expected seq 5 next, the hub sent 1"):
+        RecordBatchBuilder("t", next_seq=5).add(0, 2, make_entry(1, [b"a", b"b"]))
+
+
+def test_pieces_are_clipped_at_up_to():
+    builder = RecordBatchBuilder("t")
+    assert builder.add(0, 3, make_entry(1, [b"a", b"b", b"c"]), up_to=2) == 2
+    assert builder.add(0, 1, make_entry(3, [b"c"]), up_to=2) == 0
+    assert builder.next_seq == 3
+    assert builder.build().column("payload").to_pylist() == [b"a", b"b"]
+
+
 def test_an_empty_builder_gives_an_empty_batch_of_the_schema():
     batch = RecordBatchBuilder("t").build()
     assert batch.num_rows == 0

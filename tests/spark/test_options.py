@@ -26,7 +26,7 @@ def test_streams_start_at_latest_by_default():
 def test_option_names_are_case_insensitive_and_values_parsed():
     opts = parse_options(
         {
-            "HUB": "h1:1, h2:2",
+            "HUB": "h1:1, h2:2, h3, [::1]:7, h1:1",
             "Topics": "x, y, x",
             "STARTINGSEQ": '{"x": 5, "y": "Earliest"}',
             "maxmessagespertrigger": "1_000",
@@ -36,7 +36,7 @@ def test_option_names_are_case_insensitive_and_values_parsed():
         },
         streaming=True,
     )
-    assert opts.hubs == ("h1:1", "h2:2")
+    assert opts.hubs == ("h1:1", "h2:2", "h3:4080", "[::1]:7")
     assert opts.topics == ("x", "y")
     assert opts.starting == {"x": 5, "y": EARLIEST}
     assert opts.max_messages_per_trigger == 1000
@@ -51,7 +51,7 @@ def test_option_names_are_case_insensitive_and_values_parsed():
         ({"topics": "a"}, "option 'hub' is required"),
         ({"hub": "h:1"}, "option 'topics' is required"),
         ({"hub": "h:1", "topics": "a", "subscribe": "a"}, "unknown option 'subscribe'"),
-        ({"hub": "nohost", "topics": "a"}, "'nohost' is not host:port"),
+        ({"hub": ":80", "topics": "a"}, "has no host"),
         ({"hub": "h:http", "topics": "a"}, "port 'http' is not a number"),
         ({"hub": "h:70000", "topics": "a"}, "outside 1-65535"),
         ({"hub": " , ", "topics": "a"}, "names no address"),

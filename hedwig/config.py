@@ -41,6 +41,7 @@ class LogSettings:
     retention_secs: int = 0  # 0: keep until consumed
     retention_bytes: int = 0  # 0: no size limit
     gc_interval_s: float = 60.0
+    index_cache_bytes: int = 64 * MIB  # entry indexes of closed ledgers kept in memory, all topics
 
 
 @dataclass

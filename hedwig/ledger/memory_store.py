@@ -1,0 +1,186 @@
+"""An in-memory ledger store: real ledger semantics, no durability.
+
+It keeps every entry in process memory and forgets everything when the process ends.
+It serves as the ledger store of tests that need ledgers without files, and as a store
+that fails on command: a byte capacity (StorageFull once exceeded, space returns on
+delete), scripted append failures (refused before storing, or after storing as a failed
+sync would), and held acknowledgements (appends stored but unacknowledged until released,
+as under a slow fsync).
+"""
+
+from bisect import bisect_left
+from collections import deque
+
+from twisted.internet.defer import Deferred, fail, succeed
+from zope.interface import implementer
+
+from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger, StorageFull
+
+
+class _Ledger:
+    __slots__ = ("closed", "entries", "nbytes", "times")
+
+    def __init__(self):
+        self.entries: list[bytes] = []
+        self.times: list[int] = []
+        self.nbytes = 0
+        self.closed = False
+
+
+@implementer(ILedgerStore)
+class MemoryLedgerStore:
+    fsync_policy = "never"
+
+    def __init__(self, *, capacity_bytes: int | None = None):
+        self.capacity_bytes = capacity_bytes
+        self.used_bytes = 0
+        self._ledgers: dict[int, _Ledger] = {}
+        self._next_id = 1
+        self._failures: deque[tuple[Exception, bool]] = deque()
+        self._holding = False
+        self._held: deque[tuple[Deferred, int]] = deque()
+        self._after_release: list[Deferred] = []
+        self._closed = False
+        self.appends = 0
+
+    # -- failure injection ---------------------------------------------------------------
+
+    def fail_appends(self, exception: Exception, count: int = 1, *, after_storing: bool = False) -> None:
+        """The next `count` appends fail with `exception`: refused with nothing stored, or
+        (after_storing) stored and then failed, as when a sync fails."""
+        self._failures.extend([(exception, after_storing)] * count)
+
+    def hold_acks(self) -> None:
+        """Appends are stored (and readable) but their Deferreds wait for release_acks()."""
+        self._holding = True
+
+    def release_acks(self, count: int | None = None, *, keep_holding: bool = False) -> int:
+        """Acknowledge the oldest `count` held appends (all by default), in order."""
+        released = 0
+        while self._held and (count is None or released < count):
+            d, entry_id = self._held.popleft()
+            released += 1
+            d.callback(entry_id)
+        if not keep_holding and count is None:
+            self._holding = False
+        if not self._held:
+            waiting, self._after_release = self._after_release, []
+            for d in waiting:
+                d.callback(None)
+        return released
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    # -- ILedgerStore ----------------------------------------------------------------------
+
+    def _ledger(self, ledger_id) -> _Ledger:
+        if self._closed:
+            raise LedgerError("the ledger store is closed")
+        ledger = self._ledgers.get(ledger_id)
+        if ledger is None:
+            raise NoSuchLedger(f"ledger {ledger_id} does not exist")
+        return ledger
+
+    def create(self) -> int:
+        if self._closed:
+            raise LedgerError("the ledger store is closed")
+        ledger_id = self._next_id
+        self._next_id += 1
+        self._ledgers[ledger_id] = _Ledger()
+        return ledger_id
+
+    def append(self, ledger_id, data, publish_time_us):
+        try:
+            ledger = self._ledger(ledger_id)
+        except LedgerError as e:
+            return fail(e)
+        if ledger.closed:
+            return fail(LedgerClosed(f"ledger {ledger_id} is closed"))
+        entry = b"".join(data) if isinstance(data, (list, tuple)) else bytes(data)
+        failure, after_storing = self._failures.popleft() if self._failures else (None, False)
+        if failure is not None and not after_storing:
+            return fail(failure)
+        if self.capacity_bytes is not None and self.used_bytes + len(entry) > self.capacity_bytes:
+            return fail(
+                StorageFull(
+                    f"ledger {ledger_id}: {len(entry)} bytes do not fit "
+                    f"({self.used_bytes} of {self.capacity_bytes} used)"
+                )
+            )
+        entry_id = len(ledger.entries)
+        ledger.entries.append(entry)
+        ledger.times.append(publish_time_us)
+        ledger.nbytes += len(entry)
+        self.used_bytes += len(entry)
+        self.appends += 1
+        if failure is not None:
+            return fail(failure)
+        if self._holding:
+            d = Deferred()
+            self._held.append((d, entry_id))
+            return d
+        return succeed(entry_id)
+
+    def read(self, ledger_id, first_entry, last_entry, max_bytes=None):
+        ledger = self._ledger(ledger_id)
+        if not 0 <= first_entry <= last_entry < len(ledger.entries):
+            raise LedgerError(
+                f"ledger {ledger_id}: entries {first_entry}..{last_entry} "
+                f"outside 0..{len(ledger.entries) - 1}"
+            )
+        out = []
+        total = 0
+        for entry in ledger.entries[first_entry : last_entry + 1]:
+            out.append(entry)
+            total += len(entry)
+            if max_bytes is not None and total >= max_bytes:
+                break
+        return out
+
+    def last_entry_id(self, ledger_id) -> int:
+        return len(self._ledger(ledger_id).entries) - 1
+
+    def entry_time(self, ledger_id, entry_id) -> int:
+        ledger = self._ledger(ledger_id)
+        if not 0 <= entry_id < len(ledger.times):
+            raise LedgerError(f"ledger {ledger_id} has no entry {entry_id}")
+        return ledger.times[entry_id]
+
+    def find_by_time(self, ledger_id, time_us):
+        times = self._ledger(ledger_id).times
+        i = bisect_left(times, time_us)
+        return i if i < len(times) else None
+
+    def ledger_bytes(self, ledger_id) -> int:
+        return self._ledger(ledger_id).nbytes
+
+    def is_closed(self, ledger_id) -> bool:
+        return self._ledger(ledger_id).closed
+
+    def close_ledger(self, ledger_id):
+        try:
+            self._ledger(ledger_id).closed = True
+        except LedgerError as e:
+            return fail(e)
+        if self._held:  # durable once the appends before it are
+            d = Deferred()
+            self._after_release.append(d)
+            return d
+        return succeed(None)
+
+    def delete(self, ledger_id):
+        ledger = self._ledger(ledger_id)
+        del self._ledgers[ledger_id]
+        self.used_bytes -= ledger.nbytes
+        return succeed(None)
+
+    def list_ledgers(self) -> list[int]:
+        if self._closed:
+            raise LedgerError("the ledger store is closed")
+        return sorted(self._ledgers)
+
+    def close(self):
+        self._closed = True
+        return succeed(None)

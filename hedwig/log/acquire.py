@@ -1,0 +1,137 @@
+"""Acquiring a topic: recover its previous ledger, open a new one, write the ranges back.
+
+As Hedwig does when a hub takes a topic: the previous owner's open ledger is recovered
+(closed in the store, its last entry read to learn where the log ends), a new ledger is
+always created for this owner's appends, and the ranges are written back with
+compare-and-set on the version that was read, so of two hubs racing for the topic only
+one wins. Rolling on every acquire means a ledger is only ever written by one owner.
+"""
+
+import logging
+
+from twisted.internet.defer import inlineCallbacks, maybeDeferred
+
+from hedwig.ledger.interface import LedgerError, NoSuchLedger
+from hedwig.log.errors import LogCorrupt, TopicFenced
+from hedwig.log.topic_log import TopicLog
+from hedwig.meta.interface import NEW, BadVersion, LedgerRange
+from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.messageset import MessageSetError
+
+log = logging.getLogger(__name__)
+
+
+def check_ranges(topic: str, ranges: list[LedgerRange]) -> None:
+    """Ranges must be contiguous and ascending, only the last one open."""
+    for i, r in enumerate(ranges):
+        if r.last_seq is None and i != len(ranges) - 1:
+            raise LogCorrupt(f"topic {topic}: ledger {r.ledger_id} is open but not the last range")
+        if r.last_seq is not None and r.last_seq < r.first_seq:
+            raise LogCorrupt(
+                f"topic {topic}: ledger {r.ledger_id} has an empty range {r.first_seq}..{r.last_seq}"
+            )
+        if i and r.first_seq != ranges[i - 1].last_seq + 1:
+            raise LogCorrupt(
+                f"topic {topic}: ledger {r.ledger_id} starts at {r.first_seq}, "
+                f"after ledger {ranges[i - 1].ledger_id} ending at {ranges[i - 1].last_seq}"
+            )
+
+
+def _read_header(ledgers, topic: str, ledger_id: int, entry_id: int):
+    (data,) = ledgers.read(ledger_id, entry_id, entry_id, 1)
+    try:
+        return decode_entry_header(data)
+    except MessageSetError as e:
+        raise LogCorrupt(f"topic {topic}: ledger {ledger_id} entry {entry_id}: {e}") from None
+
+
+@inlineCallbacks
+def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
+    """Close the previous owner's ledger; (last seq-id it holds, its last publish time)."""
+    try:
+        if not ledgers.is_closed(r.ledger_id):
+            yield maybeDeferred(ledgers.close_ledger, r.ledger_id)
+        last_entry = ledgers.last_entry_id(r.ledger_id)
+    except NoSuchLedger:
+        raise LogCorrupt(
+            f"topic {topic}: its open ledger {r.ledger_id} is missing from the ledger store"
+        ) from None
+    if last_entry < 0:
+        return r.first_seq - 1, None
+    first = _read_header(ledgers, topic, r.ledger_id, 0)
+    if first.first_seq != r.first_seq:
+        raise LogCorrupt(
+            f"topic {topic}: ledger {r.ledger_id} begins at seq-id {first.first_seq}, "
+            f"its range at {r.first_seq}"
+        )
+    last = _read_header(ledgers, topic, r.ledger_id, last_entry)
+    return last.last_seq, last.publish_time_us
+
+
+@inlineCallbacks
+def acquire_topic(
+    topic: str, *, ledgers, metadata, settings, region: str, clock, locator=None, on_close=None
+):
+    """Deferred[TopicLog]: the topic's log, owned by the caller. Fails with TopicFenced when
+    another hub changed the ranges meanwhile, LogCorrupt when metadata and ledgers disagree."""
+    versioned = yield metadata.get_topic(topic)
+    if versioned is None:
+        ranges, version = [], NEW
+    else:
+        ranges, version = [LedgerRange(*r) for r in versioned.value], versioned.version
+    check_ranges(topic, ranges)
+    for r in ranges[:-1] if ranges and ranges[-1].last_seq is None else ranges:
+        try:
+            ledgers.is_closed(r.ledger_id)
+        except NoSuchLedger:
+            raise LogCorrupt(
+                f"topic {topic}: ledger {r.ledger_id} is missing from the ledger store"
+            ) from None
+    last_time_us = 0
+    empty_ledger = None
+    if ranges and ranges[-1].last_seq is None:
+        previous = ranges.pop()
+        last_seq, time_us = yield _recover_open_ledger(ledgers, topic, previous)
+        if last_seq >= previous.first_seq:
+            ranges.append(LedgerRange(previous.ledger_id, previous.first_seq, last_seq))
+            last_time_us = time_us
+            log.info(
+                "topic %s: recovered ledger %d, seq-ids %d..%d",
+                topic,
+                previous.ledger_id,
+                previous.first_seq,
+                last_seq,
+            )
+        else:
+            empty_ledger = previous.ledger_id  # nothing in it: drop it once the new ranges are written
+    next_seq = ranges[-1].last_seq + 1 if ranges else (previous.first_seq if empty_ledger is not None else 1)
+    if not last_time_us and ranges:
+        last = ranges[-1].ledger_id
+        last_time_us = ledgers.entry_time(last, ledgers.last_entry_id(last))
+    new_id = ledgers.create()
+    ranges.append(LedgerRange(new_id, next_seq, None))
+    try:
+        version = yield metadata.put_topic(topic, ranges, version)
+    except BaseException as e:
+        yield maybeDeferred(ledgers.delete, new_id).addErrback(lambda _f: None)
+        if isinstance(e, BadVersion):
+            raise TopicFenced(f"topic {topic}: another hub acquired it meanwhile") from None
+        raise
+    if empty_ledger is not None:
+        try:
+            yield maybeDeferred(ledgers.delete, empty_ledger)
+        except LedgerError as e:
+            log.warning("topic %s: could not delete empty ledger %s: %s", topic, empty_ledger, e)
+    return TopicLog(
+        topic,
+        ledgers=ledgers,
+        metadata=metadata,
+        settings=settings,
+        region=region,
+        clock=clock,
+        ranges=ranges,
+        version=version,
+        last_time_us=last_time_us,
+        locator=locator,
+        on_close=on_close,
+    )

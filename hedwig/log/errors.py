@@ -1,0 +1,45 @@
+"""What can go wrong in a topic log, as exceptions the hub maps to statuses.
+
+The errors that make a log unusable for appends (closed, fenced, failed) also derive
+from `hedwig.ledger.LedgerError`, so a caller handling an append's documented failures
+(StorageFull / LedgerError) handles them too.
+"""
+
+from hedwig.ledger.interface import LedgerError
+
+
+class LogError(Exception):
+    """A topic log operation failed; the message names the topic and the reason."""
+
+
+class SeqOutOfRange(LogError):
+    """A read asked for seq-ids that garbage collection or retention already removed."""
+
+    def __init__(self, topic: str, seq: int, first_seq: int):
+        super().__init__(f"topic {topic}: seq-id {seq} is no longer retained (first retained: {first_seq})")
+        self.topic = topic
+        self.seq = seq
+        self.first_seq = first_seq
+
+
+class LogCorrupt(LogError):
+    """Metadata and ledger contents disagree (a missing ledger, an entry that does not hold
+    the seq-ids its range says): the topic cannot be served until an operator looks."""
+
+
+class LogUnavailable(LogError, LedgerError):
+    """The log takes no more appends; open the topic again to continue."""
+
+
+class LogClosed(LogUnavailable):
+    """The log was closed (the hub released the topic or is shutting down)."""
+
+
+class TopicFenced(LogUnavailable):
+    """A compare-and-set on the topic's ledger ranges lost: another hub acquired the topic,
+    so this hub must stop writing it."""
+
+
+class LogFailed(LogUnavailable):
+    """An append failed after the store had accepted it (a failed sync): the ledger's
+    tail is uncertain, so the log stops; reopening recovers the ledger as it is on disk."""

@@ -1,0 +1,94 @@
+"""The topic logs a hub has open, over one ledger store and one metadata store.
+
+Opening a topic acquires it (hedwig.log.acquire); concurrent opens of one topic share that
+one acquisition, and an open topic's log is returned as it is. A log that closes (or fails
+and closes itself) leaves the manager, so the next open acquires the topic afresh.
+"""
+
+from twisted.internet.defer import DeferredList, fail, inlineCallbacks, succeed
+
+from hedwig.config import LogSettings
+from hedwig.log.acquire import acquire_topic
+from hedwig.log.errors import LogClosed
+from hedwig.log.locator import EntryLocator
+from hedwig.log.shared import SharedResult
+from hedwig.log.topic_log import TopicLog
+from hedwig.protocol.names import InvalidName, check_topic
+
+
+class TopicLogManager:
+    def __init__(self, ledgers, metadata, settings: LogSettings, region: str, clock):
+        self.ledgers = ledgers
+        self.metadata = metadata
+        self.settings = settings
+        self.region = region
+        self.clock = clock
+        self.locator = EntryLocator(ledgers, settings.index_cache_bytes)
+        self._logs: dict[str, TopicLog] = {}
+        self._opening: dict[str, SharedResult] = {}
+        self._closed = False
+
+    def open(self, topic: str):
+        """Deferred[TopicLog]: the topic's log, acquiring the topic if it is not open here."""
+        if self._closed:
+            return fail(LogClosed("the topic log manager is closed"))
+        try:
+            topic = check_topic(topic)
+        except InvalidName as e:
+            return fail(e)
+        existing = self._logs.get(topic)
+        if existing is not None and existing.is_open:
+            return succeed(existing)
+        opening = self._opening.get(topic)
+        if opening is None:
+            opening = SharedResult(self._acquire(topic, existing))
+            if not opening.done:  # (stores answering synchronously finish at once)
+                self._opening[topic] = opening
+        return opening.wait()
+
+    @inlineCallbacks
+    def _acquire(self, topic: str, previous: TopicLog | None):
+        try:
+            if previous is not None:  # failed or closing: let it finish, then recover its ledger
+                yield previous.close()
+            topic_log = yield acquire_topic(
+                topic,
+                ledgers=self.ledgers,
+                metadata=self.metadata,
+                settings=self.settings,
+                region=self.region,
+                clock=self.clock,
+                locator=self.locator,
+                on_close=self._log_closed,
+            )
+        finally:
+            self._opening.pop(topic, None)
+        if self._closed:  # the manager closed while the topic was being acquired
+            yield topic_log.close()
+            raise LogClosed("the topic log manager is closed")
+        self._logs[topic] = topic_log
+        return topic_log
+
+    def _log_closed(self, topic_log: TopicLog) -> None:
+        if self._logs.get(topic_log.topic) is topic_log:
+            del self._logs[topic_log.topic]
+
+    def get(self, topic: str) -> TopicLog | None:
+        """The topic's log when it is open here (and still taking appends)."""
+        topic_log = self._logs.get(topic)
+        return topic_log if topic_log is not None and topic_log.is_open else None
+
+    def logs(self) -> list[TopicLog]:
+        """Every open log (for garbage collection rounds and stats)."""
+        return list(self._logs.values())
+
+    def list_topics(self):
+        """Deferred[list[str]]: every topic with metadata, sorted."""
+        return self.metadata.list_topics()
+
+    @inlineCallbacks
+    def close(self):
+        """Close every open log (waiting for opens in progress); later opens fail."""
+        self._closed = True
+        yield DeferredList([opening.wait() for opening in self._opening.values()], consumeErrors=True)
+        yield DeferredList([topic_log.close() for topic_log in list(self._logs.values())], consumeErrors=True)

@@ -57,6 +57,7 @@ class DeliverySettings:
     default_window: int = 0  # 0: unlimited
     consume_interval: int = 50
     consume_flush_ms: int = 1000
+    max_burst_entries: int = 100  # entries a cursor delivers before yielding the reactor
 
 
 @dataclass

@@ -1,16 +1,110 @@
-"""The delivery manager: one cursor per subscriber, fed by the read-ahead cache."""
+"""The delivery manager: every durable subscription of a hub, and a cursor for each live one.
+
+Subscriptions are loaded per topic from the metadata store the first time the topic is
+used here (`load_topic`, or any subscribe), so the least consumed seq-id is known over
+every durable subscriber, attached or not: that minimum prunes the cache and bounds
+ledger garbage collection. Attached subscribers get a Cursor (see cursor.py); pause and
+resume come from the connection's transport through `pause_channel` / `resume_channel`.
+"""
+
+from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
+from twisted.logger import Logger
 
 from hedwig.config import DeliverySettings
+from hedwig.delivery.cursor import Cursor
+from hedwig.delivery.interface import SubscribeError
+from hedwig.delivery.start import consumed_for_start
+from hedwig.delivery.subscription import Subscription
+from hedwig.delivery.topic_table import TopicTable
+from hedwig.meta.interface import NEW, SubscriptionState
+from hedwig.protocol.status import Status, SubscriptionEvent
+
+log = Logger()
+
+MODES = ("create", "attach", "create_or_attach")
 
 
 class DeliveryManager:
-    """Every live subscription of a hub: cursors, windows and consume pointers."""
+    """Cursors, windows and consume pointers of every subscription on this hub."""
 
     def __init__(self, cache, metadata, clock, settings: DeliverySettings | None = None):
         self.cache = cache
         self.metadata = metadata
         self.clock = clock
         self.settings = settings or DeliverySettings()
+        self._tables = {}  # topic -> TopicTable
+        self._loading = {}  # topic -> [Deferred] waiting for the load in flight
+        self._channels = {}  # channel -> {Cursor}
+        self._paused = set()  # channels whose transport asked us to stop
+        self.subscribes = 0
+        self.consumes = 0
+        self.forced_closes = 0
+        self.channel_errors = 0
+
+    # -- topics ------------------------------------------------------------------------
+
+    def load_topic(self, log) -> Deferred:
+        """Deferred[None] once the topic's durable subscriptions are known here. The hub
+        may call it when it acquires a topic, so pruning and min_consumed cover
+        subscribers that have not reattached yet."""
+        return self._table(log).addCallback(lambda _: None)
+
+    def _table(self, log) -> Deferred:
+        table = self._tables.get(log.topic)
+        if table is not None:
+            table.log = log
+            return succeed(table)
+        d = Deferred()
+        waiting = self._loading.get(log.topic)
+        if waiting is not None:
+            waiting.append(d)
+            return d
+        self._loading[log.topic] = [d]
+        loaded = maybeDeferred(self.metadata.list_subscriptions, log.topic)
+        loaded.addCallbacks(self._loaded, self._load_failed, callbackArgs=(log,), errbackArgs=(log,))
+        return d
+
+    def _loaded(self, records, log) -> None:
+        settings = self.settings
+        subscriptions = {
+            sid: Subscription(
+                log.topic,
+                sid,
+                record.value.consumed_seq,
+                record.value.preferences,
+                record.version,
+                self.metadata,
+                self.clock,
+                settings,
+            )
+            for sid, record in records.items()
+        }
+        table = self._tables[log.topic] = TopicTable(log, subscriptions)
+        for d in self._loading.pop(log.topic):
+            d.callback(table)
+
+    def _load_failed(self, failure, log) -> None:
+        for d in self._loading.pop(log.topic):
+            d.errback(failure)
+
+    def release_topic(self, topic: str, event=SubscriptionEvent.TOPIC_MOVED) -> Deferred:
+        """The hub gives the topic up: end its live subscriptions with `event`, write every
+        consume pointer, forget the topic here and in the cache."""
+        table = self._tables.pop(topic, None)
+        if table is None:
+            self.cache.drop_topic(topic)
+            return succeed(None)
+        flushes = []
+        for subscription in table.subscriptions.values():
+            cursor = subscription.cursor
+            if cursor is not None:
+                self._detach(cursor)
+                self._notify_ended(cursor, event)
+            flushes.append(subscription.flush())
+        self.cache.drop_topic(topic)
+        return _all(flushes)
+
+    # -- subscribe ---------------------------------------------------------------------
 
     def subscribe(
         self,
@@ -23,36 +117,308 @@ class DeliveryManager:
         start=None,
         window: int | None = None,
         force_attach: bool = False,
-    ):
-        """Deferred[dict]: {"consumed_seq": .., "next_seq": ..}; fails with SubscribeError."""
-        raise NotImplementedError
+    ) -> Deferred:
+        """Attach `channel` (an IDeliveryChannel) to subscription (log.topic, subscriber_id)
+        under `handle`. Deferred[{"consumed_seq", "next_seq"}], or fails with SubscribeError.
+        Delivery begins on the next reactor turn, after the hub has answered."""
+        if mode not in MODES:
+            return fail(SubscribeError(Status.MALFORMED_REQUEST, f"unknown subscribe mode {mode!r}"))
+        if window is not None and (not isinstance(window, int) or window < 0):
+            return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
+        d = self._table(log)
+        d.addCallback(self._subscribe, log, subscriber_id, channel, handle, mode, start, window, force_attach)
+        return d
+
+    def _subscribe(self, table, log, subscriber_id, channel, handle, mode, start, window, force_attach):
+        if subscriber_id in table.busy:
+            raise SubscribeError(Status.TOPIC_BUSY, f"{subscriber_id} on {log.topic} is being (un)subscribed")
+        subscription = table.subscriptions.get(subscriber_id)
+        if subscription is None:
+            if mode == "attach":
+                raise SubscribeError(
+                    Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {log.topic}"
+                )
+            consumed = log.last_seq if start is None else consumed_for_start(log, start)
+            return self._create(table, log, subscriber_id, consumed, channel, handle, window)
+        if mode == "create":
+            raise SubscribeError(
+                Status.CLIENT_ALREADY_SUBSCRIBED, f"{subscriber_id} is already subscribed to {log.topic}"
+            )
+        current = subscription.cursor
+        if current is not None:
+            if current.channel is channel:
+                raise SubscribeError(
+                    Status.CLIENT_ALREADY_SUBSCRIBED,
+                    f"{subscriber_id} on {log.topic} is already attached on this connection",
+                )
+            if not force_attach:
+                raise SubscribeError(
+                    Status.TOPIC_BUSY, f"{subscriber_id} on {log.topic} is attached on another connection"
+                )
+            self._detach(current)
+            self.forced_closes += 1
+            self._notify_ended(current, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
+        if window is not None and window != subscription.preferences.get("window"):
+            subscription.preferences["window"] = window
+        if start is None:
+            self._attach(table, subscription, log, channel, handle)
+            return self._result(subscription)
+        consumed = consumed_for_start(log, start)
+        old = subscription.consumed_seq
+        subscription.reposition(consumed)
+        table.moved(old, consumed)
+        self._attach(table, subscription, log, channel, handle)
+        d = subscription.flush()
+        d.addCallback(lambda _: self._result(subscription))
+        return d
+
+    def _create(self, table, log, subscriber_id, consumed, channel, handle, window):
+        preferences = {} if window is None else {"window": window}
+        table.busy.add(subscriber_id)
+        d = maybeDeferred(
+            self.metadata.put_subscription,
+            log.topic,
+            subscriber_id,
+            SubscriptionState(consumed, preferences),
+            NEW,
+        )
+
+        def created(version):
+            subscription = Subscription(
+                log.topic,
+                subscriber_id,
+                consumed,
+                preferences,
+                version,
+                self.metadata,
+                self.clock,
+                self.settings,
+            )
+            table.add(subscription)
+            self._attach(table, subscription, log, channel, handle)
+            return self._result(subscription)
+
+        def done(result):
+            table.busy.discard(subscriber_id)
+            return result
+
+        return d.addCallback(created).addBoth(done)
+
+    def _attach(self, table, subscription, log, channel, handle) -> None:
+        window = subscription.preferences.get("window")
+        if window is None:
+            window = self.settings.default_window
+        cursor = Cursor(
+            subscription,
+            log,
+            channel,
+            handle,
+            window,
+            self.cache,
+            self.clock,
+            max_burst=self.settings.max_burst_entries,
+            on_channel_error=self._channel_error,
+        )
+        subscription.cursor = cursor
+        self._channels.setdefault(channel, set()).add(cursor)
+        if channel in self._paused:
+            cursor.paused = True
+        self.subscribes += 1
+        cursor.start()
+
+    def _result(self, subscription) -> dict:
+        return {"consumed_seq": subscription.consumed_seq, "next_seq": subscription.consumed_seq + 1}
+
+    def _detach(self, cursor) -> None:
+        cursor.stop()
+        if cursor.subscription.cursor is cursor:
+            cursor.subscription.cursor = None
+        cursors = self._channels.get(cursor.channel)
+        if cursors is not None:
+            cursors.discard(cursor)
+            if not cursors:
+                del self._channels[cursor.channel]
+                self._paused.discard(cursor.channel)
+
+    def _notify_ended(self, cursor, event) -> None:
+        try:
+            cursor.channel.subscription_ended(cursor.handle, event)
+        except Exception:
+            log.failure("telling {handle} its subscription ended failed", handle=cursor.handle)
+
+    def _channel_error(self, cursor) -> None:
+        """The channel raised on deliver: stop that subscriber (its pointer stays)."""
+        self.channel_errors += 1
+        self._detach(cursor)
+        cursor.subscription.flush().addErrback(lambda f: None)
+
+    # -- consume, close, unsubscribe -----------------------------------------------------
+
+    def _subscription(self, topic: str, subscriber_id: str):
+        table = self._tables.get(topic)
+        subscription = table.subscriptions.get(subscriber_id) if table is not None else None
+        if subscription is None:
+            raise SubscribeError(
+                Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {topic}"
+            )
+        return table, subscription
 
     def consume(self, topic: str, subscriber_id: str, seq: int) -> None:
-        raise NotImplementedError
+        """Everything up to `seq` is consumed (cumulative; older or repeated seq-ids are
+        ignored; seq-ids not yet delivered are capped at the last delivered)."""
+        table, subscription = self._subscription(topic, subscriber_id)
+        cursor = subscription.cursor
+        limit = cursor.next_seq - 1 if cursor is not None else table.log.last_seq
+        if seq > limit:
+            seq = limit
+        old = subscription.consumed_seq
+        if seq <= old:
+            return
+        self.consumes += 1
+        subscription.consumed(seq)
+        low = table.min_consumed
+        table.moved(old, seq)
+        if table.min_consumed != low:
+            self.cache.prune(topic, table.min_consumed)
+        if cursor is not None and cursor.window_full:
+            cursor.window_opened()
 
-    def close_subscription(self, topic: str, subscriber_id: str):
-        raise NotImplementedError
+    def close_subscription(self, topic: str, subscriber_id: str) -> Deferred:
+        """Stop the subscriber's cursor and write its pointer; the subscription stays."""
+        try:
+            _table, subscription = self._subscription(topic, subscriber_id)
+        except SubscribeError:
+            return fail()
+        if subscription.cursor is not None:
+            self._detach(subscription.cursor)
+        return subscription.flush()
 
-    def unsubscribe(self, topic: str, subscriber_id: str):
-        raise NotImplementedError
+    def unsubscribe(self, topic: str, subscriber_id: str) -> Deferred:
+        """Delete the durable subscription (its cursor stops first)."""
+        try:
+            table, subscription = self._subscription(topic, subscriber_id)
+        except SubscribeError:
+            return fail()
+        if subscriber_id in table.busy:
+            return fail(
+                SubscribeError(Status.TOPIC_BUSY, f"{subscriber_id} on {topic} is being (un)subscribed")
+            )
+        if subscription.cursor is not None:
+            self._detach(subscription.cursor)
+        table.busy.add(subscriber_id)
+
+        def delete(_):
+            return maybeDeferred(
+                self.metadata.delete_subscription, topic, subscriber_id, subscription.version
+            )
+
+        def deleted(_):
+            subscription.deleted = True
+            subscription.cancel()
+            table.remove(subscriber_id)
+            low = table.min_consumed
+            self.cache.prune(topic, table.log.last_seq if low is None else low)
+
+        def done(result):
+            table.busy.discard(subscriber_id)
+            return result
+
+        return subscription.settle().addCallback(delete).addCallback(deleted).addBoth(done)
+
+    # -- backpressure and connections ---------------------------------------------------
 
     def pause_channel(self, channel) -> None:
-        raise NotImplementedError
+        """The channel's transport is full: no deliver() until resume_channel."""
+        self._paused.add(channel)
+        for cursor in self._channels.get(channel, ()):
+            cursor.pause()
 
     def resume_channel(self, channel) -> None:
-        raise NotImplementedError
+        self._paused.discard(channel)
+        for cursor in list(self._channels.get(channel, ())):
+            cursor.resume()
 
-    def channel_lost(self, channel):
-        raise NotImplementedError
+    def channel_lost(self, channel) -> Deferred:
+        """The connection is gone: stop its cursors and write their pointers."""
+        cursors = list(self._channels.get(channel, ()))
+        for cursor in cursors:
+            self._detach(cursor)
+        self._paused.discard(channel)
+        return _all([c.subscription.flush() for c in cursors])
 
-    def min_consumed(self, topic: str) -> int | None:
-        raise NotImplementedError
+    # -- observation -----------------------------------------------------------------------
+
+    def min_consumed(self, topic: str):
+        """The least persisted consumed seq-id over every durable subscriber of the topic,
+        for ledger garbage collection; None when it has none. 0 while the topic's
+        subscriptions are not loaded here (load_topic), so nothing is collected blindly."""
+        table = self._tables.get(topic)
+        if table is None:
+            return 0
+        return table.min_persisted()
 
     def describe(self, topic: str) -> list:
-        raise NotImplementedError
+        table = self._tables.get(topic)
+        if table is None:
+            return []
+        last_seq = table.log.last_seq
+        rows = []
+        for sid in sorted(table.subscriptions):
+            subscription = table.subscriptions[sid]
+            cursor = subscription.cursor
+            window = subscription.preferences.get("window", self.settings.default_window)
+            rows.append(
+                {
+                    "subscriber_id": sid,
+                    "consumed_seq": subscription.consumed_seq,
+                    "persisted_seq": subscription.persisted_seq,
+                    "delivered_seq": cursor.delivered_seq if cursor else subscription.consumed_seq,
+                    "backlog": max(0, last_seq - subscription.consumed_seq),
+                    "window": cursor.window if cursor else window,
+                    "state": cursor.state if cursor else "detached",
+                }
+            )
+        return rows
 
     def stats(self) -> dict:
-        raise NotImplementedError
+        cursors = [c for cs in self._channels.values() for c in cs]
+        subscriptions = [s for t in self._tables.values() for s in t.subscriptions.values()]
+        return {
+            "topics": len(self._tables),
+            "subscriptions": len(subscriptions),
+            "attached": len(cursors),
+            "paused_channels": len(self._paused),
+            "subscribes": self.subscribes,
+            "consumes": self.consumes,
+            "delivered_entries": sum(c.delivered_entries for c in cursors),
+            "delivered_messages": sum(c.delivered_messages for c in cursors),
+            "pointer_writes": sum(s.writes for s in subscriptions),
+            "pointer_write_failures": sum(s.write_failures for s in subscriptions),
+            "read_retries": sum(c.read_retries for c in cursors),
+            "skipped_by_retention": sum(c.skipped for c in cursors),
+            "forced_closes": self.forced_closes,
+            "channel_errors": self.channel_errors,
+        }
 
-    def stop(self):
-        raise NotImplementedError
+    def stop(self) -> Deferred:
+        """Shut down: stop every cursor and write every consume pointer."""
+        for cursors in list(self._channels.values()):
+            for cursor in list(cursors):
+                self._detach(cursor)
+        self._paused.clear()
+        flushes = [s.flush() for t in self._tables.values() for s in t.subscriptions.values()]
+        return _all(flushes)
+
+
+def _all(deferreds) -> Deferred:
+    """Fire when every Deferred has; fail with the first failure, after all are done."""
+    if not deferreds:
+        return succeed(None)
+
+    def check(results):
+        for ok, value in results:
+            if not ok:
+                return value
+        return None
+
+    return DeferredList(deferreds, consumeErrors=True).addCallback(check)

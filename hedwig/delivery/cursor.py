@@ -1,0 +1,201 @@
+"""A cursor: one attached subscriber's position, fed entry by entry from the cache.
+
+The cursor asks the cache for the entry holding its next seq-id and hands it to the
+channel whole (sliced only at its starting point or by the window), then moves past it.
+A cached entry comes back at once; otherwise the cache returns a Deferred (a stub) and the
+cursor sleeps until the publish or the ledger read fills it. It stops asking while its
+channel is paused or its window is full, so a slow subscriber costs one held entry, never
+a growing buffer. Window accounting is arithmetic on seq-ids: per entry, not per message.
+"""
+
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.logger import Logger
+
+log = Logger()
+
+IDLE = "idle"
+DELIVERING = "delivering"
+WAITING = "waiting"  # on a stub: the next publish, or a ledger read
+WINDOW_FULL = "window_full"
+PAUSED = "paused"
+RETRYING = "retrying"  # a read failed; asks again after the back-off
+STOPPED = "stopped"
+
+
+class Cursor:
+    __slots__ = (
+        "_cache",
+        "_clock",
+        "_max_burst",
+        "_on_channel_error",
+        "_retry_s",
+        "_timer",
+        "_waiting",
+        "active",
+        "channel",
+        "delivered_entries",
+        "delivered_messages",
+        "handle",
+        "held",
+        "log",
+        "next_seq",
+        "paused",
+        "read_retries",
+        "retrying",
+        "skipped",
+        "subscription",
+        "window",
+        "window_full",
+    )
+
+    def __init__(
+        self, subscription, log, channel, handle, window, cache, clock, *, max_burst, on_channel_error
+    ):
+        self.subscription = subscription
+        self.log = log
+        self.channel = channel
+        self.handle = handle
+        self.window = window  # 0: unlimited
+        self.next_seq = subscription.consumed_seq + 1
+        self.held = None  # an entry holding next_seq, kept across a pause or a full window
+        self.paused = False
+        self.active = False
+        self.window_full = False
+        self.delivered_entries = 0
+        self.delivered_messages = 0
+        self.read_retries = 0
+        self.retrying = False
+        self.skipped = 0  # seq-ids garbage collection removed before they were delivered
+        self._cache = cache
+        self._clock = clock
+        self._retry_s = cache.settings.retry_backoff_ms / 1000.0
+        self._max_burst = max_burst
+        self._on_channel_error = on_channel_error
+        self._waiting = None
+        self._timer = None
+
+    @property
+    def delivered_seq(self) -> int:
+        return self.next_seq - 1
+
+    @property
+    def state(self) -> str:
+        if not self.active:
+            return STOPPED if self.subscription.cursor is not self else IDLE
+        if self.paused:
+            return PAUSED
+        if self.window_full:
+            return WINDOW_FULL
+        if self._waiting is not None:
+            return WAITING
+        if self.retrying:
+            return RETRYING
+        return DELIVERING
+
+    def start(self) -> None:
+        """Begin on the next reactor turn, after the hub has answered the SUBSCRIBE."""
+        self.active = True
+        self._timer = self._clock.callLater(0, self._turn)
+
+    def stop(self) -> None:
+        """Stop cleanly: no stub waiter and no timer is left behind."""
+        self.active = False
+        self.held = None
+        if self._timer is not None:
+            if self._timer.active():
+                self._timer.cancel()
+            self._timer = None
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None:
+            waiting.cancel()
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        self.pump()
+
+    def window_opened(self) -> None:
+        """A consume moved the subscription's pointer."""
+        if self.window_full:
+            self.pump()
+
+    def _turn(self) -> None:
+        self._timer = None
+        self.retrying = False
+        self.pump()
+
+    def pump(self) -> None:
+        """Deliver while there is an entry, room in the window and an unpaused channel."""
+        if self._timer is not None or self._waiting is not None:
+            return
+        budget = self._max_burst
+        window = self.window
+        subscription = self.subscription
+        cache = self._cache
+        log_ = self.log
+        while self.active and not self.paused:
+            if window:
+                room = window - (self.next_seq - 1 - subscription.consumed_seq)
+                if room <= 0:
+                    self.window_full = True
+                    return
+            self.window_full = False
+            next_seq = self.next_seq
+            entry = self.held
+            if entry is None or entry.last_seq < next_seq:
+                self.held = None
+                if next_seq < log_.first_seq:
+                    self.skipped += log_.first_seq - next_seq
+                    self.next_seq = next_seq = log_.first_seq
+                found = cache.get(log_, next_seq)
+                if type(found) is Deferred:
+                    self._waiting = found
+                    found.addCallbacks(self._arrived, self._failed)
+                    return
+                entry = found
+            first = entry.first_seq
+            start = next_seq - first
+            stop = entry.last_seq - first + 1
+            if window and stop - start > room:
+                stop = start + room
+                self.held = entry
+            else:
+                self.held = None
+            try:
+                self.channel.deliver(self.handle, entry, start, stop)
+            except Exception:
+                log.failure("delivering to {handle} failed; stopping it", handle=self.handle)
+                self._on_channel_error(self)
+                return
+            self.next_seq = first + stop
+            self.delivered_entries += 1
+            self.delivered_messages += stop - start
+            budget -= 1
+            if not budget:  # let other cursors and connections have the reactor
+                self._timer = self._clock.callLater(0, self._turn)
+                return
+
+    def _arrived(self, entry) -> None:
+        self._waiting = None
+        if self.active:
+            self.held = entry
+            self.pump()
+
+    def _failed(self, failure) -> None:
+        self._waiting = None
+        if not self.active or failure.check(CancelledError):
+            return None
+        self.read_retries += 1
+        self.retrying = True
+        log.warn(
+            "reading seq {seq} of {topic} for {handle} failed ({error}); retrying in {delay}s",
+            seq=self.next_seq,
+            topic=self.log.topic,
+            handle=self.handle,
+            error=failure.getErrorMessage(),
+            delay=self._retry_s,
+        )
+        self._timer = self._clock.callLater(self._retry_s, self._turn)
+        return None

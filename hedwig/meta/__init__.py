@@ -1,5 +1,6 @@
 """Metadata stores: topic ledger ranges and subscriptions, versioned with compare-and-set."""
 
+from hedwig.meta.codec import BadRecord
 from hedwig.meta.interface import (
     NEW,
     BadVersion,
@@ -9,13 +10,16 @@ from hedwig.meta.interface import (
     SubscriptionState,
     Versioned,
 )
+from hedwig.meta.sqlite_store import SqliteMetadataStore
 
 __all__ = [
     "NEW",
+    "BadRecord",
     "BadVersion",
     "IMetadataStore",
     "LedgerRange",
     "MetadataError",
+    "SqliteMetadataStore",
     "SubscriptionState",
     "Versioned",
 ]

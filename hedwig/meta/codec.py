@@ -1,0 +1,87 @@
+"""Metadata records as JSON text, checked on the way in and on the way out.
+
+Every backend stores the same encodings (SQLite in a TEXT column, ZooKeeper as node data),
+so a record written by one can be read by another, and a malformed record is refused with
+a clear error before it is stored rather than found later by a reader.
+"""
+
+import json
+
+from hedwig.meta.interface import LedgerRange, MetadataError, SubscriptionState
+
+
+class BadRecord(MetadataError, ValueError):
+    """A record that is not what the schema says (refused on write, reported on read)."""
+
+
+def _is_int(value) -> bool:
+    return type(value) is int
+
+
+def check_ranges(ranges) -> list[LedgerRange]:
+    """Ledger ranges as LedgerRanges: ascending, contiguous, non-empty, only the last open."""
+    if not isinstance(ranges, (list, tuple)):
+        raise BadRecord(f"ledger ranges are a list, not {type(ranges).__name__}")
+    out = []
+    for i, item in enumerate(ranges):
+        if not isinstance(item, (list, tuple)) or len(item) != 3:
+            raise BadRecord(f"ledger range {i}: expected (ledger_id, first_seq, last_seq), got {item!r}")
+        ledger_id, first_seq, last_seq = item
+        if not _is_int(ledger_id) or ledger_id < 0 or not _is_int(first_seq) or first_seq < 1:
+            raise BadRecord(f"ledger range {i}: ledger id >= 0 and first seq-id >= 1 are integers: {item!r}")
+        if last_seq is None:
+            if i != len(ranges) - 1:
+                raise BadRecord(f"ledger range {i}: only the last range may be open")
+        elif not _is_int(last_seq) or last_seq < first_seq:
+            raise BadRecord(f"ledger range {i}: last seq-id must be an integer >= first seq-id: {item!r}")
+        if out and first_seq != out[-1].last_seq + 1:
+            raise BadRecord(
+                f"ledger range {i} starts at {first_seq}; the previous one ends at {out[-1].last_seq}"
+            )
+        out.append(LedgerRange(ledger_id, first_seq, last_seq))
+    return out
+
+
+def encode_ranges(ranges) -> str:
+    return json.dumps([list(r) for r in check_ranges(ranges)], separators=(",", ":"))
+
+
+def decode_ranges(text) -> list[LedgerRange]:
+    try:
+        return check_ranges(json.loads(text))
+    except (ValueError, TypeError) as e:
+        raise BadRecord(f"stored ledger ranges are unreadable: {e}") from None
+
+
+def check_subscription(state) -> SubscriptionState:
+    if not isinstance(state, (list, tuple)) or len(state) != 2:
+        raise BadRecord(f"a subscription state is (consumed_seq, preferences), not {state!r}")
+    consumed_seq, preferences = state
+    if not _is_int(consumed_seq) or consumed_seq < 0:
+        raise BadRecord(f"consumed seq-id must be an integer >= 0, not {consumed_seq!r}")
+    if not isinstance(preferences, dict) or not all(isinstance(k, str) for k in preferences):
+        raise BadRecord("subscription preferences are a dict with str keys")
+    return SubscriptionState(consumed_seq, preferences)
+
+
+def encode_preferences(preferences: dict) -> str:
+    try:
+        return json.dumps(preferences, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise BadRecord(f"subscription preferences must be JSON-able: {e}") from None
+
+
+def decode_preferences(text) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise BadRecord(f"stored subscription preferences are unreadable: {e}") from None
+    if not isinstance(value, dict):
+        raise BadRecord("stored subscription preferences are not an object")
+    return value
+
+
+def check_version(version) -> int:
+    if not _is_int(version) or version < -1:
+        raise BadRecord(f"a record version is an integer >= -1 (NEW), not {version!r}")
+    return version

@@ -1,0 +1,251 @@
+"""The embedded metadata store: one SQLite database (stdlib sqlite3) in the data directory.
+
+Each record is a row with a version; a write names the version it replaces and succeeds
+only if the row still has it (one UPDATE ... WHERE version = ?, or an INSERT that must not
+collide), which is compare-and-set without a read-modify-write race. The database runs in
+WAL mode, and every write is its own transaction, committed before its Deferred fires;
+`synchronous = FULL` (the default) makes that commit survive a power cut, not only a
+process crash: the topic ranges written at acquire and at each roll guard acknowledged
+messages, so they must be durable. SQLite answers in microseconds from the page cache,
+so the calls run on the reactor thread and return already-fired Deferreds.
+"""
+
+import logging
+import os
+import sqlite3
+
+from twisted.internet.defer import fail, succeed
+from zope.interface import implementer
+
+from hedwig.meta.codec import (
+    check_ranges,
+    check_subscription,
+    check_version,
+    decode_preferences,
+    decode_ranges,
+    encode_preferences,
+    encode_ranges,
+)
+from hedwig.meta.interface import NEW, BadVersion, IMetadataStore, MetadataError, SubscriptionState, Versioned
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS topics (
+    topic   TEXT PRIMARY KEY,
+    ranges  TEXT NOT NULL,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS subscriptions (
+    topic         TEXT NOT NULL,
+    subscriber_id TEXT NOT NULL,
+    consumed_seq  INTEGER NOT NULL,
+    preferences   TEXT NOT NULL,
+    version       INTEGER NOT NULL,
+    PRIMARY KEY (topic, subscriber_id)
+) WITHOUT ROWID;
+"""
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def _check_name(kind: str, name) -> str:
+    if not isinstance(name, str) or not name:
+        raise MetadataError(f"a {kind} is a non-empty str, not {name!r}")
+    return name
+
+
+@implementer(IMetadataStore)
+class SqliteMetadataStore:
+    """IMetadataStore over the SQLite database at `path` (created with its directory)."""
+
+    def __init__(self, path, *, synchronous: str = "FULL", busy_timeout_ms: int = 2000):
+        if synchronous.upper() not in _SYNCHRONOUS:
+            raise ValueError(f"synchronous is one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}")
+        self.path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+            # isolation_level=None: autocommit, so each statement below is one transaction.
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        except (OSError, sqlite3.Error) as e:
+            raise MetadataError(f"cannot open the metadata database {self.path}: {e}") from None
+        try:
+            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise MetadataError(f"{self.path}: SQLite refused WAL mode (journal mode {mode})")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            found = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if found not in (0, SCHEMA_VERSION):
+                raise MetadataError(
+                    f"{self.path}: schema version {found}; this hedwig reads {SCHEMA_VERSION}"
+                )
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.Error as e:
+            self._db.close()
+            raise MetadataError(f"cannot set up the metadata database {self.path}: {e}") from None
+        except MetadataError:
+            self._db.close()
+            raise
+        self._closed = False
+
+    @property
+    def journal_mode(self) -> str:
+        return self._db.execute("PRAGMA journal_mode").fetchone()[0]
+
+    def _run(self, operation, *args):
+        """Run operation(*args) now; its result or error as a fired Deferred."""
+        if self._closed:
+            return fail(MetadataError(f"the metadata store {self.path} is closed"))
+        try:
+            return succeed(operation(*args))
+        except MetadataError as e:
+            return fail(e)
+        except sqlite3.Error as e:
+            log.error("metadata store %s: %s", self.path, e)
+            return fail(MetadataError(f"metadata store {self.path}: {e}"))
+
+    # -- topics ----------------------------------------------------------------------------
+
+    def get_topic(self, topic):
+        return self._run(self._get_topic, topic)
+
+    def _get_topic(self, topic):
+        row = self._db.execute(
+            "SELECT ranges, version FROM topics WHERE topic = ?", (_check_name("topic", topic),)
+        ).fetchone()
+        return None if row is None else Versioned(decode_ranges(row[0]), row[1])
+
+    def put_topic(self, topic, ranges, version):
+        return self._run(self._put_topic, topic, ranges, version)
+
+    def _put_topic(self, topic, ranges, version):
+        topic = _check_name("topic", topic)
+        text = encode_ranges(check_ranges(ranges))
+        if check_version(version) == NEW:
+            try:
+                self._db.execute(
+                    "INSERT INTO topics (topic, ranges, version) VALUES (?, ?, 0)", (topic, text)
+                )
+            except sqlite3.IntegrityError:
+                raise BadVersion(f"topic {topic} already exists") from None
+            return 0
+        cursor = self._db.execute(
+            "UPDATE topics SET ranges = ?, version = version + 1 WHERE topic = ? AND version = ?",
+            (text, topic, version),
+        )
+        if cursor.rowcount != 1:
+            raise BadVersion(self._why("topic", topic, version))
+        return version + 1
+
+    def delete_topic(self, topic, version):
+        return self._run(self._delete_topic, topic, version)
+
+    def _delete_topic(self, topic, version):
+        topic = _check_name("topic", topic)
+        cursor = self._db.execute(
+            "DELETE FROM topics WHERE topic = ? AND version = ?", (topic, check_version(version))
+        )
+        if cursor.rowcount != 1:
+            raise BadVersion(self._why("topic", topic, version))
+
+    def list_topics(self):
+        return self._run(
+            lambda: [row[0] for row in self._db.execute("SELECT topic FROM topics ORDER BY topic")]
+        )
+
+    # -- subscriptions ---------------------------------------------------------------------
+
+    def get_subscription(self, topic, subscriber_id):
+        return self._run(self._get_subscription, topic, subscriber_id)
+
+    def _get_subscription(self, topic, subscriber_id):
+        row = self._db.execute(
+            "SELECT consumed_seq, preferences, version FROM subscriptions"
+            " WHERE topic = ? AND subscriber_id = ?",
+            (_check_name("topic", topic), _check_name("subscriber id", subscriber_id)),
+        ).fetchone()
+        if row is None:
+            return None
+        return Versioned(SubscriptionState(row[0], decode_preferences(row[1])), row[2])
+
+    def put_subscription(self, topic, subscriber_id, state, version):
+        return self._run(self._put_subscription, topic, subscriber_id, state, version)
+
+    def _put_subscription(self, topic, subscriber_id, state, version):
+        key = (_check_name("topic", topic), _check_name("subscriber id", subscriber_id))
+        consumed_seq, preferences = check_subscription(state)
+        text = encode_preferences(preferences)
+        if check_version(version) == NEW:
+            try:
+                self._db.execute(
+                    "INSERT INTO subscriptions (topic, subscriber_id, consumed_seq, preferences, version)"
+                    " VALUES (?, ?, ?, ?, 0)",
+                    (*key, consumed_seq, text),
+                )
+            except sqlite3.IntegrityError:
+                raise BadVersion(f"subscription {key[1]} of topic {key[0]} already exists") from None
+            return 0
+        cursor = self._db.execute(
+            "UPDATE subscriptions SET consumed_seq = ?, preferences = ?, version = version + 1"
+            " WHERE topic = ? AND subscriber_id = ? AND version = ?",
+            (consumed_seq, text, *key, version),
+        )
+        if cursor.rowcount != 1:
+            raise BadVersion(self._why("subscription", key, version))
+        return version + 1
+
+    def delete_subscription(self, topic, subscriber_id, version):
+        return self._run(self._delete_subscription, topic, subscriber_id, version)
+
+    def _delete_subscription(self, topic, subscriber_id, version):
+        key = (_check_name("topic", topic), _check_name("subscriber id", subscriber_id))
+        cursor = self._db.execute(
+            "DELETE FROM subscriptions WHERE topic = ? AND subscriber_id = ? AND version = ?",
+            (*key, check_version(version)),
+        )
+        if cursor.rowcount != 1:
+            raise BadVersion(self._why("subscription", key, version))
+
+    def list_subscriptions(self, topic):
+        return self._run(self._list_subscriptions, topic)
+
+    def _list_subscriptions(self, topic):
+        rows = self._db.execute(
+            "SELECT subscriber_id, consumed_seq, preferences, version FROM subscriptions"
+            " WHERE topic = ? ORDER BY subscriber_id",
+            (_check_name("topic", topic),),
+        )
+        return {
+            subscriber_id: Versioned(
+                SubscriptionState(consumed_seq, decode_preferences(preferences)), version
+            )
+            for subscriber_id, consumed_seq, preferences, version in rows
+        }
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _why(self, kind: str, key, version) -> str:
+        """Why a compare-and-set lost: the record is missing, or has another version."""
+        if kind == "topic":
+            row = self._db.execute("SELECT version FROM topics WHERE topic = ?", (key,)).fetchone()
+            name = f"topic {key}"
+        else:
+            row = self._db.execute(
+                "SELECT version FROM subscriptions WHERE topic = ? AND subscriber_id = ?", key
+            ).fetchone()
+            name = f"subscription {key[1]} of topic {key[0]}"
+        if row is None:
+            return f"{name} does not exist (expected version {version})"
+        return f"{name} is at version {row[0]}, not {version}"
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as e:
+                log.warning("metadata store %s: checkpoint at close failed: %s", self.path, e)
+            self._db.close()
+        return succeed(None)

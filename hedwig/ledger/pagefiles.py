@@ -1,0 +1,151 @@
+"""Page files allocated for real ahead of the writer, and the errors that allocation raises.
+
+A store into a mapped page whose blocks were never allocated faults at the moment the
+file system runs out of space, and the process dies of SIGBUS. So a writable ledger
+never stores below a position that was not first allocated with `posix_fallocate`:
+the shortage shows up there, as ENOSPC, and the append fails cleanly.
+
+A `PageStream` is the sequence of page files of one kind (data or index) of one writable
+ledger, seen as one run of bytes: position = page * page_bytes + offset. Everything below
+`ready` is allocated. A preparer thread moves `ready` ahead of the writer a chunk at a
+time, writing zeros as it goes so the page cache already holds those pages (first-touch
+faults are slow here, and `pwrite` does that work without the GIL); when the writer
+outruns it, the writer allocates what it needs itself. The two share a lock, so zeros are
+never written below `ready`, where the writer may already have stored entries.
+"""
+
+import errno
+import mmap
+import os
+import threading
+
+from hedwig.ledger.interface import LedgerError, StorageFull
+
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+_ZEROS = bytes(1 << 20)
+
+
+def storage_error(exc: OSError, what: str) -> LedgerError:
+    """The ledger error an OSError stands for: StorageFull when space ran out."""
+    if exc.errno in _FULL_ERRNOS:
+        return StorageFull(f"{what}: no space left ({os.strerror(exc.errno)})")
+    return LedgerError(f"{what}: {exc.strerror or exc}")
+
+
+def map_file(path: str, length: int, writable: bool) -> mmap.mmap:
+    """Map the first `length` bytes of a file (shared, so stores reach the page cache)."""
+    fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
+    try:
+        access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
+        return mmap.mmap(fd, length, access=access)
+    finally:
+        os.close(fd)
+
+
+def sync_paths(paths) -> None:
+    """fdatasync each file (or fsync each directory) named; a file deleted meanwhile is
+    skipped (its ledger was deleted, nothing left to make durable)."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            if os.path.isdir(path):
+                os.fsync(fd)
+            else:
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+
+class PageStream:
+    """The page files of one kind of one writable ledger, allocated ahead of the writer."""
+
+    def __init__(self, directory: str, namer, page_bytes: int, chunk_bytes: int, ready: int = 0):
+        self.directory = directory
+        self.namer = namer
+        self.page_bytes = page_bytes
+        self.chunk_bytes = max(1, min(chunk_bytes, page_bytes, len(_ZEROS)))
+        self.ready = ready  # everything below is allocated
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.preparing = False  # a preparer job is queued or running (reactor thread's flag)
+        self.full = False  # the last preparer hit a full disk; the writer retries itself
+        self.pages_created = 0  # page files created so far (their directory entries need a sync)
+        self._fd = -1
+        self._fd_page = -1
+
+    def page_path(self, page: int) -> str:
+        return os.path.join(self.directory, self.namer(page))
+
+    # -- called with the lock held --------------------------------------------------
+
+    def _page_fd(self, page: int) -> int:
+        if self._fd_page == page:
+            return self._fd
+        path = self.page_path(page)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < self.page_bytes:
+                os.ftruncate(fd, self.page_bytes)  # sparse: blocks come from fallocate
+                self.pages_created += 1
+        except OSError:
+            os.close(fd)
+            raise
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd, self._fd_page = fd, page
+        return fd
+
+    def _allocate_chunk(self, touch: bool) -> None:
+        pos = self.ready
+        page, offset = divmod(pos, self.page_bytes)
+        length = min(self.chunk_bytes, self.page_bytes - offset)
+        fd = self._page_fd(page)
+        os.posix_fallocate(fd, offset, length)
+        if touch:
+            os.pwrite(fd, memoryview(_ZEROS)[:length], offset)
+        self.ready = pos + length
+
+    # -- reactor thread -------------------------------------------------------------
+
+    def ensure(self, start: int, end: int, what: str) -> None:
+        """Allocate [start, end) if the preparer has not; raise StorageFull if it cannot.
+        Anything between `ready` and `start` (the unused tail of a page the writer left)
+        is skipped, never allocated."""
+        with self.lock:
+            if self.stopped:
+                raise LedgerError(f"{what}: the ledger is no longer writable")
+            if start > self.ready:
+                self.ready = start
+            try:
+                while self.ready < end:
+                    self._allocate_chunk(touch=False)
+            except OSError as exc:
+                raise storage_error(exc, what) from None
+            self.full = False
+
+    def stop(self) -> None:
+        """No more allocation; release the file descriptor (waits for a running chunk)."""
+        with self.lock:
+            self.stopped = True
+            if self._fd >= 0:
+                os.close(self._fd)
+            self._fd = self._fd_page = -1
+
+    # -- preparer thread ------------------------------------------------------------
+
+    def prepare(self, target: int) -> None:
+        """Allocate and pre-touch up to `target`, one chunk per lock hold so the writer
+        never waits for more than one chunk. A full disk stops it quietly: the writer
+        meets the same shortage itself and reports it."""
+        while True:
+            with self.lock:
+                if self.stopped or self.ready >= target:
+                    return
+                try:
+                    self._allocate_chunk(touch=True)
+                except OSError:
+                    self.full = True
+                    return

@@ -1,19 +1,314 @@
-"""The `hedwig` command: `hedwig hub` runs a hub; the other subcommands are clients."""
+"""The `hedwig` command: `hedwig hub` runs a hub; the other subcommands are clients.
+
+Each subcommand is a pair of functions: `add_<name>(subparsers, client_options)` makes its
+parser and sets `run` to `<name>(args) -> exit status`. A new subcommand is one more
+pair and one more line in SUBCOMMANDS. A failure prints one line to stderr and exits 1
+(2 for a usage error, as argparse does).
+"""
 
 import argparse
+import json
+import os
 import sys
+
+from hedwig.client.errors import HedwigError
+
+DEFAULT_HUB = "127.0.0.1:4080"
+STDIN_BATCH_MESSAGES = 1000
+STDIN_BATCH_BYTES = 512 * 1024
+
+
+class CommandError(Exception):
+    """A failure to report as one line, without a traceback."""
+
+
+def _client(args):
+    from hedwig.client import Client
+
+    return Client(args.hub, client_name=f"hedwig {args.command}")
+
+
+def _parse_properties(pairs) -> dict | None:
+    properties = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CommandError(f"--property {pair!r}: expected KEY=VALUE")
+        properties[key] = os.fsencode(value)
+    return properties or None
+
+
+# -- hub ----------------------------------------------------------------------------------------
+
+
+def add_hub(subparsers, client_options):
+    from hedwig.hub.main import add_hub_arguments
+
+    parser = subparsers.add_parser("hub", help="run a hub in the foreground (until SIGTERM or SIGINT)")
+    add_hub_arguments(parser)
+    parser.set_defaults(run=hub)
+
+
+def hub(args) -> int:
+    from hedwig.hub.main import run_hub
+
+    return run_hub(args)
+
+
+# -- publish ------------------------------------------------------------------------------------
+
+
+def add_publish(subparsers, client_options):
+    parser = subparsers.add_parser(
+        "publish",
+        parents=[client_options],
+        help="publish messages (the arguments, or else one per line of standard input)",
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("messages", nargs="*", metavar="MESSAGE")
+    parser.add_argument(
+        "--property",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a property set on every message (repeatable)",
+    )
+    parser.set_defaults(run=publish)
+
+
+def _stdin_batches(stream):
+    """Lines of `stream` (without their newline) in batches of bounded count and bytes."""
+    batch, size = [], 0
+    for line in stream:
+        payload = line[:-1] if line.endswith(b"\n") else line
+        batch.append(payload)
+        size += len(payload)
+        if len(batch) >= STDIN_BATCH_MESSAGES or size >= STDIN_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def publish(args) -> int:
+    properties = _parse_properties(args.property)
+    if args.messages:
+        batches = [[os.fsencode(message) for message in args.messages]]
+    else:
+        batches = _stdin_batches(sys.stdin.buffer)
+    first = last = None
+    count = 0
+    with _client(args) as client:
+        for batch in batches:
+            seqs = client.publish_many(
+                args.topic, batch, None if properties is None else [properties] * len(batch)
+            )
+            first = seqs[0] if first is None else first
+            last = seqs[-1]
+            count += len(seqs)
+    if count == 0:
+        print(f"nothing to publish to {args.topic}", file=sys.stderr)
+    elif count == 1:
+        print(f"published 1 message to {args.topic}: seq-id {first}")
+    else:
+        print(f"published {count} messages to {args.topic}: seq-ids {first}..{last}")
+    return 0
+
+
+# -- subscribe ----------------------------------------------------------------------------------
+
+
+def add_subscribe(subparsers, client_options):
+    parser = subparsers.add_parser(
+        "subscribe",
+        parents=[client_options],
+        help="print a subscription's messages (one per line) and acknowledge them",
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="WHERE",
+        help="earliest | latest | a seq-id | an ISO-8601 time (default: after the last message "
+        "for a new subscription, where it left off for an existing one)",
+    )
+    parser.add_argument("--count", type=int, metavar="N", help="stop after N messages")
+    parser.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="stop when no message came for this long"
+    )
+    parser.add_argument(
+        "--show-seq", action="store_true", help="print 'SEQ<TAB>TIME<TAB>' before each payload"
+    )
+    parser.set_defaults(run=subscribe)
+
+
+def subscribe(args) -> int:
+    from hedwig.client.start import parse_start
+
+    if args.count is not None and args.count < 1:
+        raise CommandError("--count must be at least 1")
+    try:
+        start = parse_start(args.start) if args.start is not None else None
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    out = sys.stdout.buffer
+    received = 0
+    with _client(args) as client, client.subscribe(args.topic, args.subscriber_id, start=start) as sub:
+        while args.count is None or received < args.count:
+            message = sub.receive(timeout=args.timeout)
+            if message is None:
+                break
+            if args.show_seq:
+                stamp = message.publish_time.isoformat(timespec="microseconds")
+                out.write(f"{message.seq}\t{stamp}\t".encode())
+            out.write(bytes(message.payload) + b"\n")
+            out.flush()
+            sub.ack(message)
+            received += 1
+    return 0
+
+
+# -- unsubscribe --------------------------------------------------------------------------------
+
+
+def add_unsubscribe(subparsers, client_options):
+    parser = subparsers.add_parser(
+        "unsubscribe", parents=[client_options], help="delete a durable subscription"
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    parser.set_defaults(run=unsubscribe)
+
+
+def unsubscribe(args) -> int:
+    with _client(args) as client:
+        client.unsubscribe(args.topic, args.subscriber_id)
+    print(f"unsubscribed {args.subscriber_id} from {args.topic}")
+    return 0
+
+
+# -- admin reads --------------------------------------------------------------------------------
+
+
+def add_topics(subparsers, client_options):
+    parser = subparsers.add_parser("topics", parents=[client_options], help="list the hub's topics")
+    parser.add_argument("--json", action="store_true", help="print the hub's JSON reply")
+    parser.set_defaults(run=topics)
+
+
+def topics(args) -> int:
+    with _client(args) as client:
+        names = client.topics()
+    if args.json:
+        print(json.dumps(names))
+    else:
+        for name in names:
+            print(name)
+    return 0
+
+
+def add_describe(subparsers, client_options):
+    parser = subparsers.add_parser(
+        "describe",
+        parents=[client_options],
+        help="a topic's seq-ids, ledgers and subscribers (consumed seq-id, backlog)",
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("--json", action="store_true", help="print the hub's JSON reply")
+    parser.set_defaults(run=describe)
+
+
+def format_description(info: dict) -> list[str]:
+    """A DESCRIBE_TOPIC reply as lines for people (docs/protocol.md lists its fields)."""
+    lines = [
+        f"topic:    {info.get('topic')}",
+        f"owner:    {info.get('owner')}",
+        f"seq-ids:  {info.get('first_seq')}..{info.get('last_seq')}",
+    ]
+    ledgers = info.get("ledgers") or []
+    lines.append(f"ledgers:  {len(ledgers)}")
+    for ledger in ledgers:
+        lines.append(
+            f"  ledger {ledger.get('ledger_id')}: seq-ids {ledger.get('first_seq')}..{ledger.get('last_seq')}"
+            f", {ledger.get('bytes')} bytes"
+        )
+    subscribers = info.get("subscribers") or []
+    lines.append(f"subscribers: {len(subscribers)}")
+    for sub in subscribers:
+        window = sub.get("window")
+        lines.append(
+            f"  {sub.get('subscriber_id')}: consumed {sub.get('consumed_seq')}, "
+            f"delivered {sub.get('delivered_seq')}, backlog {sub.get('backlog')}, "
+            f"window {window if window else 'unlimited'}, {sub.get('state')}"
+        )
+    for key in sorted(set(info) - {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers"}):
+        lines.append(f"{key}: {json.dumps(info[key])}")
+    return lines
+
+
+def describe(args) -> int:
+    with _client(args) as client:
+        info = client.describe(args.topic)
+    if args.json:
+        print(json.dumps(info, indent=2, sort_keys=True))
+    else:
+        print("\n".join(format_description(info)))
+    return 0
+
+
+def add_stats(subparsers, client_options):
+    parser = subparsers.add_parser("stats", parents=[client_options], help="the hub's counters (JSON)")
+    parser.set_defaults(run=stats)
+
+
+def stats(args) -> int:
+    with _client(args) as client:
+        counters = client.stats()
+    print(json.dumps(counters, indent=2, sort_keys=True))
+    return 0
+
+
+# -- the command --------------------------------------------------------------------------------
+
+SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_unsubscribe, add_topics, add_describe, add_stats]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    default_hub = os.environ.get("HEDWIG_HUB", DEFAULT_HUB)
     parser = argparse.ArgumentParser(prog="hedwig", description="hedwig publish/subscribe hub")
-    parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--hub",
+        default=default_hub,
+        metavar="HOST:PORT",
+        help=f"the hub to talk to; a comma-separated list tries each (default {default_hub}, or $HEDWIG_HUB)",
+    )
+    # Client subcommands accept --hub after their name too.
+    client_options = argparse.ArgumentParser(add_help=False)
+    client_options.add_argument(
+        "--hub", default=argparse.SUPPRESS, metavar="HOST:PORT", help=argparse.SUPPRESS
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(subparsers, client_options)
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    parser.parse_args(argv)
-    return 0
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader of our output went away (`hedwig subscribe ... | head`).
+        sys.stderr.close()
+        return 0
+    except (HedwigError, CommandError) as e:
+        print(f"hedwig {args.command}: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"hedwig {args.command}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,1 +1,67 @@
-"""Python clients of the hub."""
+"""Python clients of the hub.
+
+`hedwig.client.Client` is the blocking client for scripts; `hedwig.client.twisted.Client`
+returns Deferreds. Both multiplex every publish and subscription of a client over one
+connection per hub, follow redirects, resubscribe after a dropped connection without a
+gap, and raise the typed exceptions of hedwig.client.errors.
+"""
+
+from hedwig.client.blocking import Client, Subscription
+from hedwig.client.errors import (
+    ClientAlreadySubscribed,
+    ClientClosed,
+    ClientNotSubscribed,
+    ConnectionLost,
+    CouldNotConnect,
+    HedwigError,
+    HubError,
+    InvalidSubscriberId,
+    InvalidTopic,
+    MalformedRequest,
+    MessageTooLarge,
+    NoSuchTopic,
+    NotResponsibleForTopic,
+    RequestError,
+    RequestTimeout,
+    SeqOutOfRange,
+    ServiceDown,
+    StorageError,
+    StorageFull,
+    SubscriptionClosed,
+    TooManyRedirects,
+    TooManySubscriptions,
+    TopicBusy,
+    UnsupportedVersion,
+)
+from hedwig.protocol import Message, Status
+
+__all__ = [
+    "Client",
+    "ClientAlreadySubscribed",
+    "ClientClosed",
+    "ClientNotSubscribed",
+    "ConnectionLost",
+    "CouldNotConnect",
+    "HedwigError",
+    "HubError",
+    "InvalidSubscriberId",
+    "InvalidTopic",
+    "MalformedRequest",
+    "Message",
+    "MessageTooLarge",
+    "NoSuchTopic",
+    "NotResponsibleForTopic",
+    "RequestError",
+    "RequestTimeout",
+    "SeqOutOfRange",
+    "ServiceDown",
+    "Status",
+    "StorageError",
+    "StorageFull",
+    "Subscription",
+    "SubscriptionClosed",
+    "TooManyRedirects",
+    "TooManySubscriptions",
+    "TopicBusy",
+    "UnsupportedVersion",
+]

@@ -1,0 +1,773 @@
+"""The Twisted client: every operation returns a Deferred; one connection per hub.
+
+    client = Client(reactor, "127.0.0.1:4080")
+    await client.connect()
+    seq = await client.publish("orders", b"...")
+    subscription = await client.subscribe("orders", "billing", handler=on_message)
+
+Publishes are batched as a Kafka producer batches them: every `publish` of a topic made
+in one turn of the reactor goes out as one message set (one PUBLISH, one stored entry),
+and each Deferred fires with its own seq-id. At most `max_in_flight` messages are sent
+and unanswered; later ones wait in the client, up to `max_queued`, beyond which publish
+fails at once with PublishQueueFull. A producer registered with `registerProducer` is
+paused while the client holds `max_in_flight` messages or more and resumed below half.
+
+Subscriptions hand each message to a handler, or put it on a DeferredQueue
+(`subscription.queue`) when no handler is given; `window` bounds what the hub sends
+ahead of acknowledgements, and so what the client holds. Requests follow redirects;
+after a dropped connection the client connects again (with backoff) and resubscribes
+every live subscription from its last acknowledgement, without gap or duplicate.
+"""
+
+from collections import deque
+
+from twisted.internet.defer import Deferred, DeferredQueue, fail, gatherResults, succeed
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from hedwig.client.addresses import format_address, parse_address, parse_addresses
+from hedwig.client.blocking import DEFAULT_READ_BYTES, DEFAULT_WINDOW
+from hedwig.client.channel import ClientChannel, ProtocolViolation
+from hedwig.client.errors import (
+    ClientClosed,
+    ClientNotSubscribed,
+    ConnectionLost,
+    CouldNotConnect,
+    HedwigError,
+    MessageTooLarge,
+    PublishQueueFull,
+    RequestTimeout,
+    SubscriptionClosed,
+    TooManyRedirects,
+    error_for,
+)
+from hedwig.client.resume import DEFAULT_ACK_EVERY, SubscriptionPosition
+from hedwig.client.start import wire_start
+from hedwig.protocol import Message, Op, Status, SubscriptionEvent, decode_entry, encode_message_set
+from hedwig.protocol.requests import (
+    encode_close_subscription,
+    encode_consume,
+    encode_describe_topic,
+    encode_hello,
+    encode_read_range,
+    encode_subscribe,
+    encode_unsubscribe,
+)
+
+_BACKOFF_FIRST = 0.05
+_BACKOFF_MAX = 5.0
+
+log = Logger()
+
+
+class HubProtocol(Protocol):
+    """One connection to one hub: requests answered through Deferreds, deliveries and
+    events handed to the subscription that owns the handle."""
+
+    def __init__(self, clock, client_name: str = "", timeout: float = 30.0, address=None):
+        self.address = address  # (host, port) as the client named it
+        self._clock = clock
+        self._client_name = client_name
+        self._timeout = timeout
+        self._channel = ClientChannel(self)
+        self._pending = {}  # request id -> [Deferred, subscription or None, timeout call]
+        self.subscriptions = {}  # handle -> Subscription
+        self.hello = None
+        self.lost = None
+        self.ready = Deferred()  # fires with the protocol once HELLO is answered
+        self.on_lost = None  # called with the protocol when the connection ends
+
+    # -- connection ------------------------------------------------------------------------
+
+    def connectionMade(self):
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
+        self.request(Op.HELLO, encode_hello(self._client_name)).addCallbacks(self._hello, self._hello_failed)
+
+    def _hello(self, response):
+        if response.status is not Status.SUCCESS:
+            self._hello_failed(Failure(error_for(response.status, response.message)))
+            return
+        self.hello = response.value
+        ready, self.ready = self.ready, None
+        ready.callback(self)
+
+    def _hello_failed(self, failure):
+        if self.ready is not None:
+            ready, self.ready = self.ready, None
+            ready.errback(failure)
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    def dataReceived(self, data):
+        try:
+            self._channel.data_received(data)
+        except ProtocolViolation as e:
+            log.warn("dropping the connection: {reason}", reason=str(e))
+            self.lost = ConnectionLost(message=str(e))
+            self.transport.abortConnection()
+
+    def connectionLost(self, reason):
+        if self.lost is None:
+            self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
+        pending, self._pending = self._pending, {}
+        for deferred, _subscription, timer in pending.values():
+            if timer is not None and timer.active():
+                timer.cancel()
+            deferred.errback(Failure(self.lost))
+        if self.ready is not None:
+            ready, self.ready = self.ready, None
+            ready.errback(Failure(self.lost))
+        subscriptions, self.subscriptions = self.subscriptions, {}
+        for subscription in subscriptions.values():
+            subscription._detached()
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+    # -- frames in -------------------------------------------------------------------------
+
+    def response_received(self, request_id, response):
+        pending = self._pending.pop(request_id, None)
+        if pending is None:
+            return  # timed out, or a CONSUME's failure: nobody waits for it
+        deferred, subscription, timer = pending
+        if timer is not None and timer.active():
+            timer.cancel()
+        if subscription is not None and response.status is Status.SUCCESS:
+            # Register now: deliveries for the handle may follow in this same read.
+            self.subscriptions[response.value.handle] = subscription
+            subscription._attached(self, response.value)
+        deferred.callback(response)
+
+    def delivery_received(self, handle, start, stop, entry):
+        subscription = self.subscriptions.get(handle)
+        if subscription is not None:
+            subscription._delivered(start, stop, entry)
+
+    def event_received(self, handle, event):
+        subscription = self.subscriptions.pop(handle, None)
+        if subscription is None:
+            return
+        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
+            subscription._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
+        else:
+            subscription._detached(topic_moved=True)
+
+    # -- requests --------------------------------------------------------------------------
+
+    def request(self, op: Op, body: bytes, subscription=None) -> Deferred:
+        """Send a request; a Deferred firing with its Response."""
+        if self.lost is not None:
+            return fail(self.lost)
+        request_id, frame = self._channel.request(op, body)
+        deferred = self._expect(request_id, subscription)
+        self.transport.write(frame)
+        return deferred
+
+    def publish(self, topic: str, message_set: bytes) -> Deferred:
+        if self.lost is not None:
+            return fail(self.lost)
+        request_id, parts = self._channel.publish(topic, message_set)
+        deferred = self._expect(request_id, None)
+        self.transport.writeSequence(parts)
+        return deferred
+
+    def send(self, op: Op, body: bytes) -> None:
+        """A request answered only when it fails (CONSUME)."""
+        if self.lost is None:
+            self.transport.write(self._channel.request(op, body)[1])
+
+    def _expect(self, request_id, subscription) -> Deferred:
+        deferred = Deferred()
+        timer = self._clock.callLater(self._timeout, self._timed_out, request_id)
+        self._pending[request_id] = [deferred, subscription, timer]
+        return deferred
+
+    def _timed_out(self, request_id):
+        pending = self._pending.pop(request_id, None)
+        if pending is not None:
+            pending[0].errback(Failure(RequestTimeout(message=f"no reply in {self._timeout} s")))
+
+
+class Subscription:
+    """A live subscription. Messages go to the handler, or to `queue` (a DeferredQueue:
+    `await subscription.queue.get()`). `ack` is cumulative; `closed` fires when the
+    subscription ends (with None when closed here, else with the reason as a failure)."""
+
+    def __init__(self, client, position: SubscriptionPosition, handler=None):
+        self._client = client
+        self._position = position
+        self._handler = handler
+        self.queue = None if handler is not None else DeferredQueue()
+        self._protocol = None
+        self._handle = None
+        self._ack_call = None
+        self.closed = Deferred()
+        self._done = False
+
+    topic = property(lambda self: self._position.topic)
+    subscriber_id = property(lambda self: self._position.subscriber_id)
+
+    @property
+    def attached(self) -> bool:
+        return self._protocol is not None
+
+    # -- called by the protocol ---------------------------------------------------------------
+
+    def _attached(self, protocol, subscribed) -> None:
+        self._protocol = protocol
+        self._handle = subscribed.handle
+        self._position.on_subscribed(subscribed)
+
+    def _delivered(self, start, stop, entry) -> None:
+        messages = self._position.messages(start, stop, entry)
+        if self._handler is not None:
+            handler = self._handler
+            for message in messages:
+                handler(message)
+        else:
+            put = self.queue.put
+            for message in messages:
+                put(message)
+
+    def _detached(self, topic_moved: bool = False) -> None:
+        self._protocol = None
+        self._handle = None
+        if not self._done:
+            self._client._resubscribe_later(self, topic_moved)
+
+    def _ended(self, error) -> None:
+        self._protocol = None
+        self._handle = None
+        self._finish(Failure(error))
+
+    def _finish(self, result) -> None:
+        if self._done:
+            return
+        self._done = True
+        if self._ack_call is not None and self._ack_call.active():
+            self._ack_call.cancel()
+        self._client._subscriptions.discard(self)
+        self.closed.callback(None) if result is None else self.closed.errback(result)
+        if self.queue is not None and isinstance(result, Failure):
+            # Wake readers blocked on the queue with the reason.
+            while self.queue.waiting:
+                self.queue.waiting.pop(0).errback(result)
+
+    # -- the application's side --------------------------------------------------------------
+
+    def ack(self, message_or_seq) -> None:
+        """Acknowledge this message and every one before it."""
+        seq = message_or_seq.seq if isinstance(message_or_seq, Message) else int(message_or_seq)
+        to_send = self._position.ack(seq)
+        if to_send is not None:
+            self._send_consume(to_send)
+        elif self._position.acked > self._position.sent_ack and self._ack_call is None:
+            self._ack_call = self._client._clock.callLater(self._client.ack_delay, self._flush_ack)
+
+    def _flush_ack(self) -> None:
+        self._ack_call = None
+        to_send = self._position.unsent_ack()
+        if to_send is not None:
+            self._send_consume(to_send)
+
+    def _send_consume(self, seq) -> None:
+        if self._protocol is None:
+            return  # resubscribing from acked+1 tells the hub
+        self._protocol.send(Op.CONSUME, encode_consume(self._handle, seq))
+
+    def close(self) -> Deferred:
+        """Flush acknowledgements and detach; the subscription stays (durable)."""
+        if self._done:
+            return succeed(None)
+        protocol, handle = self._protocol, self._handle
+        if self._ack_call is not None and self._ack_call.active():
+            self._ack_call.cancel()
+        self._ack_call = None
+        self._finish(None)
+        if protocol is None:
+            return succeed(None)
+        to_send = self._position.unsent_ack()
+        if to_send is not None:
+            protocol.send(Op.CONSUME, encode_consume(handle, to_send))
+        protocol.subscriptions.pop(handle, None)
+        self._protocol = None
+        d = protocol.request(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
+        d.addErrback(lambda _failure: None)  # a lost connection detached it anyway
+        return d.addCallback(lambda _response: None)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._done else ("attached" if self._protocol else "detached")
+        return f"<Subscription {self.topic}/{self.subscriber_id} {state}>"
+
+
+class _Batch:
+    """Messages of one topic waiting to go out as one message set."""
+
+    __slots__ = ("deferreds", "payloads", "properties", "size")
+
+    def __init__(self):
+        self.payloads = []
+        self.properties = None  # a list parallel to payloads once any message has some
+        self.deferreds = []
+        self.size = 0
+
+
+class Client:
+    """A Twisted client of one or more hubs. `reactor` gives connections and time."""
+
+    def __init__(
+        self,
+        reactor,
+        hubs="127.0.0.1:4080",
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        max_redirects: int = 2,
+        max_in_flight: int = 10_000,
+        max_queued: int = 100_000,
+        max_batch_bytes: int = 1 << 20,
+        window: int = DEFAULT_WINDOW,
+        ack_every: int = DEFAULT_ACK_EVERY,
+        ack_delay: float = 0.1,
+        client_name: str = "",
+    ):
+        self._reactor = reactor
+        self._clock = reactor
+        self._addresses = parse_addresses(hubs)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_redirects = max_redirects
+        self.max_in_flight = max_in_flight
+        self.max_queued = max_queued
+        self.max_batch_bytes = max_batch_bytes
+        self.window = window
+        self.ack_every = ack_every
+        self.ack_delay = ack_delay
+        self.client_name = client_name
+        self._default = self._addresses[0]
+        self._protocols = {}  # address -> HubProtocol (connected, HELLO answered)
+        self._connecting = {}  # address -> Deferreds waiting for the connection being made
+        self._routes = {}  # topic -> owner address learned from a redirect
+        self._subscriptions = set()
+        self._batches = {}  # topic -> _Batch not yet sent
+        self._waiting = deque()  # (topic, _Batch) ready to send when in-flight allows
+        self._flush_call = None
+        self.in_flight = 0  # messages sent, not answered
+        self.queued = 0  # messages held, not sent
+        self._producer = None
+        self._producer_paused = False
+        self._closed = False
+
+    # -- connections -----------------------------------------------------------------------
+
+    def connect(self) -> Deferred:
+        """Connect to the first hub of the list that answers; fires with the client."""
+        return self._connect_any().addCallback(lambda _protocol: self)
+
+    def _connect_any(self, skip=None) -> Deferred:
+        """The protocol of the first hub of the list (but `skip`) that answers."""
+        reasons = []
+        addresses = iter([a for a in self._addresses if a != skip])
+
+        def attempt(_=None):
+            address = next(addresses, None)
+            if address is None:
+                return fail(CouldNotConnect(message="no hub reachable: " + "; ".join(reasons)))
+
+            def chosen(protocol):
+                self._default = address
+                return protocol
+
+            def failed(failure):
+                failure.trap(HedwigError)
+                reasons.append(failure.value.message)
+                return attempt()
+
+            return self._protocol_for(address).addCallbacks(chosen, failed)
+
+        return attempt()
+
+    def _protocol_for(self, address) -> Deferred:
+        """A Deferred firing with the connected protocol for a hub address; callers asking
+        while a connection is being made share that attempt."""
+        if self._closed:
+            return fail(ClientClosed(message="the client is closed"))
+        protocol = self._protocols.get(address)
+        if protocol is not None and protocol.lost is None:
+            return succeed(protocol)
+        d = Deferred()
+        waiters = self._connecting.get(address)
+        if waiters is None:
+            waiters = self._connecting[address] = []
+            self._open(address).addBoth(self._opened, address)
+        waiters.append(d)
+        return d
+
+    def _opened(self, result, address) -> None:
+        for waiter in self._connecting.pop(address, ()):
+            waiter.callback(result)
+
+    def _open(self, address) -> Deferred:
+        host, port = address
+        endpoint = TCP4ClientEndpoint(self._reactor, host, port, timeout=self.connect_timeout)
+        protocol = HubProtocol(self._clock, self.client_name, self.timeout, address)
+        protocol.on_lost = self._lost
+
+        def ready(protocol):
+            self._protocols[address] = protocol
+            return protocol
+
+        def failed(failure):
+            if failure.check(HedwigError):
+                return failure
+            return Failure(CouldNotConnect(message=f"{format_address(address)}: {failure.getErrorMessage()}"))
+
+        d = connectProtocol(endpoint, protocol).addCallback(lambda _: protocol.ready)
+        return d.addCallbacks(ready, failed)
+
+    def _lost(self, protocol) -> None:
+        for address, known in list(self._protocols.items()):
+            if known is protocol:
+                del self._protocols[address]
+        # Batches that were sent on it failed with ConnectionLost (outcome unknown);
+        # those still waiting go out on the next connection.
+        if self._waiting and not self._closed:
+            self._clock.callLater(0, self._send_waiting)
+
+    def _protocol_for_topic(self, topic) -> Deferred:
+        address = self._routes.get(topic, self._default) if topic is not None else self._default
+
+        def unreachable(failure):
+            failure.trap(CouldNotConnect)
+            if address != self._default:
+                # The owner we were sent to is gone: ask the default hub again.
+                self._routes.pop(topic, None)
+                return self._protocol_for_topic(topic)
+            if len(self._addresses) == 1:
+                return failure
+            return self._connect_any(skip=address)
+
+        return self._protocol_for(address).addErrback(unreachable)
+
+    def _request(self, topic, send, retry: bool, asked=None, retried=False) -> Deferred:
+        """`send(protocol) -> Deferred[Response]` on the topic's hub, following redirects;
+        fires with the response's value. `retry`: may be sent again after a connection
+        loss (reads, subscribes), which a publish may not."""
+        asked = [] if asked is None else asked
+
+        def answered(response, protocol):
+            if response.status is Status.SUCCESS:
+                return response.value
+            if response.status is not Status.NOT_RESPONSIBLE_FOR_TOPIC or topic is None:
+                raise error_for(response.status, response.message)
+            asked.append(protocol.address)
+            address = self._redirect(topic, response.message, asked)
+            return self._protocol_for(address).addCallback(lambda p: send(p).addCallback(answered, p))
+
+        def lost(failure):
+            failure.trap(ConnectionLost)
+            if not retry or retried:
+                return failure
+            return self._request(topic, send, retry, asked, True)
+
+        d = self._protocol_for_topic(topic)
+        d.addCallback(lambda protocol: send(protocol).addCallback(answered, protocol))
+        return d.addErrback(lost)
+
+    def _redirect(self, topic, owner, asked):
+        owner = owner.strip()
+        here = format_address(asked[-1])
+        if not owner:
+            raise TooManyRedirects(message=f"{here} does not own {topic} and named no owner")
+        try:
+            address = parse_address(owner)
+        except ValueError:
+            raise TooManyRedirects(message=f"{here} named an unusable owner {owner!r} for {topic}") from None
+        if address in asked:
+            path = " -> ".join(format_address(a) for a in [*asked, address])
+            raise TooManyRedirects(message=f"redirect loop for {topic}: {path}")
+        if len(asked) > self.max_redirects:
+            raise TooManyRedirects(message=f"{topic}: more than {self.max_redirects} redirects")
+        self._routes[topic] = address
+        return address
+
+    # -- publishing ------------------------------------------------------------------------
+
+    def publish(self, topic: str, payload: bytes, properties=None) -> Deferred:
+        """Publish one message; fires with its seq-id once the hub stored it."""
+        if self._closed:
+            return fail(ClientClosed(message="the client is closed"))
+        if self.queued >= self.max_queued:
+            return fail(PublishQueueFull(message=f"{self.queued} messages wait to be sent"))
+        limit = self._message_limit(topic)
+        if limit is not None and len(payload) > limit:
+            return fail(MessageTooLarge(message=f"a message of {len(payload)} bytes exceeds {limit}"))
+        batch = self._batches.get(topic)
+        if batch is None or batch.size >= self.max_batch_bytes:
+            if batch is not None:
+                self._waiting.append((topic, batch))
+            batch = self._batches[topic] = _Batch()
+        if properties:
+            if batch.properties is None:
+                batch.properties = [None] * len(batch.payloads)
+            batch.properties.append(properties)
+        elif batch.properties is not None:
+            batch.properties.append(None)
+        batch.payloads.append(payload)
+        batch.size += len(payload)
+        deferred = Deferred()
+        batch.deferreds.append(deferred)
+        self.queued += 1
+        if self._flush_call is None:
+            self._flush_call = self._clock.callLater(0, self._flush)
+        self._check_producer()
+        return deferred
+
+    def publish_many(self, topic: str, payloads, properties=None) -> Deferred:
+        """Publish messages as one message set (one stored entry); fires with their seq-ids."""
+        if not payloads:
+            return succeed([])
+        if self._closed:
+            return fail(ClientClosed(message="the client is closed"))
+        limit = self._message_limit(topic)
+        largest = max(map(len, payloads))
+        if limit is not None and largest > limit:
+            return fail(MessageTooLarge(message=f"a message of {largest} bytes exceeds the limit of {limit}"))
+        message_set = encode_message_set(payloads, properties)
+        count = len(payloads)
+        self.in_flight += count
+        d = self._request(topic, lambda p: p.publish(topic, message_set), retry=False)
+
+        def done(result):
+            self.in_flight -= count
+            self._check_producer()
+            return result
+
+        d.addBoth(done)
+        return d.addCallback(lambda published: list(range(published.first_seq, published.last_seq + 1)))
+
+    def _message_limit(self, topic):
+        protocol = self._protocols.get(self._routes.get(topic, self._default))
+        return None if protocol is None or protocol.hello is None else protocol.hello.max_message_bytes
+
+    def _flush(self) -> None:
+        self._flush_call = None
+        batches, self._batches = self._batches, {}
+        self._waiting.extend(batches.items())
+        self._send_waiting()
+
+    def _send_waiting(self) -> None:
+        waiting = self._waiting
+        while waiting and self.in_flight < self.max_in_flight:
+            topic, batch = waiting.popleft()
+            count = len(batch.payloads)
+            self.queued -= count
+            self.in_flight += count
+            message_set = encode_message_set(batch.payloads, batch.properties)
+            d = self._request(topic, lambda p, t=topic, m=message_set: p.publish(t, m), retry=False)
+            d.addCallbacks(self._published, self._publish_failed, (batch,), None, (batch,))
+
+    def _published(self, published, batch) -> None:
+        self.in_flight -= len(batch.payloads)
+        seq = published.first_seq
+        for deferred in batch.deferreds:
+            deferred.callback(seq)
+            seq += 1
+        self._after_publish()
+
+    def _publish_failed(self, failure, batch) -> None:
+        self.in_flight -= len(batch.payloads)
+        for deferred in batch.deferreds:
+            deferred.errback(failure)
+        self._after_publish()
+
+    def _after_publish(self) -> None:
+        if self._waiting:
+            self._send_waiting()
+        self._check_producer()
+
+    # -- backpressure (IConsumer-like) --------------------------------------------------------
+
+    def registerProducer(self, producer, streaming: bool = True) -> None:
+        """Pause `producer` (an IPushProducer) while the client holds max_in_flight
+        messages or more; resume it below half of that."""
+        self._producer = producer
+        self._producer_paused = False
+        self._check_producer()
+
+    def unregisterProducer(self) -> None:
+        self._producer = None
+
+    def _check_producer(self) -> None:
+        producer = self._producer
+        if producer is None:
+            return
+        held = self.in_flight + self.queued
+        if not self._producer_paused and held >= self.max_in_flight:
+            self._producer_paused = True
+            producer.pauseProducing()
+        elif self._producer_paused and held < self.max_in_flight // 2:
+            self._producer_paused = False
+            producer.resumeProducing()
+
+    # -- subscribing -----------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topic: str,
+        subscriber_id: str,
+        handler=None,
+        mode: str = "create_or_attach",
+        start=None,
+        window: int | None = None,
+        force_attach: bool = False,
+    ) -> Deferred:
+        """Attach to (or create) a durable subscription; fires with a Subscription.
+
+        `handler(message)` is called for each message; without one, messages go to
+        `subscription.queue`. `start`: None, "earliest", "latest", a seq-id or a datetime.
+        """
+        try:
+            position = SubscriptionPosition(
+                topic,
+                subscriber_id,
+                mode,
+                wire_start(start),
+                self.window if window is None else window,
+                force_attach,
+                self.ack_every,
+            )
+        except ValueError as e:
+            return fail(e)
+        subscription = Subscription(self, position, handler)
+
+        def subscribed(_value):
+            self._subscriptions.add(subscription)
+            return subscription
+
+        return self._subscribe(subscription).addCallback(subscribed)
+
+    def _subscribe(self, subscription) -> Deferred:
+        body = encode_subscribe(**subscription._position.subscribe_args())
+        return self._request(
+            subscription.topic, lambda p: p.request(Op.SUBSCRIBE, body, subscription), retry=True
+        )
+
+    def _resubscribe_later(self, subscription, topic_moved: bool, backoff: float = 0.0) -> None:
+        """Attach a subscription whose connection dropped (or whose topic moved) again,
+        retrying with exponential backoff until it is attached, closed or ended."""
+        if topic_moved:
+            self._routes.pop(subscription.topic, None)
+        if self._closed or subscription._done:
+            return
+
+        def attempt():
+            if self._closed or subscription._done or subscription.attached:
+                return
+            d = self._subscribe(subscription)
+            d.addErrback(retry_or_end)
+
+        def retry_or_end(failure):
+            if failure.check(ClientNotSubscribed):
+                subscription._ended(SubscriptionClosed(message=f"the hub no longer has it: {failure.value}"))
+                return None
+            if failure.check(HedwigError) and not failure.check(ClientClosed):
+                log.info(
+                    "resubscribing {topic}/{subscriber} failed ({reason}); retrying",
+                    topic=subscription.topic,
+                    subscriber=subscription.subscriber_id,
+                    reason=failure.getErrorMessage(),
+                )
+                next_backoff = min(max(backoff * 2, _BACKOFF_FIRST), _BACKOFF_MAX)
+                self._resubscribe_later(subscription, False, next_backoff)
+                return None
+            return failure
+
+        self._clock.callLater(backoff, attempt)
+
+    def unsubscribe(self, topic: str, subscriber_id: str) -> Deferred:
+        """Delete the durable subscription (its consumed seq-id is forgotten)."""
+        for subscription in list(self._subscriptions):
+            if subscription.topic == topic and subscription.subscriber_id == subscriber_id:
+                subscription.close()
+        body = encode_unsubscribe(topic, subscriber_id)
+        return self._request(topic, lambda p: p.request(Op.UNSUBSCRIBE, body), retry=False)
+
+    # -- reads and admin -------------------------------------------------------------------
+
+    def read_range(self, topic: str, from_seq: int, to_seq: int = 0, max_bytes: int = DEFAULT_READ_BYTES):
+        """Fires with a ReadRangeReply(first_seq, last_seq, [(start, stop, entry)]), raw."""
+        body = encode_read_range(topic, from_seq, to_seq, max_bytes)
+        return self._request(topic, lambda p: p.request(Op.READ_RANGE, body), retry=True)
+
+    def read(self, topic: str, from_seq: int = 1, to_seq: int | None = None) -> Deferred:
+        """Fires with the Messages from_seq..to_seq (None: up to the last when asked)."""
+        messages = []
+        state = {"next": from_seq, "limit": to_seq}
+
+        def step(_=None):
+            limit = state["limit"]
+            if limit is not None and state["next"] > limit:
+                return messages
+            return self.read_range(topic, state["next"], limit or 0).addCallback(got)
+
+        def got(reply):
+            if state["limit"] is None:
+                state["limit"] = reply.last_seq
+            limit = state["limit"]
+            if not reply.entries:
+                return messages
+            before = state["next"]
+            for start, stop, entry in reply.entries:
+                for message in decode_entry(topic, entry, start, stop):
+                    if state["next"] <= message.seq <= limit:
+                        messages.append(message)
+                        state["next"] = message.seq + 1
+            if state["next"] == before:
+                return messages
+            return step()
+
+        return step()
+
+    def topics(self) -> Deferred:
+        return self._request(None, lambda p: p.request(Op.LIST_TOPICS, b""), retry=True)
+
+    def describe(self, topic: str) -> Deferred:
+        body = encode_describe_topic(topic)
+        return self._request(topic, lambda p: p.request(Op.DESCRIBE_TOPIC, body), retry=True)
+
+    def stats(self) -> Deferred:
+        return self._request(None, lambda p: p.request(Op.STATS, b""), retry=True)
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def close(self) -> Deferred:
+        """Close subscriptions (flushing acknowledgements) and connections; publishes not
+        yet sent fail with ClientClosed."""
+        if self._closed:
+            return succeed(None)
+        closing = [subscription.close() for subscription in list(self._subscriptions)]
+        self._closed = True
+        if self._flush_call is not None and self._flush_call.active():
+            self._flush_call.cancel()
+        self._flush_call = None
+        self._waiting.extend(self._batches.items())
+        self._batches = {}
+        waiting, self._waiting = self._waiting, deque()
+        for _topic, batch in waiting:
+            self.queued -= len(batch.payloads)
+            for deferred in batch.deferreds:
+                deferred.errback(Failure(ClientClosed(message="the client closed before sending it")))
+        d = gatherResults(closing, consumeErrors=True)
+
+        def disconnect(_):
+            for protocol in list(self._protocols.values()):
+                protocol.on_lost = None
+                protocol.transport.loseConnection()
+            self._protocols.clear()
+
+        return d.addBoth(disconnect)

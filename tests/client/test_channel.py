@@ -1,0 +1,91 @@
+"""ClientChannel: request ids, frames out, and every kind of frame in."""
+
+import pytest
+
+from hedwig.client.channel import ClientChannel, ProtocolViolation
+from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry, encode_frame
+from hedwig.protocol.requests import Published
+from tests.client.hubscript import HubScript
+
+
+class Recorder:
+    def __init__(self):
+        self.frames = []
+
+    def response_received(self, request_id, response):
+        self.frames.append(("response", request_id, response))
+
+    def delivery_received(self, handle, start, stop, entry):
+        self.frames.append(("delivery", handle, start, stop, bytes(entry)))
+
+    def event_received(self, handle, event):
+        self.frames.append(("event", handle, event))
+
+
+def test_request_ids_count_up_and_wrap_past_zero():
+    channel = ClientChannel(Recorder())
+    assert [channel.next_request_id() for _ in range(3)] == [1, 2, 3]
+    channel._next_id = 0xFFFFFFFF
+    assert channel.next_request_id() == 1
+
+
+def test_publish_frame_is_what_the_hub_decodes():
+    channel = ClientChannel(Recorder())
+    request_id, parts = channel.publish("orders", b"\x01\x00\x00\x00\x00\x01\x00\x00\x00\x02hi")
+    [(op, rid, publish)] = HubScript().requests(b"".join(parts))
+    assert (op, rid, publish.topic) == (Op.PUBLISH, request_id, "orders")
+    assert publish.message_set.endswith(b"hi")
+
+
+def test_frames_in_reach_the_receiver_in_order_whatever_the_chunking():
+    hub = HubScript()
+    stream = (
+        hub.published(7, 1, 3)
+        + hub.delivery(2, 10, [b"a", b"bb", b"ccc"], start=1)
+        + hub.event(2, SubscriptionEvent.TOPIC_MOVED)
+    )
+    for cut in (1, 5, 13, len(stream)):
+        recorder = Recorder()
+        channel = ClientChannel(recorder)
+        for i in range(0, len(stream), cut):
+            channel.data_received(stream[i : i + cut])
+        kinds = [frame[0] for frame in recorder.frames]
+        assert kinds == ["response", "delivery", "event"]
+        response = recorder.frames[0][2]
+        assert (recorder.frames[0][1], response.status, response.value) == (
+            7,
+            Status.SUCCESS,
+            Published(1, 3),
+        )
+        _, handle, start, stop, entry = recorder.frames[1]
+        assert (handle, start, stop) == (2, 1, 3)
+        assert [m.payload for m in decode_entry("t", entry, start, stop)] == [b"bb", b"ccc"]
+        assert recorder.frames[2] == ("event", 2, SubscriptionEvent.TOPIC_MOVED)
+
+
+def test_error_response_carries_status_and_message():
+    recorder = Recorder()
+    ClientChannel(recorder).data_received(
+        HubScript.error(4, Op.SUBSCRIBE, Status.TOPIC_BUSY, "attached elsewhere")
+    )
+    [(_, request_id, response)] = recorder.frames
+    assert (request_id, response.status, response.message, response.value) == (
+        4,
+        Status.TOPIC_BUSY,
+        "attached elsewhere",
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        encode_frame(Op.PUBLISH, 1, b""),  # a request op: no hub sends one
+        encode_frame(Op.DELIVERY, 0, b"\x00\x00\x00\x01"),  # shorter than a delivery header
+        encode_frame(Op.RESPONSE, 1, b"\x02\x00"),  # shorter than a response header
+        b"\x00\x00\x00\x01x",  # a length shorter than any frame
+    ],
+)
+def test_bytes_no_hub_sends_are_a_protocol_violation(data):
+    with pytest.raises(ProtocolViolation):
+        ClientChannel(Recorder()).data_received(data)

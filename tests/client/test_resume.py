@@ -1,0 +1,87 @@
+"""SubscriptionPosition: resuming after a reconnect without gap or duplicate; ack batching."""
+
+from hedwig.client.resume import SubscriptionPosition
+from hedwig.protocol import encode_entry_header, encode_message_set
+from hedwig.protocol.requests import Subscribed
+
+
+def entry(first_seq, count):
+    payloads = [str(first_seq + i).encode() for i in range(count)]
+    return encode_entry_header(first_seq, count, 0, b"", first_seq) + encode_message_set(payloads)
+
+
+def seqs(messages):
+    return [m.seq for m in messages]
+
+
+def position(**kwargs):
+    args = dict(
+        topic="t",
+        subscriber_id="s",
+        mode="create_or_attach",
+        start="earliest",
+        window=0,
+        force_attach=False,
+        ack_every=10,
+    )
+    args.update(kwargs)
+    return SubscriptionPosition(**args)
+
+
+def test_first_subscribe_is_sent_as_asked():
+    p = position(mode="create", start=("seq", 5), window=7, force_attach=True)
+    assert p.subscribe_args() == dict(
+        topic="t", subscriber_id="s", mode="create", start=("seq", 5), window=7, force_attach=True
+    )
+
+
+def test_resubscribe_attaches_from_the_first_unacknowledged_seq():
+    p = position(mode="create")
+    p.on_subscribed(Subscribed(1, 0, 1))
+    assert seqs(p.messages(0, 5, entry(1, 5))) == [1, 2, 3, 4, 5]
+    p.ack(3)
+    args = p.subscribe_args()
+    assert (args["mode"], args["start"]) == ("attach", ("seq", 4))
+
+
+def test_redelivered_messages_already_held_are_dropped():
+    p = position()
+    p.on_subscribed(Subscribed(1, 0, 1))
+    assert seqs(p.messages(0, 5, entry(1, 5))) == [1, 2, 3, 4, 5]
+    p.ack(2)
+    p.on_subscribed(Subscribed(9, 2, 3))  # the hub resends from 3: 3..5 are held already
+    assert seqs(p.messages(0, 5, entry(1, 5))) == []
+    assert seqs(p.messages(0, 4, entry(3, 4))) == [6]
+    assert seqs(p.messages(0, 2, entry(7, 2))) == [7, 8]
+
+
+def test_a_delivery_starting_inside_an_entry_keeps_its_start():
+    p = position()
+    p.on_subscribed(Subscribed(1, 4, 5))
+    assert seqs(p.messages(4, 10, entry(1, 10))) == [5, 6, 7, 8, 9, 10]
+
+
+def test_acks_go_out_every_ack_every_and_on_flush():
+    p = position(ack_every=10)
+    p.on_subscribed(Subscribed(1, 0, 1))
+    assert [p.ack(s) for s in range(1, 10)] == [None] * 9
+    assert p.ack(10) == 10
+    assert p.ack(10) is None  # not again
+    assert p.ack(5) is None  # cumulative: going back is nothing
+    p.ack(13)
+    assert p.unsent_ack() == 13
+    assert p.unsent_ack() is None
+
+
+def test_a_window_acks_before_it_closes():
+    p = position(window=8, ack_every=100)
+    assert p.ack_every == 4
+
+
+def test_after_a_reconnect_a_lagging_hub_pointer_is_sent_again():
+    p = position()
+    p.on_subscribed(Subscribed(1, 0, 1))
+    p.messages(0, 20, entry(1, 20))
+    assert p.ack(20) == 20
+    p.on_subscribed(Subscribed(2, 10, 11))  # the hub persisted only up to 10
+    assert p.unsent_ack() == 20

@@ -1,0 +1,185 @@
+"""The hub's operations on topics, independent of any connection or listener.
+
+A `Hub` holds what one hub process serves with: the topic manager, the read-ahead cache
+(one byte budget for every topic), the delivery manager and the counters. Connections
+(connection.py) decode requests and order replies; they call in here for the work.
+Everything is single-threaded on the reactor: a topic's publishes reach its log in the
+order the reactor delivered them, which is what makes each topic's writer single.
+"""
+
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.logger import Logger
+
+from hedwig.config import Config
+from hedwig.hub.errors import HubStopping
+from hedwig.hub.stats import HubStats
+from hedwig.protocol.messageset import validate_message_set
+from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
+from hedwig.protocol.ops import Op
+from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
+from hedwig.protocol.status import Status
+
+# Room kept in a READ_RANGE reply for the frame, response and range headers.
+_READ_RANGE_OVERHEAD = 64
+# A READ_RANGE never returns more entries than this, whatever max_bytes allows.
+MAX_READ_RANGE_ENTRIES = 100_000
+
+
+class Hub:
+    log = Logger()
+
+    def __init__(self, *, topics, cache, delivery, config: Config, clock, name: str = ""):
+        self.topics = topics
+        topics.on_open = delivery.load_topic
+        self.cache = cache
+        self.delivery = delivery
+        self.config = config
+        self.clock = clock
+        self.name = name  # "host:port" once listening
+        self.region = config.region.name
+        self.max_frame_bytes = config.hub.max_frame_bytes
+        self.max_message_bytes = config.hub.max_message_bytes
+        self.max_subscriptions = config.hub.max_subscriptions_per_connection
+        self.stats = HubStats(op.name.lower() for op in Op if op < Op.RESPONSE)
+        self.connections = set()
+        self.stopping = False
+        self.started_at = clock.seconds()
+
+    # -- publish ----------------------------------------------------------------------------
+
+    def publish(self, topic: str, message_set: bytes) -> Deferred:
+        """Deferred[LogEntry] once durable. Raises MessageSetError at once for a message
+        set that cannot be stored: nothing is appended then."""
+        if self.stopping:
+            return fail(HubStopping())
+        count = validate_message_set(message_set, 0, self.max_message_bytes)
+        stats = self.stats
+        stats.messages_published += count
+        stats.bytes_published += len(message_set)
+        log = self.topics.get(topic)
+        if log is not None:
+            return self.cache.publish(log, message_set, count)
+        return self.topics.acquire(topic).addCallback(self.cache.publish, message_set, count)
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def subscribe(self, channel, handle: int, request: Subscribe) -> Deferred:
+        """Deferred[dict] {"consumed_seq", "next_seq"} from the delivery manager."""
+        if self.stopping:
+            return fail(HubStopping())
+        if request.subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
+            return fail(
+                RequestError(
+                    Status.INVALID_SUBSCRIBER_ID,
+                    f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are reserved for hubs",
+                )
+            )
+
+        def attach(log):
+            return self.delivery.subscribe(
+                log,
+                request.subscriber_id,
+                channel,
+                handle,
+                mode=request.mode,
+                start=request.start,
+                window=request.window,
+                force_attach=request.force_attach,
+            )
+
+        return self.topics.acquire(request.topic).addCallback(attach)
+
+    def unsubscribe(self, channel, topic: str, subscriber_id: str) -> Deferred:
+        if subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
+            return fail(
+                RequestError(
+                    Status.INVALID_SUBSCRIBER_ID,
+                    f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are reserved for hubs",
+                )
+            )
+        return self.delivery.unsubscribe(topic, subscriber_id)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _existing(self, topic: str) -> Deferred:
+        """Deferred[TopicLog] of a topic that exists; NO_SUCH_TOPIC otherwise (reads never
+        create topics)."""
+        log = self.topics.get(topic)
+        if log is not None:
+            return succeed(log)
+
+        def opened(exists):
+            if not exists:
+                raise RequestError(Status.NO_SUCH_TOPIC, f"topic {topic} does not exist")
+            return self.topics.acquire(topic)
+
+        return self.topics.exists(topic).addCallback(opened)
+
+    def read_range(self, request: ReadRange) -> Deferred:
+        """Deferred[list of chunks]: the READ_RANGE payload, stored entries passed through."""
+        limit = self.max_frame_bytes - _READ_RANGE_OVERHEAD
+        max_bytes = min(request.max_bytes or limit, limit)
+        to_seq = request.to_seq
+
+        def read(log):
+            last_seq = log.last_seq
+            end = min(to_seq, last_seq) if to_seq else last_seq
+            if request.from_seq > end:
+                return read_range_reply_parts(log.first_seq, last_seq, [])
+            max_entries = min(end - request.from_seq + 1, MAX_READ_RANGE_ENTRIES)
+            return log.read(request.from_seq, max_entries, max_bytes).addCallback(slice_entries, log, end)
+
+        def slice_entries(entries, log, end):
+            selected = []
+            total = 0
+            from_seq = request.from_seq
+            for entry in entries:
+                if entry.first_seq > end:
+                    break
+                size = len(entry.data) + 12
+                if selected and total + size > limit:
+                    break
+                total += size
+                start = from_seq - entry.first_seq if from_seq > entry.first_seq else 0
+                stop = min(entry.last_seq, end) - entry.first_seq + 1
+                selected.append((start, stop, entry.data))
+            return read_range_reply_parts(log.first_seq, log.last_seq, selected)
+
+        return self._existing(request.topic).addCallback(read)
+
+    def list_topics(self) -> Deferred:
+        return self.topics.list_topics()
+
+    def describe_topic(self, topic: str) -> Deferred:
+        def describe(log):
+            description = {"topic": topic, "owner": self.name}
+            description.update(log.describe())
+            description["subscribers"] = self.delivery.describe(topic)
+            return description
+
+        return self._existing(topic).addCallback(describe)
+
+    def hub_stats(self) -> dict:
+        snapshot = self.stats.snapshot()
+        snapshot["hub"] = {
+            "name": self.name,
+            "region": self.region,
+            "uptime_s": round(self.clock.seconds() - self.started_at, 3),
+            "topics_open": len(self.topics.open_topics()),
+            "stopping": self.stopping,
+        }
+        snapshot["cache"] = self.cache.stats()
+        snapshot["delivery"] = self.delivery.stats()
+        return snapshot
+
+    # -- connections ------------------------------------------------------------------------
+
+    def connection_made(self, connection) -> None:
+        self.connections.add(connection)
+        self.stats.connections_opened += 1
+
+    def connection_lost(self, connection) -> Deferred:
+        """The delivery manager stops the connection's cursors and flushes their pointers."""
+        self.connections.discard(connection)
+        self.stats.connections_closed += 1
+        return self.delivery.channel_lost(connection)

@@ -1,0 +1,102 @@
+"""`hedwig hub`: run one hub in the foreground until SIGTERM or SIGINT.
+
+hedwig/cli.py wires `add_hub_arguments` and `run_hub` into its `hub` subcommand;
+`python -m hedwig.hub.main` runs the same thing. Command-line options override the
+configuration file, which overrides the defaults of hedwig/config.py.
+"""
+
+import argparse
+import sys
+
+from twisted.logger import (
+    FilteringLogObserver,
+    Logger,
+    LogLevel,
+    LogLevelFilterPredicate,
+    globalLogBeginner,
+    textFileLogObserver,
+)
+from twisted.python.failure import Failure
+
+from hedwig.config import Config, ConfigError, load_config
+
+log = Logger()
+
+_LEVELS = {"debug": LogLevel.debug, "info": LogLevel.info, "warn": LogLevel.warn, "error": LogLevel.error}
+
+
+def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conf", metavar="FILE", help="configuration file (see conf/hub.conf)")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on (default 4080; 0 picks a free one)")
+    parser.add_argument("--data-dir", metavar="DIR", help="where ledgers and metadata live (default ./data)")
+    parser.add_argument(
+        "--log-level",
+        choices=sorted(_LEVELS),
+        default="info",
+        help="least severe level logged (default info)",
+    )
+
+
+def config_from_args(args) -> Config:
+    """The configuration file (if any) with the command line's options over it."""
+    overrides = {}
+    for option, setting in (("host", "hub.host"), ("port", "hub.port"), ("data_dir", "hub.data_dir")):
+        value = getattr(args, option, None)
+        if value is not None:
+            overrides[setting] = value
+    return load_config(getattr(args, "conf", None), overrides)
+
+
+def start_logging(level: str = "info", stream=None) -> None:
+    observer = textFileLogObserver(stream if stream is not None else sys.stderr)
+    predicate = LogLevelFilterPredicate(defaultLogLevel=_LEVELS[level])
+    globalLogBeginner.beginLoggingTo([FilteringLogObserver(observer, [predicate])], redirectStandardIO=False)
+
+
+def run_hub(args, reactor=None) -> int:
+    """Run a hub until it is told to stop; the process's exit status."""
+    try:
+        config = config_from_args(args)
+    except ConfigError as e:
+        print(f"hedwig hub: {e}", file=sys.stderr)
+        return 2
+    if reactor is None:
+        from twisted.internet import reactor
+    from hedwig.hub.service import HubService
+
+    start_logging(getattr(args, "log_level", "info"))
+    service = HubService(config, reactor)
+    status = [0]
+
+    def failed(failure):
+        log.critical(
+            "hedwig hub could not start: {error}", error=failure.getErrorMessage() or failure.type.__name__
+        )
+        status[0] = 1
+        if reactor.running:
+            reactor.stop()
+
+    def start():
+        try:
+            service.startService()
+        except Exception:
+            failed(Failure())
+            return
+        service.listener.listening.addErrback(failed)
+
+    # reactor.run() turns SIGTERM and SIGINT into reactor.stop(); the shutdown waits for this.
+    reactor.addSystemEventTrigger("before", "shutdown", service.stopService)
+    reactor.callWhenRunning(start)
+    reactor.run()
+    return status[0]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="hedwig hub", description="run a hedwig hub")
+    add_hub_arguments(parser)
+    return run_hub(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Responses of one connection, released in request order.
+
+Requests finish out of order (a publish to a slow topic, then a publish to a fast one);
+the protocol promises replies in request order per connection, so each request takes a
+slot when it arrives and its reply waits in the slot until every earlier one is out.
+When nothing is waiting, a reply is written at once without a slot.
+"""
+
+from collections import deque
+
+from twisted.internet.defer import Deferred, succeed
+
+
+class ReplySlot:
+    __slots__ = ("data", "after", "ready")
+
+    def __init__(self):
+        self.data = None  # bytes, or a list of chunks for writeSequence
+        self.after = None  # called right after the data is written
+        self.ready = False
+
+
+class ReplyQueue:
+    def __init__(self, write, write_sequence):
+        self._write = write
+        self._write_sequence = write_sequence
+        self._slots = deque()
+        self._idle_waiters = []
+
+    def __len__(self) -> int:
+        """Requests still waiting for their reply."""
+        return len(self._slots)
+
+    def reserve(self) -> ReplySlot:
+        slot = ReplySlot()
+        self._slots.append(slot)
+        return slot
+
+    def fill(self, slot: ReplySlot, data, after=None) -> None:
+        slot.data = data
+        slot.after = after
+        slot.ready = True
+        if self._slots[0] is slot:
+            self._release()
+
+    def send(self, data, after=None) -> None:
+        """A reply known at once: written now unless earlier replies are still pending."""
+        if self._slots:
+            self.fill(self.reserve(), data, after)
+        else:
+            self._emit(data, after)
+
+    def when_idle(self) -> Deferred:
+        """Fires once no request waits for its reply."""
+        if not self._slots:
+            return succeed(None)
+        waiter = Deferred()
+        self._idle_waiters.append(waiter)
+        return waiter
+
+    def discard(self) -> None:
+        """The connection is gone: drop pending replies, release idle waiters."""
+        self._slots.clear()
+        self._wake_idle()
+
+    def _emit(self, data, after) -> None:
+        if isinstance(data, list):
+            self._write_sequence(data)
+        else:
+            self._write(data)
+        if after is not None:
+            after()
+
+    def _release(self) -> None:
+        slots = self._slots
+        while slots and slots[0].ready:
+            slot = slots.popleft()
+            self._emit(slot.data, slot.after)
+        if not slots:
+            self._wake_idle()
+
+    def _wake_idle(self) -> None:
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)

@@ -1,0 +1,198 @@
+"""The hub as a Twisted service: stores, logs, cache, delivery and the listener.
+
+HubService owns the lifecycle. Starting builds the embedded stores under the data
+directory (memory-mapped ledgers, SQLite metadata; or stores given by the caller),
+the topic log manager, the read-ahead cache, the delivery manager and the Hub, then
+listens. Stopping is the graceful shutdown SIGTERM and SIGINT lead to, one step after
+the other: stop accepting, stop reading requests and let pending replies out, close the
+connections (which flushes their consume pointers), stop GC, flush every consume
+pointer, close the topic logs, the ledger store and the metadata store. Each step is
+bounded by `[hub] shutdown_timeout_s`; a step that fails is logged and the rest go on.
+"""
+
+import fcntl
+import os
+from pathlib import Path
+
+from twisted.application.service import MultiService, Service
+from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred
+from twisted.internet.endpoints import TCP4ServerEndpoint
+from twisted.logger import Logger
+
+from hedwig.config import Config
+from hedwig.hub.connection import HubFactory
+from hedwig.hub.core import Hub
+from hedwig.hub.gc import GarbageCollector
+from hedwig.hub.topics import TopicManager
+
+
+class DataDirLocked(RuntimeError):
+    """Another hub process serves this data directory."""
+
+
+class ListenerService(Service):
+    """Listens on an endpoint; `listening` fires with the IListeningPort (or the error)."""
+
+    log = Logger()
+
+    def __init__(self, endpoint, factory):
+        self.endpoint = endpoint
+        self.factory = factory
+        self.port = None
+        self.listening = None
+
+    def startService(self):
+        super().startService()
+        self.listening = self.endpoint.listen(self.factory)
+        self.listening.addCallback(self._listened)
+
+    def _listened(self, port):
+        self.port = port
+        return port
+
+    def stopService(self):
+        super().stopService()
+        if self.port is not None:
+            port, self.port = self.port, None
+            return maybeDeferred(port.stopListening)
+        return None
+
+
+class HubService(MultiService):
+    log = Logger()
+
+    def __init__(self, config: Config, reactor=None, *, ledgers=None, metadata=None):
+        """`ledgers` / `metadata`: stores to serve from instead of the embedded ones under
+        `[hub] data_dir` (the caller keeps ownership of the data they hold)."""
+        super().__init__()
+        if reactor is None:
+            from twisted.internet import reactor
+        self.config = config
+        self.reactor = reactor
+        self.ledgers = ledgers
+        self.metadata = metadata
+        self.hub = None
+        self.listener = None
+        self.gc = None
+        self._logs = None
+        self._lock_file = None
+
+    # -- start ------------------------------------------------------------------------------
+
+    def startService(self):
+        self._build()
+        super().startService()
+        self.listener.listening.addCallback(self._listening)
+
+    def _build(self) -> None:
+        from hedwig.cache.readahead import ReadAheadCache
+        from hedwig.delivery.manager import DeliveryManager
+        from hedwig.log.manager import TopicLogManager
+
+        config, reactor = self.config, self.reactor
+        if self.ledgers is None or self.metadata is None:
+            data_dir = Path(config.hub.data_dir)
+            data_dir.mkdir(parents=True, exist_ok=True)
+            self._lock(data_dir)
+            if self.ledgers is None:
+                from hedwig.ledger.mmap_store import MmapLedgerStore
+
+                self.ledgers = MmapLedgerStore.from_settings(
+                    str(data_dir / "ledgers"), config.ledger, reactor
+                )
+            if self.metadata is None:
+                from hedwig.meta.sqlite_store import SqliteMetadataStore
+
+                self.metadata = SqliteMetadataStore(str(data_dir / "metadata.sqlite3"))
+        self._logs = TopicLogManager(self.ledgers, self.metadata, config.log, config.region.name, reactor)
+        topics = TopicManager(self._logs, self.metadata)
+        cache = ReadAheadCache(reactor, config.cache)
+        delivery = DeliveryManager(cache, self.metadata, reactor, config.delivery)
+        self.hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor)
+        endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
+        self.listener = ListenerService(endpoint, HubFactory(self.hub))
+        self.listener.setServiceParent(self)
+        self.gc = GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s)
+        self.gc.setServiceParent(self)
+
+    def _lock(self, data_dir: Path) -> None:
+        """One hub per data directory: a second would corrupt the first one's ledgers."""
+        lock_file = open(data_dir / "hub.lock", "a+")  # noqa: SIM115 - held for the hub's life
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock_file.close()
+            raise DataDirLocked(
+                f"another hub is serving {data_dir} (it holds {data_dir / 'hub.lock'})"
+            ) from None
+        lock_file.truncate(0)
+        lock_file.write(f"{os.getpid()}\n")
+        lock_file.flush()
+        self._lock_file = lock_file
+
+    def _listening(self, port):
+        address = port.getHost()
+        self.hub.name = f"{address.host}:{address.port}"
+        self.log.info(
+            "hedwig hub {name} (region {region}) serving {data_dir}",
+            name=self.hub.name,
+            region=self.hub.region,
+            data_dir=self.config.hub.data_dir,
+        )
+        return port
+
+    @property
+    def port(self) -> int:
+        """The port listened on (useful with port 0); only once `listening` fired."""
+        return self.listener.port.getHost().port
+
+    # -- stop -------------------------------------------------------------------------------
+
+    @inlineCallbacks
+    def stopService(self):
+        if not self.running:
+            return
+        Service.stopService(self)
+        hub = self.hub
+        hub.stopping = True
+        timeout = self.config.hub.shutdown_timeout_s
+        self.log.info("hedwig hub {name} shutting down", name=hub.name)
+        yield self._step("stop accepting connections", self.listener.stopService())
+        connections = list(hub.connections)
+        yield self._step(
+            "let pending replies out",
+            DeferredList([c.stop_reading() for c in connections], consumeErrors=True),
+            timeout,
+        )
+        for connection in connections:
+            connection.transport.loseConnection()
+        closed = yield self._step(
+            "close connections", DeferredList([c.closed for c in connections], consumeErrors=True), timeout
+        )
+        if closed is None:
+            for connection in connections:
+                if connection.is_open:
+                    connection.transport.abortConnection()
+        yield self._step("stop garbage collection", self.gc.stopService(), timeout)
+        yield self._step("flush consume pointers", hub.delivery.stop(), timeout)
+        yield self._step("close topic logs", self._logs.close(), timeout)
+        yield self._step("close the ledger store", self.ledgers.close(), timeout)
+        yield self._step("close the metadata store", self.metadata.close(), timeout)
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+        self.log.info("hedwig hub {name} stopped", name=hub.name)
+
+    @inlineCallbacks
+    def _step(self, what: str, deferred, timeout: float | None = None):
+        """Wait for one shutdown step; log and go on if it fails or takes too long.
+        Returns the step's result, or None when it failed."""
+        try:
+            deferred = maybeDeferred(lambda: deferred)
+            if timeout:
+                deferred.addTimeout(timeout, self.reactor)
+            result = yield deferred
+        except Exception:
+            self.log.failure("shutdown: could not {what}", what=what)
+            return None
+        return result if result is not None else True

@@ -1,0 +1,95 @@
+"""Hub counters: per-op success and failure counts with a latency histogram (Hedwig's
+per-operation stats), and what the hub moved (messages published, entries delivered).
+
+Recording is a few integer additions per request, never per message, so it stays on
+the hot path; percentiles come from fixed buckets when someone asks for STATS.
+"""
+
+from bisect import bisect_left
+
+# Upper bounds of the latency buckets, microseconds; a last bucket catches the rest.
+LATENCY_BUCKETS_US = (
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+)  # fmt: skip
+
+
+class OpStats:
+    """Counts and latencies of one operation."""
+
+    __slots__ = ("ok", "failed", "buckets", "total_us", "max_us")
+
+    def __init__(self):
+        self.ok = 0
+        self.failed = 0
+        self.buckets = [0] * (len(LATENCY_BUCKETS_US) + 1)
+        self.total_us = 0
+        self.max_us = 0
+
+    def record(self, ok: bool, latency_s: float) -> None:
+        if ok:
+            self.ok += 1
+        else:
+            self.failed += 1
+        latency_us = int(latency_s * 1e6)
+        self.buckets[bisect_left(LATENCY_BUCKETS_US, latency_us)] += 1
+        self.total_us += latency_us
+        if latency_us > self.max_us:
+            self.max_us = latency_us
+
+    def percentile_us(self, fraction: float) -> int:
+        """The bucket bound under which `fraction` of the requests finished (max_us for
+        the last bucket): an upper estimate, exact to the bucket."""
+        count = self.ok + self.failed
+        if not count:
+            return 0
+        wanted = fraction * count
+        seen = 0
+        for bound, n in zip(LATENCY_BUCKETS_US, self.buckets, strict=False):
+            seen += n
+            if seen >= wanted:
+                return min(bound, self.max_us)
+        return self.max_us
+
+    def snapshot(self) -> dict:
+        count = self.ok + self.failed
+        return {
+            "ok": self.ok,
+            "failed": self.failed,
+            "latency_us": {
+                "count": count,
+                "mean": round(self.total_us / count, 1) if count else 0,
+                "p50": self.percentile_us(0.5),
+                "p99": self.percentile_us(0.99),
+                "max": self.max_us,
+            },
+        }
+
+
+class HubStats:
+    """Every counter of one hub, by op name (lower case, as STATS reports them)."""
+
+    def __init__(self, op_names):
+        self.ops = {name: OpStats() for name in op_names}
+        self.connections_opened = 0
+        self.connections_closed = 0
+        self.protocol_errors = 0  # framing errors and wrong versions: connections closed by the hub
+        self.messages_published = 0
+        self.bytes_published = 0
+        self.entries_delivered = 0
+        self.messages_delivered = 0
+
+    def record(self, op_name: str, ok: bool, latency_s: float) -> None:
+        self.ops[op_name].record(ok, latency_s)
+
+    def snapshot(self) -> dict:
+        return {
+            "connections": {
+                "opened": self.connections_opened,
+                "closed": self.connections_closed,
+                "open": self.connections_opened - self.connections_closed,
+                "protocol_errors": self.protocol_errors,
+            },
+            "published": {"messages": self.messages_published, "bytes": self.bytes_published},
+            "delivered": {"entries": self.entries_delivered, "messages": self.messages_delivered},
+            "ops": {name: stats.snapshot() for name, stats in self.ops.items()},
+        }

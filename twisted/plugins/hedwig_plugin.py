@@ -1,0 +1,40 @@
+"""twistd plugin: `twistd -n hedwig [--conf FILE] [--host H] [--port P] [--data-dir DIR]`.
+
+twistd runs the HubService under its own logging, daemonisation and signal handling;
+SIGTERM and SIGINT stop the service gracefully (see hedwig.hub.service).
+"""
+
+from twisted.application.service import IServiceMaker
+from twisted.plugin import IPlugin
+from twisted.python import usage
+from zope.interface import implementer
+
+
+class Options(usage.Options):
+    optParameters = [  # noqa: N815 - twisted.python.usage's name
+        ["conf", "c", None, "configuration file (see conf/hub.conf)"],
+        ["host", None, None, "address to listen on (default 127.0.0.1)"],
+        ["port", "p", None, "port to listen on (default 4080)", int],
+        ["data-dir", "d", None, "where ledgers and metadata live (default ./data)"],
+    ]
+
+
+@implementer(IServiceMaker, IPlugin)
+class HedwigServiceMaker:
+    tapname = "hedwig"
+    description = "A hedwig publish/subscribe hub."
+    options = Options
+
+    def makeService(self, options):
+        from types import SimpleNamespace
+
+        from hedwig.hub.main import config_from_args
+        from hedwig.hub.service import HubService
+
+        args = SimpleNamespace(
+            conf=options["conf"], host=options["host"], port=options["port"], data_dir=options["data-dir"]
+        )
+        return HubService(config_from_args(args))
+
+
+service_maker = HedwigServiceMaker()

@@ -40,6 +40,8 @@ class Cursor:
         "log",
         "next_seq",
         "paused",
+        "pull_waits",
+        "push_waits",
         "read_retries",
         "retrying",
         "skipped",
@@ -64,6 +66,8 @@ class Cursor:
         self.delivered_entries = 0
         self.delivered_messages = 0
         self.read_retries = 0
+        self.pull_waits = 0  # waits on a ledger read (the seq-id was published, not cached)
+        self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
         self.skipped = 0  # seq-ids garbage collection removed before they were delivered
         self._cache = cache
@@ -151,6 +155,10 @@ class Cursor:
                     self.next_seq = next_seq = log_.first_seq
                 found = cache.get(log_, next_seq)
                 if type(found) is Deferred:
+                    if next_seq > log_.last_seq:
+                        self.push_waits += 1
+                    else:
+                        self.pull_waits += 1
                     self._waiting = found
                     found.addCallbacks(self._arrived, self._failed)
                     return

@@ -376,6 +376,8 @@ class DeliveryManager:
                     "backlog": max(0, last_seq - subscription.consumed_seq),
                     "window": cursor.window if cursor else window,
                     "state": cursor.state if cursor else "detached",
+                    "push_waits": cursor.push_waits if cursor else 0,
+                    "pull_waits": cursor.pull_waits if cursor else 0,
                 }
             )
         return rows

@@ -1,0 +1,55 @@
+"""A delivery manager over a real SQLite metadata store and a Clock, for the tests here."""
+
+from twisted.internet.task import Clock
+
+from hedwig.cache import ReadAheadCache
+from hedwig.config import CacheSettings, DeliverySettings
+from hedwig.delivery import DeliveryManager
+from hedwig.meta.sqlite_store import SqliteMetadataStore
+from tests.cache.controllable_log import ControllableLog
+from tests.delivery.channels import RecordingChannel
+
+
+def fired(d):
+    """The result of a Deferred that must have fired (a Failure is raised)."""
+    out = []
+    d.addBoth(out.append)
+    assert out, "the Deferred has not fired"
+    result = out[0]
+    if hasattr(result, "raiseException"):
+        result.raiseException()
+    return result
+
+
+def failure_of(d):
+    out = []
+    d.addBoth(out.append)
+    assert out and hasattr(out[0], "check"), f"expected a failure, got {out}"
+    return out[0]
+
+
+class Harness:
+    def __init__(self, tmp_path, *, log=None, metadata=None, clock=None, cache=None, **settings):
+        cache_settings = {k: settings.pop(k) for k in list(settings) if hasattr(CacheSettings, k)}
+        self.clock = clock or Clock()
+        self.metadata = metadata or SqliteMetadataStore(tmp_path / "meta.db")
+        self.cache = cache or ReadAheadCache(self.clock, CacheSettings(**cache_settings))
+        self.manager = DeliveryManager(self.cache, self.metadata, self.clock, DeliverySettings(**settings))
+        self.log = log if log is not None else ControllableLog(auto_complete=True)
+
+    def channel(self, high_water=None):
+        return RecordingChannel(self.manager, high_water)
+
+    def subscribe(self, sid, channel, handle=1, **kw):
+        result = fired(self.manager.subscribe(self.log, sid, channel, handle, **kw))
+        return result
+
+    def publish(self, count=1, size=100):
+        return fired(self.cache.publish(self.log, bytes(size), count))
+
+    def turn(self):
+        self.clock.advance(0)
+
+    def record(self, sid):
+        versioned = fired(self.metadata.get_subscription(self.log.topic, sid))
+        return versioned.value if versioned is not None else None

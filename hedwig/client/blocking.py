@@ -51,6 +51,7 @@ DEFAULT_HUB = "127.0.0.1:4080"
 DEFAULT_WINDOW = 10_000
 DEFAULT_READ_BYTES = 4 << 20
 _RECV_BYTES = 1 << 18
+_READ_SLICE = 5.0  # a reader wakes at least this often to look at its deadline
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
 
@@ -64,6 +65,9 @@ class _Reply:
         self.response = None
         self.subscription = subscription
 
+    def done(self) -> bool:
+        return self.response is not None
+
 
 class _Connection:
     """One socket to one hub. Every method may be called from any thread."""
@@ -76,13 +80,15 @@ class _Connection:
         except OSError as e:
             raise CouldNotConnect(message=f"{format_address(address)}: {e.strerror or e}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(request_timeout)
+        sock.settimeout(_READ_SLICE)
         self._sock = sock
         self._channel = ClientChannel(self)
         self._pending = {}
         self.subscriptions = {}  # handle -> Subscription
         self._cond = threading.Condition()
-        self._reading = False
+        self._read_lock = threading.Lock()
+        self._waiters = 0
+        self._sock_timeout = _READ_SLICE
         self._send_lock = threading.Lock()
         self.lost = None  # the ConnectionLost once the connection is gone
         self.hello = None
@@ -129,6 +135,10 @@ class _Connection:
         request_id, parts = self._channel.publish(topic, message_set)
         return self._exchange(request_id, parts, None, None)
 
+    def publish_one(self, topic: str, payload: bytes):
+        request_id, frame = self._channel.publish_one(topic, payload)
+        return self._exchange(request_id, [frame], None, None)
+
     def send(self, op: Op, body: bytes) -> None:
         """A request without a reply on success (CONSUME)."""
         self._send([self._channel.request(op, body)[1]])
@@ -141,7 +151,7 @@ class _Connection:
         try:
             self._send(parts)
             timeout = self.request_timeout if timeout is None else timeout
-            if not self.wait_for(lambda: reply.response is not None, time.monotonic() + timeout):
+            if not self.wait_for(reply.done, time.monotonic() + timeout):
                 if self.lost is not None:
                     raise self.lost
                 raise RequestTimeout(message=f"no reply from {format_address(self.address)} in {timeout} s")
@@ -169,35 +179,60 @@ class _Connection:
 
     def wait_for(self, ready, deadline) -> bool:
         """Read frames (or let another thread read them) until ready() or the deadline
-        (None: no deadline). False when the deadline passed or the connection is lost."""
+        (None: no deadline). False when the deadline passed or the connection is lost.
+
+        The thread holding the read lock reads for everybody; the others sleep on the
+        condition, counted in `_waiters`, and the reader wakes them after each read. A
+        thread alone (the usual case) never touches the condition.
+        """
+        read_lock = self._read_lock
         cond = self._cond
         while True:
+            if ready():
+                return True
+            if self.lost is not None:
+                return False
+            if read_lock.acquire(False):
+                try:
+                    while True:
+                        if ready():
+                            return True
+                        if self.lost is not None:
+                            return False
+                        if deadline is None:
+                            remaining = None
+                        else:
+                            remaining = deadline - time.monotonic()
+                            if remaining <= 0:
+                                return False
+                        self._read_once(remaining)
+                        if self._waiters:
+                            with cond:
+                                cond.notify_all()
+                finally:
+                    read_lock.release()
+                    if self._waiters:
+                        with cond:
+                            cond.notify_all()
             with cond:
-                while True:
-                    if ready():
-                        return True
-                    if self.lost is not None:
-                        return False
+                self._waiters += 1
+                try:
+                    if ready() or self.lost is not None or not read_lock.locked():
+                        continue
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         return False
-                    if not self._reading:
-                        self._reading = True
-                        break
                     cond.wait(remaining)
-            try:
-                self._read_once(remaining)
-            finally:
-                with cond:
-                    self._reading = False
-                    cond.notify_all()
+                finally:
+                    self._waiters -= 1
 
     def _read_once(self, remaining) -> None:
         sock = self._sock
+        timeout = _READ_SLICE if remaining is None or remaining > _READ_SLICE else max(remaining, 0.001)
         try:
-            if remaining is None or remaining > 3600:
-                remaining = 3600.0
-            sock.settimeout(remaining)
+            if timeout != self._sock_timeout:
+                sock.settimeout(timeout)
+                self._sock_timeout = timeout
             data = sock.recv(_RECV_BYTES)
         except TimeoutError:
             return
@@ -490,8 +525,10 @@ class Client:
     def publish(self, topic: str, payload: bytes, properties=None) -> int:
         """Publish one message; its seq-id, once the hub has stored it."""
         self._check_size(topic, len(payload))
-        message_set = encode_message_set([payload], None if properties is None else [properties])
-        return self._request(topic, lambda c: c.publish(topic, message_set), retry=False).first_seq
+        if properties:
+            message_set = encode_message_set([payload], [properties])
+            return self._request(topic, lambda c: c.publish(topic, message_set), retry=False).first_seq
+        return self._request(topic, lambda c: c.publish_one(topic, payload), retry=False).first_seq
 
     def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
         """Publish messages as one message set, stored as one entry; their seq-ids.

@@ -5,6 +5,8 @@ transport received and it calls the receiver back once per frame, so the parsing
 replies, deliveries and events lives in one place and is tested without sockets.
 """
 
+import struct
+
 from zope.interface import Interface
 
 from hedwig.protocol import FrameDecoder, Op, frame_header, parse_delivery, parse_event
@@ -12,6 +14,9 @@ from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from hedwig.protocol.requests import RequestError, decode_response, publish_prefix
 
 _MAX_REQUEST_ID = 0xFFFFFFFF
+_PUBLISH_ONE_HEAD = struct.Struct("!IBI")
+_ONE_MESSAGE_SET = struct.Struct("!BBII")  # version, flags, count 1, the payload's length
+_PREFIX_CACHE = 1024
 
 
 class ProtocolViolation(Exception):
@@ -35,7 +40,7 @@ class ClientChannel:
     """Frames for one connection. Request ids count up from 1 and wrap, skipping 0 (the id
     of pushed frames); a reply is matched to its request by id alone."""
 
-    __slots__ = ("_decoder", "_next_id", "_receiver")
+    __slots__ = ("_decoder", "_next_id", "_prefixes", "_receiver")
 
     def __init__(self, receiver, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
         self._receiver = receiver
@@ -43,6 +48,7 @@ class ClientChannel:
         # its small headers, and a client never refuses what it asked for.
         self._decoder = FrameDecoder(max_frame_bytes + 4096)
         self._next_id = 0
+        self._prefixes = {}  # topic -> its str8, for publish_one
 
     def next_request_id(self) -> int:
         request_id = self._next_id + 1
@@ -62,6 +68,18 @@ class ClientChannel:
         prefix = publish_prefix(topic)
         header = frame_header(Op.PUBLISH, request_id, len(prefix) + len(message_set))
         return request_id, [header + prefix, message_set]
+
+    def publish_one(self, topic: str, payload: bytes) -> tuple[int, bytes]:
+        """(request id, whole frame) for a PUBLISH of one message without properties:
+        the same bytes as encode_message_set([payload]) behind the header, packed at once."""
+        request_id = self.next_request_id()
+        prefix = self._prefixes.get(topic)
+        if prefix is None:
+            if len(self._prefixes) >= _PREFIX_CACHE:
+                self._prefixes.clear()
+            prefix = self._prefixes[topic] = publish_prefix(topic)
+        head = _PUBLISH_ONE_HEAD.pack(5 + len(prefix) + 10 + len(payload), Op.PUBLISH, request_id)
+        return request_id, head + prefix + _ONE_MESSAGE_SET.pack(1, 0, 1, len(payload)) + payload
 
     def data_received(self, data) -> None:
         """Parse what the transport received and call the receiver once per frame.

@@ -1,0 +1,288 @@
+"""Real hubs in their own processes on 127.0.0.1, driven by the real client and by raw
+sockets: order and content from every start point, many subscriptions on one connection,
+bad input over TCP, graceful restarts and SIGKILL while publishers run."""
+
+import datetime
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from hedwig.client import Client
+from hedwig.client.errors import HedwigError, InvalidTopic
+from hedwig.protocol import FrameDecoder, Op, Status, encode_frame, encode_message_set
+from hedwig.protocol.requests import decode_response, encode_hello, encode_publish
+from tests.client.hubprocess import HubProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    with HubProcess(tmp_path_factory.mktemp("hub")) as process:
+        yield process
+
+
+@pytest.fixture
+def own_hub(tmp_path):
+    process = HubProcess(tmp_path / "data")
+    yield process
+    process.stop()
+
+
+def receive_all(subscription, count, timeout=10.0):
+    messages = []
+    for _ in range(count):
+        message = subscription.receive(timeout=timeout)
+        assert message is not None, f"only {len(messages)} of {count} messages arrived"
+        messages.append(message)
+    return messages
+
+
+# -- publish then subscribe -----------------------------------------------------------------
+
+
+def test_publish_then_subscribe_from_each_start_point(hub):
+    with Client(hub.address) as client:
+        first = client.publish_many("starts", [b"a", b"b", b"c"])
+        client.publish("starts", b"d", {"k": b"v"})
+        boundary = datetime.datetime.now(datetime.UTC)
+        later = client.publish_many("starts", [b"e", b"f"])
+        assert first == [1, 2, 3] and later == [5, 6]
+        cases = {
+            "earliest": (1, b"abcdef"),
+            2: (2, b"bcdef"),
+            boundary: (5, b"ef"),
+        }
+        for n, (start, (first_seq, payloads)) in enumerate(cases.items()):
+            subscription = client.subscribe("starts", f"reader-{n}", start=start)
+            messages = receive_all(subscription, len(payloads))
+            assert [m.seq for m in messages] == list(range(first_seq, 7))
+            assert b"".join(m.payload for m in messages) == payloads
+            assert all(m.topic == "starts" and m.origin_region == "standalone" for m in messages)
+            subscription.close()
+        assert client.read("starts", 4, 4)[0].properties == {"k": b"v"}
+        for n, start in enumerate(["latest", None]):  # only what is published afterwards
+            subscription = client.subscribe("starts", f"tail-{n}", start=start)
+            assert subscription.receive(timeout=0.2) is None
+            seq = client.publish("starts", b"new-%d" % n)
+            [message] = receive_all(subscription, 1)
+            assert (message.seq, message.payload) == (seq, b"new-%d" % n)
+            subscription.close()
+
+
+def test_a_hundred_subscriptions_over_one_connection(hub):
+    with Client(hub.address) as client, Client(hub.address) as publisher:
+        subscriptions = [client.subscribe(f"many-{i % 10}", f"sub-{i}") for i in range(100)]
+        assert len(client._connections) == 1
+        for t in range(10):
+            publisher.publish_many(f"many-{t}", [b"%d-%d" % (t, i) for i in range(50)])
+        for i, subscription in enumerate(subscriptions):
+            messages = receive_all(subscription, 50)
+            assert [m.payload for m in messages] == [b"%d-%d" % (i % 10, k) for k in range(50)]
+        assert client.stats()["connections"]["open"] >= 2
+
+
+# -- bad input over real sockets ----------------------------------------------------------------
+
+
+class RawPeer:
+    """A socket speaking frames by hand, for what a well-behaved client never sends."""
+
+    def __init__(self, address):
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.decoder = FrameDecoder(1 << 30)
+        self.frames = []
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def response(self):
+        while not self.frames:
+            data = self.sock.recv(1 << 16)
+            assert data, "the hub closed the connection without answering"
+            self.frames += self.decoder.feed(data)
+        op, request_id, body = self.frames.pop(0)
+        assert op == Op.RESPONSE
+        return request_id, decode_response(body)
+
+    def closed_by_hub(self) -> bool:
+        """True once the hub closed its side (recv sees the end of the stream)."""
+        return self.sock.recv(1 << 16) == b""
+
+    def close(self):
+        self.sock.close()
+
+
+def test_framing_errors_close_only_that_connection(hub):
+    with Client(hub.address) as client:
+        client.publish("raw", b"before")
+        for garbage, status in [
+            (b"\x00\x00\x00\x01x", Status.MALFORMED_REQUEST),
+            (b"\xff\xff\xff\xff", Status.FRAME_TOO_LARGE),
+            (encode_frame(Op.PUBLISH, 1, encode_publish("raw", encode_message_set([b"no hello"]))), None),
+            (encode_frame(Op.HELLO, 1, encode_hello("future", version=99)), Status.UNSUPPORTED_VERSION),
+        ]:
+            peer = RawPeer(hub.address)
+            peer.send(garbage)
+            _request_id, response = peer.response()
+            assert response.status is (status or Status.MALFORMED_REQUEST)
+            assert peer.closed_by_hub()
+            peer.close()
+            assert client.publish("raw", b"still serving") > 1  # the other connection goes on
+        assert [m.payload for m in client.read("raw")] == [b"before"] + [b"still serving"] * 4
+
+
+def test_per_request_errors_keep_the_connection(hub):
+    peer = RawPeer(hub.address)
+    peer.send(encode_frame(Op.HELLO, 1, encode_hello("raw")))
+    assert peer.response()[1].status is Status.SUCCESS
+    peer.send(encode_frame(77, 2, b""))
+    peer.send(encode_frame(Op.PUBLISH, 3, encode_publish("bad topic", encode_message_set([b"x"]))))
+    peer.send(
+        encode_frame(Op.PUBLISH, 4, encode_publish("perreq", encode_message_set([b"x" * ((1 << 20) + 1)])))
+    )
+    peer.send(encode_frame(Op.CONSUME, 5, b"\x00\x00\x00\x09" + bytes(8)))
+    peer.send(encode_frame(Op.PUBLISH, 6, encode_publish("perreq", encode_message_set([b"ok"]))))
+    answers = [peer.response() for _ in range(5)]
+    assert [(request_id, r.status) for request_id, r in answers] == [
+        (2, Status.UNKNOWN_OPERATION),
+        (3, Status.INVALID_TOPIC),
+        (4, Status.MESSAGE_TOO_LARGE),
+        (5, Status.CLIENT_NOT_SUBSCRIBED),
+        (6, Status.SUCCESS),
+    ]
+    assert answers[-1][1].value.first_seq == 1  # nothing refused used a seq-id
+    peer.close()
+
+
+def test_a_client_that_disconnects_mid_frame(hub):
+    peer = RawPeer(hub.address)
+    peer.send(encode_frame(Op.HELLO, 1, encode_hello("raw")))
+    peer.response()
+    frame = encode_frame(Op.PUBLISH, 2, encode_publish("midframe", encode_message_set([b"half" * 100])))
+    peer.send(frame[: len(frame) // 2])
+    peer.close()
+    with Client(hub.address) as client:
+        assert client.publish("midframe", b"whole") == 1
+        assert [m.payload for m in client.read("midframe")] == [b"whole"]
+        with pytest.raises(InvalidTopic):
+            client.publish("no/slashes", b"x")
+
+
+# -- restarts and crashes ----------------------------------------------------------------------
+
+
+def test_graceful_restart_keeps_messages_and_consume_pointers(own_hub):
+    own_hub.start()
+    with Client(own_hub.address, ack_every=1) as client:
+        client.publish_many("durable", [b"m%d" % i for i in range(1, 11)])
+        subscription = client.subscribe("durable", "s", start="earliest")
+        messages = receive_all(subscription, 6)
+        subscription.ack(messages[-1])  # consumed 6
+        subscription.close()
+    assert own_hub.stop() == 0
+    assert any("stopped" in line for line in own_hub.log)
+    own_hub.restart()
+    with Client(own_hub.address) as client:
+        assert [m.seq for m in client.read("durable")] == list(range(1, 11))
+        assert client.describe("durable")["subscribers"][0]["consumed_seq"] == 6
+        subscription = client.subscribe("durable", "s", mode="attach")
+        assert [m.payload for m in receive_all(subscription, 4)] == [b"m%d" % i for i in range(7, 11)]
+        assert client.publish("durable", b"after") == 11
+
+
+def test_sigkill_while_publishing_loses_no_acknowledged_publish(own_hub):
+    own_hub.start()
+    acknowledged = {}  # seq -> payload, as the hub acknowledged them
+    lock = threading.Lock()
+    enough = threading.Event()
+
+    def publisher(name):
+        with Client(own_hub.address, reconnect_timeout=1) as client:
+            n = 0
+            while True:
+                payloads = [b"%s-%d" % (name, n + i) for i in range(5)]
+                try:
+                    seqs = client.publish_many("crash", payloads)
+                except HedwigError:
+                    return  # the hub is gone: unacknowledged publishes may or may not be there
+                with lock:
+                    acknowledged.update(zip(seqs, payloads, strict=True))
+                    if len(acknowledged) >= 3000:
+                        enough.set()
+                n += 5
+
+    threads = [threading.Thread(target=publisher, args=(b"p%d" % i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    assert enough.wait(60)
+    own_hub.kill()
+    for thread in threads:
+        thread.join(30)
+    own_hub.restart()
+    with Client(own_hub.address) as client:
+        stored = client.read("crash")
+        seqs = [m.seq for m in stored]
+        assert seqs == list(range(1, len(stored) + 1))  # in order, no gaps
+        by_seq = {m.seq: m.payload for m in stored}
+        missing = [seq for seq, payload in acknowledged.items() if by_seq.get(seq) != payload]
+        assert missing == []
+        # each publisher's messages are stored in the order it sent them
+        for name in (b"p0", b"p1", b"p2"):
+            mine = [int(p.split(b"-")[1]) for p in by_seq.values() if p.startswith(name + b"-")]
+            assert mine == sorted(mine)
+        assert client.publish("crash", b"after the crash") == len(stored) + 1
+
+
+# -- the README's command -------------------------------------------------------------------------
+
+
+def test_make_run_starts_a_hub_that_serves_and_stops_on_ctrl_c(tmp_path):
+    dry_run = subprocess.run(
+        ["make", "-s", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    command = dry_run[-1].split()
+    assert command[:2] == [".venv/bin/hedwig", "hub"], dry_run
+    # The command make runs, on a free port and a scratch directory (later options win).
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        address = None
+        for line in process.stderr:
+            match = re.search(r"hedwig hub (\S+:\d+) .*serving", line)
+            if match:
+                address = match.group(1)
+                break
+        assert address, "the hub did not report its address"
+        cli = [sys.executable, "-m", "hedwig", "--hub", address]
+        published = subprocess.run(
+            [*cli, "publish", "readme", "hello"], capture_output=True, text=True, timeout=30
+        )
+        assert published.returncode == 0, published.stderr
+        read = subprocess.run(
+            [*cli, "subscribe", "readme", "me", "--from", "earliest", "--count", "1"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert read.stdout.strip() == "hello", read.stderr
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+        assert "stopped" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

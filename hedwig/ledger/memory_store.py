@@ -46,8 +46,9 @@ class MemoryLedgerStore:
     # -- failure injection ---------------------------------------------------------------
 
     def fail_appends(self, exception: Exception, count: int = 1, *, after_storing: bool = False) -> None:
-        """The next `count` appends fail with `exception`: refused with nothing stored, or
-        (after_storing) stored and then failed, as when a sync fails."""
+        """The next `count` appends fail with `exception`: refused at once with nothing
+        stored, or (after_storing) stored and then failed as a failed sync would be: their
+        Deferreds wait with the held acknowledgements and fail at release_acks()."""
         self._failures.extend([(exception, after_storing)] * count)
 
     def hold_acks(self) -> None:
@@ -58,9 +59,12 @@ class MemoryLedgerStore:
         """Acknowledge the oldest `count` held appends (all by default), in order."""
         released = 0
         while self._held and (count is None or released < count):
-            d, entry_id = self._held.popleft()
+            d, outcome = self._held.popleft()
             released += 1
-            d.callback(entry_id)
+            if isinstance(outcome, Exception):
+                d.errback(outcome)
+            else:
+                d.callback(outcome)
         if not keep_holding and count is None:
             self._holding = False
         if not self._held:
@@ -115,11 +119,9 @@ class MemoryLedgerStore:
         ledger.nbytes += len(entry)
         self.used_bytes += len(entry)
         self.appends += 1
-        if failure is not None:
-            return fail(failure)
-        if self._holding:
+        if failure is not None or self._holding:
             d = Deferred()
-            self._held.append((d, entry_id))
+            self._held.append((d, failure if failure is not None else entry_id))
             return d
         return succeed(entry_id)
 

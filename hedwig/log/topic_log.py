@@ -217,6 +217,13 @@ class TopicLog:
             settings.max_ledger_bytes > 0 and ledger.bytes + nbytes > settings.max_ledger_bytes
         )
 
+    def _is_full(self) -> bool:
+        ledger = self._open
+        settings = self._settings
+        return (0 < settings.max_ledger_entries <= len(ledger.index)) or (
+            0 < settings.max_ledger_bytes <= ledger.bytes
+        )
+
     def _hand_over(self, op: _Append) -> None:
         """Assign op its seq-ids and give it to the store (or start a roll first)."""
         nbytes = ENTRY_HEADER_FIXED_SIZE + len(op.origin) + len(op.message_set)
@@ -252,7 +259,13 @@ class TopicLog:
             ledger.bytes -= len(data)
             if op.failure.check(LedgerClosed, NoSuchLedger):
                 # The ledger was closed or removed under us: another owner recovered it.
-                self._fail(LogFailed(f"topic {self.topic}: ledger {ledger.ledger_id} is no longer writable"))
+                stopped = LogFailed(
+                    f"topic {self.topic}: ledger {ledger.ledger_id} is no longer writable ({op.failure.value})"
+                )
+                op.failure = Failure(stopped)
+                self._fail(stopped)
+        elif self._state == _OPEN and self._is_full():
+            self._start_roll()  # now, so a full ledger is closed (and collectable) without waiting
 
     def _stored(self, _entry_id, op: _Append) -> None:
         if op.done:  # already failed by an earlier append's failure

@@ -260,7 +260,8 @@ class TopicLog:
             if op.failure.check(LedgerClosed, NoSuchLedger):
                 # The ledger was closed or removed under us: another owner recovered it.
                 stopped = LogFailed(
-                    f"topic {self.topic}: ledger {ledger.ledger_id} is no longer writable ({op.failure.value})"
+                    f"topic {self.topic}: ledger {ledger.ledger_id} is no longer writable "
+                    f"({op.failure.value})"
                 )
                 op.failure = Failure(stopped)
                 self._fail(stopped)

@@ -40,7 +40,7 @@ class Cursor:
         "log",
         "next_seq",
         "paused",
-        "pull_waits",
+        "pulls",
         "push_waits",
         "read_retries",
         "retrying",
@@ -66,7 +66,7 @@ class Cursor:
         self.delivered_entries = 0
         self.delivered_messages = 0
         self.read_retries = 0
-        self.pull_waits = 0  # waits on a ledger read (the seq-id was published, not cached)
+        self.pulls = 0  # requests the cache had to read from the ledger (published, not cached)
         self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
         self.skipped = 0  # seq-ids garbage collection removed before they were delivered
@@ -153,12 +153,13 @@ class Cursor:
                 if next_seq < log_.first_seq:
                     self.skipped += log_.first_seq - next_seq
                     self.next_seq = next_seq = log_.first_seq
+                misses = cache.misses
                 found = cache.get(log_, next_seq)
+                if cache.misses != misses:
+                    self.pulls += 1
                 if type(found) is Deferred:
                     if next_seq > log_.last_seq:
                         self.push_waits += 1
-                    else:
-                        self.pull_waits += 1
                     self._waiting = found
                     found.addCallbacks(self._arrived, self._failed)
                     return

@@ -377,7 +377,7 @@ class DeliveryManager:
                     "window": cursor.window if cursor else window,
                     "state": cursor.state if cursor else "detached",
                     "push_waits": cursor.push_waits if cursor else 0,
-                    "pull_waits": cursor.pull_waits if cursor else 0,
+                    "pulls": cursor.pulls if cursor else 0,
                 }
             )
         return rows

@@ -18,6 +18,7 @@ class RecordingChannel:
         self.next_seq = {}  # handle -> the seq-id expected next
         self.ended = []  # (handle, event)
         self.calls_while_paused = 0
+        self.pauses = 0
 
     def deliver(self, handle, entry, start, stop):
         if self.paused:
@@ -31,6 +32,7 @@ class RecordingChannel:
         self.buffered += stop - start
         if self.high_water is not None and not self.paused and self.buffered >= self.high_water:
             self.paused = True
+            self.pauses += 1
             self.manager.pause_channel(self)
 
     def subscription_ended(self, handle, event):

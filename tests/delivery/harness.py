@@ -10,6 +10,18 @@ from tests.cache.controllable_log import ControllableLog
 from tests.delivery.channels import RecordingChannel
 
 
+class TurnClock(Clock):
+    """A Clock whose turn() runs only the calls due when it starts, as one reactor
+    iteration does (Clock.advance(0) would also run those scheduled meanwhile)."""
+
+    def turn(self):
+        due = [call for call in self.calls if call.getTime() <= self.seconds()]
+        for call in due:
+            self.calls.remove(call)
+            call.called = 1
+            call.func(*call.args, **call.kw)
+
+
 def fired(d):
     """The result of a Deferred that must have fired (a Failure is raised)."""
     out = []

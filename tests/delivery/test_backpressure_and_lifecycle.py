@@ -1,12 +1,11 @@
 """Pause/resume from transport backpressure, and clean stops: no waiter, no timer left."""
 
 import pytest
-from twisted.internet.task import Clock
 
 from hedwig.ledger import LedgerError
 from hedwig.protocol import SubscriptionEvent
 from tests.cache.controllable_log import ControllableLog
-from tests.delivery.harness import Harness, fired
+from tests.delivery.harness import Harness, TurnClock, fired
 
 
 def test_a_paused_channel_gets_nothing_and_resumes_where_it_stopped(tmp_path):
@@ -145,18 +144,6 @@ def test_seq_ids_removed_by_retention_are_skipped_and_counted(tmp_path):
     h.manager.resume_channel(channel)
     assert channel.deliveries[0][1] == 11 and channel.last_seq(1) == 20
     assert h.manager.stats()["skipped_by_retention"] == 10
-
-
-class TurnClock(Clock):
-    """A Clock whose turn() runs only the calls due when it starts, as one reactor
-    iteration does (Clock.advance(0) would also run those scheduled meanwhile)."""
-
-    def turn(self):
-        due = [call for call in self.calls if call.getTime() <= self.seconds()]
-        for call in due:
-            self.calls.remove(call)
-            call.called = 1
-            call.func(*call.args, **call.kw)
 
 
 def test_a_long_backlog_is_delivered_in_bursts_that_yield_the_reactor(tmp_path):

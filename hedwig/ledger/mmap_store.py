@@ -653,13 +653,11 @@ class MmapLedgerStore:
         led.data_mm = led.index_mm = None
         led.dm_page = led.im_page = -1
         led.durable = led.count
-        DURABLE.pack_into(led.header_mm, DURABLE_OFFSET, led.count)
-        STATE.pack_into(led.header_mm, STATE_OFFSET, STATE_CLOSED)
         led.header_mm.close()
         led.header_mm = None
         data_end = (led.data_page, led.data_off) if led.count else None
         index_end = divmod(led.count - 1, led.records_per_page) if led.count else None
-        return in_thread(self._reactor, _cut_closed_ledger, led.path, data_end, index_end)
+        return in_thread(self._reactor, _cut_closed_ledger, led.path, led.count, data_end, index_end)
 
     def delete(self, ledger_id):
         """Forget the ledger at once; its files go in a thread (the Deferred fires once
@@ -800,26 +798,31 @@ def _page_files(path: str, prefix: str):
             yield int(name[1:]), os.path.join(path, name)
 
 
-def _cut_closed_ledger(path: str, data_end, index_end) -> None:
+def _cut_closed_ledger(path: str, count: int, data_end, index_end) -> None:
     """In a thread, once a ledger is closed: cut its last data and index pages to what they
-    hold, remove pages prepared but never used, and sync the result."""
-    if not os.path.isdir(path):
-        return  # deleted meanwhile
+    hold, remove pages prepared but never used, then mark the header closed, and sync it
+    all. A crash before the mark leaves an open ledger with short pages, which the writer
+    extends again if it ever appends."""
     last_data, data_bytes = data_end if data_end is not None else (-1, 0)
     last_index, last_slot = index_end if index_end is not None else (-1, -1)
-    synced = [os.path.join(path, HEADER_FILE)]
-    for prefix, last, size in (
-        (DATA, last_data, data_bytes),
-        (INDEX, last_index, (last_slot + 1) * RECORD_BYTES),
-    ):
-        for page, file in _page_files(path, prefix):
-            try:
+    index_bytes = (last_slot + 1) * RECORD_BYTES
+    synced = []
+    try:
+        for prefix, last, size in ((DATA, last_data, data_bytes), (INDEX, last_index, index_bytes)):
+            for page, file in _page_files(path, prefix):
                 if page > last:
                     os.unlink(file)
                 elif page == last:
                     os.truncate(file, size)
                     synced.append(file)
-            except FileNotFoundError:
-                return
+        fd = os.open(os.path.join(path, HEADER_FILE), os.O_WRONLY)
+        try:
+            os.pwrite(fd, DURABLE.pack(count), DURABLE_OFFSET)
+            os.pwrite(fd, STATE.pack(STATE_CLOSED), STATE_OFFSET)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return  # deleted meanwhile
+    synced.append(os.path.join(path, HEADER_FILE))
     synced.append(path)
     sync_paths(synced)

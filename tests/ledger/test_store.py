@@ -1,0 +1,267 @@
+"""MmapLedgerStore: the ledger contract, its errors, closing, deleting, settings."""
+
+import os
+
+import pytest
+from zope.interface.verify import verifyObject
+
+from hedwig.config import LedgerSettings
+from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
+from hedwig.ledger.mmap_store import MmapLedgerStore
+from tests.ledger.conftest import result_of
+from tests.ledger.reactors import InlineThreadsReactor
+
+
+def entry(i: int, size: int | None = None) -> bytes:
+    size = (i * 379) % 3000 if size is None else size
+    return (b"%07d|" % i * (size // 8 + 1))[:size]
+
+
+def fill(store, ledger_id, count, start=0):
+    for i in range(start, start + count):
+        assert result_of(store.append(ledger_id, entry(i), 1000 + i)) == i
+
+
+def test_provides_the_interface(open_store):
+    assert verifyObject(ILedgerStore, open_store())
+
+
+def test_round_trip_across_page_and_index_rolls(open_store):
+    store = open_store()
+    ledger = store.create()
+    assert store.last_entry_id(ledger) == -1
+    fill(store, ledger, 300)  # ~450 KB over 8 KB pages, 16 records per index page
+    assert store.last_entry_id(ledger) == 299
+    assert store.read(ledger, 0, 299) == [entry(i) for i in range(300)]
+    assert store.read(ledger, 17, 17) == [entry(17)]
+    assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(300))
+
+
+def test_chunked_and_empty_entries(open_store):
+    store = open_store()
+    ledger = store.create()
+    assert result_of(store.append(ledger, b"", 1)) == 0
+    assert result_of(store.append(ledger, [b"ab", memoryview(b"cd"), bytearray(b"ef")], 2)) == 1
+    assert result_of(store.append(ledger, (), 3)) == 2
+    assert store.read(ledger, 0, 2) == [b"", b"abcdef", b""]
+    result_of(store.close_ledger(ledger))
+    assert store.read(ledger, 0, 2) == [b"", b"abcdef", b""]
+
+
+def test_reads_are_bytes_not_views(open_store):
+    store = open_store()
+    ledger = store.create()
+    fill(store, ledger, 3)
+    for data in store.read(ledger, 0, 2):
+        assert type(data) is bytes
+
+
+def test_max_bytes_stops_once_reached_but_returns_one_entry(open_store):
+    store = open_store()
+    ledger = store.create()
+    for i in range(5):
+        result_of(store.append(ledger, b"x" * 100, i))
+    assert len(store.read(ledger, 0, 4, max_bytes=1)) == 1
+    assert len(store.read(ledger, 0, 4, max_bytes=200)) == 2
+    assert len(store.read(ledger, 0, 4, max_bytes=201)) == 3
+    assert len(store.read(ledger, 0, 4)) == 5
+
+
+def test_publish_times_and_find_by_time(open_store):
+    store = open_store()
+    ledger = store.create()
+    times = [10, 20, 20, 30, 45, 45, 45, 60]
+    for i, t in enumerate(times):
+        result_of(store.append(ledger, entry(i), t))
+    assert [store.entry_time(ledger, i) for i in range(len(times))] == times
+    assert store.find_by_time(ledger, 0) == 0
+    assert store.find_by_time(ledger, 20) == 1
+    assert store.find_by_time(ledger, 21) == 3
+    assert store.find_by_time(ledger, 45) == 4
+    assert store.find_by_time(ledger, 60) == 7
+    assert store.find_by_time(ledger, 61) is None
+    assert store.find_by_time(store.create(), 0) is None
+
+
+def test_bad_requests_get_clear_errors_and_store_nothing(open_store):
+    store = open_store()
+    ledger = store.create()
+    fill(store, ledger, 2)
+    with pytest.raises(NoSuchLedger):
+        store.read(99, 0, 0)
+    with pytest.raises(LedgerError, match="outside 0..1"):
+        store.read(ledger, 1, 2)
+    with pytest.raises(LedgerError):
+        store.read(ledger, 1, 0)
+    with pytest.raises(LedgerError, match="no entry 5"):
+        store.entry_time(ledger, 5)
+    with pytest.raises(NoSuchLedger):
+        result_of(store.append(99, b"x", 0))
+    with pytest.raises(LedgerError, match="exceeds the page size"):
+        result_of(store.append(ledger, b"x" * 8193, 0))
+    with pytest.raises(LedgerError, match="bad entry"):
+        result_of(store.append(ledger, "text", 0))
+    with pytest.raises(LedgerError, match="bad entry or publish time"):
+        result_of(store.append(ledger, b"x", -1))
+    # Nothing of the refused appends was kept, and the next entry id is still 2.
+    assert store.last_entry_id(ledger) == 1
+    assert result_of(store.append(ledger, b"after", 5)) == 2
+    assert store.read(ledger, 0, 2) == [entry(0), entry(1), b"after"]
+
+
+def test_a_whole_page_entry_fits(open_store):
+    store = open_store()
+    ledger = store.create()
+    result_of(store.append(ledger, b"a", 0))
+    result_of(store.append(ledger, b"b" * 8192, 1))
+    result_of(store.append(ledger, b"c", 2))
+    assert store.read(ledger, 0, 2) == [b"a", b"b" * 8192, b"c"]
+
+
+def test_closed_ledgers_refuse_appends_and_stay_readable(open_store, tmp_path):
+    store = open_store()
+    ledger = store.create()
+    fill(store, ledger, 40)
+    assert not store.is_closed(ledger)
+    result_of(store.close_ledger(ledger))
+    assert store.is_closed(ledger)
+    with pytest.raises(LedgerClosed):
+        result_of(store.append(ledger, b"late", 0))
+    assert result_of(store.close_ledger(ledger)) is None  # closing twice is harmless
+    assert store.read(ledger, 0, 39) == [entry(i) for i in range(40)]
+    result_of(store.close())
+    reopened = open_store()
+    assert reopened.is_closed(ledger)
+    assert reopened.read(ledger, 0, 39) == [entry(i) for i in range(40)]
+    with pytest.raises(LedgerClosed):
+        result_of(reopened.append(ledger, b"late", 0))
+
+
+def test_closing_cuts_the_preallocated_tail(open_store):
+    store = open_store()
+    ledger = store.create()
+    fill(store, ledger, 30)
+    path = store.ledger_path(ledger)
+    data_pages = sorted(n for n in os.listdir(path) if n.startswith("d"))
+    result_of(store.close_ledger(ledger))
+    kept = sorted(n for n in os.listdir(path) if n.startswith("d"))
+    assert len(kept) <= len(data_pages)
+    on_disk = sum(os.path.getsize(os.path.join(path, n)) for n in kept)
+    # Only whole used pages plus the used part of the last one stay.
+    assert on_disk <= store.ledger_bytes(ledger) + 8192 * len(kept)
+    last = os.path.join(path, kept[-1])
+    assert 0 < os.path.getsize(last) <= 8192
+    index_pages = sorted(n for n in os.listdir(path) if n.startswith("i"))
+    assert len(index_pages) == 2  # 30 records over 16-record pages
+    assert os.path.getsize(os.path.join(path, index_pages[-1])) == 14 * 24
+
+
+def test_an_empty_ledger_closes_and_reopens(open_store):
+    store = open_store()
+    ledger = store.create()
+    result_of(store.close_ledger(ledger))
+    assert store.last_entry_id(ledger) == -1
+    result_of(store.close())
+    assert open_store().last_entry_id(ledger) == -1
+
+
+def test_list_and_ids_never_reused(open_store):
+    store = open_store()
+    ids = [store.create() for _ in range(3)]
+    assert store.list_ledgers() == ids
+    assert ids == sorted(set(ids))
+    result_of(store.delete(ids[2]))
+    assert store.list_ledgers() == ids[:2]
+    with pytest.raises(NoSuchLedger):
+        store.last_entry_id(ids[2])
+    with pytest.raises(NoSuchLedger):
+        store.delete(ids[2])
+    result_of(store.close())
+    reopened = open_store()
+    assert reopened.list_ledgers() == ids[:2]
+    assert reopened.create() > ids[2]
+
+
+def _blocks(path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            total += os.stat(os.path.join(root, name)).st_blocks
+    return total
+
+
+def _mapped_files_under(path: str) -> list[str]:
+    with open("/proc/self/maps") as f:
+        return [line for line in f if path in line]
+
+
+def test_delete_frees_the_space(open_store, tmp_path):
+    store = open_store()
+    keep = store.create()
+    gone = store.create()
+    fill(store, keep, 50)
+    fill(store, gone, 200)
+    store.read(gone, 0, 199)  # map its pages
+    gone_path = store.ledger_path(gone)
+    before = _blocks(tmp_path)
+    assert _mapped_files_under(gone_path)
+    result_of(store.delete(gone))
+    assert not os.path.exists(gone_path)
+    assert not _mapped_files_under(gone_path)  # no mapping pins the space of unlinked files
+    # The space of the deleted ledger is gone (its data alone was ~300 KB).
+    assert before - _blocks(tmp_path) >= 300_000 // 512
+    assert store.read(keep, 0, 49) == [entry(i) for i in range(50)]
+
+
+def test_store_level_errors_after_close(open_store, tmp_path):
+    store = open_store()
+    ledger = store.create()
+    fill(store, ledger, 20)
+    assert _mapped_files_under(str(tmp_path))
+    result_of(store.close())
+    with pytest.raises(LedgerError, match="closed"):
+        store.create()
+    with pytest.raises(LedgerError, match="closed"):
+        store.read(ledger, 0, 0)
+    with pytest.raises(LedgerError, match="closed"):
+        result_of(store.append(ledger, b"x", 0))
+    assert store.mapped_pages == 0
+    assert not _mapped_files_under(str(tmp_path))
+
+
+def test_from_settings_and_bad_settings(tmp_path):
+    settings = LedgerSettings(page_bytes=16384, index_page_records=8, max_mapped_pages=3, fsync="never")
+    store = MmapLedgerStore.from_settings(tmp_path / "a", settings, InlineThreadsReactor())
+    assert (store.page_bytes, store.index_page_records, store.fsync_policy) == (16384, 8, "never")
+    result_of(store.close())
+    for bad in (
+        {"fsync": "sometimes"},
+        {"page_bytes": 100},
+        {"page_bytes": 1 << 33},
+        {"index_page_records": 0},
+        {"max_mapped_pages": 1},
+        {"fsync_interval_ms": 0},
+    ):
+        with pytest.raises(ValueError):
+            MmapLedgerStore(tmp_path / "b", reactor=InlineThreadsReactor(), **bad)
+
+
+def test_old_ledgers_keep_their_geometry(open_store, tmp_path):
+    store = open_store(page_bytes=8192, index_page_records=16)
+    ledger = store.create()
+    fill(store, ledger, 40)
+    result_of(store.close())
+    store = open_store(page_bytes=65536, index_page_records=1024)
+    assert store.read(ledger, 0, 39) == [entry(i) for i in range(40)]
+    fill(store, ledger, 40, start=40)  # still writable, in its own 8 KiB pages
+    assert store.read(ledger, 0, 79) == [entry(i) for i in range(80)]
+    newer = store.create()
+    fill(store, newer, 3)
+    assert os.path.getsize(os.path.join(store.ledger_path(newer), "d000000")) == 65536
+
+
+def test_an_unwritable_directory_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    with pytest.raises(LedgerError, match="creating the ledger directory"):
+        MmapLedgerStore(blocker / "ledgers", reactor=InlineThreadsReactor())

@@ -36,7 +36,8 @@ def _run_and_kill(directory: str, seed: int, fsync: str, acks_wanted: int) -> li
         while len(acks) < acks_wanted:
             line = child.stdout.readline()
             if not line:
-                raise AssertionError(f"the writer exited early: {child.wait()} {child.stderr.read().decode()}")
+                error = child.stderr.read().decode()
+                raise AssertionError(f"the writer exited early ({child.wait()}): {error}")
             ledger, entry = map(int, line.split())
             acks.append((ledger, entry))
     finally:

@@ -17,9 +17,7 @@ from tests.ledger.reactors import InlineThreadsReactor
 PAGE = 4096
 OPTIONS = {"page_bytes": PAGE, "index_page_records": 8, "max_mapped_pages": 3}
 
-sizes = st.one_of(
-    st.integers(0, 64), st.integers(65, PAGE // 2), st.integers(PAGE - 64, PAGE), st.just(PAGE)
-)
+sizes = st.one_of(st.integers(0, 64), st.integers(65, PAGE // 2), st.integers(PAGE - 64, PAGE), st.just(PAGE))
 
 
 class LedgerRoundTrip(RuleBasedStateMachine):

@@ -89,7 +89,7 @@ def test_bad_requests_get_clear_errors_and_store_nothing(open_store):
     fill(store, ledger, 2)
     with pytest.raises(NoSuchLedger):
         store.read(99, 0, 0)
-    with pytest.raises(LedgerError, match="outside 0..1"):
+    with pytest.raises(LedgerError, match=r"outside 0\.\.1"):
         store.read(ledger, 1, 2)
     with pytest.raises(LedgerError):
         store.read(ledger, 1, 0)

@@ -28,6 +28,7 @@ class Cursor:
         "_clock",
         "_max_burst",
         "_on_channel_error",
+        "_pumping",
         "_retry_s",
         "_timer",
         "_waiting",
@@ -77,6 +78,7 @@ class Cursor:
         self._on_channel_error = on_channel_error
         self._waiting = None
         self._timer = None
+        self._pumping = False
 
     @property
     def delivered_seq(self) -> int:
@@ -132,8 +134,16 @@ class Cursor:
 
     def pump(self) -> None:
         """Deliver while there is an entry, room in the window and an unpaused channel."""
-        if self._timer is not None or self._waiting is not None:
-            return
+        if self._timer is not None or self._waiting is not None or self._pumping:
+            return  # (a channel consuming or resuming inside deliver() lands here: the loop
+            # below re-reads the window and the pause flag after every delivery)
+        self._pumping = True
+        try:
+            self._pump()
+        finally:
+            self._pumping = False
+
+    def _pump(self) -> None:
         budget = self._max_burst
         window = self.window
         subscription = self.subscription

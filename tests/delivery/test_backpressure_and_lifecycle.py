@@ -159,3 +159,21 @@ def test_a_long_backlog_is_delivered_in_bursts_that_yield_the_reactor(tmp_path):
     clock.turn()
     clock.turn()
     assert channel.messages() == 35
+
+
+def test_a_transport_that_pauses_and_resumes_inside_deliver_gets_no_duplicate(tmp_path):
+    h = Harness(tmp_path)
+    h.log.backlog(10, count=2)
+    channel = h.channel()
+    record = channel.deliver
+
+    def deliver_pause_resume(handle, entry, start, stop):
+        record(handle, entry, start, stop)  # asserts no gap and no duplicate
+        h.manager.pause_channel(channel)
+        h.manager.resume_channel(channel)
+
+    channel.deliver = deliver_pause_resume
+    h.subscribe("s", channel, start="earliest")
+    h.turn()
+    h.publish(count=2)
+    assert channel.messages() == 22

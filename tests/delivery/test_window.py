@@ -73,3 +73,20 @@ def test_a_window_over_a_ledger_backlog(tmp_path):
         consumed = channel.last_seq(1)
         h.manager.consume("t", "s", consumed)
     assert channel.messages() == 700
+
+
+def test_a_channel_that_consumes_inside_deliver_gets_no_duplicate(tmp_path):
+    h = Harness(tmp_path)
+    channel = h.channel()
+    record = channel.deliver
+
+    def deliver_and_consume(handle, entry, start, stop):
+        record(handle, entry, start, stop)  # asserts no gap and no duplicate
+        h.manager.consume("t", "s", entry.first_seq + stop - 1)
+
+    channel.deliver = deliver_and_consume
+    h.subscribe("s", channel, window=4)
+    h.turn()
+    for _ in range(5):
+        h.publish(count=3)
+    assert channel.messages() == 15

@@ -495,6 +495,8 @@ _HANDLERS = {
 class HubFactory(ServerFactory):
     """Makes a HubConnection per accepted socket, all serving one Hub."""
 
+    noisy = False  # the hub logs its own start and stop
+
     def __init__(self, hub):
         self.hub = hub
 

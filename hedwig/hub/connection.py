@@ -12,7 +12,7 @@ earlier replies are out; any other bad request is answered with its status and t
 connection goes on. Each refusal is logged once; nothing stored changes.
 """
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import Protocol, ServerFactory
 from twisted.logger import Logger
@@ -142,6 +142,7 @@ class HubConnection(Protocol):
                 continue
             handler = _HANDLERS.get(op)
             if handler is None:
+                self.hub.stats.unknown_operations += 1
                 self._refuse(request_id, op, Status.UNKNOWN_OPERATION, f"unknown operation {op}")
                 continue
             started = self.hub.clock.seconds()
@@ -256,7 +257,10 @@ class HubConnection(Protocol):
         )
 
     def _published(self, entry, slot, request_id, started):
-        self.hub.stats.ops["publish"].record(True, self.hub.clock.seconds() - started)
+        stats = self.hub.stats
+        stats.ops["publish"].record(True, self.hub.clock.seconds() - started)
+        stats.messages_published += entry.last_seq - entry.first_seq + 1
+        stats.bytes_published += len(entry.data)
         self._replies.fill(slot, published_response(request_id, entry.first_seq, entry.last_seq))
 
     def _on_subscribe(self, request_id, body, started):
@@ -278,7 +282,7 @@ class HubConnection(Protocol):
         self._subscriptions[handle] = key
         self._handles[key] = handle
         self._held[handle] = []
-        subscribed = self.hub.subscribe(self, handle, request)
+        subscribed = maybeDeferred(self.hub.subscribe, self, handle, request)
         slot = self._replies.reserve()
         subscribed.addCallbacks(
             self._subscribed,
@@ -437,6 +441,12 @@ class HubConnection(Protocol):
             held.append(frame)
         else:
             self.transport.write(frame)
+
+    def subscription_removed(self, topic: str, subscriber_id: str, event) -> None:
+        """The durable subscription was deleted elsewhere: end it here if attached."""
+        handle = self._handles.get((topic, subscriber_id))
+        if handle is not None:
+            self.subscription_ended(handle, event)
 
     def _release_held(self, handle) -> None:
         chunks = self._held.pop(handle, None)

@@ -17,7 +17,7 @@ from hedwig.protocol.messageset import validate_message_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
-from hedwig.protocol.status import Status
+from hedwig.protocol.status import Status, SubscriptionEvent
 
 # Room kept in a READ_RANGE reply for the frame, response and range headers.
 _READ_RANGE_OVERHEAD = 64
@@ -53,9 +53,6 @@ class Hub:
         if self.stopping:
             return fail(HubStopping())
         count = validate_message_set(message_set, 0, self.max_message_bytes)
-        stats = self.stats
-        stats.messages_published += count
-        stats.bytes_published += len(message_set)
         log = self.topics.get(topic)
         if log is not None:
             return self.cache.publish(log, message_set, count)
@@ -90,6 +87,8 @@ class Hub:
         return self.topics.acquire(request.topic).addCallback(attach)
 
     def unsubscribe(self, channel, topic: str, subscriber_id: str) -> Deferred:
+        """Delete the durable subscription; a connection it is attached on (this one or
+        another) is told it ended."""
         if subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
             return fail(
                 RequestError(
@@ -97,7 +96,16 @@ class Hub:
                     f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are reserved for hubs",
                 )
             )
-        return self.delivery.unsubscribe(topic, subscriber_id)
+
+        def ended(result):
+            for connection in list(self.connections):
+                if connection is not channel:
+                    connection.subscription_removed(
+                        topic, subscriber_id, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED
+                    )
+            return result
+
+        return self.delivery.unsubscribe(topic, subscriber_id).addCallback(ended)
 
     # -- reads ------------------------------------------------------------------------------
 

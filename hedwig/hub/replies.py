@@ -40,7 +40,8 @@ class ReplyQueue:
         slot.data = data
         slot.after = after
         slot.ready = True
-        if self._slots[0] is slot:
+        slots = self._slots
+        if slots and slots[0] is slot:  # (empty once the connection is gone)
             self._release()
 
     def send(self, data, after=None) -> None:

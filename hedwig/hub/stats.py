@@ -73,6 +73,7 @@ class HubStats:
         self.connections_opened = 0
         self.connections_closed = 0
         self.protocol_errors = 0  # framing errors and wrong versions: connections closed by the hub
+        self.unknown_operations = 0
         self.messages_published = 0
         self.bytes_published = 0
         self.entries_delivered = 0
@@ -88,6 +89,7 @@ class HubStats:
                 "closed": self.connections_closed,
                 "open": self.connections_opened - self.connections_closed,
                 "protocol_errors": self.protocol_errors,
+                "unknown_operations": self.unknown_operations,
             },
             "published": {"messages": self.messages_published, "bytes": self.bytes_published},
             "delivered": {"entries": self.entries_delivered, "messages": self.messages_delivered},

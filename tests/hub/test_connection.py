@@ -337,7 +337,8 @@ def test_describe_and_stats(harness):
         "ok": 1,
         "failed": 1,
     }
-    assert stats.value["published"] == {"messages": 2, "bytes": len(encode_message_set([b"a", b"b"]))}
+    [entry] = harness.logs.get("t").read(1, 1, 1 << 20).result
+    assert stats.value["published"] == {"messages": 2, "bytes": len(entry.data)}
     assert stats.value["connections"]["open"] == 1
 
 
@@ -358,3 +359,14 @@ def test_decoder_limit_matches_the_setting(tmp_path):
     peer.send(Op.PUBLISH, encode_publish("t", encode_message_set([b"x" * 90] * 40)))  # 3.6 KiB: fits
     [(_, response)] = peer.responses()
     assert response.value == Published(1, 40)
+
+
+def test_a_publish_in_flight_when_the_client_leaves_is_stored_and_nothing_breaks(harness):
+    peer = harness.connect()
+    harness.ledgers.hold_acks()
+    peer.publish("t", [b"orphan"])
+    peer.disconnect()
+    with LogCapture() as logs:
+        harness.ledgers.release_acks()  # the reply has nowhere to go
+    assert logs.events == []
+    assert harness.logs.get("t").last_seq == 1 and peer.transport.value() == b""

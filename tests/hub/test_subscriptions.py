@@ -231,3 +231,13 @@ def test_describe_shows_subscribers_and_backlog(harness):
     [(_, described)] = peer.responses()
     [row] = described.value["subscribers"]
     assert (row["subscriber_id"], row["consumed_seq"], row["backlog"]) == ("s", 2, 3)
+
+
+def test_unsubscribe_ends_the_subscription_where_it_is_attached(harness):
+    holder, admin = harness.connect(), harness.connect()
+    handle = subscribe(holder, harness.clock, "t", "s")[0].value.handle
+    admin.send(Op.UNSUBSCRIBE, encode_unsubscribe("t", "s"))
+    assert admin.responses()[0][1].status is Status.SUCCESS
+    _, _, events = holder.split()
+    assert events == [(handle, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)]
+    assert holder.connection.subscription_count == 0

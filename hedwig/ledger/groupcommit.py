@@ -29,7 +29,6 @@ class GroupCommit:
         self._waiting = []  # (Deferred, result or Failure) for the next sync, in order
         self._running = False
         self._firing = False
-        self._idle = []  # Deferreds fired when no sync runs or waits
         self.syncs = 0  # syncs completed (for tests and metrics)
 
     @property
@@ -50,15 +49,6 @@ class GroupCommit:
         """Start a sync now if none runs (the interval policy's timer)."""
         if not self._running and not self._firing:
             self._start()
-
-    def when_idle(self) -> Deferred:
-        """A Deferred firing once no sync runs and none waits to start."""
-        d = Deferred()
-        if not self._running and not self._waiting:
-            d.callback(None)
-        else:
-            self._idle.append(d)
-        return d
 
     def _start(self) -> None:
         self._running = True
@@ -99,7 +89,3 @@ class GroupCommit:
             self._firing = False
         if self._waiting:
             self._start()
-        elif self._idle:
-            idle, self._idle = self._idle, []
-            for d in idle:
-                d.callback(None)

@@ -87,9 +87,10 @@ class HubConnection(Protocol):
         self.hub.connection_made(self)
 
     def connectionLost(self, reason=None):
+        was_reading = self._reading
         self._reading = False
         self._connected = False
-        if self._decoder.buffered:
+        if was_reading and self._decoder.buffered:  # (after a framing error it was logged already)
             self.log.warn(
                 "{peer}: disconnected mid-frame; {count} bytes of an incomplete frame discarded",
                 peer=self.peer,

@@ -140,6 +140,7 @@ def test_malformed_frame_is_answered_then_closed_and_others_go_on(harness):
     with LogCapture() as logs:
         peer.send_raw(b"\x00\x00\x00\x02ab")  # a length shorter than a frame header
         peer.publish("t", [b"after"])
+        peer.disconnect()  # the hub closed it
     [(request_id, response)] = peer.responses()
     assert (request_id, response.op, response.status) == (0, 0, Status.MALFORMED_REQUEST)
     assert peer.closing and harness.stored_entries() == 0

@@ -11,7 +11,11 @@ Targets (issue 3): push >= 5,000,000 msg/s at K = 10; catch-up >= 2,000,000 msg/
 Time is wall-clock around the work alone (building the backlog is not timed). The reactor
 is a twisted Clock whose "thread" work runs inline, so the figures are the Python cost of
 the path: what a hub's reactor thread would spend. The channel counts what it is given
-(the hub's channel would add a header and a writeSequence per delivery).
+(the hub's channel would add a header and a writeSequence per delivery). The Clock moves
+0.2 ms per publish so that pointer timers see time pass.
+
+pointer cost: K = 10 consuming every entry with the metadata store at its default
+(synchronous=FULL), with consume_write_gap_ms 0 and 100: what consume-pointer writes cost.
 
 Usage: python bench/delivery_bench.py [--store mmap|memory] [--quick] [--profile]
 Prints JSON and writes bench/results/delivery.json.
@@ -76,10 +80,10 @@ class CountingChannel:
 
 
 class Stack:
-    def __init__(self, directory, store_kind):
+    def __init__(self, directory, store_kind, synchronous="NORMAL", write_gap_ms=0):
         self.clock = InlineThreadsClock()
         self.clock.advance(1_700_000_000)
-        self.metadata = SqliteMetadataStore(os.path.join(directory, "meta.db"), synchronous="NORMAL")
+        self.metadata = SqliteMetadataStore(os.path.join(directory, "meta.db"), synchronous=synchronous)
         if store_kind == "mmap":
             from hedwig.ledger.mmap_store import MmapLedgerStore
 
@@ -88,7 +92,8 @@ class Stack:
             self.ledgers = MemoryLedgerStore()
         self.logs = TopicLogManager(self.ledgers, self.metadata, LogSettings(), "standalone", self.clock)
         self.cache = ReadAheadCache(self.clock, CacheSettings())
-        self.manager = DeliveryManager(self.cache, self.metadata, self.clock, DeliverySettings())
+        settings = DeliverySettings(consume_write_gap_ms=write_gap_ms)
+        self.manager = DeliveryManager(self.cache, self.metadata, self.clock, settings)
 
     def open(self, topic):
         return fired(self.logs.open(topic))
@@ -114,9 +119,9 @@ def message_set():
     return encode_message_set([b"p" * PAYLOAD] * MESSAGES)
 
 
-def bench_push(store_kind, subscribers, entries, consume_every, profile=None):
+def bench_push(store_kind, subscribers, entries, consume_every, profile=None, **stack_options):
     with tempfile.TemporaryDirectory(prefix="hedwig-bench-") as directory:
-        stack = Stack(directory, store_kind)
+        stack = Stack(directory, store_kind, **stack_options)
         log = stack.open("push")
         channels = [CountingChannel() for _ in range(subscribers)]
         for i, channel in enumerate(channels):
@@ -124,6 +129,7 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None):
         stack.clock.advance(0)  # cursors start on the next turn
         payload = message_set()
         publish = stack.cache.publish
+        clock = stack.clock
         consume = stack.manager.consume
         ids = [f"s{i}" for i in range(subscribers)]
         gc.collect()
@@ -132,6 +138,7 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None):
         started = time.perf_counter()
         for n in range(1, entries + 1):
             publish(log, payload, MESSAGES)
+            clock.advance(0.0002)  # pointer timers (consume_write_gap_ms) see time pass
             if n % consume_every == 0:
                 for sid, channel in zip(ids, channels, strict=True):
                     consume("push", sid, channel.last_seq)
@@ -143,9 +150,11 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None):
         if delivered != expected:
             raise AssertionError(f"delivered {delivered}, expected {expected}")
         cache_stats = stack.cache.stats()
+        pointer_writes = stack.manager.stats()["pointer_writes"]
         stack.close()
     return {
         "subscribers": subscribers,
+        "pointer_writes": pointer_writes,
         "entries_published": entries,
         "messages_delivered": delivered,
         "seconds": round(elapsed, 4),
@@ -195,6 +204,14 @@ def bench_catch_up(store_kind, backlog_messages, profile=None):
     }
 
 
+def summarise(runs):
+    """The median run (by messages/s), with every run's figure beside it."""
+    ordered = sorted(runs, key=lambda r: r["messages_per_s"])
+    median = dict(ordered[len(ordered) // 2])
+    median["runs_messages_per_s"] = [r["messages_per_s"] for r in runs]
+    return median
+
+
 def top(profile, limit=15):
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(limit)
@@ -206,30 +223,44 @@ def main():
     parser.add_argument("--store", choices=["mmap", "memory"], default="mmap")
     parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test)")
     parser.add_argument("--consume-every", type=int, default=10, help="entries between consumes")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case (the median is reported)")
     parser.add_argument("--profile", action="store_true", help="add the top functions by own time")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     push = []
     profiles = {}
     for k, entries in ((1, 4000), (10, 4000), (100, 1000)):
-        profile = cProfile.Profile() if args.profile and k == 10 else None
-        push.append(bench_push(args.store, k, entries // scale, args.consume_every, profile))
-        if profile:
-            profiles["push_k10"] = top(profile)
-    profile = cProfile.Profile() if args.profile else None
-    catch_up = bench_catch_up(args.store, 10_000_000 // scale, profile)
-    if profile:
+        runs = [bench_push(args.store, k, entries // scale, args.consume_every) for _ in range(args.repeat)]
+        push.append(summarise(runs))
+        if args.profile:
+            profile = cProfile.Profile()
+            bench_push(args.store, k, entries // scale, args.consume_every, profile)
+            profiles[f"push_k{k}"] = top(profile)
+    runs = [bench_catch_up(args.store, 10_000_000 // scale) for _ in range(args.repeat)]
+    catch_up = summarise(runs)
+    if args.profile:
+        profile = cProfile.Profile()
+        bench_catch_up(args.store, 10_000_000 // scale, profile)
         profiles["catch_up"] = top(profile)
+    # What consume-pointer writes cost with the metadata store's default (synchronous=FULL)
+    # when every subscriber consumes every entry: K = 10, with and without a write gap.
+    pointer_cost = []
+    for gap_ms in (0, 100):
+        run = bench_push(args.store, 10, 1000 // scale, 1, synchronous="FULL", write_gap_ms=gap_ms)
+        run["consume_write_gap_ms"] = gap_ms
+        pointer_cost.append(run)
     k10 = next(r for r in push if r["subscribers"] == 10)
     result = {
         "benchmark": "delivery",
         "store": args.store,
         "message_set": f"{MESSAGES} x {PAYLOAD} B",
         "consume_every_entries": args.consume_every,
+        "repeat": args.repeat,
         "python": sys.version.split()[0],
         "load_average": os.getloadavg(),
         "push": push,
         "catch_up": catch_up,
+        "pointer_cost_sqlite_full_consume_every_entry": pointer_cost,
         "targets": {
             "push_k10_messages_per_s": {"target": 5_000_000, "measured": k10["messages_per_s"]},
             "catch_up_messages_per_s": {"target": 2_000_000, "measured": catch_up["messages_per_s"]},

@@ -5,6 +5,10 @@ A consume moves the pointer in memory at once; the metadata store sees it when i
 on close, unsubscribe and shutdown (Hedwig's consume_interval). One write is in flight per
 subscription at a time, and however many consumes arrive meanwhile they collapse into the
 next single write, so a slow store costs one pending write, never a queue.
+
+With message sets one consume often moves the pointer past `consume_interval` at once, so
+that rule alone means a metadata write per consume; `consume_write_gap_ms` (0: off) spaces
+one subscriber's writes by at least that long, bounding the write rate whatever the set size.
 """
 
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
@@ -23,6 +27,8 @@ class Subscription:
         "_flush_after_s",
         "_flush_waiters",
         "_interval",
+        "_last_write",
+        "_write_gap_s",
         "_metadata",
         "_rewrite",
         "_timer",
@@ -54,6 +60,8 @@ class Subscription:
         self._clock = clock
         self._interval = max(1, settings.consume_interval)
         self._flush_after_s = settings.consume_flush_ms / 1000.0
+        self._write_gap_s = settings.consume_write_gap_ms / 1000.0
+        self._last_write = float("-inf")
         self._timer = None
         self._writing = False
         self._rewrite = False
@@ -67,9 +75,22 @@ class Subscription:
         """The pointer moved to `seq` in memory; write it when the policy says so."""
         self.consumed_seq = seq
         if seq - self.persisted_seq >= self._interval:
-            self._request_write()
-        elif self._timer is None:
-            self._timer = self._clock.callLater(self._flush_after_s, self._timer_fired)
+            wait = self._last_write + self._write_gap_s - self._clock.seconds()
+            if wait <= 0:
+                self._request_write()
+            else:
+                self._arm(wait)
+        else:
+            self._arm(self._flush_after_s)
+
+    def _arm(self, delay: float) -> None:
+        """Have the timer fire within `delay` (an earlier one stays)."""
+        timer = self._timer
+        if timer is not None:
+            if timer.getTime() <= self._clock.seconds() + delay:
+                return
+            timer.cancel()
+        self._timer = self._clock.callLater(delay, self._timer_fired)
 
     def reposition(self, seq: int) -> None:
         """A SUBSCRIBE with an explicit starting point moved the pointer (maybe back)."""
@@ -123,6 +144,7 @@ class Subscription:
     def _start_write(self) -> None:
         self._writing = True
         self._rewrite = False
+        self._last_write = self._clock.seconds()
         seq = self.consumed_seq
         waiters, self._flush_waiters = self._flush_waiters, []
         d = maybeDeferred(

@@ -138,3 +138,21 @@ def test_load_topic_makes_detached_subscribers_count(tmp_path):
     fired(again.manager.load_topic(h.log))
     assert again.manager.min_consumed("t") == 40
     assert [row["state"] for row in again.manager.describe("t")] == ["detached"]
+
+
+def test_consume_write_gap_spaces_one_subscribers_writes(tmp_path):
+    h, _ = subscribed(tmp_path, messages=1000, consume_interval=50, consume_write_gap_ms=100)
+    h.manager.consume("t", "s", 100)
+    assert h.record("s").consumed_seq == 100, "the first write goes at once"
+    h.clock.advance(0.05)
+    h.manager.consume("t", "s", 600)
+    h.manager.consume("t", "s", 700)
+    assert h.record("s").consumed_seq == 100
+    h.clock.advance(0.049)
+    assert h.record("s").consumed_seq == 100
+    h.clock.advance(0.001)
+    assert h.record("s").consumed_seq == 700, "one write for both consumes, 100 ms after the last"
+    assert h.manager.stats()["pointer_writes"] == 2
+    h.clock.advance(0.2)
+    h.manager.consume("t", "s", 800)
+    assert h.record("s").consumed_seq == 800

@@ -1,0 +1,131 @@
+"""TopicLogManager: one acquisition per topic, open logs reused, closing everything."""
+
+import pytest
+from twisted.internet.defer import Deferred
+
+from hedwig.log import LogClosed, TopicLog
+from hedwig.protocol import InvalidName
+from tests.log.harness import failure_of, message_set, settle
+
+
+@pytest.fixture
+def stack(make_stack):
+    return make_stack()
+
+
+def test_open_returns_the_open_log_and_get_finds_it(stack):
+    manager = stack.manager()
+    assert manager.get("t") is None
+    topic_log = settle(stack, manager.open("t"))
+    assert isinstance(topic_log, TopicLog)
+    assert settle(stack, manager.open("t")) is topic_log
+    assert manager.get("t") is topic_log
+    assert manager.logs() == [topic_log]
+
+
+def test_concurrent_opens_share_one_acquisition(stack):
+    manager = stack.manager()
+    gate = Deferred()
+    real_get = stack.metadata.get_topic
+    calls = []
+
+    def slow_get(topic):
+        calls.append(topic)
+        return gate.addCallback(lambda _: real_get(topic))
+
+    stack.metadata.get_topic = slow_get
+    try:
+        first, second = manager.open("t"), manager.open("t")
+        assert first is not second  # each caller has its own Deferred...
+        assert not first.called and not second.called
+        gate.callback(None)
+    finally:
+        del stack.metadata.get_topic
+    # ...and both get the one log from the one acquisition.
+    assert settle(stack, first) is settle(stack, second)
+    assert calls == ["t"]
+    assert len(stack.ledgers.list_ledgers()) == 1
+
+
+def test_a_callers_callbacks_do_not_change_what_another_sees(stack):
+    manager = stack.manager()
+    gate = Deferred()
+    real_get = stack.metadata.get_topic
+    stack.metadata.get_topic = lambda topic: gate.addCallback(lambda _: real_get(topic))
+    try:
+        first, second = manager.open("t"), manager.open("t")
+        first.addCallback(lambda _: "replaced")
+        gate.callback(None)
+    finally:
+        del stack.metadata.get_topic
+    assert settle(stack, first) == "replaced"
+    assert isinstance(settle(stack, second), TopicLog)
+
+
+@pytest.mark.parametrize("name", ["", "a b", "x" * 256, "é"])
+def test_invalid_topic_names_are_refused(stack, name):
+    assert failure_of(stack, stack.manager().open(name)).check(InvalidName)
+    assert settle(stack, stack.metadata.list_topics()) == []
+
+
+def test_list_topics_lists_every_topic_with_metadata(stack):
+    manager = stack.manager()
+    for name in ["b", "a", "c"]:
+        settle(stack, manager.open(name))
+    assert settle(stack, stack.restart().list_topics()) == ["a", "b", "c"]
+
+
+def test_a_closed_log_leaves_and_the_next_open_acquires_again(stack):
+    manager = stack.manager()
+    topic_log = settle(stack, manager.open("t"))
+    settle(stack, topic_log.append(message_set(1), 1))
+    settle(stack, topic_log.close())
+    assert manager.get("t") is None
+    again = settle(stack, manager.open("t"))
+    assert again is not topic_log
+    assert again.open_ledger_id != topic_log.open_ledger_id
+    assert again.last_seq == 1
+
+
+def test_close_closes_every_log_and_refuses_later_opens(stack):
+    manager = stack.manager()
+    logs = [settle(stack, manager.open(name)) for name in ["a", "b"]]
+    settle(stack, manager.close())
+    assert all(not topic_log.is_open for topic_log in logs)
+    assert all(stack.ledgers.is_closed(topic_log.open_ledger_id) for topic_log in logs)
+    assert failure_of(stack, manager.open("a")).check(LogClosed)
+    assert manager.logs() == []
+
+
+def test_close_during_an_open_closes_that_log_too(stack):
+    manager = stack.manager()
+    gate = Deferred()
+    real_get = stack.metadata.get_topic
+    stack.metadata.get_topic = lambda topic: gate.addCallback(lambda _: real_get(topic))
+    try:
+        opening = manager.open("t")
+        closing = manager.close()
+        assert not closing.called
+        gate.callback(None)
+    finally:
+        del stack.metadata.get_topic
+    assert failure_of(stack, opening).check(LogClosed)
+    settle(stack, closing)
+    (ledger_id,) = stack.ledgers.list_ledgers()
+    assert stack.ledgers.is_closed(ledger_id)
+
+
+def test_reopening_while_the_previous_log_is_closing_waits_for_it(stack, backend):
+    if backend != "memory":
+        pytest.skip("holds acknowledgements: an in-memory store feature")
+    manager = stack.manager()
+    topic_log = settle(stack, manager.open("t"))
+    stack.ledgers.hold_acks()
+    pending = topic_log.append(message_set(1), 1)
+    topic_log.close()
+    reopening = manager.open("t")
+    assert not reopening.called  # the old log still has an append in flight
+    stack.ledgers.release_acks()
+    assert settle(stack, pending).first_seq == 1
+    again = settle(stack, reopening)
+    assert again is not topic_log and again.last_seq == 1

@@ -1,5 +1,5 @@
 """The read-ahead cache between delivery and the topic logs."""
 
-from hedwig.cache.readahead import ReadAheadCache
+from hedwig.cache.readahead import ReadAheadCache, TopicReleased
 
-__all__ = ["ReadAheadCache"]
+__all__ = ["ReadAheadCache", "TopicReleased"]

@@ -168,9 +168,13 @@ class DeliveryManager:
         subscription.reposition(consumed)
         table.moved(old, consumed)
         self._attach(table, subscription, log, channel, handle)
-        d = subscription.flush()
-        d.addCallback(lambda _: self._result(subscription))
-        return d
+        cursor = subscription.cursor
+
+        def not_written(failure):
+            self._detach(cursor)  # the new position is not durable: refuse the subscribe
+            return failure
+
+        return subscription.flush().addCallbacks(lambda _: self._result(subscription), not_written)
 
     def _create(self, table, log, subscriber_id, consumed, channel, handle, window):
         preferences = {} if window is None else {"window": window}

@@ -156,3 +156,25 @@ def test_consume_write_gap_spaces_one_subscribers_writes(tmp_path):
     h.clock.advance(0.2)
     h.manager.consume("t", "s", 800)
     assert h.record("s").consumed_seq == 800
+
+
+def test_a_failed_pointer_write_is_reported_and_retried(tmp_path):
+    from hedwig.meta.interface import BadVersion, MetadataError, SubscriptionState
+
+    h, _ = subscribed(tmp_path, consume_interval=50, consume_flush_ms=500)
+    # Someone else writes the record: our next write loses the compare-and-set...
+    current = fired(h.metadata.get_subscription("t", "s"))
+    fired(h.metadata.put_subscription("t", "s", SubscriptionState(5, {}), current.version))
+    h.manager.consume("t", "s", 60)
+    assert h.manager.stats()["pointer_write_failures"] == 1
+    assert h.record("s").consumed_seq == 5
+    # ... learns the record's version, and the timer writes the pointer again.
+    h.clock.advance(0.5)
+    assert h.record("s").consumed_seq == 60
+    # A store that fails outright: close reports the error, the pointer stays in memory.
+    h.manager.consume("t", "s", 150)
+    fired(h.metadata.close())
+    h.manager.consume("t", "s", 200)
+    failure = failure_of(h.manager.close_subscription("t", "s"))
+    assert failure.check(MetadataError) and not failure.check(BadVersion)
+    assert h.manager.describe("t")[0]["consumed_seq"] == 200

@@ -10,10 +10,12 @@ ledger stores the result and every subscriber receives those same bytes:
     u64 publish_time_us    when the hub accepted the publish, microseconds since the epoch
     u64 origin_seq         origin seq-id of the first message (= first_seq when local)
     u8  origin_region length, then the region name in utf-8
+    u8  via length, then the neighbour region the entry was relayed from (empty when
+        published here): a relay forwards to a neighbour only entries not via it
     the message set (see messageset.py)
 
 An entry always holds messages of one origin region with consecutive origin seq-ids:
-relays republish whole entries, so that stays true across regions.
+relays republish whole entries (or a tail of one), so that stays true across regions.
 """
 
 import struct
@@ -24,7 +26,8 @@ from hedwig.protocol.status import Status
 
 ENTRY_VERSION = 1
 _ENTRY_HEADER = struct.Struct("!BBQIQQB")
-ENTRY_HEADER_FIXED_SIZE = _ENTRY_HEADER.size
+# The header's size without its two names: the struct plus the via length byte.
+ENTRY_HEADER_FIXED_SIZE = _ENTRY_HEADER.size + 1
 
 
 class EntryHeader(NamedTuple):
@@ -34,6 +37,7 @@ class EntryHeader(NamedTuple):
     origin_seq: int
     origin_region: str
     body_offset: int  # where the message set begins
+    via: str = ""  # the neighbour region this entry was relayed from; "" when published here
 
     @property
     def last_seq(self) -> int:
@@ -41,15 +45,24 @@ class EntryHeader(NamedTuple):
 
 
 def encode_entry_header(
-    first_seq: int, count: int, publish_time_us: int, origin_region: bytes, origin_seq: int
+    first_seq: int,
+    count: int,
+    publish_time_us: int,
+    origin_region: bytes,
+    origin_seq: int,
+    via: bytes = b"",
 ) -> bytes:
-    if len(origin_region) > 255:
+    if len(origin_region) > 255 or len(via) > 255:
         raise ValueError("region names are at most 255 bytes")
-    return (
-        _ENTRY_HEADER.pack(
-            ENTRY_VERSION, 0, first_seq, count, publish_time_us, origin_seq, len(origin_region)
+    return b"".join(
+        (
+            _ENTRY_HEADER.pack(
+                ENTRY_VERSION, 0, first_seq, count, publish_time_us, origin_seq, len(origin_region)
+            ),
+            origin_region,
+            bytes((len(via),)),
+            via,
         )
-        + origin_region
     )
 
 
@@ -62,11 +75,16 @@ def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
     if version != ENTRY_VERSION:
         raise MessageSetError(Status.MALFORMED_REQUEST, f"unknown entry version {version}")
     region_start = offset + _ENTRY_HEADER.size
-    body_offset = region_start + region_len
-    if body_offset > len(buf):
+    via_length_at = region_start + region_len
+    if via_length_at >= len(buf):
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry truncated in its origin region")
-    origin_region = bytes(buf[region_start:body_offset]).decode("utf-8")
-    return EntryHeader(first_seq, count, publish_time_us, origin_seq, origin_region, body_offset)
+    via_start = via_length_at + 1
+    body_offset = via_start + buf[via_length_at]
+    if body_offset > len(buf):
+        raise MessageSetError(Status.MALFORMED_REQUEST, "entry truncated in its via region")
+    origin_region = bytes(buf[region_start:via_length_at]).decode("utf-8")
+    via = bytes(buf[via_start:body_offset]).decode("utf-8") if body_offset > via_start else ""
+    return EntryHeader(first_seq, count, publish_time_us, origin_seq, origin_region, body_offset, via)
 
 
 def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None):

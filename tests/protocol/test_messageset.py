@@ -64,3 +64,22 @@ def test_malformed_sets_are_refused(mangle):
     with pytest.raises(MessageSetError) as caught:
         validate_message_set(mangle(encoded))
     assert caught.value.status is Status.MALFORMED_REQUEST
+
+
+def test_entry_header_carries_origin_and_via():
+    from hedwig.protocol import decode_entry_header
+
+    relayed = encode_entry_header(9, 2, 5, b"eu-west", 120, via=b"eu")
+    header = decode_entry_header(relayed + encode_message_set([b"a", b"b"]))
+    assert (header.first_seq, header.last_seq, header.origin_region, header.origin_seq, header.via) == (
+        9,
+        10,
+        "eu-west",
+        120,
+        "eu",
+    )
+    assert header.body_offset == len(relayed)
+    local = encode_entry_header(9, 2, 5, b"eu-west", 9)
+    assert decode_entry_header(local + encode_message_set([b"a", b"b"])).via == ""
+    with pytest.raises(MessageSetError):
+        decode_entry_header(relayed[:-3])

@@ -134,18 +134,20 @@ class ReadAheadCache:
         (cancel it to stop waiting). The Deferred fails with the read's error when the
         ledger read fails; the caller retries after `retry_backoff_ms`."""
         topic = self._topic(log)
-        entry = topic.index.find(seq)
-        if entry is not None:
-            self.hits += 1
-            self._look_ahead(topic, entry)
-            return entry
+        beyond = seq > log.last_seq  # nothing there is cached yet: skip the lookup
+        if not beyond:
+            entry = topic.index.find(seq)
+            if entry is not None:
+                self.hits += 1
+                self._look_ahead(topic, entry)
+                return entry
         stub = topic.stubs.get(seq)
         fresh = stub is None
         if fresh:
             stub = self._add_stub(topic, seq)
         d = Deferred(partial(self._cancel_wait, topic, stub))
         stub.waiters.append(d)
-        if seq > log.last_seq:
+        if beyond:
             self.tail_waits += 1
             return d
         self.misses += 1

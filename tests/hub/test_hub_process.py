@@ -9,14 +9,23 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from hedwig.client import Client
 from hedwig.client.errors import HedwigError, InvalidTopic
-from hedwig.protocol import FrameDecoder, Op, Status, encode_frame, encode_message_set
-from hedwig.protocol.requests import decode_response, encode_hello, encode_publish
+from hedwig.protocol import (
+    FrameDecoder,
+    Op,
+    Status,
+    decode_entry,
+    encode_frame,
+    encode_message_set,
+    parse_delivery,
+)
+from hedwig.protocol.requests import decode_response, encode_hello, encode_publish, encode_subscribe
 from tests.client.hubprocess import HubProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -342,3 +351,33 @@ def test_the_readme_python_example_runs(hub, capsys):
     exec(compile(example.replace("127.0.0.1:4080", hub.address), "README.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [["1", "b'one'"], ["2", "b'two'"], ["3", "b'three'"]]
+
+
+def test_a_subscriber_that_stops_reading_is_paused_then_catches_up(hub):
+    peer = RawPeer(hub.address)
+    peer.send(encode_frame(Op.HELLO, 1, encode_hello("slow reader")))
+    assert peer.response()[1].status is Status.SUCCESS
+    peer.send(encode_frame(Op.SUBSCRIBE, 2, encode_subscribe("flood", "slow", window=0)))
+    handle = peer.response()[1].value.handle
+    chunk = [bytes([i]) * 100_000 for i in range(10)]
+    with Client(hub.address) as publisher:
+        for _ in range(30):  # 30 MB: far more than the socket buffers hold
+            publisher.publish_many("flood", chunk)
+        deadline = time.monotonic() + 30
+        while publisher.stats()["delivery"]["paused_channels"] != 1:
+            assert time.monotonic() < deadline, "the hub never paused the full connection"
+    received = 0
+    while received < 300:
+        if not peer.frames:
+            data = peer.sock.recv(1 << 20)
+            assert data
+            peer.frames += peer.decoder.feed(data)
+            continue
+        op, _request_id, body = peer.frames.pop(0)
+        assert op == Op.DELIVERY
+        got_handle, start, stop, entry = parse_delivery(body)
+        messages = decode_entry("flood", bytes(entry), start, stop)
+        assert got_handle == handle
+        assert [m.seq for m in messages] == list(range(received + 1, received + 1 + len(messages)))
+        received += len(messages)
+    peer.close()

@@ -114,7 +114,9 @@ class ReadAheadCache:
     def publish(self, log, message_set, count: int, origin_region=None, origin_seq=None) -> Deferred:
         """Append to `log`; once durable the entry enters the cache and fills the stubs
         waiting on its seq-ids (their cursors deliver before this Deferred's next callback,
-        the hub's reply). Deferred[LogEntry]; append failures pass through untouched."""
+        the hub's reply). Deferred[LogEntry]; append failures pass through untouched.
+        Every append to a served topic must come through here: the cache learns of new
+        entries from it, and the push to caught-up subscribers is its callback."""
         d = log.append(message_set, count, origin_region, origin_seq)
         return d.addCallback(self._published, log)
 
@@ -151,7 +153,7 @@ class ReadAheadCache:
             self.tail_waits += 1
             return d
         self.misses += 1
-        if fresh:
+        if fresh or stub.read is None:  # (a tail stub the log passed without a publish here)
             self._route(topic, stub)
             if stub.done and stub.failure is None:
                 return stub.entry  # the read completed synchronously

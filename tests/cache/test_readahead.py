@@ -272,3 +272,13 @@ def test_a_synchronous_read_returns_the_entry_directly():
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError):
         make(readahead_count=0)
+
+
+def test_a_tail_stub_the_log_passed_without_a_publish_here_is_read():
+    cache, log = make(), ControllableLog()
+    first = cache.get(log, 1)
+    log.backlog(3)  # appended behind the cache's back
+    second = cache.get(log, 1)
+    assert len(log.reads) == 1
+    log.complete()
+    assert result_of(first).first_seq == 1 and result_of(second).first_seq == 1

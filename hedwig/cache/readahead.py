@@ -32,7 +32,7 @@ from hedwig.cache.fifo import ByteBudgetFifo
 from hedwig.config import CacheSettings
 from hedwig.ledger.interface import LedgerError
 
-log = Logger()
+_logger = Logger()
 
 
 class TopicReleased(Exception):
@@ -264,7 +264,7 @@ class ReadAheadCache:
         if read in topic.reads:
             topic.reads.remove(read)
         self.read_failures += 1
-        log.warn(
+        _logger.warn(
             "read of {topic} from seq {seq} failed: {error}",
             topic=topic.topic,
             seq=read.from_seq,

@@ -11,7 +11,7 @@ a growing buffer. Window accounting is arithmetic on seq-ids: per entry, not per
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
-log = Logger()
+_logger = Logger()
 
 IDLE = "idle"
 DELIVERING = "delivering"
@@ -185,7 +185,7 @@ class Cursor:
             try:
                 self.channel.deliver(self.handle, entry, start, stop)
             except Exception:
-                log.failure("delivering to {handle} failed; stopping it", handle=self.handle)
+                _logger.failure("delivering to {handle} failed; stopping it", handle=self.handle)
                 self._on_channel_error(self)
                 return
             self.next_seq = first + stop
@@ -208,7 +208,7 @@ class Cursor:
             return None
         self.read_retries += 1
         self.retrying = True
-        log.warn(
+        _logger.warn(
             "reading seq {seq} of {topic} for {handle} failed ({error}); retrying in {delay}s",
             seq=self.next_seq,
             topic=self.log.topic,

@@ -19,7 +19,7 @@ from hedwig.delivery.topic_table import TopicTable
 from hedwig.meta.interface import NEW, SubscriptionState
 from hedwig.protocol.status import Status, SubscriptionEvent
 
-log = Logger()
+_logger = Logger()
 
 MODES = ("create", "attach", "create_or_attach")
 
@@ -248,7 +248,7 @@ class DeliveryManager:
         try:
             cursor.channel.subscription_ended(cursor.handle, event)
         except Exception:
-            log.failure("telling {handle} its subscription ended failed", handle=cursor.handle)
+            _logger.failure("telling {handle} its subscription ended failed", handle=cursor.handle)
 
     def _channel_error(self, cursor) -> None:
         """The channel raised on deliver: stop that subscriber (its pointer stays)."""

@@ -16,7 +16,7 @@ from twisted.logger import Logger
 
 from hedwig.meta.interface import BadVersion, SubscriptionState
 
-log = Logger()
+_logger = Logger()
 
 
 class Subscription:
@@ -172,7 +172,7 @@ class Subscription:
     def _write_failed(self, failure, waiters) -> None:
         self._writing = False
         self.write_failures += 1
-        log.failure(
+        _logger.failure(
             "writing the consume pointer of {topic}/{subscriber} failed",
             failure,
             topic=self.topic,

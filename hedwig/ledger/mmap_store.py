@@ -429,9 +429,10 @@ class MmapLedgerStore:
                 dm, im = self._writer_maps(led, page, index_page)
             else:  # an empty entry touches no data page (its page may not exist yet)
                 im = self._writer_maps(led, -1, index_page)[1]
-        if chunks is None:
-            if n:
-                dm[off : off + n] = data
+        if not n:
+            crc = 0
+        elif chunks is None:
+            dm[off : off + n] = data
             crc = zlib.crc32(data)
         else:
             pos = off

@@ -134,6 +134,7 @@ class TopicLog:
         self._idle_waiters: list[Deferred] = []
         self._meta_lock = DeferredLock()
         self._closed_result = None
+        self._stopped_by = None  # why the log failed, for the appends that come after
         self.rolls = 0
 
     # -- state ---------------------------------------------------------------------------
@@ -184,7 +185,7 @@ class TopicLog:
             return fail(e)
         op = _Append(message_set, count, origin, origin_seq, self._now_us())
         if self._state != _OPEN:
-            self._refuse(op, LogClosed(f"topic {self.topic}: the log is {self._state}"))
+            self._refuse(op, self._unavailable())
         elif self._rolling or self._waiting:
             self._waiting.append(op)
         else:
@@ -204,6 +205,11 @@ class TopicLog:
             raise ValueError("region names are at most 255 bytes")
         if origin_seq is not None and (type(origin_seq) is not int or not 1 <= origin_seq < _SEQ_LIMIT):
             raise ValueError(f"origin seq-ids are positive 64-bit integers, not {origin_seq!r}")
+
+    def _unavailable(self) -> Exception:
+        if self._stopped_by is not None:
+            return type(self._stopped_by)(str(self._stopped_by))
+        return LogClosed(f"topic {self.topic}: the log is {self._state}")
 
     def _needs_roll(self, nbytes: int) -> bool:
         ledger = self._open
@@ -340,6 +346,7 @@ class TopicLog:
             return
         log.error("%s", exc)
         self._state = _FAILED
+        self._stopped_by = exc
         reason = Failure(exc)
         for op in self._inflight:
             if not op.done:
@@ -369,6 +376,8 @@ class TopicLog:
         if not ledger.closed:
             yield maybeDeferred(self._ledgers.close_ledger, ledger.ledger_id)
             ledger.closed = True
+        if self._state == _FAILED:
+            return
         new_id = self._ledgers.create()
         first = self._next_seq
 
@@ -381,14 +390,16 @@ class TopicLog:
                 LedgerRange(new_id, first, None),
             ]
 
+        def switch():
+            self._locator.keep_index(ledger.ledger_id, ledger.index)
+            self._open = _OpenLedger(new_id, first)
+            self.rolls += 1
+
         try:
-            yield self._meta_lock.run(self._write_ranges, replace_open)
+            yield self._meta_lock.run(self._write_ranges, replace_open, switch)
         except BaseException:
             self._delete_quietly(new_id)
             raise
-        self._locator.keep_index(ledger.ledger_id, ledger.index)
-        self._open = _OpenLedger(new_id, first)
-        self.rolls += 1
 
     def _rolled(self, result) -> None:
         self._rolling = False
@@ -411,8 +422,9 @@ class TopicLog:
         self._check_idle()
 
     @inlineCallbacks
-    def _write_ranges(self, change):
-        """Compare-and-set the topic's ranges to change(current); call under the lock."""
+    def _write_ranges(self, change, then=None):
+        """Compare-and-set the topic's ranges to change(current), then call then(): at once,
+        before the lock passes to the next writer. Call under the lock."""
         ranges = change(list(self._ranges))
         try:
             version = yield self._metadata.put_topic(self.topic, ranges, self._version)
@@ -421,6 +433,8 @@ class TopicLog:
                 f"topic {self.topic}: its ledger ranges changed under this hub (another hub acquired it)"
             ) from None
         self._set_ranges(ranges, version)
+        if then is not None:
+            then()
 
     def _delete_quietly(self, ledger_id: int):
         d = maybeDeferred(self._ledgers.delete, ledger_id)
@@ -541,7 +555,7 @@ class TopicLog:
         if type(min_consumed_seq) is not int or min_consumed_seq < 0:
             return fail(ValueError(f"a consumed seq-id is a non-negative integer, not {min_consumed_seq!r}"))
         if self._state != _OPEN:
-            return fail(LogClosed(f"topic {self.topic}: the log is {self._state}"))
+            return fail(self._unavailable())
         return self._meta_lock.run(self._collect, min_consumed_seq)
 
     @inlineCallbacks

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 _OPEN, _CLOSING, _CLOSED, _FAILED = "open", "closing", "closed", "failed"
 _MAX_COUNT = (1 << 32) - 1  # the entry header's u32 message count
 _SEQ_LIMIT = 1 << 64
+_NO_LIMIT = 1 << 62
 
 
 class _Append:
@@ -59,15 +60,17 @@ class _Append:
         "origin",
         "origin_seq",
         "time_us",
+        "via",
     )
 
-    def __init__(self, message_set, count, origin, origin_seq, time_us):
+    def __init__(self, message_set, count, origin, origin_seq, time_us, via=b""):
         self.deferred = Deferred()
         self.message_set = message_set
         self.count = count
         self.origin = origin  # encoded region name
         self.origin_seq = origin_seq
         self.time_us = time_us
+        self.via = via  # encoded neighbour region a relayed entry came from (b"" when published here)
         self.entry = None
         self.failure = None
         self.done = False
@@ -76,12 +79,13 @@ class _Append:
 class _OpenLedger:
     """The ledger appends go to, with the index of every entry handed to the store."""
 
-    __slots__ = ("bytes", "closed", "first_seq", "index", "ledger_id")
+    __slots__ = ("bytes", "closed", "entries", "first_seq", "index", "ledger_id")
 
     def __init__(self, ledger_id: int, first_seq: int):
         self.ledger_id = ledger_id
         self.first_seq = first_seq
         self.index = EntryIndex(first_seq)
+        self.entries = 0  # len(index), kept as an int for the append path
         self.bytes = 0
         self.closed = False
 
@@ -119,6 +123,9 @@ class TopicLog:
         self._locator = locator if locator is not None else EntryLocator(ledgers, 16 << 20)
         self._on_close = on_close
         self._set_ranges(list(ranges), version)
+        # Roll limits, read once: "no limit" (0) becomes a bound never reached.
+        self._max_entries = settings.max_ledger_entries if settings.max_ledger_entries > 0 else _NO_LIMIT
+        self._max_bytes = settings.max_ledger_bytes if settings.max_ledger_bytes > 0 else _NO_LIMIT
         opened = ranges[-1]
         self._open = _OpenLedger(opened.ledger_id, opened.first_seq)
         self.last_seq = opened.first_seq - 1
@@ -174,16 +181,25 @@ class TopicLog:
     # -- append ----------------------------------------------------------------------------
 
     def append(
-        self, message_set, count: int, origin_region: str | None = None, origin_seq: int | None = None
+        self,
+        message_set,
+        count: int,
+        origin_region: str | None = None,
+        origin_seq: int | None = None,
+        via: str | None = None,
     ):
         """Append one entry holding `count` messages; Deferred[LogEntry] firing in call
-        order once durable. See the module docstring for failures."""
+        order once durable. See the module docstring for failures. A region relay passes
+        the origin it keeps and `via`, the neighbour region the entry came from."""
         try:
             origin = self._region if origin_region is None else origin_region.encode("utf-8")
             self._check_append(message_set, count, origin, origin_seq)
+            via_name = via.encode("utf-8") if via else b""
+            if len(via_name) > 255:
+                raise ValueError("region names are at most 255 bytes")
         except (TypeError, ValueError, UnicodeError) as e:
             return fail(e)
-        op = _Append(message_set, count, origin, origin_seq, self._now_us())
+        op = _Append(message_set, count, origin, origin_seq, self._now_us(), via_name)
         if self._state != _OPEN:
             self._refuse(op, self._unavailable())
         elif self._rolling or self._waiting:
@@ -211,29 +227,22 @@ class TopicLog:
             return type(self._stopped_by)(str(self._stopped_by))
         return LogClosed(f"topic {self.topic}: the log is {self._state}")
 
-    def _needs_roll(self, nbytes: int) -> bool:
-        ledger = self._open
-        if ledger.closed:
-            return True
-        entries = len(ledger.index)
-        if not entries:
-            return False
-        settings = self._settings
-        return (0 < settings.max_ledger_entries <= entries) or (
-            settings.max_ledger_bytes > 0 and ledger.bytes + nbytes > settings.max_ledger_bytes
-        )
-
     def _is_full(self) -> bool:
         ledger = self._open
-        settings = self._settings
-        return (0 < settings.max_ledger_entries <= len(ledger.index)) or (
-            0 < settings.max_ledger_bytes <= ledger.bytes
-        )
+        return ledger.entries >= self._max_entries or ledger.bytes >= self._max_bytes
 
     def _hand_over(self, op: _Append) -> None:
         """Assign op its seq-ids and give it to the store (or start a roll first)."""
-        nbytes = ENTRY_HEADER_FIXED_SIZE + len(op.origin) + len(op.message_set)
-        if self._needs_roll(nbytes):
+        ledger = self._open
+        entries = ledger.entries
+        if ledger.closed or (
+            entries
+            and (
+                entries >= self._max_entries
+                or ledger.bytes + ENTRY_HEADER_FIXED_SIZE + len(op.origin) + len(op.message_set)
+                > self._max_bytes
+            )
+        ):
             self._waiting.appendleft(op)
             self._start_roll()
             return
@@ -243,26 +252,32 @@ class TopicLog:
             self._refuse(op, ValueError(f"topic {self.topic}: seq-ids exhausted"))
             return
         origin_seq = first if op.origin_seq is None else op.origin_seq
-        data = encode_entry_header(first, op.count, op.time_us, op.origin, origin_seq) + op.message_set
+        header = encode_entry_header(first, op.count, op.time_us, op.origin, origin_seq, op.via)
+        data = header + op.message_set
         op.entry = LogEntry(first, last, data, op.time_us)
         op.message_set = None
-        ledger = self._open
         # State moves first: a store acknowledging synchronously must find it settled.
+        nbytes = len(data)
         self._next_seq = last + 1
         ledger.index.append(first)
-        ledger.bytes += len(data)
+        ledger.entries += 1
+        ledger.bytes += nbytes
         self._inflight.append(op)
         self._handing = op
         try:
             d = self._ledgers.append(ledger.ledger_id, data, op.time_us)
         except Exception:
             d = fail()
-        d.addCallbacks(self._stored, self._store_failed, callbackArgs=(op,), errbackArgs=(op,))
+        if d.called and not isinstance(d.result, Failure):
+            op.done = True  # acknowledged at once (fsync never): skip the callback machinery
+        else:
+            d.addCallbacks(self._stored, self._store_failed, callbackArgs=(op,), errbackArgs=(op,))
         self._handing = None
         if op.failure is not None:  # refused at once: nothing stored, so the seq-ids are free again
             self._next_seq = first
             ledger.index.pop()
-            ledger.bytes -= len(data)
+            ledger.entries -= 1
+            ledger.bytes -= nbytes
             if op.failure.check(LedgerClosed, NoSuchLedger):
                 # The ledger was closed or removed under us: another owner recovered it.
                 stopped = LogFailed(
@@ -318,7 +333,7 @@ class TopicLog:
                     op.deferred.errback(op.failure)
         finally:
             self._delivering = False
-        if not self._inflight:
+        if not self._inflight and (self._drained_waiters or self._idle_waiters):
             self._wake(self._drained_waiters)
             self._check_idle()
 

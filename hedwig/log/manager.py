@@ -5,11 +5,11 @@ one acquisition, and an open topic's log is returned as it is. A log that closes
 and closes itself) leaves the manager, so the next open acquires the topic afresh.
 """
 
-from twisted.internet.defer import DeferredList, fail, inlineCallbacks, succeed
+from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 
 from hedwig.config import LogSettings
 from hedwig.log.acquire import acquire_topic
-from hedwig.log.errors import LogClosed
+from hedwig.log.errors import LogClosed, LogError
 from hedwig.log.locator import EntryLocator
 from hedwig.log.shared import SharedResult
 from hedwig.log.topic_log import TopicLog
@@ -85,6 +85,27 @@ class TopicLogManager:
     def list_topics(self):
         """Deferred[list[str]]: every topic with metadata, sorted."""
         return self.metadata.list_topics()
+
+    @inlineCallbacks
+    def delete_orphan_ledgers(self):
+        """Delete the store's ledgers that no topic's ranges name: a process that dies
+        between creating a ledger and writing the ranges naming it (in an acquire or a
+        roll) leaves one behind. Deferred[list[int]]: the ledgers deleted.
+
+        Only safe while nobody is between those two steps: call it at startup, before
+        opening any topic, on a ledger store this hub alone writes (the embedded mmap
+        store); never on a store shared with other hubs."""
+        if self._logs or self._opening:
+            raise LogError("orphan ledgers can only be swept before any topic is opened")
+        named = set()
+        for topic in (yield self.metadata.list_topics()):
+            versioned = yield self.metadata.get_topic(topic)
+            if versioned is not None:
+                named.update(r[0] for r in versioned.value)
+        orphans = [ledger_id for ledger_id in self.ledgers.list_ledgers() if ledger_id not in named]
+        for ledger_id in orphans:
+            yield maybeDeferred(self.ledgers.delete, ledger_id)
+        return orphans
 
     @inlineCallbacks
     def close(self):

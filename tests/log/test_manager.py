@@ -129,3 +129,25 @@ def test_reopening_while_the_previous_log_is_closing_waits_for_it(stack, backend
     assert settle(stack, pending).first_seq == 1
     again = settle(stack, reopening)
     assert again is not topic_log and again.last_seq == 1
+
+
+def test_orphan_ledgers_left_by_a_crash_are_swept_at_startup(stack):
+    manager = stack.manager()
+    kept = [settle(stack, manager.open(name)) for name in ("a", "b")]
+    settle(stack, kept[0].append(message_set(1), 1))
+    # A crash between creating a ledger and writing the ranges naming it leaves it behind.
+    orphan = stack.ledgers.create()
+    settle(stack, stack.ledgers.append(orphan, b"never named", 1))
+    fresh = stack.restart()
+    assert settle(stack, fresh.delete_orphan_ledgers()) == [orphan]
+    assert orphan not in stack.ledgers.list_ledgers()
+    assert sorted(stack.ledgers.list_ledgers()) == sorted(t.open_ledger_id for t in kept)
+    assert settle(stack, fresh.open("a")).last_seq == 1
+
+
+def test_orphan_sweep_refuses_once_topics_are_open(stack):
+    from hedwig.log import LogError
+
+    manager = stack.manager()
+    settle(stack, manager.open("a"))
+    assert failure_of(stack, manager.delete_orphan_ledgers()).check(LogError)

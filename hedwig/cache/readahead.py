@@ -111,13 +111,19 @@ class ReadAheadCache:
 
     # -- the publish path ------------------------------------------------------------
 
-    def publish(self, log, message_set, count: int, origin_region=None, origin_seq=None) -> Deferred:
+    def publish(
+        self, log, message_set, count: int, origin_region=None, origin_seq=None, via=None
+    ) -> Deferred:
         """Append to `log`; once durable the entry enters the cache and fills the stubs
         waiting on its seq-ids (their cursors deliver before this Deferred's next callback,
         the hub's reply). Deferred[LogEntry]; append failures pass through untouched.
         Every append to a served topic must come through here: the cache learns of new
-        entries from it, and the push to caught-up subscribers is its callback."""
-        d = log.append(message_set, count, origin_region, origin_seq)
+        entries from it, and the push to caught-up subscribers is its callback. Region
+        relays pass the origin they keep and `via` (see TopicLog.append)."""
+        if via is None:
+            d = log.append(message_set, count, origin_region, origin_seq)
+        else:
+            d = log.append(message_set, count, origin_region, origin_seq, via)
         return d.addCallback(self._published, log)
 
     def _published(self, entry, log):

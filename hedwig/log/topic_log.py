@@ -35,6 +35,7 @@ from hedwig.log.entry_head import ENTRY_HEAD, entry_head
 from hedwig.log.entry_index import EntryIndex
 from hedwig.log.errors import LogClosed, LogCorrupt, LogFailed, SeqOutOfRange, TopicFenced
 from hedwig.log.locator import EntryLocator
+from hedwig.log.retention import ledgers_to_delete
 from hedwig.log.shared import SharedResult
 from hedwig.meta.interface import BadVersion, LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, ENTRY_VERSION, encode_entry_header
@@ -577,21 +578,14 @@ class TopicLog:
     def _collect(self, min_consumed_seq: int):
         ranges = self._ranges
         store = self._ledgers
-        closed = len(ranges) - 1
-        doomed = 0
-        while doomed < closed and ranges[doomed].last_seq <= min_consumed_seq:
-            doomed += 1
-        settings = self._settings
-        if settings.retention_secs > 0:
-            cutoff = int(self._clock.seconds() * 1_000_000) - settings.retention_secs * 1_000_000
-            while doomed < closed and self._last_time_us_of(ranges[doomed]) < cutoff:
-                doomed += 1
-        if settings.retention_bytes > 0:
-            sizes = [store.ledger_bytes(r.ledger_id) for r in ranges]
-            kept = sum(sizes[doomed:])
-            while doomed < closed and kept > settings.retention_bytes:
-                kept -= sizes[doomed]
-                doomed += 1
+        doomed = ledgers_to_delete(
+            ranges,
+            min_consumed_seq,
+            self._settings,
+            int(self._clock.seconds() * 1_000_000),
+            lambda r: store.entry_time(r.ledger_id, store.last_entry_id(r.ledger_id)),
+            lambda r: store.ledger_bytes(r.ledger_id),
+        )
         if not doomed:
             return 0
         gone = ranges[:doomed]
@@ -611,9 +605,6 @@ class TopicLog:
             gone[-1].last_seq,
         )
         return doomed
-
-    def _last_time_us_of(self, r: LedgerRange) -> int:
-        return self._ledgers.entry_time(r.ledger_id, self._ledgers.last_entry_id(r.ledger_id))
 
     # -- description and close -------------------------------------------------------------
 

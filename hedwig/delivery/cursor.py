@@ -6,6 +6,11 @@ A cached entry comes back at once; otherwise the cache returns a Deferred (a stu
 cursor sleeps until the publish or the ledger read fills it. It stops asking while its
 channel is paused or its window is full, so a slow subscriber costs one held entry, never
 a growing buffer. Window accounting is arithmetic on seq-ids: per entry, not per message.
+
+A cursor may carry a `skip` predicate (region relays: entries that came from the
+neighbour the subscriber relays to): an entry it accepts is passed over, not delivered,
+and `on_skip` tells the delivery manager, which counts it consumed once everything
+before it is. One call per entry, never per message.
 """
 
 from twisted.internet.defer import CancelledError, Deferred
@@ -36,15 +41,19 @@ class Cursor:
         "channel",
         "delivered_entries",
         "delivered_messages",
+        "filtered_runs",
         "handle",
         "held",
         "log",
         "next_seq",
+        "on_skip",
+        "passed_over",
         "paused",
         "pulls",
         "push_waits",
         "read_retries",
         "retrying",
+        "skip",
         "skipped",
         "subscription",
         "window",
@@ -71,6 +80,10 @@ class Cursor:
         self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
         self.skipped = 0  # seq-ids garbage collection removed before they were delivered
+        self.skip = None  # predicate(entry): entries not sent to this subscriber (region relays)
+        self.on_skip = None  # called (cursor, from_seq, entry) for each entry passed over
+        self.passed_over = 0  # entries `skip` accepted
+        self.filtered_runs = None  # the delivery manager's record of passed-over seq-ids
         self._cache = cache
         self._clock = clock
         self._retry_s = cache.settings.retry_backoff_ms / 1000.0
@@ -174,6 +187,16 @@ class Cursor:
                     found.addCallbacks(self._arrived, self._failed)
                     return
                 entry = found
+            if self.skip is not None and self.skip(entry):
+                self.held = None
+                self.next_seq = entry.last_seq + 1
+                self.passed_over += 1
+                self.on_skip(self, next_seq, entry)
+                budget -= 1
+                if not budget:
+                    self._timer = self._clock.callLater(0, self._turn)
+                    return
+                continue
             first = entry.first_seq
             start = next_seq - first
             stop = entry.last_seq - first + 1

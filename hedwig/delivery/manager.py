@@ -5,7 +5,14 @@ used here (`load_topic`, or any subscribe), so the least consumed seq-id is know
 every durable subscriber, attached or not: that minimum prunes the cache and bounds
 ledger garbage collection. Attached subscribers get a Cursor (see cursor.py); pause and
 resume come from the connection's transport through `pause_channel` / `resume_channel`.
+
+Two hooks serve region relays (hedwig.region): `entry_filter(subscriber_id)` may return
+a predicate of entries that subscriber is not sent (they count as consumed once
+everything before them is), and `on_subscription_change(topic, subscriber_id, added)` is
+told when a durable subscription is created or deleted here (interest in a topic).
 """
+
+from collections import deque
 
 from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
 from twisted.logger import Logger
@@ -40,6 +47,8 @@ class DeliveryManager:
         self.consumes = 0
         self.forced_closes = 0
         self.channel_errors = 0
+        self.entry_filter = None  # callable(subscriber_id) -> predicate(entry) | None
+        self.on_subscription_change = None  # callable(topic, subscriber_id, added: bool)
 
     # -- topics ------------------------------------------------------------------------
 
@@ -200,6 +209,7 @@ class DeliveryManager:
             )
             table.add(subscription)
             self._attach(table, subscription, log, channel, handle)
+            self._changed(log.topic, subscriber_id, True)
             return self._result(subscription)
 
         def done(result):
@@ -227,6 +237,11 @@ class DeliveryManager:
         self._channels.setdefault(channel, set()).add(cursor)
         if channel in self._paused:
             cursor.paused = True
+        if self.entry_filter is not None:
+            skip = self.entry_filter(subscription.subscriber_id)
+            if skip is not None:
+                cursor.skip = skip
+                cursor.on_skip = self._passed_over
         self.subscribes += 1
         cursor.start()
 
@@ -249,6 +264,28 @@ class DeliveryManager:
             cursor.channel.subscription_ended(cursor.handle, event)
         except Exception:
             _logger.failure("telling {handle} its subscription ended failed", handle=cursor.handle)
+
+    def _passed_over(self, cursor, from_seq: int, entry) -> None:
+        """The cursor passed over seq-ids from_seq..entry.last_seq: consumed at once when
+        everything before them is, else when a consume reaches them."""
+        subscription = cursor.subscription
+        if subscription.consumed_seq >= from_seq - 1:
+            self.consume(subscription.topic, subscription.subscriber_id, entry.last_seq)
+            return
+        runs = cursor.filtered_runs
+        if runs is None:
+            runs = cursor.filtered_runs = deque()
+        if runs and runs[-1][1] == from_seq - 1:
+            runs[-1][1] = entry.last_seq
+        else:
+            runs.append([from_seq - 1, entry.last_seq])  # [consumed that reaches it, its end]
+
+    def _changed(self, topic: str, subscriber_id: str, added: bool) -> None:
+        if self.on_subscription_change is not None:
+            try:
+                self.on_subscription_change(topic, subscriber_id, added)
+            except Exception:
+                _logger.failure("reporting a subscription change of {topic} failed", topic=topic)
 
     def _channel_error(self, cursor) -> None:
         """The channel raised on deliver: stop that subscriber (its pointer stays)."""
@@ -275,6 +312,9 @@ class DeliveryManager:
         limit = cursor.next_seq - 1 if cursor is not None else table.log.last_seq
         if seq > limit:
             seq = limit
+        runs = cursor.filtered_runs if cursor is not None else None
+        while runs and runs[0][0] <= seq:
+            seq = max(seq, runs.popleft()[1])
         old = subscription.consumed_seq
         if seq <= old:
             return
@@ -320,6 +360,7 @@ class DeliveryManager:
             subscription.deleted = True
             subscription.cancel()
             table.remove(subscriber_id)
+            self._changed(topic, subscriber_id, False)
             low = table.min_consumed
             self.cache.prune(topic, table.log.last_seq if low is None else low)
 

@@ -1,42 +1,48 @@
-"""Group commit: one sync, off the reactor thread, covers every append made meanwhile.
+"""Group commit: one round of fsyncs, off the reactor thread, covers every append made
+meanwhile.
 
-An fsync costs a few hundred microseconds however much it writes, so appends that wait
-for durability wait together: the first one starts a sync at once, every append made while
-it runs joins the next one, which starts as soon as the first completes. Acknowledgements
-fire on the reactor thread, in append order, after the sync that covers them.
+An fsync costs about the same however much it writes, so appends that wait for
+durability wait together: the first one starts a round at once, every append made while
+it runs joins the next one, which starts as soon as the first completes. A round syncs
+each file it covers in its own pool thread, all at once: the file system commits its
+journal once for all of them, where one file after another would pay a journal commit
+each. Acknowledgements fire on the reactor thread, in append order, after the round
+that covers them.
 """
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from hedwig.ledger.interface import LedgerError
+from hedwig.ledger.threads import in_thread
 
 
 class GroupCommit:
-    """Batches waiters behind syncs; at most one sync runs at a time.
+    """Batches waiters behind rounds of syncs; at most one round runs at a time.
 
-    snapshot() runs on the reactor thread when a sync starts and returns what that sync
-    must cover (so everything stored before it is covered); sync(token) runs in a worker
-    thread; synced(token) or failed(token, failure) runs on the reactor thread after it.
+    snapshot() runs on the reactor thread when a round starts and returns (items, token):
+    what that round must sync, so everything stored before it is covered; sync_one(item)
+    runs in a pool thread per item; synced(token) or failed(token, failure) runs on the
+    reactor thread once every item is done.
     """
 
-    def __init__(self, reactor, snapshot, sync, synced, failed):
+    def __init__(self, reactor, snapshot, sync_one, synced, failed):
         self._reactor = reactor
         self._snapshot = snapshot
-        self._sync = sync
+        self._sync_one = sync_one
         self._synced = synced
         self._failed = failed
-        self._waiting = []  # (Deferred, result or Failure) for the next sync, in order
+        self._waiting = []  # (Deferred, result or Failure) for the next round, in order
         self._running = False
         self._firing = False
-        self.syncs = 0  # syncs completed (for tests and metrics)
+        self.syncs = 0  # rounds completed (for tests and metrics)
 
     @property
     def running(self) -> bool:
         return self._running
 
     def wait(self, result) -> Deferred:
-        """A Deferred firing with `result` once a sync started from now on completes (or
+        """A Deferred firing with `result` once a round started from now on completes (or
         failing with `result` there, if it is a Failure: failures keep their place in
         the order too)."""
         d = Deferred()
@@ -46,7 +52,7 @@ class GroupCommit:
         return d
 
     def kick(self) -> None:
-        """Start a sync now if none runs (the interval policy's timer)."""
+        """Start a round now if none runs (the interval policy's timer)."""
         if not self._running and not self._firing:
             self._start()
 
@@ -54,34 +60,41 @@ class GroupCommit:
         self._running = True
         batch, self._waiting = self._waiting, []
         try:
-            token = self._snapshot()
+            items, token = self._snapshot()
         except BaseException:
-            self._done(None, batch, Failure())
+            self._done(None, batch, [Failure()])
             return
-        self._reactor.callInThread(self._run, token, batch)
+        if not items:
+            self._done(token, batch, [])
+            return
+        outstanding = [len(items)]
+        failures = []
 
-    def _run(self, token, batch) -> None:
-        try:
-            self._sync(token)
-            failure = None
-        except BaseException:
-            failure = Failure()
-        self._reactor.callFromThread(self._done, token, batch, failure)
+        def one_done(result):
+            if isinstance(result, Failure):
+                failures.append(result)
+            outstanding[0] -= 1
+            if not outstanding[0]:
+                self._done(token, batch, failures)
 
-    def _done(self, token, batch, failure) -> None:
+        for item in items:
+            in_thread(self._reactor, self._sync_one, item).addBoth(one_done)
+
+    def _done(self, token, batch, failures) -> None:
         self._running = False
         self.syncs += 1
-        if failure is None:
+        if not failures:
             self._synced(token)
+            error = None
         else:
-            self._failed(token, failure)
-            error = Failure(LedgerError(f"fsync failed: {failure.getErrorMessage()}"))
+            self._failed(token, failures[0])
+            error = Failure(LedgerError(f"fsync failed: {failures[0].getErrorMessage()}"))
         self._firing = True
         try:
             for d, result in batch:
                 if isinstance(result, Failure):
                     d.errback(result)
-                elif failure is not None:
+                elif error is not None:
                     d.errback(error)
                 else:
                     d.callback(result)

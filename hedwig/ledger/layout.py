@@ -68,10 +68,10 @@ def ledger_dir_name(ledger_id: int) -> str:
 
 def parse_ledger_dir_name(name: str):
     """The ledger id a directory name stands for, or None if it is not a ledger's."""
-    if len(name) != 1 + LEDGER_DIR_DIGITS or not name.startswith(LEDGER_DIR_PREFIX):
+    if len(name) < 1 + LEDGER_DIR_DIGITS or not name.startswith(LEDGER_DIR_PREFIX):
         return None
     digits = name[1:]
-    return int(digits) if digits.isdigit() else None
+    return int(digits) if digits.isascii() and digits.isdigit() else None
 
 
 def data_page_name(page: int) -> str:

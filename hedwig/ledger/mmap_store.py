@@ -63,7 +63,7 @@ from hedwig.ledger.layout import (
     parse_ledger_dir_name,
 )
 from hedwig.ledger.mapped import MappedPages
-from hedwig.ledger.pagefiles import PageStream, map_file, storage_error, sync_paths
+from hedwig.ledger.pagefiles import PageStream, map_file, storage_error, sync_path, sync_paths
 from hedwig.ledger.recovery import recover_tail
 from hedwig.ledger.threads import in_thread
 
@@ -182,7 +182,7 @@ class MmapLedgerStore:
         self._writable: dict[int, _Ledger] = {}
         self._dirty: set[_Ledger] = set()
         self._pages = MappedPages(max_mapped_pages, self._unmapped)
-        self._commit = GroupCommit(reactor, self._snapshot, self._sync, self._synced, self._sync_failed)
+        self._commit = GroupCommit(reactor, self._snapshot, self._sync_one, self._synced, self._sync_failed)
         self._jobs = set()  # Deferreds of thread work still running (waited for by close)
         self._closed = False
         self._dir_new = False  # a ledger directory appeared since the last sync
@@ -313,11 +313,22 @@ class MmapLedgerStore:
         led.data_page, led.data_off = end_page, end_offset
         led.synced_data_page = end_page
         led.synced_index_page = led.count // led.records_per_page
+        syncing = self.fsync_policy != "never"
         led.data_stream = PageStream(
-            led.path, data_page_name, led.page_bytes, DATA_CHUNK_BYTES, end_page * led.page_bytes + end_offset
+            led.path,
+            data_page_name,
+            led.page_bytes,
+            DATA_CHUNK_BYTES,
+            end_page * led.page_bytes + end_offset,
+            sync_zeros=syncing,
         )
         led.index_stream = PageStream(
-            led.path, index_page_name, led.index_page_bytes, INDEX_CHUNK_BYTES, led.count * RECORD_BYTES
+            led.path,
+            index_page_name,
+            led.index_page_bytes,
+            INDEX_CHUNK_BYTES,
+            led.count * RECORD_BYTES,
+            sync_zeros=syncing,
         )
         try:
             led.header_mm = map_file(os.path.join(led.path, HEADER_FILE), HEADER_BYTES, True)
@@ -725,11 +736,11 @@ class MmapLedgerStore:
         self._dirty.clear()
         return paths, marks
 
-    def _sync(self, token) -> None:
-        sync_paths(token[0])
+    def _sync_one(self, path: str) -> None:
+        sync_path(path)
 
-    def _synced(self, token) -> None:
-        for led, count in token[1]:
+    def _synced(self, marks) -> None:
+        for led, count in marks:
             if count > led.durable:
                 led.durable = count
                 if led.header_mm is not None:
@@ -740,7 +751,7 @@ class MmapLedgerStore:
         write; nothing about those ledgers' tails can be trusted, so they take no more
         appends (reopening the store recovers them)."""
         self.log.failure("ledger sync failed", failure)
-        for led, _count in token[1] if token is not None else ():
+        for led, _count in token or ():
             led.broken = f"an fsync failed: {failure.getErrorMessage()}"
             self._writable.pop(led.id, None)
 

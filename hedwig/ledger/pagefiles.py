@@ -42,28 +42,44 @@ def map_file(path: str, length: int, writable: bool) -> mmap.mmap:
         os.close(fd)
 
 
+def sync_path(path: str) -> None:
+    """fdatasync a file (fsync a directory); one deleted meanwhile is skipped (its ledger
+    was deleted: nothing is left to make durable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        if os.path.isdir(path):
+            os.fsync(fd)
+        else:
+            os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
 def sync_paths(paths) -> None:
-    """fdatasync each file (or fsync each directory) named; a file deleted meanwhile is
-    skipped (its ledger was deleted, nothing left to make durable)."""
     for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            continue
-        try:
-            if os.path.isdir(path):
-                os.fsync(fd)
-            else:
-                os.fdatasync(fd)
-        finally:
-            os.close(fd)
+        sync_path(path)
 
 
 class PageStream:
     """The page files of one kind of one writable ledger, allocated ahead of the writer."""
 
-    def __init__(self, directory: str, namer, page_bytes: int, chunk_bytes: int, ready: int = 0):
+    def __init__(
+        self,
+        directory: str,
+        namer,
+        page_bytes: int,
+        chunk_bytes: int,
+        ready: int = 0,
+        sync_zeros: bool = False,
+    ):
         self.directory = directory
+        # Sync the preparer's zeros too (for the fsync policies that sync appends): the
+        # blocks are then written, not merely allocated, and an fsync after an append
+        # has no extent conversion to journal.
+        self.sync_zeros = sync_zeros
         self.namer = namer
         self.page_bytes = page_bytes
         self.chunk_bytes = max(1, min(chunk_bytes, page_bytes, len(_ZEROS)))
@@ -73,39 +89,30 @@ class PageStream:
         self.preparing = False  # a preparer job is queued or running (reactor thread's flag)
         self.full = False  # the last preparer hit a full disk; the writer retries itself
         self.pages_created = 0  # page files created so far (their directory entries need a sync)
-        self._fd = -1
-        self._fd_page = -1
 
     def page_path(self, page: int) -> str:
         return os.path.join(self.directory, self.namer(page))
 
     # -- called with the lock held --------------------------------------------------
 
-    def _page_fd(self, page: int) -> int:
-        if self._fd_page == page:
-            return self._fd
-        path = self.page_path(page)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size < self.page_bytes:
-                os.ftruncate(fd, self.page_bytes)  # sparse: blocks come from fallocate
-                self.pages_created += 1
-        except OSError:
-            os.close(fd)
-            raise
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd, self._fd_page = fd, page
-        return fd
-
     def _allocate_chunk(self, touch: bool) -> None:
         pos = self.ready
         page, offset = divmod(pos, self.page_bytes)
         length = min(self.chunk_bytes, self.page_bytes - offset)
-        fd = self._page_fd(page)
-        os.posix_fallocate(fd, offset, length)
-        if touch:
-            os.pwrite(fd, memoryview(_ZEROS)[:length], offset)
+        # Opened per chunk, not kept: a hub with thousands of open ledgers would otherwise
+        # hold thousands of descriptors for files it touches once a megabyte.
+        fd = os.open(self.page_path(page), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < self.page_bytes:
+                os.ftruncate(fd, self.page_bytes)  # sparse: blocks come from fallocate
+                self.pages_created += 1
+            os.posix_fallocate(fd, offset, length)
+            if touch:
+                os.pwrite(fd, memoryview(_ZEROS)[:length], offset)
+                if self.sync_zeros:
+                    os.fdatasync(fd)
+        finally:
+            os.close(fd)
         self.ready = pos + length
 
     # -- reactor thread -------------------------------------------------------------
@@ -127,12 +134,9 @@ class PageStream:
             self.full = False
 
     def stop(self) -> None:
-        """No more allocation; release the file descriptor (waits for a running chunk)."""
+        """No more allocation (waits for a chunk being allocated)."""
         with self.lock:
             self.stopped = True
-            if self._fd >= 0:
-                os.close(self._fd)
-            self._fd = self._fd_page = -1
 
     # -- preparer thread ------------------------------------------------------------
 

@@ -16,5 +16,6 @@ def in_thread(reactor, f, *args) -> Deferred:
         else:
             reactor.callFromThread(d.callback, result)
 
+    run.target = f  # what runs, for whoever inspects queued thread work (tests)
     reactor.callInThread(run)
     return d

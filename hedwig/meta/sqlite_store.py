@@ -3,11 +3,19 @@
 Each record is a row with a version; a write names the version it replaces and succeeds
 only if the row still has it (one UPDATE ... WHERE version = ?, or an INSERT that must not
 collide), which is compare-and-set without a read-modify-write race. The database runs in
-WAL mode, and every write is its own transaction, committed before its Deferred fires;
-`synchronous = FULL` (the default) makes that commit survive a power cut, not only a
-process crash: the topic ranges written at acquire and at each roll guard acknowledged
-messages, so they must be durable. SQLite answers in microseconds from the page cache,
-so the calls run on the reactor thread and return already-fired Deferreds.
+WAL mode, and every write is its own transaction, committed before its Deferred fires, so
+it survives a crash of the process. Surviving a power cut costs an fsync per commit, paid
+where it matters:
+
+- topic ranges (written at acquire, at each roll, at GC) guard acknowledged messages: they
+  commit with `synchronous` (FULL by default: fsynced);
+- consume pointers are written far more often, and losing the latest one only means
+  redelivering a few messages: they commit with `subscription_synchronous` (NORMAL by
+  default: in WAL mode, durable at the next fsync of the log, by the next FULL commit or
+  checkpoint).
+
+SQLite answers in microseconds from the page cache, so the calls run on the reactor thread
+and return already-fired Deferreds.
 """
 
 import logging
@@ -59,9 +67,22 @@ def _check_name(kind: str, name) -> str:
 class SqliteMetadataStore:
     """IMetadataStore over the SQLite database at `path` (created with its directory)."""
 
-    def __init__(self, path, *, synchronous: str = "FULL", busy_timeout_ms: int = 2000):
-        if synchronous.upper() not in _SYNCHRONOUS:
-            raise ValueError(f"synchronous is one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}")
+    def __init__(
+        self,
+        path,
+        *,
+        synchronous: str = "FULL",
+        subscription_synchronous: str = "NORMAL",
+        busy_timeout_ms: int = 2000,
+    ):
+        for name, value in (
+            ("synchronous", synchronous),
+            ("subscription_synchronous", subscription_synchronous),
+        ):
+            if not isinstance(value, str) or value.upper() not in _SYNCHRONOUS:
+                raise ValueError(f"{name} is one of {', '.join(_SYNCHRONOUS)}, not {value!r}")
+        self._topic_sync = synchronous.upper()
+        self._subscription_sync = subscription_synchronous.upper()
         self.path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(self.path))
         try:
@@ -74,7 +95,8 @@ class SqliteMetadataStore:
             mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise MetadataError(f"{self.path}: SQLite refused WAL mode (journal mode {mode})")
-            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._sync = None
+            self._use_sync(self._topic_sync)
             found = self._db.execute("PRAGMA user_version").fetchone()[0]
             if found not in (0, SCHEMA_VERSION):
                 raise MetadataError(
@@ -89,6 +111,12 @@ class SqliteMetadataStore:
             self._db.close()
             raise
         self._closed = False
+
+    def _use_sync(self, mode: str) -> None:
+        """Set the durability of the next commits (a connection setting: cheap to switch)."""
+        if self._sync != mode:
+            self._db.execute(f"PRAGMA synchronous={mode}")
+            self._sync = mode
 
     @property
     def journal_mode(self) -> str:
@@ -123,6 +151,7 @@ class SqliteMetadataStore:
     def _put_topic(self, topic, ranges, version):
         topic = _check_name("topic", topic)
         text = encode_ranges(check_ranges(ranges))
+        self._use_sync(self._topic_sync)
         if check_version(version) == NEW:
             try:
                 self._db.execute(
@@ -144,6 +173,7 @@ class SqliteMetadataStore:
 
     def _delete_topic(self, topic, version):
         topic = _check_name("topic", topic)
+        self._use_sync(self._topic_sync)
         cursor = self._db.execute(
             "DELETE FROM topics WHERE topic = ? AND version = ?", (topic, check_version(version))
         )
@@ -177,6 +207,7 @@ class SqliteMetadataStore:
         key = (_check_name("topic", topic), _check_name("subscriber id", subscriber_id))
         consumed_seq, preferences = check_subscription(state)
         text = encode_preferences(preferences)
+        self._use_sync(self._subscription_sync)
         if check_version(version) == NEW:
             try:
                 self._db.execute(
@@ -201,6 +232,7 @@ class SqliteMetadataStore:
 
     def _delete_subscription(self, topic, subscriber_id, version):
         key = (_check_name("topic", topic), _check_name("subscriber id", subscriber_id))
+        self._use_sync(self._topic_sync)  # an unsubscribe must not come back after a power cut
         cursor = self._db.execute(
             "DELETE FROM subscriptions WHERE topic = ? AND subscriber_id = ? AND version = ?",
             (*key, check_version(version)),

@@ -12,10 +12,53 @@ from hedwig.meta import NEW, LedgerRange, MetadataError, SqliteMetadataStore, Su
 from tests.meta.test_store_contract import result
 
 
-def test_runs_in_wal_mode_with_full_sync(tmp_path):
+def test_runs_in_wal_mode(tmp_path):
     store = SqliteMetadataStore(tmp_path / "m.db")
     try:
         assert store.journal_mode == "wal"
+    finally:
+        result(store.close())
+
+
+def test_topic_records_commit_fsynced_and_consume_pointers_cheaper(tmp_path):
+    """Each write commits under the durability its record needs: FULL (fsynced) for
+    ledger ranges and unsubscribes, NORMAL for consume pointers."""
+    store = SqliteMetadataStore(tmp_path / "m.db")
+    statements = []
+    store._db.set_trace_callback(statements.append)
+
+    def sync_of(write):
+        """The synchronous level in force when the statement starting with `write` ran."""
+        level, found = "FULL", None  # FULL: as the store opened
+        for statement in statements:
+            if statement.startswith("PRAGMA synchronous="):
+                level = statement.split("=")[1]
+            elif statement.startswith(write):
+                found = level
+        return found
+
+    try:
+        result(store.put_topic("t", [LedgerRange(1, 1, None)], NEW))
+        result(store.put_subscription("t", "s", SubscriptionState(1, {}), NEW))
+        result(store.put_topic("t", [LedgerRange(2, 1, None)], 0))
+        result(store.put_subscription("t", "s", SubscriptionState(2, {}), 0))
+        result(store.delete_subscription("t", "s", 1))
+        assert sync_of("INSERT INTO topics") == "FULL"
+        assert sync_of("UPDATE topics") == "FULL"
+        assert sync_of("INSERT INTO subscriptions") == "NORMAL"
+        assert sync_of("UPDATE subscriptions") == "NORMAL"
+        assert sync_of("DELETE FROM subscriptions") == "FULL"
+        switches = [s for s in statements if s.startswith("PRAGMA synchronous")]
+        assert len(switches) == 4  # switched only when the level changes
+    finally:
+        result(store.close())
+
+
+def test_durability_levels_are_configurable(tmp_path):
+    store = SqliteMetadataStore(tmp_path / "m.db", synchronous="EXTRA", subscription_synchronous="full")
+    try:
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 3  # EXTRA, for topic writes
+        result(store.put_subscription("t", "s", SubscriptionState(1, {}), NEW))
         assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     finally:
         result(store.close())
@@ -111,6 +154,8 @@ def test_corrupt_stored_record_is_reported_not_returned(tmp_path):
         result(store.close())
 
 
-def test_bad_synchronous_setting_is_refused(tmp_path):
+def test_bad_synchronous_settings_are_refused(tmp_path):
     with pytest.raises(ValueError, match="synchronous"):
         SqliteMetadataStore(tmp_path / "m.db", synchronous="sometimes")
+    with pytest.raises(ValueError, match="subscription_synchronous"):
+        SqliteMetadataStore(tmp_path / "m.db", subscription_synchronous=None)

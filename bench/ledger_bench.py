@@ -12,7 +12,8 @@ Cases (as issue 2 sets them):
 
 Runs on the real reactor and its thread pool (fsyncs and page preparation happen there).
 Prints JSON and writes it to bench/results/ledger_bench.json. Figures depend on the
-machine and its load, which is recorded with them.
+machine and its load, which is recorded with them; process CPU seconds (all threads)
+are recorded next to wall seconds, since on a shared machine they vary less.
 """
 
 import argparse
@@ -51,30 +52,34 @@ def append_and_read(directory: str, count: int, size: int, read_batch: int):
     data = os.urandom(size)
     per_turn = max(1, YIELD_EVERY_BYTES // size)
     append = store.append
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for first in range(0, count, per_turn):
         for i in range(first, min(count, first + per_turn)):
             append(ledger, data, i)
         yield pause()
     append_s = time.perf_counter() - started
+    append_cpu_s = time.process_time() - cpu_started
     assert store.last_entry_id(ledger) == count - 1
     read = store.read
     total = 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for first in range(0, count, read_batch):
         for entry in read(ledger, first, min(count, first + read_batch) - 1):
             total += len(entry)
     read_s = time.perf_counter() - started
+    read_cpu_s = time.process_time() - cpu_started
     assert total == count * size
     yield store.close()
     return {
         "entries": count,
         "entry_bytes": size,
         "append_s": round(append_s, 3),
+        "append_cpu_s": round(append_cpu_s, 3),
         "appends_per_s": round(count / append_s),
         "append_gb_per_s": round(count * size / append_s / 1e9, 3),
         "read_batch": read_batch,
         "read_s": round(read_s, 3),
+        "read_cpu_s": round(read_cpu_s, 3),
         "reads_per_s": round(count / read_s),
         "read_gb_per_s": round(total / read_s / 1e9, 3),
     }
@@ -114,9 +119,10 @@ def always(directory: str, appenders: int, in_flight: int, count: int, ledgers: 
         return finished
 
     syncs_before = store.syncs
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     yield defer.gatherResults([writer(ledger_ids[i % ledgers]) for i in range(appenders)])
     elapsed = time.perf_counter() - started
+    cpu_s = time.process_time() - cpu_started
     syncs = store.syncs - syncs_before
     yield store.close()
     latencies.sort()
@@ -127,6 +133,7 @@ def always(directory: str, appenders: int, in_flight: int, count: int, ledgers: 
         "entries": per_appender * appenders,
         "entry_bytes": size,
         "seconds": round(elapsed, 3),
+        "cpu_s": round(cpu_s, 3),
         "appends_per_s": round(per_appender * appenders / elapsed),
         "fsync_rounds": syncs,
         "appends_per_round": round(per_appender * appenders / max(1, syncs), 1),

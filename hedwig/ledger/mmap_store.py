@@ -29,9 +29,10 @@ import struct
 import time
 import zlib
 
-from twisted.internet.defer import DeferredList, fail, succeed
+from twisted.internet.defer import Deferred, DeferredList, fail, succeed
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from hedwig.config import KIB, MIB
@@ -86,6 +87,7 @@ class _Ledger:
         "broken",
         "bytes",
         "closed",
+        "closing",
         "count",
         "data_mm",
         "data_off",
@@ -117,6 +119,7 @@ class _Ledger:
         self.bytes = data_bytes
         self.durable = durable
         self.closed = closed
+        self.closing = None  # while a close is on its way: Deferreds of later close calls
         self.deleted = False
         self.broken = None  # why the ledger takes no more appends (a failed fsync)
         self.new = False  # created since the last sync: its directory entry is not durable
@@ -238,8 +241,9 @@ class MmapLedgerStore:
         highest = 0
         for name in sorted(os.listdir(self._dir)):
             path = os.path.join(self._dir, name)
-            if name.endswith((".new", ".deleted")):  # a create or delete cut short
-                shutil.rmtree(path, ignore_errors=True)
+            stem, dot, suffix = name.partition(".")
+            if dot and suffix in ("new", "deleted") and parse_ledger_dir_name(stem) is not None:
+                shutil.rmtree(path, ignore_errors=True)  # a create or a delete cut short
                 continue
             ledger_id = parse_ledger_dir_name(name)
             if ledger_id is None:
@@ -648,12 +652,28 @@ class MmapLedgerStore:
         except LedgerError as e:
             return fail(e)
         if led.closed:
-            return succeed(None)
+            if led.closing is None:
+                return succeed(None)
+            later = Deferred()
+            led.closing.append(later)
+            return later
         led.closed = True
+        led.closing = []
         self._writable.pop(ledger_id, None)
         self._dirty.add(led)
         d = self._commit.wait(None)  # every entry stored so far is durable after it
         d.addCallback(lambda _: self._finish_close(led))
+
+        def closed(result):
+            waiting, led.closing = led.closing, None
+            for later in waiting:
+                if isinstance(result, Failure):
+                    later.errback(result)
+                else:
+                    later.callback(None)
+            return result
+
+        d.addBoth(closed)
         return self._job(d)
 
     def _finish_close(self, led: _Ledger):

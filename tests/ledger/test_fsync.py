@@ -114,6 +114,19 @@ def test_close_ledger_waits_for_the_appends_before_it(open_store):
     assert events == ["append", "closed"]
 
 
+def test_a_second_close_fires_with_the_first(open_store):
+    reactor = QueuedThreadsReactor()
+    store = open_store(reactor=reactor, fsync="never")
+    ledger = store.create()
+    store.append(ledger, entry(0), 0)
+    first = fired(store.close_ledger(ledger))
+    second = fired(store.close_ledger(ledger))
+    assert first == second == []
+    reactor.run_threads()
+    assert first == second == [None]
+    assert fired(store.close_ledger(ledger)) == [None]
+
+
 def test_a_failed_fsync_fails_what_it_covered_and_stops_the_ledger(open_store, monkeypatch):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="always")

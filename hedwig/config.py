@@ -58,7 +58,7 @@ class DeliverySettings:
     consume_interval: int = 50
     consume_flush_ms: int = 1000
     max_burst_entries: int = 100  # entries a cursor delivers before yielding the reactor
-    consume_write_gap_ms: int = 0  # least time between two pointer writes of one subscriber (0: none)
+    consume_write_gap_ms: int = 100  # least time between two pointer writes of one subscriber (0: none)
 
 
 @dataclass

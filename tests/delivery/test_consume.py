@@ -19,7 +19,7 @@ def subscribed(tmp_path, messages=200, **settings):
 
 
 def test_the_pointer_is_written_after_consume_interval_messages(tmp_path):
-    h, _ = subscribed(tmp_path, consume_interval=50)
+    h, _ = subscribed(tmp_path, consume_interval=50, consume_write_gap_ms=0)
     h.manager.consume("t", "s", 30)
     assert h.record("s").consumed_seq == 0
     h.manager.consume("t", "s", 49)

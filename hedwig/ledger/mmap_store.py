@@ -384,7 +384,7 @@ class MmapLedgerStore:
                 os.rename(staging, target)
                 sync_paths([self._dir])
             except OSError as e:
-                raise storage_error(e, "reserving ledger ids") from None
+                raise storage_error(e, f"creating a ledger: reserving ids in {self._dir}") from None
             self._reserved_until = until
         ledger_id = self._next_id
         self._next_id += 1

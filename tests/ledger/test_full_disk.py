@@ -12,27 +12,49 @@ import sys
 import pytest
 from twisted.logger import capturedLogs
 
-from hedwig.ledger.interface import StorageFull
+from hedwig.ledger.interface import LedgerError, StorageFull
+from hedwig.ledger.mmap_store import MmapLedgerStore
 from tests.ledger.conftest import result_of
+from tests.ledger.reactors import InlineThreadsReactor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    mount = tmp_path / "fs"
+def mounted_tmpfs(mount, options):
     mount.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, check=False
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)], capture_output=True, check=False
     )
     if done.returncode != 0:
-        pytest.skip(
-            f"cannot mount a tmpfs here ({done.stderr.decode().strip()}); the RLIMIT_FSIZE test stands in"
-        )
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()}); RLIMIT_FSIZE stands in")
+    return mount
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    mount = mounted_tmpfs(tmp_path / "fs", "size=2m")
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def read_only_tmpfs(tmp_path):
+    mount = mounted_tmpfs(tmp_path / "ro", "size=1m,ro")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_an_unwritable_directory_fails_creates_clearly(read_only_tmpfs):
+    store = MmapLedgerStore(read_only_tmpfs, reactor=InlineThreadsReactor())
+    with pytest.raises(LedgerError, match=r"creating a ledger: .*: Read-only file system") as raised:
+        store.create()
+    assert not isinstance(raised.value, StorageFull)
+    assert store.list_ledgers() == []
+    result_of(store.close())
 
 
 def test_a_full_tmpfs_fails_appends_cleanly_and_recovers(open_store, small_tmpfs):

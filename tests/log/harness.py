@@ -47,7 +47,11 @@ class LogStack:
         self.ledger_options = ledger_options
         self.clock = InlineThreadsClock()
         self.clock.advance(START_TIME)
-        self.metadata = SqliteMetadataStore(os.path.join(self.directory, "meta.db"))
+        # Power-cut durability (fsync per commit) is tested in tests/meta; these tests
+        # need the same records and transactions, not the fsyncs.
+        self.metadata = SqliteMetadataStore(
+            os.path.join(self.directory, "meta.db"), synchronous="OFF", subscription_synchronous="OFF"
+        )
         self.ledgers = self._open_ledgers()
         self.managers: list[TopicLogManager] = []
 

@@ -13,6 +13,7 @@ resume.py). A publish in flight when a connection drops raises ConnectionLost: i
 have been stored, and sending it again could store it twice.
 """
 
+import select
 import socket
 import threading
 import time
@@ -260,6 +261,27 @@ class _Connection:
         for subscription in subscriptions:
             subscription._detached()
 
+    def closed_by_hub(self) -> bool:
+        """True when the hub has closed this (idle) connection, e.g. it restarted: then a
+        request can go on a new connection instead of failing as uncertain. Only looks
+        when no thread is reading."""
+        if self.lost is not None:
+            return True
+        if not self._read_lock.acquire(False):
+            return False
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+            if readable:
+                self._read_once(_READ_SLICE)  # reads what is there (or finds the end)
+        except (OSError, ValueError):
+            self._lose(f"connection to {format_address(self.address)} failed")
+        finally:
+            self._read_lock.release()
+            if self._waiters:
+                with self._cond:
+                    self._cond.notify_all()
+        return self.lost is not None
+
     def close(self) -> None:
         if self.lost is None:
             try:
@@ -285,6 +307,7 @@ class Subscription:
         self._handle = None
         self._closed = None  # the SubscriptionClosed once closed
         self._closed_here = False
+        self._detached_at = None  # when the connection was lost, while resubscribing
 
     topic = property(lambda self: self._position.topic)
     subscriber_id = property(lambda self: self._position.subscriber_id)
@@ -298,6 +321,7 @@ class Subscription:
     def _attached(self, connection, subscribed) -> None:
         self._connection = connection
         self._handle = subscribed.handle
+        self._detached_at = None
         self._position.on_subscribed(subscribed)
 
     def _delivered(self, start, stop, entry) -> None:
@@ -306,6 +330,7 @@ class Subscription:
     def _detached(self, topic_moved: bool = False) -> None:
         self._connection = None
         self._handle = None
+        self._detached_at = time.monotonic()
         if topic_moved:
             self._client._forget_route(self.topic)
 
@@ -328,6 +353,8 @@ class Subscription:
             connection = self._connection
             if connection is None:
                 self._client._resubscribe(self, deadline)
+                if self._connection is None and deadline is not None and time.monotonic() >= deadline:
+                    return None
                 continue
             self._flush_ack(connection)
             ready = connection.wait_for(
@@ -459,7 +486,7 @@ class Client:
             if self._closed:
                 raise ClientClosed(message="the client is closed")
             connection = self._connections.get(address)
-            if connection is None or connection.lost is not None:
+            if connection is None or connection.closed_by_hub():
                 connection = _Connection(address, self.connect_timeout, self.timeout, self.client_name)
                 self._connections[address] = connection
             return connection
@@ -593,7 +620,7 @@ class Client:
         raises CouldNotConnect after `reconnect_timeout` of failures, and
         SubscriptionClosed when the hub no longer has the subscription.
         """
-        give_up = time.monotonic() + self.reconnect_timeout
+        give_up = (subscription._detached_at or time.monotonic()) + self.reconnect_timeout
         backoff = _BACKOFF_FIRST
         while subscription._connection is None and subscription._closed is None:
             try:

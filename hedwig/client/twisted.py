@@ -78,6 +78,8 @@ class HubProtocol(Protocol):
         self.lost = None
         self.ready = Deferred()  # fires with the protocol once HELLO is answered
         self.on_lost = None  # called with the protocol when the connection ends
+        self._lost_waiters = []
+        self.connection_closed = False
 
     # -- connection ------------------------------------------------------------------------
 
@@ -111,6 +113,7 @@ class HubProtocol(Protocol):
             self.transport.abortConnection()
 
     def connectionLost(self, reason):
+        self.connection_closed = True
         if self.lost is None:
             self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
         pending, self._pending = self._pending, {}
@@ -126,6 +129,18 @@ class HubProtocol(Protocol):
             subscription._detached()
         if self.on_lost is not None:
             self.on_lost(self)
+        waiters, self._lost_waiters = self._lost_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
+
+    def disconnect(self) -> Deferred:
+        """Close the connection; fires once it is closed."""
+        if self.connection_closed or self.transport is None:
+            return succeed(None)
+        d = Deferred()
+        self._lost_waiters.append(d)
+        self.transport.loseConnection()
+        return d
 
     # -- frames in -------------------------------------------------------------------------
 
@@ -765,9 +780,10 @@ class Client:
         d = gatherResults(closing, consumeErrors=True)
 
         def disconnect(_):
-            for protocol in list(self._protocols.values()):
-                protocol.on_lost = None
-                protocol.transport.loseConnection()
+            protocols = list(self._protocols.values())
             self._protocols.clear()
+            for protocol in protocols:
+                protocol.on_lost = None
+            return gatherResults([p.disconnect() for p in protocols], consumeErrors=True)
 
-        return d.addBoth(disconnect)
+        return d.addBoth(disconnect).addCallback(lambda _: None)

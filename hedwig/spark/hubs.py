@@ -1,0 +1,60 @@
+"""The Spark source's view of a hub: a topic's bounds and range reads, with errors that
+say what a Spark user needs to know (which hub, which topic) rather than a status code."""
+
+from hedwig.client.blocking import Client
+from hedwig.client.errors import CouldNotConnect, NoSuchTopic
+from hedwig.spark.offsets import TopicBounds
+
+
+class HubUnreachable(ConnectionError):
+    """None of the hub addresses given to the source accepted a connection."""
+
+
+class UnknownTopic(LookupError):
+    """A topic the query names does not exist on the hub."""
+
+
+class HubReader:
+    """A blocking connection for one process (a planner, or one Spark task)."""
+
+    def __init__(self, hubs, timeout: float = 30.0):
+        self.hubs = tuple(hubs)
+        try:
+            self._client = Client(list(self.hubs), timeout=timeout, client_name="hedwig-spark")
+        except CouldNotConnect as e:
+            raise HubUnreachable(
+                f"could not connect to the hedwig hub at {', '.join(self.hubs)} "
+                f"(option 'hub'): {e.message}"
+            ) from None
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    def bounds(self, topic: str) -> TopicBounds:
+        """The seq-ids the hub holds of `topic` now."""
+        try:
+            described = self._client.describe(topic)
+        except NoSuchTopic:
+            raise UnknownTopic(
+                f"topic {topic!r} does not exist on the hedwig hub at {', '.join(self.hubs)} "
+                "(option 'topics'; a topic exists once something was published or subscribed to it)"
+            ) from None
+        return TopicBounds(int(described["first_seq"]), int(described["last_seq"]))
+
+    def read_range(self, topic: str, from_seq: int, to_seq: int, max_bytes: int):
+        try:
+            return self._client.read_range(topic, from_seq, to_seq, max_bytes)
+        except NoSuchTopic:
+            raise UnknownTopic(
+                f"topic {topic!r} does not exist on the hedwig hub at {', '.join(self.hubs)}"
+            ) from None
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()

@@ -1,0 +1,180 @@
+"""The `hedwig` PySpark data source: batch and streaming reads of topics.
+
+    hedwig.spark.register(spark)
+    spark.read.format("hedwig").option("hub", "h:4080").option("topics", "a,b").load()
+    spark.readStream.format("hedwig").option("hub", "h:4080").option("topics", "a").load()
+
+Spark runs the parts of a Python data source in different processes: the reader
+objects are made on the driver (batch planning in a short-lived Python worker, stream
+planning in a long-lived one) and pickled to the executors for `read`. So a reader
+holds only its parsed options; hub connections are opened where they are used and never
+pickled. Options are described in options.py, offsets in offsets.py.
+"""
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from hedwig.spark.hubs import HubReader
+from hedwig.spark.offsets import admit, last_seq_of, offset_before, skip_lost
+from hedwig.spark.options import OptionError, SourceOptions, parse_options
+from hedwig.spark.planning import SeqRange, plan_partitions
+from hedwig.spark.reading import read_seq_range
+from hedwig.spark.schema import SCHEMA
+
+SOURCE_NAME = "hedwig"
+
+
+def _log(message: str) -> None:
+    """Warnings from the planner or a task go to its stderr, which Spark keeps in its logs."""
+    import sys
+
+    print(f"hedwig source: {message}", file=sys.stderr, flush=True)
+
+
+class HedwigDataSource(DataSource):
+    """Topics of a hedwig hub as rows of SCHEMA (topic, seq, publish_time, origin_region,
+    origin_seq, properties, payload)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self):
+        return SCHEMA
+
+    def reader(self, schema) -> "HedwigBatchReader":
+        _check_schema(schema)
+        return HedwigBatchReader(parse_options(self.options, streaming=False))
+
+    def streamReader(self, schema) -> "HedwigStreamReader":
+        _check_schema(schema)
+        return HedwigStreamReader(parse_options(self.options, streaming=True))
+
+
+def _check_schema(schema) -> None:
+    if schema != SCHEMA:
+        raise OptionError(
+            f"the hedwig data source reads rows of {SCHEMA.simpleString()}; "
+            f"it cannot produce {schema.simpleString()} (select or cast after loading instead)"
+        )
+
+
+def _read_partition(options: SourceOptions, partition):
+    if not isinstance(partition, SeqRange):  # Spark's stand-in when nothing was planned
+        return
+    with HubReader(options.hubs, timeout=options.timeout_s) as hub:
+        yield from read_seq_range(
+            hub,
+            partition.topic,
+            partition.from_seq,
+            partition.to_seq,
+            max_bytes=options.max_bytes_per_request,
+            rows_per_batch=options.rows_per_batch,
+            fail_on_data_loss=options.fail_on_data_loss,
+            log=_log,
+        )
+
+
+class HedwigBatchReader(DataSourceReader):
+    """A batch read: startingSeq..endingSeq of every topic, planned once."""
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+
+    def plan(self, hub) -> list:
+        options = self.options
+        start, end = {}, {}
+        for topic in options.topics:
+            bounds = hub.bounds(topic)
+            offset = offset_before(options.starting[topic], bounds)
+            start[topic] = skip_lost(topic, offset, bounds, options.fail_on_data_loss, _log)
+            end[topic] = last_seq_of(topic, options.ending[topic], bounds)
+        return plan_partitions(start, end, options.max_messages_per_partition)
+
+    def partitions(self):
+        with HubReader(self.options.hubs, timeout=self.options.timeout_s) as hub:
+            return self.plan(hub)
+
+    def read(self, partition):
+        return _read_partition(self.options, partition)
+
+
+class HedwigStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A stream of topics. Offsets are {topic: last seq-id read} (offsets.py); a query
+    restarted from its checkpoint resumes after the offsets of its last batch."""
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self._hub = None  # opened on first use, in the planner process only
+        self._target = None  # availableNow: the latest offsets when the query started
+        self._latest = None  # what the hub held at the last latestOffset, for progress
+
+    def _connection(self) -> HubReader:
+        if self._hub is None:
+            self._hub = HubReader(self.options.hubs, timeout=self.options.timeout_s)
+        return self._hub
+
+    def _all_bounds(self) -> dict:
+        hub = self._connection()
+        return {topic: hub.bounds(topic) for topic in self.options.topics}
+
+    def initialOffset(self) -> dict:
+        options = self.options
+        offsets = {}
+        for topic, bounds in self._all_bounds().items():
+            offset = offset_before(options.starting[topic], bounds)
+            offsets[topic] = skip_lost(topic, offset, bounds, options.fail_on_data_loss, _log)
+        return offsets
+
+    def getDefaultReadLimit(self):
+        limit = self.options.max_messages_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = {topic: bounds.last_seq for topic, bounds in self._all_bounds().items()}
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        options = self.options
+        all_bounds = self._all_bounds()
+        begin, latest, joining = {}, {}, {}
+        for topic, bounds in all_bounds.items():
+            if topic not in start:
+                # A topic added to the query since its checkpoint: this batch only records
+                # where it starts, so every batch is planned from its two offsets alone.
+                joining[topic] = skip_lost(
+                    topic, offset_before(options.starting[topic], bounds), bounds,
+                    options.fail_on_data_loss, _log,
+                )
+                continue
+            begin[topic] = skip_lost(topic, start[topic], bounds, options.fail_on_data_loss, _log)
+            last = bounds.last_seq
+            if self._target is not None:
+                last = min(last, self._target.get(topic, last))
+            latest[topic] = last
+        self._latest = {topic: bounds.last_seq for topic, bounds in all_bounds.items()}
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return admit(begin, latest, max_rows) | joining
+
+    def reportLatestOffset(self):
+        return self._latest
+
+    def partitions(self, start: dict, end: dict) -> list:
+        # A topic missing from `start` joined the query with this batch: nothing to read.
+        reading = {topic: last for topic, last in end.items() if topic in start}
+        return plan_partitions(start, reading, self.options.max_messages_per_partition)
+
+    def read(self, partition):
+        return _read_partition(self.options, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: the drain job acknowledges to the hub from the checkpoint."""
+
+    def stop(self) -> None:
+        if self._hub is not None:
+            self._hub.close()
+            self._hub = None
+
+
+def register(spark) -> None:
+    """Make `spark.read.format("hedwig")` and `spark.readStream.format("hedwig")` work."""
+    spark.dataSource.register(HedwigDataSource)

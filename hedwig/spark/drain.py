@@ -1,0 +1,330 @@
+"""The drain job: topics -> Parquet, exactly once, acknowledged to the hub as it goes.
+
+    hedwig drain --hub H:P --topics a,b --out PATH --checkpoint DIR [--once] [--subscriber NAME]
+
+A Structured Streaming query reads the topics with the `hedwig` source and writes
+Parquet partitioned by topic and date (the UTC day of publish_time). Spark's file sink
+and the query checkpoint make the output exactly once: a batch is planned from offsets
+written before it runs, its files are listed in the sink's log (`_spark_metadata`)
+when it commits, and a restarted query redoes only a batch that never committed.
+Read the output with Spark (`spark.read.parquet(PATH)`), which follows that log and so
+never sees the files of a batch cut short by a crash.
+
+The drain holds a durable subscription per topic and acknowledges a seq-id only once the
+checkpoint records the batch that holds it as committed (checkpoint.py, acks.py). The
+hub therefore keeps everything not yet safely in the output and collects the rest. If
+the job dies between a commit and its acknowledgement, the next run acknowledges first.
+
+`--once` drains what the topics hold when it starts (trigger availableNow) and stops;
+otherwise the query runs until interrupted. Progress (messages drained, the rate, lag
+per topic) goes to stderr every few seconds.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from hedwig.client.blocking import Client
+from hedwig.client.errors import CouldNotConnect, HedwigError
+from hedwig.protocol.names import InvalidName, check_subscriber_id
+from hedwig.spark.acks import DrainSubscriptions
+from hedwig.spark.checkpoint import checkpoint_files, last_committed
+from hedwig.spark.hubs import HubUnreachable, UnknownTopic
+from hedwig.spark.options import (
+    DEFAULT_MAX_MESSAGES_PER_PARTITION,
+    OptionError,
+    parse_hubs,
+    parse_topics,
+)
+from hedwig.spark.source import SOURCE_NAME, register
+
+DEFAULT_SUBSCRIBER = "hedwig-drain"
+DEFAULT_MAX_MESSAGES_PER_TRIGGER = 1_000_000
+MICROS_PER_DAY = 86_400_000_000
+
+
+class DrainFailed(RuntimeError):
+    """The drain query stopped with an error; what it committed stays acknowledged."""
+
+
+@dataclass(frozen=True)
+class DrainSettings:
+    hubs: tuple
+    topics: tuple
+    out: str
+    checkpoint: str
+    once: bool = False
+    subscriber: str = DEFAULT_SUBSCRIBER
+    max_messages_per_trigger: int | None = DEFAULT_MAX_MESSAGES_PER_TRIGGER
+    max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+    fail_on_data_loss: bool = True
+    trigger_interval_s: float = 1.0
+    progress_interval_s: float = 5.0
+
+
+@dataclass
+class DrainReport:
+    """Where a drain run left each topic."""
+
+    drained: int  # messages committed to the output by this run
+    committed: dict  # topic -> last seq-id in the output
+    acknowledged: dict  # topic -> the consumed seq-id the hub holds for the drain
+    lag: dict  # topic -> messages published but not yet in the output
+    batches: int  # the checkpoint's last committed batch id + 1
+
+
+class Progress:
+    """Turns committed offsets and hub bounds into the drain's progress line."""
+
+    def __init__(self, baseline: dict, clock=time.monotonic):
+        self.baseline = dict(baseline)
+        self._clock = clock
+        self._started = clock()
+        self._last = (self._started, 0)
+
+    def drained(self, committed: dict) -> int:
+        return sum(max(0, committed.get(t, b) - b) for t, b in self.baseline.items())
+
+    def line(self, committed: dict, lag: dict) -> str:
+        now = self._clock()
+        drained = self.drained(committed)
+        then, before = self._last
+        rate = (drained - before) / (now - then) if now > then else 0.0
+        self._last = (now, drained)
+        lags = " ".join(f"{t}={n}" for t, n in lag.items())
+        return f"drained {drained} messages ({rate:,.0f}/s now); lag {lags}"
+
+
+def _date_column():
+    from pyspark.sql import functions
+
+    day = functions.floor(functions.unix_micros("publish_time") / MICROS_PER_DAY).cast("int")
+    return functions.date_from_unix_date(day)
+
+
+def start_query(spark, settings: DrainSettings, starting: dict):
+    """The streaming query: hedwig source -> Parquet by topic and date."""
+    reader = (
+        spark.readStream.format(SOURCE_NAME)
+        .option("hub", ",".join(settings.hubs))
+        .option("topics", ",".join(settings.topics))
+        .option("startingSeq", json.dumps(starting))
+        .option("maxMessagesPerPartition", str(settings.max_messages_per_partition))
+        .option("failOnDataLoss", "true" if settings.fail_on_data_loss else "false")
+    )
+    if settings.max_messages_per_trigger is not None:
+        reader = reader.option("maxMessagesPerTrigger", str(settings.max_messages_per_trigger))
+    writer = (
+        reader.load()
+        .withColumn("date", _date_column())
+        .writeStream.format("parquet")
+        .option("path", settings.out)
+        .option("checkpointLocation", settings.checkpoint)
+        .partitionBy("topic", "date")
+        .queryName(f"hedwig-drain-{settings.subscriber}")
+    )
+    if settings.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{settings.trigger_interval_s} seconds")
+    return writer.start()
+
+
+def drain(spark, settings: DrainSettings, say=None) -> DrainReport:
+    """Run the drain in `spark` until it is done (--once) or stopped; returns where it
+    left each topic. Raises DrainFailed when the query fails."""
+    say = say or (lambda message: print(f"hedwig drain: {message}", file=sys.stderr, flush=True))
+    register(spark)
+    files = checkpoint_files(settings.checkpoint, spark)
+    try:
+        client = Client(list(settings.hubs), client_name=f"hedwig-drain/{settings.subscriber}")
+    except CouldNotConnect as e:
+        raise HubUnreachable(
+            f"could not connect to the hedwig hub at {', '.join(settings.hubs)}: {e.message}"
+        ) from None
+    with client:
+        subscriptions = DrainSubscriptions(client, settings.topics, settings.subscriber, say)
+        consumed = subscriptions.ensure()
+        previous = last_committed(files)
+        committed = dict(consumed)
+        if previous is not None:
+            committed.update({t: s for t, s in previous[1].items() if t in consumed})
+            made = subscriptions.acknowledge(committed)
+            if made:
+                say(f"acknowledged what the last run committed: {made}")
+        progress = Progress(committed)
+        starting = {topic: seq + 1 for topic, seq in consumed.items()}
+
+        def catch_up():
+            found = last_committed(files)
+            if found is not None:
+                committed.update({t: s for t, s in found[1].items() if t in consumed})
+                subscriptions.acknowledge(committed)
+            return found
+
+        def lag():
+            return {t: max(0, int(client.describe(t)["last_seq"]) - committed[t]) for t in settings.topics}
+
+        query = start_query(spark, settings, starting)
+        failure = None
+        try:
+            while True:
+                try:
+                    finished = query.awaitTermination(settings.progress_interval_s)
+                except Exception as e:  # the query failed: acknowledge what it committed
+                    failure = e
+                    finished = True
+                catch_up()
+                say(progress.line(committed, lag()))
+                if finished:
+                    break
+        except KeyboardInterrupt:
+            say("interrupted: stopping the query")
+            query.stop()
+            catch_up()
+            raise
+        if failure is None and query.exception() is not None:
+            failure = query.exception()
+        if failure is not None:
+            raise DrainFailed(_describe_failure(failure)) from None
+        found = catch_up()
+        return DrainReport(
+            drained=progress.drained(committed),
+            committed=dict(committed),
+            acknowledged=dict(subscriptions.consumed),
+            lag=lag(),
+            batches=0 if found is None else found[0] + 1,
+        )
+
+
+_OUR_ERRORS = ("DataLoss: ", "UnknownTopic: ", "HubUnreachable: ", "RangeNotAvailable: ", "CorruptEntry: ")
+
+
+def _describe_failure(error) -> str:
+    """The first line that says what went wrong, out of a Spark error's Python traceback."""
+    text = str(getattr(error, "desc", None) or error)
+    for marker in _OUR_ERRORS:
+        at = text.find(marker)
+        if at >= 0:
+            return text[at:].split("\n", 1)[0]
+    return text.strip().split("\n", 1)[0]
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def add_drain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--hub", required=True, metavar="H:P[,H:P...]", help="hub address(es)")
+    parser.add_argument("--topics", required=True, metavar="A,B", help="topics to drain")
+    parser.add_argument("--out", required=True, metavar="PATH", help="Parquet output directory (or URI)")
+    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="the query's checkpoint directory")
+    parser.add_argument("--once", action="store_true", help="drain what is there now, then stop")
+    parser.add_argument(
+        "--subscriber", default=DEFAULT_SUBSCRIBER, help=f"subscriber id (default {DEFAULT_SUBSCRIBER})"
+    )
+    parser.add_argument(
+        "--max-messages-per-trigger",
+        type=int,
+        default=DEFAULT_MAX_MESSAGES_PER_TRIGGER,
+        metavar="N",
+        help=f"messages per micro-batch at most (default {DEFAULT_MAX_MESSAGES_PER_TRIGGER}; 0: no limit)",
+    )
+    parser.add_argument(
+        "--max-messages-per-partition",
+        type=int,
+        default=DEFAULT_MAX_MESSAGES_PER_PARTITION,
+        metavar="N",
+        help=f"messages per Spark task at most (default {DEFAULT_MAX_MESSAGES_PER_PARTITION})",
+    )
+    parser.add_argument(
+        "--allow-data-loss",
+        action="store_true",
+        help="skip seq-ids the hub already collected instead of failing (failOnDataLoss=false)",
+    )
+    parser.add_argument(
+        "--interval", type=float, default=1.0, metavar="S", help="seconds between micro-batches (default 1)"
+    )
+    parser.add_argument(
+        "--progress", type=float, default=5.0, metavar="S", help="seconds between progress lines (default 5)"
+    )
+    parser.add_argument("--master", help="Spark master (default: Spark's own, local[*] outside a cluster)")
+
+
+def settings_from_args(args) -> DrainSettings:
+    try:
+        subscriber = check_subscriber_id(args.subscriber)
+    except InvalidName as e:
+        raise OptionError(f"--subscriber: {e}") from None
+    for name in ("max_messages_per_trigger", "max_messages_per_partition"):
+        value = getattr(args, name)
+        if value < 0 or (value == 0 and name == "max_messages_per_partition"):
+            raise OptionError(f"--{name.replace('_', '-')} must be a positive number")
+    if args.interval < 0 or args.progress <= 0:
+        raise OptionError("--interval must be 0 or more seconds and --progress more than 0")
+    return DrainSettings(
+        hubs=parse_hubs(args.hub),
+        topics=parse_topics(args.topics),
+        out=args.out,
+        checkpoint=args.checkpoint,
+        once=args.once,
+        subscriber=subscriber,
+        max_messages_per_trigger=args.max_messages_per_trigger or None,
+        max_messages_per_partition=args.max_messages_per_partition,
+        fail_on_data_loss=not args.allow_data_loss,
+        trigger_interval_s=args.interval,
+        progress_interval_s=args.progress,
+    )
+
+
+def spark_session(master: str | None = None):
+    """A session for the drain; workers run this interpreter unless PYSPARK_PYTHON says."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("hedwig-drain").config("spark.ui.showConsoleProgress", "false")
+    if master:
+        builder = builder.master(master)
+    return builder.getOrCreate()
+
+
+def run_drain(args) -> int:
+    """`hedwig drain`: the process's exit status."""
+    try:
+        settings = settings_from_args(args)
+    except OptionError as e:
+        print(f"hedwig drain: {e}", file=sys.stderr)
+        return 2
+    spark = spark_session(args.master)
+    try:
+        report = drain(spark, settings)
+    except (DrainFailed, HubUnreachable, UnknownTopic, HedwigError) as e:
+        print(f"hedwig drain: failed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        spark.stop()
+    print(
+        json.dumps(
+            {
+                "drained": report.drained,
+                "committed": report.committed,
+                "acknowledged": report.acknowledged,
+                "lag": report.lag,
+            }
+        )
+    )
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="hedwig drain", description="drain hedwig topics into Parquet")
+    add_drain_arguments(parser)
+    return run_drain(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""The drain job against a real hub: exactly once in the output, acknowledgements, GC,
+a crash in the middle of a run, and clear errors."""
+
+import dataclasses
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from hedwig.client.blocking import Client
+from hedwig.spark.drain import DrainFailed, DrainSettings, drain
+from hedwig.spark.hubs import HubUnreachable, UnknownTopic
+from tests.spark.conftest import wait_for
+
+pytestmark = pytest.mark.spark
+
+def publish(client, topic, first, count, per_entry=25):
+    """Messages `{topic}:{n}` for n in first..first+count-1, in entries of `per_entry`."""
+    for at in range(first, first + count, per_entry):
+        n = min(per_entry, first + count - at)
+        client.publish_many(topic, [f"{topic}:{i}".encode() for i in range(at, at + n)])
+
+
+def output_rows(spark, out):
+    """(topic, seq, payload) of every row, read the way analysts read it: with Spark,
+    which follows the file sink's log (so a crashed batch's stray files do not count)."""
+    return [(r.topic, r.seq, bytes(r.payload)) for r in spark.read.parquet(str(out)).collect()]
+
+
+def assert_exactly_once(rows, expected_counts):
+    counts = Counter((topic, seq) for topic, seq, _ in rows)
+    duplicates = [key for key, n in counts.items() if n > 1]
+    assert not duplicates, f"rows written twice: {duplicates[:10]}"
+    for topic, last in expected_counts.items():
+        assert sorted(s for t, s in counts if t == topic) == list(range(1, last + 1)), topic
+    assert all(payload == f"{topic}:{seq}".encode() for topic, seq, payload in rows)
+
+
+def subscriber(client, topic, name):
+    described = client.describe(topic)
+    return described, next(s for s in described["subscribers"] if s["subscriber_id"] == name)
+
+
+def settings(hub, tmp_path, topics, **overrides):
+    values = dict(
+        hubs=(hub.address,),
+        topics=tuple(topics),
+        out=str(tmp_path / "out"),
+        checkpoint=str(tmp_path / "checkpoint"),
+        once=True,
+        subscriber="lake",
+        progress_interval_s=0.5,
+    )
+    values.update(overrides)
+    return DrainSettings(**values)
+
+
+def test_drain_once_twice_is_exactly_once_acknowledged_and_collected(spark, gc_hub, tmp_path):
+    said = []
+    with Client(gc_hub.address) as client:
+        publish(client, "d-orders", 1, 430)
+        publish(client, "d-clicks", 1, 120, per_entry=1)
+        run = settings(gc_hub, tmp_path, ["d-orders", "d-clicks"], max_messages_per_trigger=200)
+        first = drain(spark, run, say=said.append)
+        assert first.drained == 550
+        assert first.committed == {"d-orders": 430, "d-clicks": 120}
+        assert first.batches == 3  # 550 messages, at most 200 per micro-batch
+        assert_exactly_once(output_rows(spark, run.out), {"d-orders": 430, "d-clicks": 120})
+        for topic, last in first.committed.items():
+            _, lake = subscriber(client, topic, "lake")
+            assert lake["consumed_seq"] == last
+        # Ledgers wholly at or below the acknowledged seq-id go; the hub keeps the rest.
+        wait_for(lambda: client.describe("d-orders")["first_seq"] > 400, what="collection of d-orders")
+        last_line = said[-1]
+        assert last_line.startswith("drained 550 messages") and "lag d-orders=0 d-clicks=0" in last_line
+
+        publish(client, "d-orders", 431, 70)
+        publish(client, "d-clicks", 121, 5, per_entry=1)
+        second = drain(spark, run, say=said.append)
+        assert second.drained == 75
+        assert second.committed == {"d-orders": 500, "d-clicks": 125}
+        assert_exactly_once(output_rows(spark, run.out), {"d-orders": 500, "d-clicks": 125})
+        assert subscriber(client, "d-orders", "lake")[1]["consumed_seq"] == 500
+
+
+def test_output_is_partitioned_by_topic_and_date(spark, hub, tmp_path):
+    with Client(hub.address) as client:
+        publish(client, "p-one", 1, 10)
+    run = settings(hub, tmp_path, ["p-one"])
+    drain(spark, run, say=lambda line: None)
+    directories = sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith("_"))
+    assert directories == ["topic=p-one"]
+    dates = [p.name for p in (tmp_path / "out" / "topic=p-one").iterdir()]
+    assert len(dates) == 1 and dates[0].startswith("date=20")
+    row = spark.read.parquet(run.out).first()
+    assert str(row.date) == row.publish_time.strftime("%Y-%m-%d")
+
+
+def test_a_killed_drain_run_again_writes_every_message_exactly_once(spark, hub, tmp_path):
+    total = 3000
+    with Client(hub.address) as client:
+        publish(client, "k-events", 1, total, per_entry=50)
+    run = settings(hub, tmp_path, ["k-events"], max_messages_per_trigger=150, max_messages_per_partition=75)
+    command = [
+        sys.executable, "-m", "hedwig.spark.drain",
+        "--hub", hub.address, "--topics", "k-events", "--out", run.out, "--checkpoint", run.checkpoint,
+        "--once", "--subscriber", "lake", "--max-messages-per-trigger", "150",
+        "--max-messages-per-partition", "75", "--progress", "0.2", "--master", "local[2]",
+    ]  # fmt: skip
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    child = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
+                             start_new_session=True)
+    try:
+        drained_before_kill = wait_for_progress(child, at_least=300)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # the driver and its JVM, mid-run
+        child.wait()
+        child.stderr.close()
+    assert drained_before_kill < total, "the drain finished before it could be killed"
+    committed_batches = len([n for n in os.listdir(os.path.join(run.checkpoint, "commits")) if n.isdigit()])
+    assert committed_batches < total // 150
+
+    # Run again, from the checkpoint, with the rest in one batch.
+    rest_at_once = dataclasses.replace(run, max_messages_per_trigger=None)
+    report = drain(spark, rest_at_once, say=lambda line: None)
+    assert report.committed == {"k-events": total}
+    assert_exactly_once(output_rows(spark, run.out), {"k-events": total})
+    with Client(hub.address) as client:
+        assert subscriber(client, "k-events", "lake")[1]["consumed_seq"] == total
+
+
+def wait_for_progress(child, at_least, timeout=120.0):
+    """Read the drain's progress lines until it reports `at_least` messages drained."""
+    deadline = time.monotonic() + timeout
+    buffered = b""
+    seen = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(child.stderr, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(deadline - time.monotonic()):
+                break
+            chunk = os.read(child.stderr.fileno(), 65536)
+            if not chunk:
+                break
+            buffered += chunk
+            *lines, buffered = buffered.split(b"\n")
+            for line in lines:
+                text = line.decode("utf-8", "replace")
+                seen.append(text)
+                if text.startswith("hedwig drain: drained "):
+                    drained = int(text.split()[3])
+                    if drained >= at_least:
+                        return drained
+    raise AssertionError("the drain reported no progress:\n" + "\n".join(seen[-40:]))
+
+
+def free_port():
+    """A port nothing listens on (bound and released at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_bad_hub_address_is_a_clear_error(spark, tmp_path):
+    port = free_port()
+    run = DrainSettings(
+        hubs=(f"127.0.0.1:{port}",), topics=("x",), out=str(tmp_path / "o"), checkpoint=str(tmp_path / "c")
+    )
+    with pytest.raises(HubUnreachable, match=f"could not connect to the hedwig hub at 127.0.0.1:{port}"):
+        drain(spark, run, say=lambda line: None)
+
+
+def test_an_unknown_topic_is_a_clear_error(spark, hub, tmp_path):
+    with pytest.raises(UnknownTopic, match="topic 'no-such-topic' does not exist"):
+        drain(spark, settings(hub, tmp_path, ["no-such-topic"]), say=lambda line: None)
+
+
+def test_a_collected_range_fails_the_drain_unless_allowed(spark, gc_hub, tmp_path):
+    run = settings(gc_hub, tmp_path, ["gone"], subscriber="late")
+    with Client(gc_hub.address) as client:
+        publish(client, "gone", 1, 10, per_entry=10)
+        assert drain(spark, run, say=lambda line: None).committed == {"gone": 10}
+        publish(client, "gone", 11, 90, per_entry=10)
+        # An operator removes the drain's subscription; another subscriber consumes all,
+        # and the hub collects what the drain has not read yet.
+        client.unsubscribe("gone", "late")
+        other = client.subscribe("gone", "other", start="earliest")
+        for _ in range(100):
+            other.ack(other.receive(timeout=10))
+        other.close()
+        wait_for(lambda: client.describe("gone")["first_seq"] > 50, what="collection of 'gone'")
+        first_held = client.describe("gone")["first_seq"]
+    with pytest.raises(DrainFailed, match=rf"seq-ids 11\.\.{first_held - 1} of topic 'gone' were removed"):
+        drain(spark, run, say=lambda line: None)
+    allowed = dataclasses.replace(run, fail_on_data_loss=False)
+    report = drain(spark, allowed, say=lambda line: None)
+    assert report.committed == {"gone": 100}
+    seqs = sorted(seq for _, seq, _ in output_rows(spark, run.out))
+    assert seqs == list(range(1, 11)) + list(range(first_held, 101))

@@ -114,7 +114,7 @@ def test_an_unknown_topic_is_a_clear_error(spark, hub):
 
 
 def test_bad_options_are_clear_errors(spark, hub):
-    with pytest.raises(Exception, match="(?i)unknown option 'startingOffsets'"):
+    with pytest.raises(Exception, match=r"(?i)unknown option 'startingOffsets'"):
         load(spark, hub, "t", startingOffsets="earliest").collect()
     with pytest.raises(Exception, match="option 'hub' is required"):
         spark.read.format("hedwig").option("topics", "t").load().collect()

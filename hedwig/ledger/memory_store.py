@@ -40,6 +40,8 @@ class MemoryLedgerStore:
         self._holding = False
         self._held: deque[tuple[Deferred, int]] = deque()
         self._after_release: list[Deferred] = []
+        self._holding_closes = False
+        self._held_closes: list[Deferred] = []
         self._closed = False
         self.appends = 0
 
@@ -72,6 +74,18 @@ class MemoryLedgerStore:
             for d in waiting:
                 d.callback(None)
         return released
+
+    def hold_closes(self) -> None:
+        """close_ledger refuses appends at once but its Deferred waits for release_closes()
+        (as a store's final sync of a large ledger takes a while)."""
+        self._holding_closes = True
+
+    def release_closes(self) -> int:
+        self._holding_closes = False
+        waiting, self._held_closes = self._held_closes, []
+        for d in waiting:
+            d.callback(None)
+        return len(waiting)
 
     @property
     def held(self) -> int:
@@ -166,9 +180,9 @@ class MemoryLedgerStore:
             self._ledger(ledger_id).closed = True
         except LedgerError as e:
             return fail(e)
-        if self._held:  # durable once the appends before it are
+        if self._held or self._holding_closes:  # durable once the appends before it are
             d = Deferred()
-            self._after_release.append(d)
+            (self._held_closes if self._holding_closes else self._after_release).append(d)
             return d
         return succeed(None)
 

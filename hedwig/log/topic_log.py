@@ -8,8 +8,9 @@ EntryIndex (open ledger) or the shared EntryLocator (closed ledgers).
 Appends are pipelined: each is handed to the ledger store at once (seq-ids are assigned
 then, in call order, on the reactor thread) and acknowledged in call order once durable.
 Rolling to a new ledger is a barrier: appends arriving meanwhile wait in order, the
-appends already in the old ledger are acknowledged, the old ledger is closed, and the new
-ranges are written with compare-and-set before anything enters the new ledger. So the
+appends already in the old ledger are acknowledged, the old ledger is closed to appends
+(its final sync runs on in the background), and the new ranges are written with
+compare-and-set before anything enters the new ledger. So the
 ranges in the metadata store always cover every acknowledged entry, and a ledger closed
 by a roll ends exactly where its range says.
 
@@ -25,7 +26,15 @@ import logging
 from bisect import bisect_right
 from collections import deque
 
-from twisted.internet.defer import Deferred, DeferredLock, fail, inlineCallbacks, maybeDeferred, succeed
+from twisted.internet.defer import (
+    Deferred,
+    DeferredList,
+    DeferredLock,
+    fail,
+    inlineCallbacks,
+    maybeDeferred,
+    succeed,
+)
 from twisted.python.failure import Failure
 
 from hedwig.config import LogSettings
@@ -141,6 +150,7 @@ class TopicLog:
         self._drained_waiters: list[Deferred] = []
         self._idle_waiters: list[Deferred] = []
         self._meta_lock = DeferredLock()
+        self._ledger_closes: set[Deferred] = set()  # closes started by rolls, not yet done
         self._closed_result = None
         self._stopped_by = None  # why the log failed, for the appends that come after
         self.rolls = 0
@@ -390,10 +400,12 @@ class TopicLog:
             return
         ledger = self._open
         if not ledger.closed:
-            yield maybeDeferred(self._ledgers.close_ledger, ledger.ledger_id)
+            # The store refuses appends to it at once; its final sync (the whole ledger,
+            # under fsync "never": up to max_ledger_bytes) goes on while appends continue
+            # in the new ledger. Every acknowledged entry is already as durable as the
+            # policy promises, so nothing waits for that sync but close().
+            self._track_close(ledger.ledger_id, maybeDeferred(self._ledgers.close_ledger, ledger.ledger_id))
             ledger.closed = True
-        if self._state == _FAILED:
-            return
         new_id = self._ledgers.create()
         first = self._next_seq
 
@@ -416,6 +428,16 @@ class TopicLog:
         except BaseException:
             self._delete_quietly(new_id)
             raise
+
+    def _track_close(self, ledger_id: int, closing: Deferred) -> None:
+        self._ledger_closes.add(closing)
+
+        def closed(result):
+            self._ledger_closes.discard(closing)
+            if isinstance(result, Failure):
+                log.warning("topic %s: closing ledger %s failed: %s", self.topic, ledger_id, result.value)
+
+        closing.addBoth(closed)
 
     def _rolled(self, result) -> None:
         self._rolling = False
@@ -653,6 +675,8 @@ class TopicLog:
         except Exception as e:
             log.warning("topic %s: closing ledger %s failed: %s", self.topic, ledger.ledger_id, e)
         finally:
+            if self._ledger_closes:  # ledgers closed by rolls, still syncing
+                yield DeferredList(list(self._ledger_closes))
             if self._state != _FAILED:
                 self._state = _CLOSED
             if self._on_close is not None:

@@ -124,3 +124,13 @@ def test_a_closed_store_refuses_everything(store):
     assert outcome(store.append(ledger, b"x", 1)).check(LedgerError)
     with pytest.raises(LedgerError):
         store.list_ledgers()
+
+
+def test_held_closes_refuse_appends_at_once_and_fire_on_release(store):
+    ledger = store.create()
+    store.hold_closes()
+    closing = store.close_ledger(ledger)
+    assert outcome(closing) == "pending" and store.is_closed(ledger)
+    assert outcome(store.append(ledger, b"x", 1)).check(LedgerClosed)
+    assert store.release_closes() == 1
+    assert outcome(closing) is None

@@ -208,3 +208,19 @@ def test_appends_during_a_roll_wait_and_land_in_the_new_ledger_in_order(make_sta
     stack.ledgers.release_acks()
     assert fired == [(i, i + 1, i + 1) for i in range(5)]  # call order; last_seq moved first
     assert entries_per_ledger(stack, topic_log) == [2, 2, 1]
+
+
+def test_a_roll_does_not_wait_for_the_old_ledgers_final_sync(make_stack, backend):
+    if backend != "memory":
+        pytest.skip("holds ledger closes: an in-memory store feature")
+    stack = make_stack(LogSettings(max_ledger_entries=2))
+    topic_log = settle(stack, stack.manager().open("t"))
+    stack.ledgers.hold_closes()
+    entries = [settle(stack, topic_log.append(message_set(1), 1)) for _ in range(5)]
+    assert [e.first_seq for e in entries] == [1, 2, 3, 4, 5]  # acknowledged across two rolls
+    old = [r.ledger_id for r in topic_log.ranges[:-1]]
+    assert len(old) == 2 and all(stack.ledgers.is_closed(ledger_id) for ledger_id in old)
+    closing = topic_log.close()
+    assert not closing.called  # close() does wait for those syncs
+    assert stack.ledgers.release_closes() == 3  # two rolled ledgers and the open one
+    settle(stack, closing)

@@ -365,6 +365,20 @@ class Subscription:
             if not ready and (deadline is not None and time.monotonic() >= deadline):
                 return None
 
+    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
+        """Every message already here (at most `max_messages`), waiting like `receive`
+        for the first; an empty list when `timeout` passes first. One call per delivery
+        instead of one per message, for consumers that take messages in bulk."""
+        first = self.receive(timeout)
+        if first is None:
+            return []
+        queue = self._queue
+        count = len(queue) if max_messages is None else min(len(queue), max_messages - 1)
+        popleft = queue.popleft
+        batch = [first]
+        batch += [popleft() for _ in range(count)]
+        return batch
+
     def __iter__(self):
         while True:
             try:

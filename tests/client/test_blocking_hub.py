@@ -120,6 +120,20 @@ def test_iteration_yields_in_order_until_closed(hub):
     assert seen == list(range(1, 51))
 
 
+def test_receive_batch_takes_what_is_there_in_order(hub):
+    with Client(hub.address) as client:
+        sub = client.subscribe("batches", "s")
+        assert sub.receive_batch(timeout=0.1) == []
+        client.publish_many("batches", [b"%d" % i for i in range(1, 301)])
+        seen = []
+        while len(seen) < 300:
+            batch = sub.receive_batch(timeout=10, max_messages=128)
+            assert 1 <= len(batch) <= 128
+            seen += [m.seq for m in batch]
+            sub.ack(batch[-1])
+    assert seen == list(range(1, 301))
+
+
 def test_threads_share_a_client(hub):
     with Client(hub.address) as client:
         sub = client.subscribe("threads", "s")

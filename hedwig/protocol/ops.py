@@ -17,7 +17,11 @@ class Op(IntEnum):
     LIST_TOPICS = 8
     DESCRIBE_TOPIC = 9
     STATS = 10
+    # Hub -> hub, on a region link (the child region's hub connects to its parent's).
+    REGION_LINK = 11  # after HELLO: names the child region; the reply carries the parent's path
+    RELAY_PUBLISH = 12  # a relayed entry, origin kept; taken only on a region link
     # Hub -> client.
     RESPONSE = 64  # carries the request id of the request it answers
     DELIVERY = 65  # request id 0; body starts with the subscription handle
     EVENT = 66  # request id 0; a SubscriptionEvent for a handle
+    REGION_INTEREST = 67  # request id 0; parent -> child on a region link: topics it wants relayed up

@@ -25,6 +25,7 @@ class Status(IntEnum):
     TOO_MANY_SUBSCRIPTIONS = 415
     INVALID_SUBSCRIBER_ID = 416
     SEQ_OUT_OF_RANGE = 417  # asked for seq-ids that garbage collection removed
+    REGION_REFUSED = 418  # a region link refused: a cycle, a region named twice, a relay off a link
     # Hub-side conditions, Hedwig's numbers.
     NOT_RESPONSIBLE_FOR_TOPIC = 501  # message: the owner's "host:port"
     SERVICE_DOWN = 502

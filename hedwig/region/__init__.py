@@ -1,0 +1,1 @@
+"""Regions: relay links between hubs along a hierarchy set in configuration."""

@@ -1,0 +1,85 @@
+"""The [region] settings, checked when the configuration is read, and relay subscriber ids.
+
+A hierarchy that cannot work is refused before the hub starts, with a sentence naming the
+setting: a region naming itself as its parent, a parent without an address (or an
+address without a parent), an address that does not parse or is this hub's own. Cycles
+through other regions cannot be seen from one configuration file; the link handshake
+refuses those (see path.py).
+"""
+
+import re
+
+from hedwig.client.addresses import parse_addresses
+from hedwig.config import Config, ConfigError
+
+# Relay subscriptions: the neighbour region N relays a topic from this hub as `__region__N`.
+RELAY_PREFIX = "__region__"
+# Subscriber ids are at most 255 bytes, so a region name may use what the prefix leaves.
+MAX_REGION_NAME = 255 - len(RELAY_PREFIX)
+_REGION_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def relay_subscriber_id(region: str) -> str:
+    """The subscriber id under which `region` relays a topic from a neighbour."""
+    return RELAY_PREFIX + region
+
+
+def relay_peer(subscriber_id: str) -> str | None:
+    """The region a relay subscriber id belongs to; None for any other subscriber."""
+    if subscriber_id.startswith(RELAY_PREFIX):
+        return subscriber_id[len(RELAY_PREFIX) :]
+    return None
+
+
+def check_region_name(name: str, setting: str) -> None:
+    if not name:
+        raise ConfigError(f"[region] {setting} is empty: name the region")
+    if not _REGION_NAME.fullmatch(name) or len(name) > MAX_REGION_NAME:
+        raise ConfigError(
+            f"[region] {setting} = {name!r}: region names are 1-{MAX_REGION_NAME} characters of "
+            "[A-Za-z0-9._-]"
+        )
+
+
+def check_region_settings(config: Config) -> None:
+    """Raise ConfigError (one sentence naming the setting) for a [region] that cannot work."""
+    region = config.region
+    check_region_name(region.name, "name")
+    if region.parent:
+        check_region_name(region.parent, "parent")
+        if region.parent == region.name:
+            raise ConfigError(
+                f"[region] parent = {region.parent!r}: region {region.name} names itself as its parent; "
+                "the root region has no parent (leave parent and parent_address empty)"
+            )
+        if not region.parent_address.strip():
+            raise ConfigError(
+                f"[region] parent = {region.parent!r} needs parent_address: host:port of the parent "
+                "region's hub (several separated by commas)"
+            )
+        try:
+            addresses = parse_addresses(region.parent_address)
+        except ValueError as e:
+            raise ConfigError(f"[region] parent_address = {region.parent_address!r}: {e}") from None
+        hub = config.hub
+        if hub.port and (hub.host, hub.port) in addresses:
+            raise ConfigError(
+                f"[region] parent_address = {region.parent_address!r} names this hub's own address "
+                f"{hub.host}:{hub.port}: a region cannot relay from itself"
+            )
+    elif region.parent_address.strip():
+        raise ConfigError(
+            f"[region] parent_address = {region.parent_address!r} is set but parent is not: name the "
+            "parent region too (both stay empty for the root)"
+        )
+    if region.retry_backoff_ms <= 0:
+        raise ConfigError(f"[region] retry_backoff_ms = {region.retry_backoff_ms}: expected > 0")
+    if region.max_retry_backoff_ms < region.retry_backoff_ms:
+        raise ConfigError(
+            f"[region] max_retry_backoff_ms = {region.max_retry_backoff_ms} is below retry_backoff_ms = "
+            f"{region.retry_backoff_ms}"
+        )
+    if region.relay_inflight_bytes < 64 * 1024:
+        raise ConfigError(f"[region] relay_inflight_bytes = {region.relay_inflight_bytes}: expected >= 65536")
+    if region.link_timeout_s <= 0:
+        raise ConfigError(f"[region] link_timeout_s = {region.link_timeout_s}: expected > 0")

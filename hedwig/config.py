@@ -68,6 +68,8 @@ class RegionSettings:
     parent_address: str = ""  # host:port[,host:port...]
     retry_backoff_ms: int = 500
     max_retry_backoff_ms: int = 10000
+    relay_inflight_bytes: int = 8 * MIB  # relayed bytes a link holds unstored before it pauses
+    link_timeout_s: float = 30.0  # a region link request unanswered this long drops the link
 
 
 @dataclass
@@ -120,4 +122,7 @@ def load_config(path=None, overrides=None) -> Config:
         setattr(settings, key, value)
     if config.ledger.fsync not in ("never", "interval", "always"):
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
+    from hedwig.region.settings import check_region_settings  # (hedwig.region imports this module)
+
+    check_region_settings(config)
     return config

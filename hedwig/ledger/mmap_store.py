@@ -65,7 +65,7 @@ from hedwig.ledger.layout import (
 )
 from hedwig.ledger.mapped import MappedPages
 from hedwig.ledger.pagefiles import PageStream, map_file, storage_error, sync_path, sync_paths
-from hedwig.ledger.recovery import recover_tail
+from hedwig.ledger.recovery import clear_records_after, recover_tail
 from hedwig.ledger.threads import in_thread
 
 DATA = "d"
@@ -296,6 +296,17 @@ class MmapLedgerStore:
                     before=count,
                     after=recovered.count,
                 )
+                clear_records_after(path, recovered.count, header.index_page_records)
+            elif recovered.rolled_forward:
+                self.log.info(
+                    "ledger {ledger_id}: {extra} whole entries found past the committed count "
+                    "({before}); the ledger holds {after}",
+                    ledger_id=ledger_id,
+                    extra=recovered.rolled_forward,
+                    before=count,
+                    after=recovered.count,
+                )
+            if recovered.count != count:
                 count, data_bytes = recovered.count, recovered.data_bytes
                 _write_header_fields(path, count, data_bytes, min(header.durable_count, count))
             end_page, end_offset = recovered.end_page, recovered.end_offset
@@ -457,7 +468,9 @@ class MmapLedgerStore:
                 dm[pos : pos + k] = chunk
                 crc = zlib.crc32(chunk, crc)
                 pos += k
-        RECORD.pack_into(im, slot * RECORD_BYTES, page, off, n, crc, time_us)
+        # layout.record_check, inline: the CRC salted with the entry id and publish time.
+        check = crc ^ ((((entry + 1) * 0x9E3779B1) ^ time_us ^ (time_us >> 32)) & 0xFFFFFFFF | 1)
+        RECORD.pack_into(im, slot * RECORD_BYTES, page, off, n, check, time_us)
         count = entry + 1
         total = led.bytes + n
         COUNTS.pack_into(led.header_mm, COUNTS_OFFSET, count, total)
@@ -721,9 +734,11 @@ class MmapLedgerStore:
             self._commit.kick()
 
     def _snapshot(self):
-        """On the reactor thread, as a sync starts: the files it must sync (every page
-        stored into since the previous sync, headers, new directory entries) and the
-        counts it will make durable."""
+        """On the reactor thread, as a round starts: the files it must sync (every data
+        and index page stored into since the previous round, and the header and directory
+        entries of new files) and the counts it will make durable. A header's counts are
+        not synced: after a power cut, recovery finds the entries from their index
+        records (see recovery)."""
         paths = []
         marks = []
         if self._dir_new:
@@ -745,14 +760,19 @@ class MmapLedgerStore:
                     for p in range(led.synced_index_page, last_index_page + 1)
                 )
                 led.synced_data_page, led.synced_index_page = last_data_page, last_index_page
-            paths.append(os.path.join(led.path, HEADER_FILE))
             created = 0
             if led.data_stream is not None:
                 created = led.data_stream.pages_created + led.index_stream.pages_created
-            if led.new or created != led.synced_pages_created:
+            if led.new or self._closed:
+                # A new ledger's header (its geometry) must reach the disk, and so does
+                # every header at shutdown, so the next open checks nothing needlessly.
+                paths.append(os.path.join(led.path, HEADER_FILE))
+            if led.new:
                 paths.append(led.path)
                 led.new = False
-                led.synced_pages_created = created
+            elif created != led.synced_pages_created:
+                paths.append(led.path)
+            led.synced_pages_created = created
         self._dirty.clear()
         return paths, marks
 

@@ -1,5 +1,6 @@
-"""Recovery of a ledger's tail on open: check the last entries against their CRCs and
-their places, and cut the ledger back to the last entry that is whole.
+"""Recovery of a ledger's tail on open: check the last entries against their checks and
+their places, cut the ledger back to the last entry that is whole, and after a reboot
+roll forward over entries that reached the disk beyond the committed count.
 
 What needs checking depends on what could have been lost:
 
@@ -9,19 +10,30 @@ What needs checking depends on what could have been lost:
   costs little and catches damage done to the files from outside;
 - after a reboot, pages that were not fsynced may have reached the disk in any order, or
   not at all: everything past the durable count (entries covered by a completed fsync) is
-  checked as well.
+  checked, and checking goes on past the committed count for as long as records are
+  whole. Group commit syncs data and index pages, not the header, so an acknowledged
+  entry may be known only from its index record: its check (see `layout.record_check`)
+  says it is whole and belongs at that entry id.
 
-Recovery reads with pread, not through mappings, so it never touches the mapped-page
-budget, and a damaged length never makes it map or read beyond a page.
+Records left beyond a cut are cleared, so a later roll forward cannot bring back an entry
+that was cut. Recovery reads with pread, not through mappings, so it never touches the
+mapped-page budget, and a damaged length never makes it read beyond a page.
 """
 
 import os
 import zlib
 from typing import NamedTuple
 
-from hedwig.ledger.layout import RECORD, RECORD_BYTES, data_page_name, index_page_name
+from hedwig.ledger.layout import (
+    RECORD,
+    RECORD_BYTES,
+    data_page_name,
+    index_page_name,
+    record_check,
+)
 
 TAIL_CHECK_ENTRIES = 64
+_BLOCK_RECORDS = 4096  # index records read at a time
 
 
 class Recovered(NamedTuple):
@@ -29,17 +41,21 @@ class Recovered(NamedTuple):
     data_bytes: int  # their total size
     end_page: int  # where the next entry goes (if it fits): data page ...
     end_offset: int  # ... and offset in it
-    problem: str | None  # why entries were dropped, None if none were
+    problem: str | None  # why entries were cut, None if none were
+    rolled_forward: int  # entries found whole beyond the committed count
 
 
-class _Files:
-    """Open page files by name, read with pread; closed together."""
+class _Index:
+    """A ledger's index pages read with pread, a block of records at a time."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, records_per_page: int):
         self._directory = directory
+        self._per_page = records_per_page
         self._fds = {}
+        self._block = None
+        self._records = []
 
-    def pread(self, name: str, length: int, offset: int) -> bytes | None:
+    def fd(self, name: str):
         fd = self._fds.get(name)
         if fd is None:
             try:
@@ -47,29 +63,31 @@ class _Files:
             except FileNotFoundError:
                 return None
             self._fds[name] = fd
-        return os.pread(fd, length, offset)
+        return fd
+
+    def record(self, entry: int):
+        """Entry's record as a tuple, or None where the index ends."""
+        page, slot = divmod(entry, self._per_page)
+        block = (page, slot // _BLOCK_RECORDS)
+        if block != self._block:
+            first = block[1] * _BLOCK_RECORDS
+            wanted = min(_BLOCK_RECORDS, self._per_page - first)
+            fd = self.fd(index_page_name(page))
+            raw = os.pread(fd, wanted * RECORD_BYTES, first * RECORD_BYTES) if fd is not None else b""
+            usable = len(raw) - len(raw) % RECORD_BYTES
+            self._records = list(RECORD.iter_unpack(raw[:usable]))
+            self._block = block
+        at = slot % _BLOCK_RECORDS
+        return self._records[at] if at < len(self._records) else None
+
+    def data(self, page: int, offset: int, length: int):
+        fd = self.fd(data_page_name(page))
+        return os.pread(fd, length, offset) if fd is not None else None
 
     def close(self) -> None:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
-
-
-def _record(files: _Files, entry: int, records_per_page: int):
-    page, slot = divmod(entry, records_per_page)
-    raw = files.pread(index_page_name(page), RECORD_BYTES, slot * RECORD_BYTES)
-    if raw is None or len(raw) < RECORD_BYTES:
-        return None
-    return RECORD.unpack(raw)
-
-
-def _sum_lengths(files: _Files, count: int, records_per_page: int) -> int:
-    total = 0
-    for page in range((count + records_per_page - 1) // records_per_page):
-        records = min(records_per_page, count - page * records_per_page)
-        raw = files.pread(index_page_name(page), records * RECORD_BYTES, 0)
-        total += sum(record[2] for record in RECORD.iter_unpack(raw))
-    return total
 
 
 def _next_place(page: int, offset: int, length: int, page_bytes: int):
@@ -78,6 +96,22 @@ def _next_place(page: int, offset: int, length: int, page_bytes: int):
     if offset + length > page_bytes:
         return page + 1, 0
     return page, offset
+
+
+def _whole(index: _Index, entry: int, page: int, offset: int, page_bytes: int):
+    """(record, None) if entry is whole and where it belongs, else (None, why not)."""
+    record = index.record(entry)
+    if record is None:
+        return None, f"index record of entry {entry} is missing"
+    rec_page, rec_offset, length, check, time_us = record
+    if length > page_bytes or (rec_page, rec_offset) != _next_place(page, offset, length, page_bytes):
+        return None, f"index record of entry {entry} is out of place"
+    data = index.data(rec_page, rec_offset, length) if length else b""
+    if data is None or len(data) != length:
+        return None, f"data of entry {entry} is missing"
+    if record_check(zlib.crc32(data), entry, time_us) != check:
+        return None, f"entry {entry} fails its check"
+    return record, None
 
 
 def recover_tail(
@@ -90,49 +124,62 @@ def recover_tail(
     same_boot: bool,
     check_tail: bool = True,
 ) -> Recovered:
-    """Check a ledger's last entries (see the module's docstring) and say what to keep."""
+    """Check a ledger's tail (see the module's docstring) and say what to keep."""
     count = committed_count
     start = max(0, count - TAIL_CHECK_ENTRIES) if check_tail else count
-    if not same_boot:
+    roll_forward = not same_boot
+    if roll_forward:
         start = min(start, durable_count)
-    files = _Files(directory)
+    index = _Index(directory, records_per_page)
     try:
         # The entry before the checked range is trusted; it says where the next one goes.
+        page = offset = 0
         if start > 0:
-            previous = _record(files, start - 1, records_per_page)
+            previous = index.record(start - 1)
             if previous is None or previous[1] + previous[2] > page_bytes:
-                start, page, offset = 0, 0, 0  # not even that: check everything
+                start = 0  # not even that: check everything
             else:
                 page, offset = previous[0], previous[1] + previous[2]
-        else:
-            page, offset = 0, 0
         problem = None
-        kept = count
-        for entry in range(start, count):
-            record = _record(files, entry, records_per_page)
+        data_bytes = None  # known only if nothing is cut
+        entry = start
+        extra_bytes = 0
+        while entry < count or roll_forward:
+            record, why = _whole(index, entry, page, offset, page_bytes)
             if record is None:
-                problem, kept = f"index record of entry {entry} is missing", entry
+                if entry < count:
+                    problem = why
                 break
-            rec_page, rec_offset, length, crc, _time = record
-            if length > page_bytes or (rec_page, rec_offset) != _next_place(page, offset, length, page_bytes):
-                problem, kept = f"index record of entry {entry} is out of place", entry
-                break
-            data = files.pread(data_page_name(rec_page), length, rec_offset) if length else b""
-            if data is None or len(data) != length:
-                problem, kept = f"data of entry {entry} is missing", entry
-                break
-            if zlib.crc32(data) != crc:
-                problem, kept = f"entry {entry} fails its CRC", entry
-                break
-            page, offset = rec_page, rec_offset + length
+            page, offset = record[0], record[1] + record[2]
+            if entry >= count:
+                extra_bytes += record[2]
+            entry += 1
+        kept = entry
         if problem is None:
-            return Recovered(count, committed_bytes, page, offset, None)
-        data_bytes = _sum_lengths(files, kept, records_per_page)  # rare: only after a cut
-        if kept:
-            last = _record(files, kept - 1, records_per_page)
-            page, offset = last[0], last[1] + last[2]
-        else:
-            page, offset = 0, 0
-        return Recovered(kept, data_bytes, page, offset, problem)
+            data_bytes = committed_bytes + extra_bytes
+            return Recovered(kept, data_bytes, page, offset, None, kept - count)
+        data_bytes = sum(index.record(e)[2] for e in range(kept))  # rare: only after a cut
+        return Recovered(kept, data_bytes, page, offset, problem, 0)
     finally:
-        files.close()
+        index.close()
+
+
+def clear_records_after(directory: str, count: int, records_per_page: int) -> None:
+    """Zero every index record from entry `count` on (the rest of its index page; later
+    index pages are removed), so what recovery cut can never be rolled forward again."""
+    page, slot = divmod(count, records_per_page)
+    for name in sorted(os.listdir(directory)):
+        if not (name.startswith("i") and name[1:].isdigit()):
+            continue
+        number = int(name[1:])
+        path = os.path.join(directory, name)
+        if number > page:
+            os.unlink(path)
+        elif number == page:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                size = os.fstat(fd).st_size
+                if size > slot * RECORD_BYTES:
+                    os.pwrite(fd, bytes(size - slot * RECORD_BYTES), slot * RECORD_BYTES)
+            finally:
+                os.close(fd)

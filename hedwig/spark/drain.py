@@ -117,9 +117,14 @@ def start_query(spark, settings: DrainSettings, starting: dict):
     )
     if settings.max_messages_per_trigger is not None:
         reader = reader.option("maxMessagesPerTrigger", str(settings.max_messages_per_trigger))
+    return write_parquet_stream(reader.load(), settings)
+
+
+def write_parquet_stream(stream, settings: DrainSettings):
+    """Start writing a stream of SCHEMA rows as the drain writes them: Parquet under
+    settings.out, partitioned by topic and UTC date, checkpointed in settings.checkpoint."""
     writer = (
-        reader.load()
-        .withColumn("date", _date_column())
+        stream.withColumn("date", _date_column())
         .writeStream.format("parquet")
         .option("path", settings.out)
         .option("checkpointLocation", settings.checkpoint)

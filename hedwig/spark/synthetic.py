@@ -1,17 +1,25 @@
 """A data source of made-up rows in the hedwig schema, generated in memory as Arrow batches.
 
 It measures Spark's own side: how fast this Spark writes rows like a drain's when the
-source costs next to nothing. bench/spark_bench.py compares the drain against it.
+source costs next to nothing. bench/spark_bench.py compares the drain against it, both
+as the same kind of streaming query (micro-batches, partitions, Arrow batch size).
 
     spark.read.format("hedwig-synthetic").option("messages", 1000000)
-         .option("payloadBytes", 100).option("partitions", 4).load()
+         .option("payloadBytes", 100).option("maxMessagesPerPartition", 250000).load()
+
+As a stream it behaves like a topic already holding `messages` messages: offsets are
+{topic: seq-id} as in the hedwig source, and maxMessagesPerTrigger splits it into
+micro-batches the same way.
 """
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from hedwig.spark.planning import SeqRange, split_range
+from hedwig.spark.offsets import admit
+from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, DEFAULT_ROWS_PER_BATCH
+from hedwig.spark.planning import SeqRange, plan_partitions
 from hedwig.spark.schema import ARROW_SCHEMA, PROPERTIES_TYPE, PUBLISH_TIME_TYPE, SCHEMA
 
 SYNTHETIC_NAME = "hedwig-synthetic"
@@ -55,7 +63,8 @@ def synthetic_batch(topic: str, first_seq: int, rows: int, size: int, payloads: 
 
 class SyntheticDataSource(DataSource):
     """Options: topic (default "synthetic"), messages, payloadBytes (default 100),
-    partitions (default 2), rowsPerBatch (default 65536), publishTimeUs."""
+    maxMessagesPerPartition (default 250000), rowsPerBatch (default 65536),
+    maxMessagesPerTrigger (streams), publishTimeUs."""
 
     @classmethod
     def name(cls) -> str:
@@ -64,30 +73,35 @@ class SyntheticDataSource(DataSource):
     def schema(self):
         return SCHEMA
 
-    def reader(self, schema) -> "SyntheticReader":
+    def _settings(self) -> dict:
         options = {k.lower(): v for k, v in self.options.items()}
-        return SyntheticReader(
+        per_trigger = options.get("maxmessagespertrigger")
+        return dict(
             topic=options.get("topic", "synthetic"),
             messages=int(options["messages"]),
             payload_bytes=int(options.get("payloadbytes", 100)),
-            partitions=int(options.get("partitions", 2)),
-            rows_per_batch=int(options.get("rowsperbatch", 65536)),
+            per_partition=int(options.get("maxmessagesperpartition", DEFAULT_MAX_MESSAGES_PER_PARTITION)),
+            rows_per_batch=int(options.get("rowsperbatch", DEFAULT_ROWS_PER_BATCH)),
             time_us=int(options.get("publishtimeus", 1_700_000_000_000_000)),
+            per_trigger=None if per_trigger is None else int(per_trigger),
         )
 
+    def reader(self, schema) -> "SyntheticReader":
+        return SyntheticReader(**self._settings())
 
-class SyntheticReader(DataSourceReader):
-    def __init__(self, topic, messages, payload_bytes, partitions, rows_per_batch, time_us):
+    def streamReader(self, schema) -> "SyntheticStreamReader":
+        return SyntheticStreamReader(**self._settings())
+
+
+class _Generator:
+    def __init__(self, topic, messages, payload_bytes, per_partition, rows_per_batch, time_us, per_trigger):
         self.topic = topic
         self.messages = messages
         self.payload_bytes = payload_bytes
-        self.partition_count = partitions
+        self.per_partition = per_partition
         self.rows_per_batch = rows_per_batch
         self.time_us = time_us
-
-    def partitions(self):
-        per_partition = -(-self.messages // self.partition_count)
-        return split_range(self.topic, 1, self.messages, per_partition)
+        self.per_trigger = per_trigger
 
     def read(self, partition):
         if not isinstance(partition, SeqRange):
@@ -98,6 +112,29 @@ class SyntheticReader(DataSourceReader):
             rows = min(self.rows_per_batch, partition.to_seq - seq + 1)
             yield synthetic_batch(partition.topic, seq, rows, self.payload_bytes, payloads, self.time_us)
             seq += rows
+
+
+class SyntheticReader(_Generator, DataSourceReader):
+    def partitions(self):
+        return plan_partitions({self.topic: 0}, {self.topic: self.messages}, self.per_partition)
+
+
+class SyntheticStreamReader(_Generator, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def initialOffset(self) -> dict:
+        return {self.topic: 0}
+
+    def getDefaultReadLimit(self):
+        return ReadAllAvailable() if self.per_trigger is None else ReadMaxRows(self.per_trigger)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        pass  # everything is there from the start
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return admit(start, {self.topic: self.messages}, max_rows)
+
+    def partitions(self, start: dict, end: dict) -> list:
+        return plan_partitions(start, end, self.per_partition)
 
 
 def register_synthetic(spark) -> None:

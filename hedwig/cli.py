@@ -270,7 +270,27 @@ def stats(args) -> int:
 
 # -- the command --------------------------------------------------------------------------------
 
-SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_unsubscribe, add_topics, add_describe, add_stats]
+# -- drain --------------------------------------------------------------------------------------
+
+
+def add_drain(subparsers, client_options):
+    from hedwig.spark.drain import add_drain_arguments
+
+    parser = subparsers.add_parser(
+        "drain", parents=[client_options], help="drain topics into Parquet with Spark (exactly once)"
+    )
+    add_drain_arguments(parser, hub_option=False)
+    parser.set_defaults(run=drain)
+
+
+def drain(args) -> int:
+    from hedwig.spark.drain import run_drain
+
+    return run_drain(args)
+
+
+SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_unsubscribe, add_topics, add_describe, add_stats,
+               add_drain]  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

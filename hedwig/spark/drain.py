@@ -221,8 +221,10 @@ def _describe_failure(error) -> str:
 # -- the command line ---------------------------------------------------------------------
 
 
-def add_drain_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hub", required=True, metavar="H:P[,H:P...]", help="hub address(es)")
+def add_drain_arguments(parser: argparse.ArgumentParser, hub_option: bool = True) -> None:
+    """The drain's options; `hub_option` False where the parser has --hub already (hedwig cli)."""
+    if hub_option:
+        parser.add_argument("--hub", required=True, metavar="H:P[,H:P...]", help="hub address(es)")
     parser.add_argument("--topics", required=True, metavar="A,B", help="topics to drain")
     parser.add_argument("--out", required=True, metavar="PATH", help="Parquet output directory (or URI)")
     parser.add_argument("--checkpoint", required=True, metavar="DIR", help="the query's checkpoint directory")

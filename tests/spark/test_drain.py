@@ -108,7 +108,7 @@ def test_a_killed_drain_run_again_writes_every_message_exactly_once(spark, hub, 
         publish(client, "k-events", 1, total, per_entry=50)
     run = settings(hub, tmp_path, ["k-events"], max_messages_per_trigger=150, max_messages_per_partition=75)
     command = [
-        sys.executable, "-m", "hedwig.spark.drain",
+        sys.executable, "-m", "hedwig.cli", "drain",
         "--hub", hub.address, "--topics", "k-events", "--out", run.out, "--checkpoint", run.checkpoint,
         "--once", "--subscriber", "lake", "--max-messages-per-trigger", "150",
         "--max-messages-per-partition", "75", "--progress", "0.2", "--master", "local[2]",

@@ -135,3 +135,22 @@ def test_a_removed_range_fails_the_read_unless_allowed(spark, gc_hub):
     assert sorted(r.seq for r in rows) == list(range(first_held, 61))
     earliest = load(spark, gc_hub, "r-gone").collect()  # earliest means the earliest held
     assert len(earliest) == 61 - first_held
+
+
+def test_the_synthetic_source_makes_the_rows_it_is_asked_for(spark):
+    from hedwig.spark.synthetic import SYNTHETIC_NAME, register_synthetic
+
+    register_synthetic(spark)
+    df = (
+        spark.read.format(SYNTHETIC_NAME)
+        .option("messages", "1000")
+        .option("payloadBytes", "16")
+        .option("maxMessagesPerPartition", "300")
+        .option("rowsPerBatch", "128")
+        .load()
+    )
+    assert df.rdd.getNumPartitions() == 4
+    rows = df.select("seq", "payload").collect()
+    assert sorted(r.seq for r in rows) == list(range(1, 1001))
+    assert {len(r.payload) for r in rows} == {16}
+    assert len({bytes(r.payload) for r in rows}) == 4 * 128  # random within a batch, reused by the next

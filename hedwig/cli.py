@@ -268,8 +268,6 @@ def stats(args) -> int:
     return 0
 
 
-# -- the command --------------------------------------------------------------------------------
-
 # -- drain --------------------------------------------------------------------------------------
 
 
@@ -288,6 +286,8 @@ def drain(args) -> int:
 
     return run_drain(args)
 
+
+# -- the command --------------------------------------------------------------------------------
 
 SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_unsubscribe, add_topics, add_describe, add_stats,
                add_drain]  # fmt: skip

@@ -22,6 +22,7 @@ from zope.interface import implementer
 from hedwig.delivery.interface import IDeliveryChannel
 from hedwig.hub.errors import status_for
 from hedwig.hub.replies import ReplyQueue
+from hedwig.hub.stats import op_name
 from hedwig.protocol.framing import FrameDecoder, FrameError, FrameTooLarge, delivery_header, encode_event
 from hedwig.protocol.ops import PROTOCOL_VERSION, Op
 from hedwig.protocol.requests import (
@@ -141,7 +142,7 @@ class HubConnection(Protocol):
             if not self._greeted:
                 self._hello(op, request_id, body)
                 continue
-            handler = _HANDLERS.get(op)
+            handler = _HANDLERS.get(op) or self.hub.extra_handlers.get(op)
             if handler is None:
                 self.hub.stats.unknown_operations += 1
                 self._refuse(request_id, op, Status.UNKNOWN_OPERATION, f"unknown operation {op}")
@@ -179,23 +180,20 @@ class HubConnection(Protocol):
     def _failed(self, failure: Failure, slot, request_id: int, op: int, started: float) -> None:
         """Answer a failed request with its status (in its slot when it has one)."""
         status, message, expected = status_for(failure.value)
-        try:
-            op_name = Op(op).name
-        except ValueError:
-            op_name = str(op)
-        self.hub.stats.record(op_name.lower(), False, self.hub.clock.seconds() - started)
+        name = op_name(op)
+        self.hub.stats.record(name, False, self.hub.clock.seconds() - started)
         if expected:
             self.log.warn(
                 "{peer}: {op} request {request_id} refused: {status}: {message}",
                 peer=self.peer,
-                op=op_name,
+                op=name.upper(),
                 request_id=request_id,
                 status=status.name,
                 message=message,
             )
         else:
             self.log.failure(
-                "{peer}: {op} request {request_id} failed", failure, peer=self.peer, op=op_name,
+                "{peer}: {op} request {request_id} failed", failure, peer=self.peer, op=name.upper(),
                 request_id=request_id,
             )  # fmt: skip
         frame = response_frame(request_id, op, status, message)
@@ -204,10 +202,12 @@ class HubConnection(Protocol):
         else:
             self._replies.fill(slot, frame)
 
-    def _answer(self, deferred: Deferred, request_id: int, op: Op, started: float, encode) -> None:
-        """Reply with encode(result) in request order once `deferred` fires."""
+    def answer(self, deferred: Deferred, request_id: int, op: Op, started: float, encode) -> None:
+        """Reply with encode(result) (a whole frame, or a list of chunks) in request order
+        once `deferred` fires, or with the failure's status. Handlers registered with
+        Hub.register_op answer through this too."""
         slot = self._replies.reserve()
-        name = op.name.lower()
+        name = op_name(op)
 
         def done(result):
             self.hub.stats.record(name, True, self.hub.clock.seconds() - started)
@@ -336,7 +336,7 @@ class HubConnection(Protocol):
         del self._subscriptions[handle]
         del self._handles[key]
         closed = self.hub.delivery.close_subscription(key[0], key[1])
-        self._answer(
+        self.answer(
             closed,
             request_id,
             Op.CLOSE_SUBSCRIPTION,
@@ -357,13 +357,13 @@ class HubConnection(Protocol):
             return result
 
         unsubscribed.addCallback(forget)
-        self._answer(
+        self.answer(
             unsubscribed, request_id, Op.UNSUBSCRIBE, started, self._empty_reply(request_id, Op.UNSUBSCRIBE)
         )
 
     def _on_read_range(self, request_id, body, started):
         request = decode_read_range(body)
-        self._answer(
+        self.answer(
             self.hub.read_range(request),
             request_id,
             Op.READ_RANGE,
@@ -373,7 +373,7 @@ class HubConnection(Protocol):
 
     def _on_list_topics(self, request_id, body, started):
         decode_empty(body, "LIST_TOPICS")
-        self._answer(
+        self.answer(
             self.hub.list_topics(),
             request_id,
             Op.LIST_TOPICS,
@@ -383,7 +383,7 @@ class HubConnection(Protocol):
 
     def _on_describe_topic(self, request_id, body, started):
         topic = decode_describe_topic(body)
-        self._answer(
+        self.answer(
             self.hub.describe_topic(topic),
             request_id,
             Op.DESCRIBE_TOPIC,
@@ -394,7 +394,7 @@ class HubConnection(Protocol):
     def _on_stats(self, request_id, body, started):
         decode_empty(body, "STATS")
         stats = Deferred()
-        self._answer(stats, request_id, Op.STATS, started, self._json_reply(request_id, Op.STATS))
+        self.answer(stats, request_id, Op.STATS, started, self._json_reply(request_id, Op.STATS))
         stats.callback(self.hub.hub_stats())
 
     @staticmethod

@@ -12,7 +12,7 @@ from twisted.logger import Logger
 
 from hedwig.config import Config
 from hedwig.hub.errors import HubStopping
-from hedwig.hub.stats import HubStats
+from hedwig.hub.stats import HubStats, op_name
 from hedwig.protocol.messageset import validate_message_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
@@ -40,23 +40,38 @@ class Hub:
         self.max_frame_bytes = config.hub.max_frame_bytes
         self.max_message_bytes = config.hub.max_message_bytes
         self.max_subscriptions = config.hub.max_subscriptions_per_connection
-        self.stats = HubStats(op.name.lower() for op in Op if op < Op.RESPONSE)
+        self.stats = HubStats(op_name(op) for op in Op if Op.HELLO <= op <= Op.STATS)
         self.connections = set()
+        # op -> handler(connection, request_id, body, started) for ops served beyond the
+        # core protocol (region links); see register_op.
+        self.extra_handlers = {}
         self.stopping = False
         self.started_at = clock.seconds()
 
+    def register_op(self, op: int, handler) -> None:
+        """Serve `op` on every connection: `handler(connection, request_id, body, started)`
+        decodes the body, raises RequestError (or any error status_for knows) for a bad
+        request, and replies with connection.answer(deferred, request_id, op, started,
+        encode). Its stats are counted under the op's name."""
+        if op in self.extra_handlers or Op.HELLO <= op <= Op.STATS:
+            raise ValueError(f"op {op} is already served")
+        self.extra_handlers[op] = handler
+
     # -- publish ----------------------------------------------------------------------------
 
-    def publish(self, topic: str, message_set: bytes) -> Deferred:
+    def publish(self, topic: str, message_set: bytes, origin_region=None, origin_seq=None) -> Deferred:
         """Deferred[LogEntry] once durable. Raises MessageSetError at once for a message
-        set that cannot be stored: nothing is appended then."""
+        set that cannot be stored: nothing is appended then. `origin_region` /
+        `origin_seq`: where a relayed message set was first published."""
         if self.stopping:
             return fail(HubStopping())
         count = validate_message_set(message_set, 0, self.max_message_bytes)
         log = self.topics.get(topic)
         if log is not None:
-            return self.cache.publish(log, message_set, count)
-        return self.topics.acquire(topic).addCallback(self.cache.publish, message_set, count)
+            return self.cache.publish(log, message_set, count, origin_region, origin_seq)
+        return self.topics.acquire(topic).addCallback(
+            self.cache.publish, message_set, count, origin_region, origin_seq
+        )
 
     # -- subscriptions ----------------------------------------------------------------------
 

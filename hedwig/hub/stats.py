@@ -7,10 +7,20 @@ the hot path; percentiles come from fixed buckets when someone asks for STATS.
 
 from bisect import bisect_left
 
+from hedwig.protocol.ops import Op
+
 # Upper bounds of the latency buckets, microseconds; a last bucket catches the rest.
 LATENCY_BUCKETS_US = (
     50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
 )  # fmt: skip
+
+
+def op_name(op: int) -> str:
+    """How STATS names an op: "publish", "read_range", ... ("op_N" for an unnamed one)."""
+    try:
+        return Op(op).name.lower()
+    except ValueError:
+        return f"op_{op}"
 
 
 class OpStats:
@@ -79,8 +89,11 @@ class HubStats:
         self.entries_delivered = 0
         self.messages_delivered = 0
 
-    def record(self, op_name: str, ok: bool, latency_s: float) -> None:
-        self.ops[op_name].record(ok, latency_s)
+    def record(self, name: str, ok: bool, latency_s: float) -> None:
+        stats = self.ops.get(name)
+        if stats is None:  # an op registered beyond the core protocol
+            stats = self.ops[name] = OpStats()
+        stats.record(ok, latency_s)
 
     def snapshot(self) -> dict:
         return {

@@ -371,3 +371,31 @@ def test_a_publish_in_flight_when_the_client_leaves_is_stored_and_nothing_breaks
         harness.ledgers.release_acks()  # the reply has nowhere to go
     assert logs.events == []
     assert harness.logs.get("t").last_seq == 1 and peer.transport.value() == b""
+
+
+def test_ops_beyond_the_core_protocol_plug_in_with_register_op(harness):
+    from twisted.internet.defer import succeed
+
+    from hedwig.protocol.requests import RequestError, response_frame
+
+    def link(connection, request_id, body, started):
+        if not body:
+            raise RequestError(Status.MALFORMED_REQUEST, "name the region")
+        connection.is_hub_peer = True
+        reply = lambda region: response_frame(request_id, Op.REGION_LINK, payload=region)  # noqa: E731
+        connection.answer(succeed(body), request_id, Op.REGION_LINK, started, reply)
+
+    harness.hub.register_op(Op.REGION_LINK, link)
+    with pytest.raises(ValueError, match="already served"):
+        harness.hub.register_op(Op.PUBLISH, link)
+    peer = harness.connect()
+    peer.send(Op.REGION_LINK, b"")
+    peer.send(Op.REGION_LINK, b"eu")
+    [(_, refused), (_, linked)] = peer.responses()
+    assert refused.status is Status.MALFORMED_REQUEST and linked.status is Status.SUCCESS
+    assert peer.connection.is_hub_peer and not harness.connect().connection.is_hub_peer
+    assert harness.hub.stats.snapshot()["ops"]["region_link"] | {"latency_us": None} == {
+        "ok": 1,
+        "failed": 1,
+        "latency_us": None,
+    }

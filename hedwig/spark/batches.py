@@ -205,7 +205,9 @@ class RecordBatchBuilder:
             values.extend(piece_values)
         offsets = array("i", accumulate(counts, initial=0))
         return pa.MapArray.from_arrays(
-            pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.binary()),
+            pa.array(offsets, pa.int32()),
+            pa.array(keys, pa.string()),
+            pa.array(values, pa.binary()),
             type=PROPERTIES_TYPE,
         )
 

@@ -23,8 +23,7 @@ class HubReader:
             self._client = Client(list(self.hubs), timeout=timeout, client_name="hedwig-spark")
         except CouldNotConnect as e:
             raise HubUnreachable(
-                f"could not connect to the hedwig hub at {', '.join(self.hubs)} "
-                f"(option 'hub'): {e.message}"
+                f"could not connect to the hedwig hub at {', '.join(self.hubs)} (option 'hub'): {e.message}"
             ) from None
 
     @property

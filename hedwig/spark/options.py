@@ -76,7 +76,7 @@ class SourceOptions:
 
 
 def parse_hubs(text: str) -> tuple:
-    """"host:port[,host:port...]" -> ("host:port", ...), each checked."""
+    """ "host:port[,host:port...]" -> ("host:port", ...), each checked."""
     hubs = []
     for part in (p.strip() for p in text.split(",")):
         if not part:

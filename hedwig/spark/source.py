@@ -142,8 +142,11 @@ class HedwigStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # A topic added to the query since its checkpoint: this batch only records
                 # where it starts, so every batch is planned from its two offsets alone.
                 joining[topic] = skip_lost(
-                    topic, offset_before(options.starting[topic], bounds), bounds,
-                    options.fail_on_data_loss, _log,
+                    topic,
+                    offset_before(options.starting[topic], bounds),
+                    bounds,
+                    options.fail_on_data_loss,
+                    _log,
                 )
                 continue
             begin[topic] = skip_lost(topic, start[topic], bounds, options.fail_on_data_loss, _log)

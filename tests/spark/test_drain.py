@@ -20,6 +20,7 @@ from tests.spark.conftest import wait_for
 
 pytestmark = pytest.mark.spark
 
+
 def publish(client, topic, first, count, per_entry=25):
     """Messages `{topic}:{n}` for n in first..first+count-1, in entries of `per_entry`."""
     for at in range(first, first + count, per_entry):
@@ -114,8 +115,9 @@ def test_a_killed_drain_run_again_writes_every_message_exactly_once(spark, hub, 
         "--max-messages-per-partition", "75", "--progress", "0.2", "--master", "local[2]",
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    child = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
-                             start_new_session=True)
+    child = subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, start_new_session=True
+    )
     try:
         drained_before_kill = wait_for_progress(child, at_least=300)
     finally:

@@ -55,8 +55,9 @@ def test_admit_never_moves_an_offset_backwards():
 
 
 @given(
-    st.dictionaries(st.sampled_from("abcde"), st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
-                    min_size=1),
+    st.dictionaries(
+        st.sampled_from("abcde"), st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1
+    ),
     st.integers(1, 10**6),
 )
 def test_admit_reads_exactly_the_limit_in_proportion(spec, limit):

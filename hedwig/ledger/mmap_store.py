@@ -287,6 +287,7 @@ class MmapLedgerStore:
                 header.index_page_records,
                 same_boot,
                 check_tail=not closed,
+                roll_forward=not same_boot and not closed,
             )
             if recovered.problem is not None:
                 self.log.warn(
@@ -321,7 +322,13 @@ class MmapLedgerStore:
             closed,
         )
         if not closed:
-            self._make_writable(led, end_page, end_offset)
+            try:
+                self._make_writable(led, end_page, end_offset)
+            except LedgerError as e:  # e.g. a read-only file system: still readable
+                led.broken = str(e)
+                self.log.error(
+                    "ledger {ledger_id} is served read-only: {error}", ledger_id=ledger_id, error=e
+                )
         return led
 
     def _make_writable(self, led: _Ledger, end_page: int, end_offset: int) -> None:
@@ -692,14 +699,16 @@ class MmapLedgerStore:
     def _finish_close(self, led: _Ledger):
         if led.deleted:
             return None
-        led.data_stream.stop()
-        led.index_stream.stop()
+        if led.data_stream is not None:
+            led.data_stream.stop()
+            led.index_stream.stop()
         self._pages.discard_ledger(led.id)
         led.data_mm = led.index_mm = None
         led.dm_page = led.im_page = -1
         led.durable = led.count
-        led.header_mm.close()
-        led.header_mm = None
+        if led.header_mm is not None:
+            led.header_mm.close()
+            led.header_mm = None
         data_end = (led.data_page, led.data_off) if led.count else None
         index_end = divmod(led.count - 1, led.records_per_page) if led.count else None
         return in_thread(self._reactor, _cut_closed_ledger, led.path, led.count, data_end, index_end)

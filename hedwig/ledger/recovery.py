@@ -123,12 +123,15 @@ def recover_tail(
     records_per_page: int,
     same_boot: bool,
     check_tail: bool = True,
+    roll_forward: bool | None = None,
 ) -> Recovered:
-    """Check a ledger's tail (see the module's docstring) and say what to keep."""
+    """Check a ledger's tail (see the module's docstring) and say what to keep. Rolling
+    forward (by default after a reboot) is for open ledgers: a closed one's count is final."""
     count = committed_count
     start = max(0, count - TAIL_CHECK_ENTRIES) if check_tail else count
-    roll_forward = not same_boot
-    if roll_forward:
+    if roll_forward is None:
+        roll_forward = not same_boot
+    if not same_boot:
         start = min(start, durable_count)
     index = _Index(directory, records_per_page)
     try:

@@ -120,3 +120,23 @@ def test_a_file_size_limit_fails_appends_cleanly_and_recovers(tmp_path):
     assert seen["last_entry_id"] == seen["acked"] - 1
     assert seen["intact"] and seen["reopened_intact"]
     assert seen["after"] == seen["acked"] and seen["after_intact"]
+
+
+def test_ledgers_on_a_read_only_file_system_stay_readable(small_tmpfs):
+    options = {"page_bytes": 64 * 1024, "index_page_records": 64}
+    store = MmapLedgerStore(small_tmpfs / "ledgers", reactor=InlineThreadsReactor(), **options)
+    ledger = store.create()
+    for i in range(5):
+        result_of(store.append(ledger, b"entry %d" % i, i))
+    result_of(store.close())
+    subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
+    try:
+        with capturedLogs() as events:
+            store = MmapLedgerStore(small_tmpfs / "ledgers", reactor=InlineThreadsReactor(), **options)
+        assert any("served read-only" in e.get("log_format", "") for e in events)
+        assert store.read(ledger, 0, 4) == [b"entry %d" % i for i in range(5)]
+        with pytest.raises(LedgerError, match=r"takes no more appends.*Read-only file system"):
+            result_of(store.append(ledger, b"more", 5))
+        result_of(store.close())
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_tmpfs)], check=True)

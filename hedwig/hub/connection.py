@@ -47,6 +47,11 @@ from hedwig.protocol.status import Status
 
 # Deliveries held back until their SUBSCRIBE reply is out: past this, the channel pauses.
 MAX_HELD_BYTES = 4 * 1024 * 1024
+# Requests read but not yet answered, per connection: past either bound the connection
+# stops reading until half of them are answered, so a client pipelining publishes faster
+# than the disk takes them is slowed by TCP instead of growing the hub's memory.
+MAX_INFLIGHT_REQUESTS = 4096
+MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 _MAX_HANDLE = 0xFFFFFFFF
 
 
@@ -69,6 +74,11 @@ class HubConnection(Protocol):
         self._replies = None
         self._greeted = False
         self._reading = True  # False once closing or draining: further requests are ignored
+        self._read_paused = False  # the transport was told to stop reading
+        self._inflight_bytes = 0  # publish bodies read and not yet answered
+        self._too_busy = False
+        self.max_inflight_requests = MAX_INFLIGHT_REQUESTS
+        self.max_inflight_bytes = MAX_INFLIGHT_BYTES
         self._subscriptions = {}  # handle -> (topic, subscriber_id)
         self._handles = {}  # (topic, subscriber_id) -> handle
         self._held = {}  # handle -> chunks to write right after its SUBSCRIBE reply
@@ -82,7 +92,7 @@ class HubConnection(Protocol):
 
     def connectionMade(self):
         self.peer = _describe_peer(self.transport.getPeer())
-        self._replies = ReplyQueue(self.transport.write, self.transport.writeSequence)
+        self._replies = ReplyQueue(self.transport.write, self.transport.writeSequence, self._replies_released)
         self.transport.registerProducer(self, True)
         self._connected = True
         self.hub.connection_made(self)
@@ -111,7 +121,7 @@ class HubConnection(Protocol):
     def stop_reading(self) -> Deferred:
         """Take no more requests (shutdown); fires once every pending reply is out."""
         self._reading = False
-        self.transport.pauseProducing()
+        self._update_reading()
         return self._replies.when_idle()
 
     @property
@@ -152,6 +162,12 @@ class HubConnection(Protocol):
                 handler(self, request_id, body, started)
             except Exception as e:  # every failure becomes a status
                 self._failed(Failure(e), None, request_id, op, started)
+        if (
+            len(self._replies) >= self.max_inflight_requests
+            or self._inflight_bytes >= self.max_inflight_bytes
+        ):
+            self._too_busy = True
+            self._update_reading()
 
     def _protocol_error(self, request_id: int, op: int, status: Status, message: str) -> None:
         """Answer, then close once the earlier replies are out; read nothing more."""
@@ -163,7 +179,7 @@ class HubConnection(Protocol):
         )
         self.hub.stats.protocol_errors += 1
         self._reading = False
-        self.transport.pauseProducing()
+        self._update_reading()
         self._replies.send(response_frame(request_id, op, status, message), self.transport.loseConnection)
 
     def _refuse(self, request_id: int, op: int, status: Status, message: str) -> None:
@@ -249,15 +265,22 @@ class HubConnection(Protocol):
         request = decode_publish(body)
         published = self.hub.publish(request.topic, request.message_set)
         slot = self._replies.reserve()
+        size = len(body)
+        self._inflight_bytes += size
         published.addCallbacks(
             self._published,
-            self._failed,
-            (slot, request_id, started),
+            self._publish_failed,
+            (slot, request_id, started, size),
             None,
-            (slot, request_id, Op.PUBLISH, started),
+            (slot, request_id, started, size),
         )
 
-    def _published(self, entry, slot, request_id, started):
+    def _publish_failed(self, failure, slot, request_id, started, size):
+        self._inflight_bytes -= size
+        self._failed(failure, slot, request_id, Op.PUBLISH, started)
+
+    def _published(self, entry, slot, request_id, started, size):
+        self._inflight_bytes -= size
         stats = self.hub.stats
         stats.ops["publish"].record(True, self.hub.clock.seconds() - started)
         stats.messages_published += entry.last_seq - entry.first_seq + 1
@@ -466,17 +489,38 @@ class HubConnection(Protocol):
 
     def pauseProducing(self):
         self._transport_full = True
-        self.transport.pauseProducing()  # read no requests while the client reads nothing
+        self._update_reading()  # read no requests while the client reads nothing
         self._update_delivery_pause()
 
     def resumeProducing(self):
         self._transport_full = False
-        if self._reading:
-            self.transport.resumeProducing()
+        self._update_reading()
         self._update_delivery_pause()
 
     def stopProducing(self):
         self._reading = False
+
+    def _replies_released(self) -> None:
+        """Replies went out: a connection that stopped reading for having too many
+        requests in flight reads again once half of them are answered."""
+        if (
+            self._too_busy
+            and len(self._replies) <= self.max_inflight_requests // 2
+            and self._inflight_bytes <= self.max_inflight_bytes // 2
+        ):
+            self._too_busy = False
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read requests unless closing, the socket is full, or too much is in flight."""
+        pause = not self._reading or self._transport_full or self._too_busy
+        if pause == self._read_paused or not self._connected or self.transport.disconnecting:
+            return
+        self._read_paused = pause
+        if pause:
+            self.transport.pauseProducing()
+        else:
+            self.transport.resumeProducing()
 
     def _update_delivery_pause(self) -> None:
         paused = self._transport_full or self._held_bytes > MAX_HELD_BYTES

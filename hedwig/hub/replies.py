@@ -21,9 +21,10 @@ class ReplySlot:
 
 
 class ReplyQueue:
-    def __init__(self, write, write_sequence):
+    def __init__(self, write, write_sequence, released=None):
         self._write = write
         self._write_sequence = write_sequence
+        self._released = released  # called after replies waiting in slots went out
         self._slots = deque()
         self._idle_waiters = []
 
@@ -77,6 +78,8 @@ class ReplyQueue:
         while slots and slots[0].ready:
             slot = slots.popleft()
             self._emit(slot.data, slot.after)
+        if self._released is not None:
+            self._released()
         if not slots:
             self._wake_idle()
 

@@ -399,3 +399,24 @@ def test_ops_beyond_the_core_protocol_plug_in_with_register_op(harness):
         "failed": 1,
         "latency_us": None,
     }
+
+
+@pytest.mark.parametrize("bound", ["requests", "bytes"])
+def test_too_many_requests_in_flight_stop_reading_until_half_are_answered(harness, bound):
+    peer = harness.connect()
+    if bound == "requests":
+        peer.connection.max_inflight_requests = 4
+    else:
+        peer.connection.max_inflight_bytes = 4 * len(encode_publish("t", encode_message_set([b"x"])))
+    harness.ledgers.hold_acks()
+    for _ in range(3):
+        peer.publish("t", [b"x"])
+    assert peer.transport.producerState == "producing"
+    peer.publish("t", [b"x"])
+    assert peer.transport.producerState == "paused"  # TCP now holds the client back
+    harness.ledgers.release_acks(1, keep_holding=True)
+    assert peer.transport.producerState == "paused"  # 3 of 4 still in flight
+    harness.ledgers.release_acks(1, keep_holding=True)
+    assert peer.transport.producerState == "producing"
+    harness.ledgers.release_acks()
+    assert [r.value.first_seq for _, r in peer.responses()] == [1, 2, 3, 4]

@@ -772,11 +772,8 @@ class MmapLedgerStore:
             created = 0
             if led.data_stream is not None:
                 created = led.data_stream.pages_created + led.index_stream.pages_created
-            if led.new or self._closed:
-                # A new ledger's header (its geometry) must reach the disk, and so does
-                # every header at shutdown, so the next open checks nothing needlessly.
+            if led.new:  # its header (geometry) and directory entry must reach the disk
                 paths.append(os.path.join(led.path, HEADER_FILE))
-            if led.new:
                 paths.append(led.path)
                 led.new = False
             elif created != led.synced_pages_created:
@@ -807,15 +804,22 @@ class MmapLedgerStore:
     # -- close ------------------------------------------------------------------------------
 
     def close(self):
-        """Sync what is stored, wait for thread work, unmap everything."""
+        """Sync what is stored (under every policy), then the headers, wait for thread
+        work, unmap everything."""
         if self._closed:
             return succeed(None)
         if self._timer is not None and self._timer.running:
             self._timer.stop()
+        self._closed = True
         for led in self._writable.values():
             self._dirty.add(led)
         d = self._commit.wait(None)
-        self._closed = True
+
+        def sync_headers(_):
+            # After the last round, the headers hold final durable counts: synced, they
+            # spare the next open (even after a reboot) from checking anything again.
+            headers = [os.path.join(led.path, HEADER_FILE) for led in self._writable.values()]
+            return in_thread(self._reactor, sync_paths, headers)
 
         def drain(_):
             for led in self._writable.values():
@@ -833,6 +837,7 @@ class MmapLedgerStore:
             self._writable.clear()
             return result
 
+        d.addCallback(sync_headers)
         d.addCallback(drain)
         d.addBoth(release)
         d.addCallback(lambda _: None)

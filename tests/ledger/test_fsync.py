@@ -14,6 +14,7 @@ from twisted.trial import unittest
 
 from hedwig.ledger import mmap_store
 from hedwig.ledger.interface import LedgerError
+from hedwig.ledger.layout import HEADER_BYTES, HeaderFields
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from tests.ledger.conftest import SMALL, result_of
 from tests.ledger.reactors import QueuedThreadsReactor
@@ -216,3 +217,16 @@ class RealThreadsGroupCommit(unittest.TestCase):
                 assert len(set(got)) == 100
         finally:
             yield reopened.close()
+
+
+def test_closing_the_store_leaves_final_counts_in_the_headers(open_store):
+    store = open_store(fsync="never")
+    ledgers = [store.create() for _ in range(2)]
+    for i in range(30):
+        result_of(store.append(ledgers[i % 2], entry(i), i))
+    paths = [store.ledger_path(ledger) for ledger in ledgers]
+    result_of(store.close())
+    for path in paths:
+        with open(os.path.join(path, "header"), "rb") as f:
+            header = HeaderFields(f.read(HEADER_BYTES))
+        assert header.committed_count == header.durable_count == 15

@@ -31,10 +31,14 @@ def relay_peer(subscriber_id: str) -> str | None:
     return None
 
 
+def is_region_name(name: str) -> bool:
+    return bool(_REGION_NAME.fullmatch(name)) and len(name.encode("utf-8")) <= MAX_REGION_NAME
+
+
 def check_region_name(name: str, setting: str) -> None:
     if not name:
         raise ConfigError(f"[region] {setting} is empty: name the region")
-    if not _REGION_NAME.fullmatch(name) or len(name) > MAX_REGION_NAME:
+    if not is_region_name(name):
         raise ConfigError(
             f"[region] {setting} = {name!r}: region names are 1-{MAX_REGION_NAME} characters of "
             "[A-Za-z0-9._-]"

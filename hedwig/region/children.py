@@ -1,0 +1,136 @@
+"""The parent's side of region links: the child regions linked to this hub.
+
+A child's hub connects like any client, then sends REGION_LINK naming its region. The
+parent refuses a name that is its own, or in its path to the root (a cycle), and
+otherwise answers with its region and its path; from then on the connection is a hub
+peer: it may hold `__region__` relay subscriptions and send RELAY_PUBLISH. A region
+that links again (its hub restarted before the old connection was seen to die) replaces
+its old link, whose connection is closed.
+
+Right after the answer the parent sends the child its interest (REGION_INTEREST): the
+topics it wants relayed up, and those on which it holds a relay subscription for the
+child; then every change as interest comes and goes.
+"""
+
+from twisted.logger import Logger
+
+from hedwig.protocol.requests import RequestError
+from hedwig.protocol.status import Status
+from hedwig.region.inbox import RelaySource
+from hedwig.region.path import cycle_through
+from hedwig.region.settings import is_region_name
+from hedwig.region.wire import InterestKind, decode_region_link, encode_region_link_reply, interest_frames
+
+_logger = Logger()
+
+
+class ChildLink:
+    """One linked child region: its connection and what it relayed up."""
+
+    __slots__ = ("connection", "linked_at", "region", "source")
+
+    def __init__(self, region: str, connection, linked_at: float):
+        self.region = region
+        self.connection = connection
+        self.linked_at = linked_at
+        self.source = RelaySource(region)
+
+
+class Children:
+    def __init__(self, manager):
+        self.manager = manager
+        self.links: dict[str, ChildLink] = {}
+        self._by_connection: dict[object, ChildLink] = {}
+        self.refused = 0
+
+    def accept(self, connection, body) -> bytes:
+        """Link the child region REGION_LINK names; the reply payload. Raises RequestError."""
+        manager = self.manager
+        region = decode_region_link(body)
+        if not is_region_name(region):
+            raise RequestError(Status.MALFORMED_REQUEST, f"{region[:60]!r} is not a region name")
+        problem = None
+        if region == manager.name:
+            problem = f"region {region} is this hub's own region: a region cannot be its own child"
+        else:
+            problem = cycle_through(manager.path.names, region)
+        if problem is not None:
+            self.refused += 1
+            _logger.error(
+                "{peer}: refused a region link from {region}: {problem}",
+                peer=connection.peer,
+                region=region,
+                problem=problem,
+            )
+            raise RequestError(Status.REGION_REFUSED, problem)
+        previous = self.links.get(region)
+        if previous is not None and previous.connection is not connection:
+            _logger.warn(
+                "region {region} linked again from {peer}; closing its link from {old}",
+                region=region,
+                peer=connection.peer,
+                old=previous.connection.peer,
+            )
+            self._forget(previous)
+            previous.connection.transport.loseConnection()
+        link = ChildLink(region, connection, manager.reactor.seconds())
+        self.links[region] = link
+        self._by_connection[connection] = link
+        connection.is_hub_peer = True
+        connection.closed.addCallback(lambda _: self._lost(link))
+        _logger.info("{peer}: region {region} linked as a child", peer=connection.peer, region=region)
+        if manager.path.complete:
+            # After the reply, which the hub writes when this returns.
+            manager.reactor.callLater(0, self._send_snapshot, link)
+        return encode_region_link_reply(manager.name, manager.path.names, manager.path.complete)
+
+    def source_of(self, connection) -> RelaySource | None:
+        link = self._by_connection.get(connection)
+        return link.source if link is not None else None
+
+    def _forget(self, link: ChildLink) -> None:
+        if self.links.get(link.region) is link:
+            del self.links[link.region]
+        self._by_connection.pop(link.connection, None)
+
+    def _lost(self, link: ChildLink) -> None:
+        if self.links.get(link.region) is link:
+            _logger.info("region {region}'s link ended", region=link.region)
+        self._forget(link)
+
+    def _send_snapshot(self, link: ChildLink) -> None:
+        if self.links.get(link.region) is not link or not link.connection.is_open:
+            return
+        interest = self.manager.interest
+        write = link.connection.transport.write
+        for frame in interest_frames(InterestKind.WANT, interest.wanted_from(link.region)):
+            write(frame)
+        for frame in interest_frames(InterestKind.HELD, interest.relayed_by(link.region)):
+            write(frame)
+        for frame in interest_frames(InterestKind.END, []):
+            write(frame)
+
+    def interest_changed(self, topic: str, region: str, wanted: bool) -> None:
+        link = self.links.get(region)
+        if link is None or not link.connection.is_open:
+            return
+        for frame in interest_frames(InterestKind.ADD if wanted else InterestKind.DROP, [topic]):
+            link.connection.transport.write(frame)
+
+    def drop_all(self, reason: str) -> None:
+        """Close every child link (this region's path changed: they must check it again)."""
+        for link in list(self.links.values()):
+            _logger.info("closing region {region}'s link: {reason}", region=link.region, reason=reason)
+            self._forget(link)
+            link.connection.transport.loseConnection()
+
+    def describe(self) -> list:
+        now = self.manager.reactor.seconds()
+        return [
+            {
+                "region": link.region,
+                "peer": link.connection.peer,
+                "linked_for_s": round(now - link.linked_at, 3),
+            }
+            for _region, link in sorted(self.links.items())
+        ]

@@ -1,0 +1,99 @@
+"""What a region holds of each origin: per topic, the highest origin seq-id stored here.
+
+A relayed entry whose origin seq-ids are at or below that mark is held already (a link
+re-reading what it had not acknowledged) and is dropped; one straddling it loses its head.
+The marks are derived from the topic's log, not kept beside it: the log is the one record
+that is written atomically with the relayed entry, so after a restart or a SIGKILL the
+marks are exactly what is durable. A mark kept elsewhere would need a write per relayed
+entry, or would lag the log after a crash and need this same scan to catch up.
+
+The scan is lazy and runs backwards: when an entry of origin O arrives and O's mark is not
+known, the log is read from the tail down until an entry of O is found (every origin met
+on the way is learnt too) or the retained log ends. A region that relays O often finds O
+near the tail; the whole log is scanned at most once per opening of the topic. Marks of
+entries appended here are set as they are handed to the log (appends are pipelined and
+stored in call order).
+"""
+
+from twisted.internet.defer import inlineCallbacks
+from twisted.internet.task import deferLater
+
+from hedwig.log.errors import SeqOutOfRange
+from hedwig.protocol.entry import decode_entry_header
+
+# A scan reads at most this many bytes per step, and yields the reactor between steps.
+SCAN_STEP_BYTES = 4 << 20
+_FIRST_SPAN = 4096  # seq-ids per backward step, doubled while nothing is found
+_MAX_SPAN = 1 << 24
+
+
+class HighWater:
+    """Marks of one TopicLog (a reopened topic gets a new HighWater)."""
+
+    def __init__(self, log, clock):
+        self.log = log
+        self._clock = clock
+        self.marks: dict[str, int] = {}
+        # Every entry above `floor` is accounted for in `marks`: those appended through
+        # here since, and those a scan has read.
+        self.floor = log.last_seq
+        self.entries_scanned = 0
+        self.scans = 0
+        self._span = _FIRST_SPAN
+
+    def mark(self, origin: str) -> int | None:
+        """The highest origin seq-id of `origin` held here (0: none), or None when only a
+        scan can tell."""
+        mark = self.marks.get(origin)
+        if mark is not None:
+            return mark
+        if self.floor < self.log.first_seq:
+            return 0  # the whole retained log was scanned
+        return None
+
+    def appended(self, origin: str, origin_last: int) -> None:
+        self.marks[origin] = origin_last
+
+    @inlineCallbacks
+    def scan(self, origin: str):
+        """Read the log backwards until `origin`'s mark is known; Deferred[int] (the mark).
+        One step of at most SCAN_STEP_BYTES per reactor turn, so other topics go on."""
+        self.scans += 1
+        while True:
+            mark = self.mark(origin)
+            if mark is not None:
+                return mark
+            yield self._step_down()
+            yield deferLater(self._clock, 0, lambda: None)
+
+    @inlineCallbacks
+    def _step_down(self):
+        """Read the entries of seq-ids [floor - span + 1, floor] and learn their origins."""
+        log = self.log
+        floor = self.floor
+        low = max(log.first_seq, floor - self._span + 1)
+        headers = []  # (first_seq, origin, origin seq-id of its last message), in log order
+        seq = low
+        try:
+            while seq <= floor:
+                entries = yield log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
+                if not entries:
+                    break
+                for entry in entries:
+                    if entry.first_seq > floor:
+                        break
+                    head = decode_entry_header(entry.data)
+                    headers.append((entry.first_seq, head.origin_region, head.origin_seq + head.count - 1))
+                seq = entries[-1].last_seq + 1
+        except SeqOutOfRange:
+            # Garbage collection removed the bottom meanwhile: what is left was read.
+            headers.clear()
+            self.floor = log.first_seq - 1
+            return
+        marks = self.marks
+        for _first_seq, entry_origin, origin_last in reversed(headers):
+            if entry_origin not in marks:  # (a later entry of that origin set it higher)
+                marks[entry_origin] = origin_last
+        self.entries_scanned += len(headers)
+        self.floor = headers[0][0] - 1 if headers else low - 1
+        self._span = min(self._span * 2, _MAX_SPAN)

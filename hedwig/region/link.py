@@ -1,0 +1,398 @@
+"""The link from a child region's hub to its parent's: one connection, both directions.
+
+Links are configured child -> parent only (a parent does not know its children's
+addresses), so the child connects, and keeps connecting: HELLO, then REGION_LINK naming
+its region. The parent answers with its region and its path to the root; the child
+refuses a parent that is not the region it was configured with, or whose path holds its
+own name (a cycle), and waits while that path does not reach a root yet. Once linked, a
+LinkSession (session.py) relays both ways over the connection until it breaks.
+
+States: connecting -> linking -> relaying; any failure -> retrying (after a back-off
+doubling from `retry_backoff_ms` to `max_retry_backoff_ms`, trying the parent's
+addresses in turn); a refusal -> refused, retried at the longest back-off (the hierarchy
+may be fixed meanwhile); a parent not yet linked to the root -> waiting. A request left
+unanswered `link_timeout_s` drops the connection. None of this blocks anything local:
+publishes and local deliveries never wait on a link.
+"""
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.protocol import ClientFactory, Protocol
+from twisted.logger import Logger
+
+from hedwig.client.addresses import format_address, parse_addresses
+from hedwig.protocol.framing import FrameDecoder, FrameError, frame_header, parse_delivery, parse_event
+from hedwig.protocol.ops import Op
+from hedwig.protocol.requests import RequestError, encode_hello
+from hedwig.protocol.status import Status
+from hedwig.region.backoff import Backoff
+from hedwig.region.path import cycle_through
+from hedwig.region.wire import decode_region_link_reply, encode_region_link, split_response
+
+_logger = Logger()
+
+STOPPED = "stopped"
+CONNECTING = "connecting"
+LINKING = "linking"
+RELAYING = "relaying"
+RETRYING = "retrying"
+WAITING = "waiting"  # the parent's path does not reach a root yet
+REFUSED = "refused"  # a misconfigured hierarchy: a cycle, or the wrong region at the address
+
+_MAX_REQUEST_ID = 0xFFFFFFFF
+
+
+class LinkDropped(Exception):
+    """The link's connection ended before the request was answered."""
+
+
+class LinkProtocol(Protocol):
+    """Frames of one link connection, handed to its ParentLink."""
+
+    def __init__(self, link, max_frame_bytes: int):
+        self.link = link
+        self.decoder = FrameDecoder(max_frame_bytes + 4096)
+
+    def connectionMade(self):
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
+        self.link._connected(self)
+
+    def dataReceived(self, data):
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as e:
+            self.link.drop(f"bad frame from the parent: {e}")
+            return
+        link = self.link
+        for op, request_id, body in frames:
+            if link._protocol is not self:
+                return
+            link._frame(op, request_id, body)
+
+    def connectionLost(self, reason):
+        self.link._lost(self, reason)
+
+
+class _LinkFactory(ClientFactory):
+    """One connection attempt."""
+
+    noisy = False  # the link logs its own attempts
+
+    def __init__(self, link, address):
+        self.link = link
+        self.address = address
+
+    def buildProtocol(self, addr):
+        protocol = LinkProtocol(self.link, self.link._max_frame_bytes)
+        protocol.factory = self
+        return protocol
+
+    def clientConnectionFailed(self, connector, reason):
+        self.link._connect_failed(reason, self.address)
+
+
+class ParentLink:
+    """The child's side of the link to its parent region."""
+
+    def __init__(self, manager, settings, reactor, *, max_frame_bytes: int, rng=None):
+        self.manager = manager
+        self.region = settings.name
+        self.parent = settings.parent
+        self.addresses = parse_addresses(settings.parent_address)
+        self.timeout = settings.link_timeout_s
+        self.backoff = Backoff(
+            settings.retry_backoff_ms / 1000, settings.max_retry_backoff_ms / 1000, rng=rng
+        )
+        self._reactor = reactor
+        self._max_frame_bytes = max_frame_bytes
+        self.state = STOPPED
+        self.reason = ""
+        self.address = None  # the address of the current (or last) attempt
+        self.attempts = 0
+        self.links = 0  # times the link came up
+        self.connected_at = None
+        self.retry_at = None
+        self.session = None
+        self._protocol = None
+        self._pending = {}  # request id -> (Deferred, timeout call)
+        self._next_id = 0
+        self._rotation = 0
+        self._retry_call = None
+        self._retry_delay = None  # set by a refusal or a wait: the delay after this connection
+        self._running = False
+        self._closed_waiters = []
+        self._logged_reason = None
+        self._drop_reason = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        self._attempt()
+
+    def stop(self) -> Deferred:
+        """Stop retrying and close the connection; fires once it is closed."""
+        self._running = False
+        self._cancel_retry()
+        self.state = STOPPED
+        self.reason = ""
+        protocol = self._protocol
+        if protocol is None:
+            return succeed(None)
+        waiter = Deferred()
+        self._closed_waiters.append(waiter)
+        protocol.transport.loseConnection()
+        return waiter
+
+    def drop(self, reason: str) -> None:
+        """Abort the connection (it is retried): a timeout, a bad frame, a relay failure."""
+        protocol = self._protocol
+        if protocol is None:
+            return
+        self._drop_reason = reason
+        _logger.warn("region link to {parent}: {reason}; reconnecting", parent=self.parent, reason=reason)
+        protocol.transport.abortConnection()
+
+    def _attempt(self) -> None:
+        self._retry_call = None
+        self.retry_at = None
+        if not self._running:
+            return
+        address = self.addresses[self._rotation % len(self.addresses)]
+        self._rotation += 1
+        self.address = address
+        self.attempts += 1
+        self.state = CONNECTING
+        self._reactor.connectTCP(address[0], address[1], _LinkFactory(self, address), timeout=self.timeout)
+
+    def _connect_failed(self, failure, address) -> None:
+        if not self._running:
+            return
+        self._retry_later(RETRYING, f"cannot reach {format_address(address)}: {failure.getErrorMessage()}")
+
+    def _retry_later(self, state: str, reason: str, delay: float | None = None) -> None:
+        if not self._running:
+            return
+        self.state = state
+        self.reason = reason
+        if delay is None:
+            delay = self.backoff.next_delay()
+        self.retry_at = self._reactor.seconds() + delay
+        if reason != self._logged_reason:
+            self._logged_reason = reason
+            log = _logger.error if state == REFUSED else _logger.warn
+            log(
+                "region link to {parent}: {reason}; retrying in {delay:.1f}s",
+                parent=self.parent,
+                reason=reason,
+                delay=delay,
+            )
+        self._cancel_retry()
+        self._retry_call = self._reactor.callLater(delay, self._attempt)
+
+    def _cancel_retry(self) -> None:
+        if self._retry_call is not None and self._retry_call.active():
+            self._retry_call.cancel()
+        self._retry_call = None
+
+    # -- the handshake ------------------------------------------------------------------------
+
+    def _connected(self, protocol) -> None:
+        if not self._running:
+            protocol.transport.loseConnection()
+            return
+        self._protocol = protocol
+        self._retry_delay = None
+        self.state = LINKING
+        greeted = self.request(Op.HELLO, encode_hello(f"hub of region {self.region}"))
+        greeted.addCallbacks(self._greeted, lambda _failure: None)
+        linked = self.request(Op.REGION_LINK, encode_region_link(self.region))
+        linked.addCallbacks(self._linked, lambda _failure: None)  # (a lost connection retries)
+
+    def _greeted(self, reply) -> None:
+        status, message, _payload = reply
+        if status is not Status.SUCCESS:
+            self._close(REFUSED, f"the parent refused HELLO: {status.name}: {message}")
+
+    def _linked(self, reply) -> None:
+        status, message, payload = reply
+        where = format_address(self.address)
+        if status is Status.REGION_REFUSED:
+            self._close(REFUSED, f"{where} refused the link: {message}")
+            return
+        if status is not Status.SUCCESS:
+            self._close(RETRYING, f"{where} answered REGION_LINK with {status.name}: {message}")
+            return
+        try:
+            region, path, complete = decode_region_link_reply(payload)
+        except RequestError as e:
+            self._close(RETRYING, f"{where} sent a bad REGION_LINK reply: {e.reason}")
+            return
+        if region != self.parent:
+            self._close(
+                REFUSED, f"{where} serves region {region}, not the configured parent region {self.parent}"
+            )
+            return
+        cycle = cycle_through(path, self.region)
+        if cycle is not None:
+            self._close(REFUSED, cycle)
+            return
+        self.manager.path_learned(path, complete)
+        if not complete:
+            self._close(
+                WAITING, f"region {self.parent} does not reach a root region yet (path {' -> '.join(path)})"
+            )
+            return
+        self.state = RELAYING
+        self.reason = ""
+        self._logged_reason = None
+        self.backoff.reset()
+        self.connected_at = self._reactor.seconds()
+        self.links += 1
+        _logger.info(
+            "region link to {parent} at {where} is up (path {path})",
+            parent=self.parent,
+            where=where,
+            path=" -> ".join([self.region, *path]),
+        )
+        self.session = self.manager.link_up(self)
+
+    def _close(self, state: str, reason: str) -> None:
+        """End this connection; the next attempt waits as `state` says."""
+        delay = self.backoff.longest() if state == REFUSED else self.backoff.next_delay()
+        self._retry_delay = (state, reason, delay)
+        protocol = self._protocol
+        if protocol is not None:
+            protocol.transport.loseConnection()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    @property
+    def is_up(self) -> bool:
+        return self.state == RELAYING and self._protocol is not None
+
+    def next_request_id(self) -> int:
+        request_id = self._next_id + 1
+        if request_id > _MAX_REQUEST_ID:
+            request_id = 1
+        self._next_id = request_id
+        return request_id
+
+    def request(self, op: Op, body: bytes) -> Deferred:
+        """Deferred[(status, message, payload)]; fails with LinkDropped if the connection ends."""
+        request_id = self.next_request_id()
+        d = self._expect(request_id, op)
+        self._protocol.transport.write(frame_header(op, request_id, len(body)) + body)
+        return d
+
+    def request_parts(self, op: Op, make_parts) -> Deferred:
+        """As request, for a frame built by make_parts(request_id) as chunks."""
+        request_id = self.next_request_id()
+        d = self._expect(request_id, op)
+        self._protocol.transport.writeSequence(make_parts(request_id))
+        return d
+
+    def send(self, op: Op, body: bytes) -> None:
+        """A request answered only when it fails (CONSUME)."""
+        if self._protocol is not None:
+            self._protocol.transport.write(frame_header(op, self.next_request_id(), len(body)) + body)
+
+    def _expect(self, request_id: int, op: Op) -> Deferred:
+        if self._protocol is None:
+            raise LinkDropped("the region link is not connected")
+        d = Deferred()
+        timer = self._reactor.callLater(self.timeout, self._timed_out, request_id, op)
+        self._pending[request_id] = (d, timer)
+        return d
+
+    def _timed_out(self, request_id: int, op: Op) -> None:
+        if request_id in self._pending:
+            self.drop(f"no reply to {op.name} in {self.timeout:g}s")
+
+    def pause_reading(self) -> None:
+        if self._protocol is not None:
+            self._protocol.transport.pauseProducing()
+
+    def resume_reading(self) -> None:
+        if self._protocol is not None:
+            self._protocol.transport.resumeProducing()
+
+    # -- frames in ----------------------------------------------------------------------------
+
+    def _frame(self, op: int, request_id: int, body) -> None:
+        try:
+            if op == Op.RESPONSE:
+                _answered, status, message, payload = split_response(body)
+                pending = self._pending.pop(request_id, None)
+                if pending is not None:
+                    d, timer = pending
+                    if timer.active():
+                        timer.cancel()
+                    d.callback((status, message, payload))
+                elif status is not Status.SUCCESS:  # a CONSUME refused
+                    self.drop(f"the parent refused request {request_id}: {status.name}: {message}")
+            elif op == Op.DELIVERY:
+                if len(body) < 12 or self.session is None:
+                    raise RequestError(Status.MALFORMED_REQUEST, "unexpected DELIVERY")
+                handle, start, stop, entry = parse_delivery(body)
+                self.session.delivered(handle, start, stop, entry)
+            elif op == Op.REGION_INTEREST:
+                if self.session is not None:
+                    self.session.interest(body)
+            elif op == Op.EVENT:
+                if len(body) < 5:
+                    raise RequestError(Status.MALFORMED_REQUEST, "EVENT shorter than its body")
+                if self.session is not None:
+                    self.session.event(*parse_event(body))
+            else:
+                raise RequestError(Status.MALFORMED_REQUEST, f"unexpected op {op}")
+        except RequestError as e:
+            self.drop(f"the parent sent something no hub sends: {e.reason}")
+
+    def _lost(self, protocol, reason) -> None:
+        if protocol is not self._protocol:
+            return
+        self._protocol = None
+        self.connected_at = None
+        pending, self._pending = self._pending, {}
+        dropped = LinkDropped(f"region link to {self.parent} lost: {reason.getErrorMessage()}")
+        for d, timer in pending.values():
+            if timer.active():
+                timer.cancel()
+            d.errback(dropped)
+        session, self.session = self.session, None
+        if session is not None:
+            session.close()
+            self.manager.link_down(self)
+        waiters, self._closed_waiters = self._closed_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
+        if not self._running:
+            return
+        if self._retry_delay is not None:
+            state, why, delay = self._retry_delay
+            self._retry_delay = None
+            self._retry_later(state, why, delay)
+        else:
+            why = self._drop_reason or f"connection lost: {reason.getErrorMessage()}"
+            self._retry_later(RETRYING, why)
+        self._drop_reason = None
+
+    # -- observation --------------------------------------------------------------------------
+
+    def describe(self) -> dict:
+        now = self._reactor.seconds()
+        return {
+            "parent": self.parent,
+            "address": format_address(self.address) if self.address else None,
+            "addresses": [format_address(a) for a in self.addresses],
+            "state": self.state,
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "links": self.links,
+            "up_for_s": round(now - self.connected_at, 3) if self.connected_at is not None else None,
+            "retry_in_s": round(max(0.0, self.retry_at - now), 3) if self.retry_at is not None else None,
+        }

@@ -1,0 +1,286 @@
+"""The region manager: this hub's place in the region tree, and every relay through it.
+
+It holds the region's interest (interest.py, loaded from the metadata store at start and
+kept up to date by the delivery manager's subscription notices), the link to the parent
+region (link.py, session.py) when there is one, the links of child regions
+(children.py), and the inboxes every relayed entry goes through (inbox.py). The hub
+calls it for REGION_LINK and RELAY_PUBLISH, and for the relay rows of DESCRIBE_TOPIC and
+STATS; the delivery manager asks it which entries a relay subscriber must not be sent.
+
+A relay subscriber `__region__N` is sent every entry whose `via` is not N: an entry goes
+to each neighbour except the one it came from, so in a tree every region receives it
+once, and per origin in origin order (each region stores an origin's entries in the
+order it received them, and a link delivers in log order).
+"""
+
+from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred, succeed
+from twisted.logger import Logger
+
+from hedwig.protocol.ops import Op
+from hedwig.protocol.requests import RequestError, encode_published, response_frame
+from hedwig.protocol.status import Status
+from hedwig.region.children import Children
+from hedwig.region.entries import via_filter
+from hedwig.region.inbox import Inboxes
+from hedwig.region.interest import InterestTable
+from hedwig.region.link import ParentLink
+from hedwig.region.path import RegionPath
+from hedwig.region.session import LinkSession
+from hedwig.region.settings import relay_peer, relay_subscriber_id
+from hedwig.region.wire import decode_relay_publish
+
+_logger = Logger()
+
+
+class RegionManager:
+    def __init__(self, hub, config, reactor, *, data_dir: str | None = None, rng=None):
+        self.hub = hub
+        self.settings = config.region
+        self.name = config.region.name
+        self.parent = config.region.parent
+        self.reactor = reactor
+        self.path = RegionPath(self.name, self.parent, data_dir)
+        self.interest = InterestTable()
+        self.inboxes = Inboxes(hub, self.name, reactor)
+        self.children = Children(self)
+        self.link = None
+        if self.parent:
+            self.link = ParentLink(self, self.settings, reactor, max_frame_bytes=hub.max_frame_bytes, rng=rng)
+        self.session = None
+        self._filters = {}
+        self._loaded = False
+        self._early_changes = []  # subscription notices that arrived while loading
+        self._ready_waiters = []
+        hub.regions = self
+        hub.delivery.entry_filter = self.entry_filter
+        hub.delivery.on_subscription_change = self.subscription_changed
+        hub.register_op(Op.REGION_LINK, self._on_region_link)
+        hub.register_op(Op.RELAY_PUBLISH, self._on_relay_publish)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> Deferred:
+        """Load the interest of every topic, then link to the parent. Fires once loaded."""
+        d = self._load()
+        d.addCallback(self._started)
+        return d
+
+    @inlineCallbacks
+    def _load(self):
+        metadata = self.hub.delivery.metadata
+        topics = yield metadata.list_topics()
+        for topic in topics:
+            subscriptions = yield metadata.list_subscriptions(topic)
+            for subscriber_id in subscriptions:
+                self.interest.add(topic, subscriber_id)
+        _logger.info(
+            "region {region}: path {path}; {count} topic(s) with subscribers",
+            region=self.name,
+            path=self.path.describe(),
+            count=len(self.interest),
+        )
+
+    def _started(self, _) -> None:
+        self._loaded = True
+        changes, self._early_changes = self._early_changes, []
+        for topic, subscriber_id, added in changes:
+            self._apply(topic, subscriber_id, added)
+        waiters, self._ready_waiters = self._ready_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
+        if self.link is not None:
+            self.link.start()
+
+    def _when_ready(self) -> Deferred:
+        if self._loaded:
+            return succeed(None)
+        waiter = Deferred()
+        self._ready_waiters.append(waiter)
+        return waiter
+
+    def stop(self) -> Deferred:
+        """Close the parent link (its relay subscriptions here are detached and their
+        pointers written). Child links are connections: the hub closes them."""
+        if self.link is None:
+            return succeed(None)
+        return self.link.stop()
+
+    # -- hooks of the delivery manager ------------------------------------------------------------
+
+    def entry_filter(self, subscriber_id: str):
+        """Entries not sent to a relay subscriber: those that came from its region."""
+        peer = relay_peer(subscriber_id)
+        if peer is None:
+            return None
+        came_from = self._filters.get(peer)
+        if came_from is None:
+            came_from = self._filters[peer] = via_filter(peer)
+        return came_from
+
+    def subscription_changed(self, topic: str, subscriber_id: str, added: bool) -> None:
+        if not self._loaded:
+            self._early_changes.append((topic, subscriber_id, added))
+            return
+        self._apply(topic, subscriber_id, added)
+
+    def _apply(self, topic: str, subscriber_id: str, added: bool) -> None:
+        interest = self.interest
+        neighbours = list(self.children.links)
+        if self.parent:
+            neighbours.append(self.parent)
+        before = [interest.wants(topic, n) for n in neighbours]
+        if added:
+            interest.add(topic, subscriber_id)
+        else:
+            interest.remove(topic, subscriber_id)
+        for neighbour, was in zip(neighbours, before, strict=True):
+            now = interest.wants(topic, neighbour)
+            if now != was:
+                if neighbour == self.parent:
+                    if self.session is not None:
+                        self.session.want_down(topic, now)
+                else:
+                    self.children.interest_changed(topic, neighbour, now)
+
+    # -- the parent link ---------------------------------------------------------------------------
+
+    def path_learned(self, parent_path: list[str], complete: bool) -> None:
+        if self.path.learned(parent_path, complete):
+            _logger.info("region {region}: path {path}", region=self.name, path=self.path.describe())
+            if self.children.links:
+                self.children.drop_all(f"region {self.name}'s path to the root changed")
+
+    def link_up(self, link) -> LinkSession:
+        session = self.session = LinkSession(self, link)
+        session.start()
+        return session
+
+    def link_down(self, link) -> None:
+        self.session = None
+
+    # -- child links (requests the hub hands over) ---------------------------------------------------
+
+    def _on_region_link(self, connection, request_id, body, started) -> None:
+        connection.answer(
+            self.link_child(connection, body),
+            request_id,
+            Op.REGION_LINK,
+            started,
+            lambda payload: response_frame(request_id, Op.REGION_LINK, payload=payload),
+        )
+
+    def _on_relay_publish(self, connection, request_id, body, started) -> None:
+        connection.answer(
+            maybeDeferred(self.relay_publish, connection, body),
+            request_id,
+            Op.RELAY_PUBLISH,
+            started,
+            lambda stored: response_frame(request_id, Op.RELAY_PUBLISH, payload=encode_published(*stored)),
+        )
+
+    def link_child(self, connection, body) -> Deferred:
+        """REGION_LINK: Deferred[reply payload]."""
+        return self._when_ready().addCallback(lambda _: self.children.accept(connection, body))
+
+    def relay_publish(self, connection, body) -> Deferred:
+        """RELAY_PUBLISH: Deferred[(first_seq, last_seq)], (0, 0) when held already."""
+        source = self.children.source_of(connection)
+        if source is None:
+            raise RequestError(
+                Status.REGION_REFUSED, "RELAY_PUBLISH is taken only on a region link (send REGION_LINK first)"
+            )
+        topic, start, stop, entry = decode_relay_publish(body)
+        return self.inboxes.receive(topic, entry, start, stop, source)
+
+    # -- observation ---------------------------------------------------------------------------------
+
+    def describe_relays(self, topic: str, subscribers: list) -> Deferred:
+        """Deferred[list]: one row per relay link of the topic here: peer, direction ("out":
+        relayed from here to peer, "in": from peer to here), consumed seq-id, lag, state."""
+        rows = []
+        link = self.link
+        for row in subscribers:
+            peer = relay_peer(row["subscriber_id"])
+            if peer is None:
+                continue
+            state = row["state"]
+            if peer == self.parent:
+                if link is not None and not link.is_up:
+                    state = f"{link.state}: {link.reason}" if link.reason else link.state
+            elif peer not in self.children.links:
+                state = "child region not linked"
+            rows.append(
+                {
+                    "peer": peer,
+                    "direction": "out",
+                    "subscriber_id": row["subscriber_id"],
+                    "consumed_seq": row["consumed_seq"],
+                    "lag": row["backlog"],
+                    "state": state,
+                }
+            )
+        for child in sorted(self.children.links):
+            if self.interest.wants(topic, child):
+                rows.append(
+                    {
+                        "peer": child,
+                        "direction": "in",
+                        "subscriber_id": relay_subscriber_id(self.name),
+                        "consumed_seq": None,
+                        "lag": None,
+                        "state": "linked (the child describes this link's pointer)",
+                    }
+                )
+        if not self.parent or not self.interest.wants(topic, self.parent):
+            return succeed(rows)
+        row = {
+            "peer": self.parent,
+            "direction": "in",
+            "subscriber_id": relay_subscriber_id(self.name),
+            "consumed_seq": None,
+            "lag": None,
+            "state": link.state if not link.reason else f"{link.state}: {link.reason}",
+        }
+        rows.append(row)
+        session = self.session
+        if session is None:
+            return succeed(rows)
+        down = session.down_state(topic)
+        if down is not None:
+            row["consumed_seq"] = down["consumed_seq"]
+        else:
+            row["state"] = "subscribing"
+
+        def parent_said(description):
+            for sub in (description or {}).get("subscribers", []):
+                if sub.get("subscriber_id") == row["subscriber_id"]:
+                    row["lag"] = sub.get("backlog")
+                    if row["consumed_seq"] is None or sub.get("consumed_seq", 0) > row["consumed_seq"]:
+                        row["consumed_seq"] = sub.get("consumed_seq")
+                    row["state"] = "relaying" if sub.get("state") != "detached" else "detached"
+            return rows
+
+        return session.parent_description(topic).addCallback(parent_said)
+
+    def stats(self) -> dict:
+        link = self.link
+        session = self.session
+        parent = None
+        if link is not None:
+            parent = link.describe()
+            if session is not None:
+                parent["interest_synced"] = session.synced
+                parent["relayed_down_entries"] = session.received_entries
+                parent["topics_down"] = len(session.down.on)
+                parent["topics_up"] = len(session.up.on)
+                parent["up"] = session.up_channel.describe()
+        return {
+            "region": self.name,
+            "parent": parent,
+            "path": self.path.names,
+            "path_complete": self.path.complete,
+            "children": self.children.describe(),
+            "refused_links": self.children.refused,
+            "relay": self.inboxes.stats(),
+            "interest_topics": len(self.interest),
+        }

@@ -1,0 +1,179 @@
+"""Bodies of the region link ops (docs/protocol.md, "Region links"), and RESPONSE frames
+read without the client's decoders (a link reads replies to ops clients never send).
+
+    REGION_LINK request:   str8 child region
+    REGION_LINK payload:   str8 region   u8 flags (bit 0: the path reaches a root)
+                           u8 count      count x str8: the parent's path, itself first
+    RELAY_PUBLISH request: str8 topic    u32 start   u32 stop   then a stored entry
+    RELAY_PUBLISH payload: u64 first_seq   u64 last_seq   (0, 0: every message was held already)
+    REGION_INTEREST body:  u8 kind       u32 count   count x str8 topic
+
+All integers are big-endian; every decoder raises RequestError with the status to send
+back (or to report) for a body that does not parse.
+"""
+
+import struct
+from enum import IntEnum
+
+from hedwig.protocol.framing import frame_header
+from hedwig.protocol.names import InvalidName, check_topic
+from hedwig.protocol.ops import Op
+from hedwig.protocol.requests import RequestError
+from hedwig.protocol.status import Status
+
+_U8 = struct.Struct("!B")
+_U32 = struct.Struct("!I")
+_RANGE = struct.Struct("!II")
+_RESPONSE_HEAD = struct.Struct("!BHH")  # op, status, message length
+_INTEREST_HEAD = struct.Struct("!BI")
+
+PATH_COMPLETE = 0x01
+# Topics per REGION_INTEREST frame: 255-byte names keep a frame well under 1 MiB.
+INTEREST_TOPICS_PER_FRAME = 4000
+
+
+class InterestKind(IntEnum):
+    """What a REGION_INTEREST frame says about its topics (parent -> child)."""
+
+    WANT = 1  # snapshot: the parent wants these relayed up
+    HELD = 2  # snapshot: the parent holds a relay subscription for the child on these
+    END = 3  # the snapshot is complete: reconcile
+    ADD = 4  # the parent now wants these too
+    DROP = 5  # the parent no longer wants these
+
+
+def _str8(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    if len(raw) > 255:
+        raise ValueError(f"{raw[:40]!r}... is longer than 255 bytes")
+    return _U8.pack(len(raw)) + raw
+
+
+def _read_str8(body, offset: int, what: str) -> tuple[str, int]:
+    if offset >= len(body):
+        raise RequestError(Status.MALFORMED_REQUEST, f"body ends before the {what}")
+    end = offset + 1 + body[offset]
+    if end > len(body):
+        raise RequestError(Status.MALFORMED_REQUEST, f"{what} runs past the end of the body")
+    try:
+        return bytes(body[offset + 1 : end]).decode("utf-8"), end
+    except UnicodeDecodeError:
+        raise RequestError(Status.MALFORMED_REQUEST, f"{what} is not UTF-8") from None
+
+
+def _read_topic(body, offset: int) -> tuple[str, int]:
+    raw, offset = _read_str8(body, offset, "topic")
+    try:
+        return check_topic(raw), offset
+    except InvalidName as e:
+        raise RequestError(Status.INVALID_TOPIC, str(e)) from None
+
+
+# -- REGION_LINK ---------------------------------------------------------------------------------
+
+
+def encode_region_link(region: str) -> bytes:
+    return _str8(region)
+
+
+def decode_region_link(body) -> str:
+    region, offset = _read_str8(body, 0, "region")
+    if offset != len(body):
+        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK has bytes after the region")
+    return region
+
+
+def encode_region_link_reply(region: str, path: list[str], complete: bool) -> bytes:
+    if len(path) > 255:
+        raise ValueError("a region path holds at most 255 regions")
+    parts = [_str8(region), _U8.pack(PATH_COMPLETE if complete else 0), _U8.pack(len(path))]
+    parts.extend(_str8(name) for name in path)
+    return b"".join(parts)
+
+
+def decode_region_link_reply(payload) -> tuple[str, list[str], bool]:
+    """(the parent's region, its path to the root beginning with itself, complete)."""
+    region, offset = _read_str8(payload, 0, "region")
+    if offset + 2 > len(payload):
+        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK reply ends before its path")
+    flags, count = payload[offset], payload[offset + 1]
+    offset += 2
+    path = []
+    for _ in range(count):
+        name, offset = _read_str8(payload, offset, "region path")
+        path.append(name)
+    if offset != len(payload):
+        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK reply has bytes after its path")
+    return region, path, bool(flags & PATH_COMPLETE)
+
+
+# -- RELAY_PUBLISH -------------------------------------------------------------------------------
+
+
+def relay_publish_parts(request_id: int, topic: str, start: int, stop: int, entry) -> list:
+    """A RELAY_PUBLISH frame as chunks for writeSequence: the stored entry is not copied."""
+    head = _str8(topic) + _RANGE.pack(start, stop)
+    return [frame_header(Op.RELAY_PUBLISH, request_id, len(head) + len(entry)) + head, entry]
+
+
+def decode_relay_publish(body) -> tuple[str, int, int, memoryview]:
+    """(topic, start, stop, entry): messages [start, stop) of the stored entry are relayed."""
+    topic, offset = _read_topic(body, 0)
+    if offset + _RANGE.size > len(body):
+        raise RequestError(Status.MALFORMED_REQUEST, "RELAY_PUBLISH ends before its message range")
+    start, stop = _RANGE.unpack_from(body, offset)
+    if not start < stop:
+        raise RequestError(Status.MALFORMED_REQUEST, f"RELAY_PUBLISH of an empty range [{start}, {stop})")
+    return topic, start, stop, memoryview(body)[offset + _RANGE.size :]
+
+
+# -- REGION_INTEREST -----------------------------------------------------------------------------
+
+
+def interest_frames(kind: InterestKind, topics) -> list[bytes]:
+    """REGION_INTEREST frames (request id 0) naming `topics`, several when they are many;
+    one frame with no topic for END (or an empty snapshot part)."""
+    topics = list(topics)
+    frames = []
+    for first in range(0, max(1, len(topics)), INTEREST_TOPICS_PER_FRAME):
+        chunk = topics[first : first + INTEREST_TOPICS_PER_FRAME]
+        body = _INTEREST_HEAD.pack(kind, len(chunk)) + b"".join(_str8(t) for t in chunk)
+        frames.append(frame_header(Op.REGION_INTEREST, 0, len(body)) + body)
+    return frames
+
+
+def decode_interest(body) -> tuple[InterestKind, list[str]]:
+    if len(body) < _INTEREST_HEAD.size:
+        raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST shorter than its header")
+    kind, count = _INTEREST_HEAD.unpack_from(body, 0)
+    try:
+        kind = InterestKind(kind)
+    except ValueError:
+        raise RequestError(Status.MALFORMED_REQUEST, f"unknown REGION_INTEREST kind {kind}") from None
+    offset = _INTEREST_HEAD.size
+    topics = []
+    for _ in range(count):
+        topic, offset = _read_topic(body, offset)
+        topics.append(topic)
+    if offset != len(body):
+        raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST has bytes after its topics")
+    return kind, topics
+
+
+# -- RESPONSE ------------------------------------------------------------------------------------
+
+
+def split_response(body) -> tuple[int, Status, str, memoryview]:
+    """(op answered, status, message, payload) of a RESPONSE body."""
+    if len(body) < _RESPONSE_HEAD.size:
+        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE shorter than its header")
+    op, code, length = _RESPONSE_HEAD.unpack_from(body, 0)
+    end = _RESPONSE_HEAD.size + length
+    if end > len(body):
+        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE message runs past the end of the body")
+    message = bytes(body[_RESPONSE_HEAD.size : end]).decode("utf-8", "replace")
+    try:
+        status = Status(code)
+    except ValueError:
+        status, message = Status.UNEXPECTED_CONDITION, f"unknown status {code}: {message}"
+    return op, status, message, memoryview(body)[end:]

@@ -290,7 +290,7 @@ class HubConnection(Protocol):
     def _on_subscribe(self, request_id, body, started):
         request = decode_subscribe(body)
         limit = self.hub.max_subscriptions
-        if len(self._subscriptions) >= limit:
+        if len(self._subscriptions) >= limit and not self.is_hub_peer:  # (a region link relays many)
             raise RequestError(
                 Status.TOO_MANY_SUBSCRIPTIONS, f"a connection holds at most {limit} subscriptions"
             )

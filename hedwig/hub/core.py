@@ -45,6 +45,7 @@ class Hub:
         # op -> handler(connection, request_id, body, started) for ops served beyond the
         # core protocol (region links); see register_op.
         self.extra_handlers = {}
+        self.regions = None  # the RegionManager (hedwig.region): relay rows and counters
         self.stopping = False
         self.started_at = clock.seconds()
 
@@ -120,7 +121,13 @@ class Hub:
                     )
             return result
 
-        return self.delivery.unsubscribe(topic, subscriber_id).addCallback(ended)
+        def open_existing(exists):
+            # Subscriptions are loaded when a topic opens: open it, unless it never existed.
+            return self.topics.acquire(topic) if exists else None
+
+        d = self.topics.exists(topic).addCallback(open_existing)
+        d.addCallback(lambda _log: self.delivery.unsubscribe(topic, subscriber_id))
+        return d.addCallback(ended)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -178,6 +185,9 @@ class Hub:
             description = {"topic": topic, "owner": self.name}
             description.update(log.describe())
             description["subscribers"] = self.delivery.describe(topic)
+            if self.regions is not None:
+                relays = self.regions.describe_relays(topic, description["subscribers"])
+                return relays.addCallback(lambda rows: {**description, "relays": rows})
             return description
 
         return self._existing(topic).addCallback(describe)
@@ -193,6 +203,8 @@ class Hub:
         }
         snapshot["cache"] = self.cache.stats()
         snapshot["delivery"] = self.delivery.stats()
+        if self.regions is not None:
+            snapshot["regions"] = self.regions.stats()
         return snapshot
 
     # -- connections ------------------------------------------------------------------------

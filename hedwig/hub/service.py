@@ -74,6 +74,7 @@ class HubService(MultiService):
         self.hub = None
         self.listener = None
         self.gc = None
+        self.regions = None  # hedwig.region.manager.RegionManager
         self._logs = None
         self._lock_file = None
 
@@ -83,6 +84,12 @@ class HubService(MultiService):
         self._build()
         super().startService()
         self.listener.listening.addCallback(self._listening)
+        self.listener.listening.addCallback(self._start_regions)
+
+    def _start_regions(self, port):
+        started = self.regions.start()
+        started.addErrback(lambda f: self.log.failure("starting region relays failed", f))
+        return port
 
     def _build(self) -> None:
         from hedwig.cache.readahead import ReadAheadCache
@@ -90,10 +97,12 @@ class HubService(MultiService):
         from hedwig.log.manager import TopicLogManager
 
         config, reactor = self.config, self.reactor
+        own_data_dir = None
         if self.ledgers is None or self.metadata is None:
             data_dir = Path(config.hub.data_dir)
             data_dir.mkdir(parents=True, exist_ok=True)
             self._lock(data_dir)
+            own_data_dir = str(data_dir)
             if self.ledgers is None:
                 from hedwig.ledger.mmap_store import MmapLedgerStore
 
@@ -109,6 +118,9 @@ class HubService(MultiService):
         cache = ReadAheadCache(reactor, config.cache)
         delivery = DeliveryManager(cache, self.metadata, reactor, config.delivery)
         self.hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor)
+        from hedwig.region.manager import RegionManager
+
+        self.regions = RegionManager(self.hub, config, reactor, data_dir=own_data_dir)
         endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
         self.listener = ListenerService(endpoint, HubFactory(self.hub))
         self.listener.setServiceParent(self)
@@ -158,6 +170,7 @@ class HubService(MultiService):
         timeout = self.config.hub.shutdown_timeout_s
         self.log.info("hedwig hub {name} shutting down", name=hub.name)
         yield self._step("stop accepting connections", self.listener.stopService())
+        yield self._step("close the region link", self.regions.stop(), timeout)
         connections = list(hub.connections)
         yield self._step(
             "let pending replies out",

@@ -311,7 +311,7 @@ class HubConnection(Protocol):
         subscribed.addCallbacks(
             self._subscribed,
             self._subscribe_failed,
-            (slot, request_id, handle, started),
+            (slot, request_id, handle, key, started),
             None,
             (slot, request_id, handle, key, started),
         )
@@ -323,8 +323,14 @@ class HubConnection(Protocol):
         self._next_handle = handle + 1 if handle < _MAX_HANDLE else 1
         return handle
 
-    def _subscribed(self, result, slot, request_id, handle, started):
+    def _subscribed(self, result, slot, request_id, handle, key, started):
         self.hub.stats.ops["subscribe"].record(True, self.hub.clock.seconds() - started)
+        if not self._connected:
+            # The client left while the topic was being acquired: the attachment made
+            # since has no connection to serve, so detach it (its pointer is flushed).
+            closing = self.hub.delivery.close_subscription(*key)
+            closing.addErrback(lambda f: self.log.failure("detaching {key} failed", f, key=key))
+            return
         payload = encode_subscribed(handle, result["consumed_seq"], result["next_seq"])
         self._replies.fill(
             slot,

@@ -241,3 +241,19 @@ def test_unsubscribe_ends_the_subscription_where_it_is_attached(harness):
     _, _, events = holder.split()
     assert events == [(handle, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)]
     assert holder.connection.subscription_count == 0
+
+
+def test_a_client_gone_before_its_subscribe_completes_leaves_nothing_attached(harness):
+    from twisted.internet.defer import Deferred
+
+    gate = Deferred()
+    open_topic = harness.logs.open
+    harness.logs.open = lambda topic: gate.addCallback(lambda _: open_topic(topic))  # a slow acquire
+    leaving, other = harness.connect(), harness.connect()
+    leaving.send(Op.SUBSCRIBE, encode_subscribe("t", "s"))
+    leaving.disconnect()
+    gate.callback(None)
+    harness.clock.advance(0)
+    assert leaving.transport.value() == b""
+    response, _ = subscribe(other, harness.clock, "t", "s", mode="attach")  # not TOPIC_BUSY
+    assert response.status is Status.SUCCESS

@@ -112,7 +112,7 @@ class HubConnection(Protocol):
         self._handles.clear()
         self._held.clear()
         self._held_bytes = 0
-        lost = self.hub.connection_lost(self)
+        lost = maybeDeferred(self.hub.connection_lost, self)
         lost.addErrback(
             lambda f: self.log.failure("{peer}: flushing subscriptions failed", f, peer=self.peer)
         )
@@ -209,9 +209,12 @@ class HubConnection(Protocol):
             )
         else:
             self.log.failure(
-                "{peer}: {op} request {request_id} failed", failure, peer=self.peer, op=name.upper(),
+                "{peer}: {op} request {request_id} failed",
+                failure,
+                peer=self.peer,
+                op=name.upper(),
                 request_id=request_id,
-            )  # fmt: skip
+            )
         frame = response_frame(request_id, op, status, message)
         if slot is None:
             self._replies.send(frame)

@@ -112,22 +112,28 @@ def tree_cpu_seconds(root: int, exclude: int) -> float:
 
 
 def publish(address: str, topic: str, messages: int, size: int, per_publish: int) -> float:
-    """Publish `messages` random payloads of `size` bytes; returns messages per second."""
-    pool = random.Random(7).randbytes((per_publish + 997) * size)
+    """Publish `messages` random payloads of `size` bytes, every one different (so that
+    Parquet can no more dictionary-encode them than the synthetic source's); returns
+    messages per second, the making of the payloads included."""
+    generator = random.Random(7)
     started = time.perf_counter()
     with Client(address) as client:
         done = 0
         while done < messages:
             n = min(per_publish, messages - done)
-            shift = (done // per_publish) % 997 * size
-            payloads = [pool[shift + i * size : shift + (i + 1) * size] for i in range(n)]
-            client.publish_many(topic, payloads)
+            block = generator.randbytes(n * size)
+            client.publish_many(topic, [block[i * size : (i + 1) * size] for i in range(n)])
             done += n
     return messages / (time.perf_counter() - started)
 
 
 def count_rows(spark, out: str) -> int:
     return spark.read.parquet(out).count()
+
+
+def parquet_bytes(out) -> int:
+    """Bytes of the Parquet files written (both runs should write about the same)."""
+    return sum(p.stat().st_size for p in Path(out).rglob("*.parquet"))
 
 
 def run_synthetic(spark, work: Path, name: str, hub_pid: int, messages: int, size: int, settings) -> dict:
@@ -150,6 +156,7 @@ def run_synthetic(spark, work: Path, name: str, hub_pid: int, messages: int, siz
     elapsed = time.perf_counter() - started
     spark_cpu = tree_cpu_seconds(os.getpid(), exclude=hub_pid) - spark_cpu
     rows = count_rows(spark, str(out))
+    written = parquet_bytes(out)
     shutil.rmtree(out)
     shutil.rmtree(checkpoint)
     if rows != messages:
@@ -159,6 +166,7 @@ def run_synthetic(spark, work: Path, name: str, hub_pid: int, messages: int, siz
         "rows_per_s": round(messages / elapsed),
         "batches": len(query.recentProgress),
         "spark_cpu_s": round(spark_cpu, 2),
+        "parquet_bytes": written,
     }
 
 
@@ -174,6 +182,7 @@ def run_drain(spark, work: Path, name: str, hub_pid: int, messages: int, setting
     hub_cpu = cpu_seconds(hub_pid) - hub_cpu
     spark_cpu = tree_cpu_seconds(os.getpid(), exclude=hub_pid) - spark_cpu
     rows = count_rows(spark, run.out)
+    written = parquet_bytes(run.out)
     shutil.rmtree(run.out)
     shutil.rmtree(run.checkpoint)
     if rows != messages or report.drained != messages:
@@ -184,6 +193,7 @@ def run_drain(spark, work: Path, name: str, hub_pid: int, messages: int, setting
         "batches": report.batches,
         "spark_cpu_s": round(spark_cpu, 2),
         "hub_cpu_s": round(hub_cpu, 2),
+        "parquet_bytes": written,
     }
 
 

@@ -23,6 +23,7 @@ per topic) goes to stderr every few seconds.
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from hedwig.client.blocking import Client
 from hedwig.client.errors import CouldNotConnect, HedwigError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
 from hedwig.spark.acks import DrainSubscriptions
-from hedwig.spark.checkpoint import checkpoint_files, last_committed
+from hedwig.spark.checkpoint import CheckpointError, checkpoint_files, last_committed
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
 from hedwig.spark.options import (
     DEFAULT_MAX_MESSAGES_PER_PARTITION,
@@ -297,6 +298,10 @@ def spark_session(master: str | None = None):
     return builder.getOrCreate()
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run_drain(args) -> int:
     """`hedwig drain`: the process's exit status."""
     try:
@@ -305,14 +310,18 @@ def run_drain(args) -> int:
         print(f"hedwig drain: {e}", file=sys.stderr)
         return 2
     spark = spark_session(args.master)
+    # SIGTERM (a service manager stopping the job) stops it as Ctrl-C does: the query
+    # stops, what it committed is acknowledged. A SIGKILL is a crash, and safe too.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = drain(spark, settings)
-    except (DrainFailed, HubUnreachable, UnknownTopic, HedwigError) as e:
+    except (DrainFailed, HubUnreachable, UnknownTopic, CheckpointError, HedwigError) as e:
         print(f"hedwig drain: failed: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     finally:
+        signal.signal(signal.SIGTERM, previous)
         spark.stop()
     print(
         json.dumps(

@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 
 from hedwig.client.blocking import Client
+from hedwig.spark.checkpoint import HadoopFiles, LocalFiles, last_committed
 from hedwig.spark.drain import DrainFailed, DrainSettings, drain
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
 from tests.spark.conftest import wait_for
@@ -101,6 +102,10 @@ def test_output_is_partitioned_by_topic_and_date(spark, hub, tmp_path):
     assert len(dates) == 1 and dates[0].startswith("date=20")
     row = spark.read.parquet(run.out).first()
     assert str(row.date) == row.publish_time.strftime("%Y-%m-%d")
+    # The checkpoint reads the same through Spark's Hadoop filesystem (how hdfs:// or
+    # s3a:// checkpoints are read) as directly.
+    through_hadoop = last_committed(HadoopFiles(spark, f"file://{run.checkpoint}"))
+    assert through_hadoop == last_committed(LocalFiles(run.checkpoint)) == (0, {"p-one": 10})
 
 
 def test_a_killed_drain_run_again_writes_every_message_exactly_once(spark, hub, tmp_path):
@@ -205,3 +210,34 @@ def test_a_collected_range_fails_the_drain_unless_allowed(spark, gc_hub, tmp_pat
     assert report.committed == {"gone": 100}
     seqs = sorted(seq for _, seq, _ in output_rows(spark, run.out))
     assert seqs == list(range(1, 11)) + list(range(first_held, 101))
+
+
+def test_a_running_drain_follows_new_messages_and_stops_cleanly_on_sigterm(spark, hub, tmp_path):
+    """Without --once the drain keeps reading as messages arrive; SIGTERM stops it after
+    acknowledging everything it committed."""
+    run = settings(hub, tmp_path, ["live"])
+    with Client(hub.address) as client:
+        publish(client, "live", 1, 500)
+        command = [
+            sys.executable, "-m", "hedwig.cli", "--hub", hub.address, "drain", "--topics", "live",
+            "--out", run.out, "--checkpoint", run.checkpoint, "--subscriber", "lake",
+            "--interval", "0.2", "--progress", "0.2", "--master", "local[2]",
+        ]  # fmt: skip
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+        child = subprocess.Popen(
+            command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True
+        )
+        try:
+            assert wait_for_progress(child, at_least=500) == 500
+            publish(client, "live", 501, 300)
+            assert wait_for_progress(child, at_least=800) == 800
+            child.send_signal(signal.SIGTERM)
+            assert child.wait(timeout=60) == 130
+        finally:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+            child.stderr.close()
+            child.stdout.close()
+        assert subscriber(client, "live", "lake")[1]["consumed_seq"] == 800
+    assert_exactly_once(output_rows(spark, run.out), {"live": 800})

@@ -165,6 +165,7 @@ def drain(spark, settings: DrainSettings, say=None) -> DrainReport:
         starting = {topic: seq + 1 for topic, seq in consumed.items()}
 
         def catch_up():
+            """Acknowledge what the checkpoint now says is committed."""
             found = last_committed(files)
             if found is not None:
                 committed.update({t: s for t, s in found[1].items() if t in consumed})
@@ -173,6 +174,15 @@ def drain(spark, settings: DrainSettings, say=None) -> DrainReport:
 
         def lag():
             return {t: max(0, int(client.describe(t)["last_seq"]) - committed[t]) for t in settings.topics}
+
+        def tick():
+            # A hub that is away for a moment delays acknowledgements (they are made
+            # at the next tick: committed stays ahead of consumed) but stops nothing.
+            try:
+                catch_up()
+                say(progress.line(committed, lag()))
+            except HedwigError as e:
+                say(f"hub unavailable ({e}); acknowledging at the next tick")
 
         query = start_query(spark, settings, starting)
         failure = None
@@ -183,15 +193,17 @@ def drain(spark, settings: DrainSettings, say=None) -> DrainReport:
                 except Exception as e:  # the query failed: acknowledge what it committed
                     failure = e
                     finished = True
-                catch_up()
-                say(progress.line(committed, lag()))
+                tick()
                 if finished:
                     break
         except KeyboardInterrupt:
             say("interrupted: stopping the query")
             query.stop()
-            catch_up()
+            tick()
             raise
+        finally:
+            if query.isActive:  # leaving on an error of our own: leave no query behind
+                query.stop()
         if failure is None and query.exception() is not None:
             failure = query.exception()
         if failure is not None:

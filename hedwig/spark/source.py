@@ -11,6 +11,8 @@ holds only its parsed options; hub connections are opened where they are used an
 pickled. Options are described in options.py, offsets in offsets.py.
 """
 
+import sys
+
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
@@ -26,8 +28,6 @@ SOURCE_NAME = "hedwig"
 
 def _log(message: str) -> None:
     """Warnings from the planner or a task go to its stderr, which Spark keeps in its logs."""
-    import sys
-
     print(f"hedwig source: {message}", file=sys.stderr, flush=True)
 
 

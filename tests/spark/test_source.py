@@ -93,6 +93,7 @@ def test_ranges_split_across_partitions_cover_exactly_the_requested_seq_ids(spar
     assert all(p.n <= 7 and p.hi - p.lo + 1 == p.n for p in per_partition)
     seqs = sorted((r.topic, r.seq) for r in df.select("topic", "seq").collect())
     assert seqs == sorted([("split-a", s) for s in range(13, 89)] + [("split-b", s) for s in range(5, 51)])
+    assert load(spark, hub, "split-a,split-b", startingSeq="latest").count() == 0  # nothing after latest
 
 
 def free_port():

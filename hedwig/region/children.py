@@ -1,9 +1,12 @@
 """The parent's side of region links: the child regions linked to this hub.
 
 A child's hub connects like any client, then sends REGION_LINK naming its region. The
-parent refuses a name that is its own, or in its path to the root (a cycle), and
-otherwise answers with its region and its path; from then on the connection is a hub
-peer: it may hold `__region__` relay subscriptions and send RELAY_PUBLISH. A region
+parent refuses a name that is its own (REGION_REFUSED), and otherwise answers with its
+region and its path. When the child's name is in that path (a cycle) the child refuses
+the link on reading it, and the connection stays an ordinary client's; the answer still
+carries the path, so every region of a cycle learns it, however long the cycle.
+Otherwise the connection is now a hub peer: it may hold `__region__` relay
+subscriptions and send RELAY_PUBLISH. A region
 that links again (its hub restarted before the old connection was seen to die) replaces
 its old link, whose connection is closed.
 
@@ -49,20 +52,14 @@ class Children:
         region = decode_region_link(body)
         if not is_region_name(region):
             raise RequestError(Status.MALFORMED_REQUEST, f"{region[:60]!r} is not a region name")
-        problem = None
         if region == manager.name:
             problem = f"region {region} is this hub's own region: a region cannot be its own child"
-        else:
-            problem = cycle_through(manager.path.names, region)
-        if problem is not None:
-            self.refused += 1
-            _logger.error(
-                "{peer}: refused a region link from {region}: {problem}",
-                peer=connection.peer,
-                region=region,
-                problem=problem,
-            )
+            self._refuse(connection, region, problem)
             raise RequestError(Status.REGION_REFUSED, problem)
+        cycle = cycle_through(manager.path.names, region)
+        if cycle is not None:
+            self._refuse(connection, region, cycle)
+            return encode_region_link_reply(manager.name, manager.path.names, False)
         previous = self.links.get(region)
         if previous is not None and previous.connection is not connection:
             _logger.warn(
@@ -83,6 +80,15 @@ class Children:
             # After the reply, which the hub writes when this returns.
             manager.reactor.callLater(0, self._send_snapshot, link)
         return encode_region_link_reply(manager.name, manager.path.names, manager.path.complete)
+
+    def _refuse(self, connection, region: str, problem: str) -> None:
+        self.refused += 1
+        _logger.error(
+            "{peer}: refused a region link from {region}: {problem}",
+            peer=connection.peer,
+            region=region,
+            problem=problem,
+        )
 
     def source_of(self, connection) -> RelaySource | None:
         link = self._by_connection.get(connection)

@@ -237,10 +237,11 @@ class ParentLink:
             )
             return
         cycle = cycle_through(path, self.region)
+        # Learnt even when refused: a cycle's regions see each other's paths grow this way.
+        self.manager.path_learned(path, complete and cycle is None)
         if cycle is not None:
             self._close(REFUSED, cycle)
             return
-        self.manager.path_learned(path, complete)
         if not complete:
             self._close(
                 WAITING, f"region {self.parent} does not reach a root region yet (path {' -> '.join(path)})"

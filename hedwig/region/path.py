@@ -59,7 +59,12 @@ class RegionPath:
     def learned(self, parent_path: list[str], complete: bool) -> bool:
         """The parent answered with its path: ours is it behind our name. True when ours
         changed."""
-        names = [self.name, *parent_path]
+        names = [self.name]
+        for name in parent_path:  # (up to the first region named twice: a cycle, shown once)
+            names.append(name)
+            if name in names[:-1]:
+                complete = False
+                break
         if names == self.names and complete == self.complete:
             return False
         self.names = names

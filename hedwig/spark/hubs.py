@@ -26,10 +26,6 @@ class HubReader:
                 f"could not connect to the hedwig hub at {', '.join(self.hubs)} (option 'hub'): {e.message}"
             ) from None
 
-    @property
-    def client(self) -> Client:
-        return self._client
-
     def bounds(self, topic: str) -> TopicBounds:
         """The seq-ids the hub holds of `topic` now."""
         try:

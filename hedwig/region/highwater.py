@@ -39,6 +39,7 @@ class HighWater:
         self.floor = log.last_seq
         self.entries_scanned = 0
         self.scans = 0
+        self.steps = 0
         self._span = _FIRST_SPAN
 
     def mark(self, origin: str) -> int | None:
@@ -63,12 +64,14 @@ class HighWater:
             mark = self.mark(origin)
             if mark is not None:
                 return mark
+            if self.steps:  # (a first step runs at once: most scans need only one)
+                yield deferLater(self._clock, 0, lambda: None)
             yield self._step_down()
-            yield deferLater(self._clock, 0, lambda: None)
 
     @inlineCallbacks
     def _step_down(self):
         """Read the entries of seq-ids [floor - span + 1, floor] and learn their origins."""
+        self.steps += 1
         log = self.log
         floor = self.floor
         low = max(log.first_seq, floor - self._span + 1)

@@ -43,8 +43,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from hedwig.client.blocking import Client  # noqa: E402
-from hedwig.spark.drain import DrainSettings, drain, write_parquet_stream  # noqa: E402
+from hedwig.spark.drain import drain, write_parquet_stream  # noqa: E402
 from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, DEFAULT_ROWS_PER_BATCH  # noqa: E402
+from hedwig.spark.settings import DrainSettings  # noqa: E402
 from hedwig.spark.synthetic import SYNTHETIC_NAME, register_synthetic  # noqa: E402
 
 COMMAND = "PYSPARK_PYTHON=.venv/bin/python .venv/bin/python bench/spark_bench.py"

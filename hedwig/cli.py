@@ -272,7 +272,7 @@ def stats(args) -> int:
 
 
 def add_drain(subparsers, client_options):
-    from hedwig.spark.drain import add_drain_arguments
+    from hedwig.spark.command import add_drain_arguments
 
     parser = subparsers.add_parser(
         "drain", parents=[client_options], help="drain topics into Parquet with Spark (exactly once)"
@@ -282,7 +282,7 @@ def add_drain(subparsers, client_options):
 
 
 def drain(args) -> int:
-    from hedwig.spark.drain import run_drain
+    from hedwig.spark.command import run_drain
 
     return run_drain(args)
 

@@ -2,9 +2,10 @@
 
     hedwig drain --hub H:P --topics a,b --out PATH --checkpoint DIR [--once] [--subscriber NAME]
 
-A Structured Streaming query reads the topics with the `hedwig` source and writes
-Parquet partitioned by topic and date (the UTC day of publish_time). Spark's file sink
-and the query checkpoint make the output exactly once: a batch is planned from offsets
+A Structured Streaming query (its command line is command.py) reads the topics with
+the `hedwig` source and writes Parquet partitioned by topic and date (the UTC day of
+publish_time). Spark's file sink and the query checkpoint make the output exactly
+once: a batch is planned from offsets
 written before it runs, its files are listed in the sink's log (`_spark_metadata`)
 when it commits, and a restarted query redoes only a batch that never committed.
 Read the output with Spark (`spark.read.parquet(PATH)`), which follows that log and so
@@ -20,50 +21,24 @@ otherwise the query runs until interrupted. Progress (messages drained, the rate
 per topic) goes to stderr every few seconds.
 """
 
-import argparse
 import json
-import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
 
 from hedwig.client.blocking import Client
 from hedwig.client.errors import CouldNotConnect, HedwigError
-from hedwig.protocol.names import InvalidName, check_subscriber_id
 from hedwig.spark.acks import DrainSubscriptions
-from hedwig.spark.checkpoint import CheckpointError, checkpoint_files, last_committed
-from hedwig.spark.hubs import HubUnreachable, UnknownTopic
-from hedwig.spark.options import (
-    DEFAULT_MAX_MESSAGES_PER_PARTITION,
-    OptionError,
-    parse_hubs,
-    parse_topics,
-)
+from hedwig.spark.checkpoint import checkpoint_files, last_committed
+from hedwig.spark.hubs import HubUnreachable
+from hedwig.spark.settings import DrainSettings
 from hedwig.spark.source import SOURCE_NAME, register
 
-DEFAULT_SUBSCRIBER = "hedwig-drain"
-DEFAULT_MAX_MESSAGES_PER_TRIGGER = 1_000_000
 MICROS_PER_DAY = 86_400_000_000
 
 
 class DrainFailed(RuntimeError):
     """The drain query stopped with an error; what it committed stays acknowledged."""
-
-
-@dataclass(frozen=True)
-class DrainSettings:
-    hubs: tuple
-    topics: tuple
-    out: str
-    checkpoint: str
-    once: bool = False
-    subscriber: str = DEFAULT_SUBSCRIBER
-    max_messages_per_trigger: int | None = DEFAULT_MAX_MESSAGES_PER_TRIGGER
-    max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
-    fail_on_data_loss: bool = True
-    trigger_interval_s: float = 1.0
-    progress_interval_s: float = 5.0
 
 
 @dataclass
@@ -229,130 +204,3 @@ def _describe_failure(error) -> str:
         if at >= 0:
             return text[at:].split("\n", 1)[0]
     return text.strip().split("\n", 1)[0]
-
-
-# -- the command line ---------------------------------------------------------------------
-
-
-def add_drain_arguments(parser: argparse.ArgumentParser, hub_option: bool = True) -> None:
-    """The drain's options; `hub_option` False where the parser has --hub already (hedwig cli)."""
-    if hub_option:
-        parser.add_argument("--hub", required=True, metavar="H:P[,H:P...]", help="hub address(es)")
-    parser.add_argument("--topics", required=True, metavar="A,B", help="topics to drain")
-    parser.add_argument("--out", required=True, metavar="PATH", help="Parquet output directory (or URI)")
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="the query's checkpoint directory")
-    parser.add_argument("--once", action="store_true", help="drain what is there now, then stop")
-    parser.add_argument(
-        "--subscriber", default=DEFAULT_SUBSCRIBER, help=f"subscriber id (default {DEFAULT_SUBSCRIBER})"
-    )
-    parser.add_argument(
-        "--max-messages-per-trigger",
-        type=int,
-        default=DEFAULT_MAX_MESSAGES_PER_TRIGGER,
-        metavar="N",
-        help=f"messages per micro-batch at most (default {DEFAULT_MAX_MESSAGES_PER_TRIGGER}; 0: no limit)",
-    )
-    parser.add_argument(
-        "--max-messages-per-partition",
-        type=int,
-        default=DEFAULT_MAX_MESSAGES_PER_PARTITION,
-        metavar="N",
-        help=f"messages per Spark task at most (default {DEFAULT_MAX_MESSAGES_PER_PARTITION})",
-    )
-    parser.add_argument(
-        "--allow-data-loss",
-        action="store_true",
-        help="skip seq-ids the hub already collected instead of failing (failOnDataLoss=false)",
-    )
-    parser.add_argument(
-        "--interval", type=float, default=1.0, metavar="S", help="seconds between micro-batches (default 1)"
-    )
-    parser.add_argument(
-        "--progress", type=float, default=5.0, metavar="S", help="seconds between progress lines (default 5)"
-    )
-    parser.add_argument("--master", help="Spark master (default: Spark's own, local[*] outside a cluster)")
-
-
-def settings_from_args(args) -> DrainSettings:
-    try:
-        subscriber = check_subscriber_id(args.subscriber)
-    except InvalidName as e:
-        raise OptionError(f"--subscriber: {e}") from None
-    for name in ("max_messages_per_trigger", "max_messages_per_partition"):
-        value = getattr(args, name)
-        if value < 0 or (value == 0 and name == "max_messages_per_partition"):
-            raise OptionError(f"--{name.replace('_', '-')} must be a positive number")
-    if args.interval < 0 or args.progress <= 0:
-        raise OptionError("--interval must be 0 or more seconds and --progress more than 0")
-    return DrainSettings(
-        hubs=parse_hubs(args.hub),
-        topics=parse_topics(args.topics),
-        out=args.out,
-        checkpoint=args.checkpoint,
-        once=args.once,
-        subscriber=subscriber,
-        max_messages_per_trigger=args.max_messages_per_trigger or None,
-        max_messages_per_partition=args.max_messages_per_partition,
-        fail_on_data_loss=not args.allow_data_loss,
-        trigger_interval_s=args.interval,
-        progress_interval_s=args.progress,
-    )
-
-
-def spark_session(master: str | None = None):
-    """A session for the drain; workers run this interpreter unless PYSPARK_PYTHON says."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("hedwig-drain").config("spark.ui.showConsoleProgress", "false")
-    if master:
-        builder = builder.master(master)
-    return builder.getOrCreate()
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
-def run_drain(args) -> int:
-    """`hedwig drain`: the process's exit status."""
-    try:
-        settings = settings_from_args(args)
-    except OptionError as e:
-        print(f"hedwig drain: {e}", file=sys.stderr)
-        return 2
-    spark = spark_session(args.master)
-    # SIGTERM (a service manager stopping the job) stops it as Ctrl-C does: the query
-    # stops, what it committed is acknowledged. A SIGKILL is a crash, and safe too.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        report = drain(spark, settings)
-    except (DrainFailed, HubUnreachable, UnknownTopic, CheckpointError, HedwigError) as e:
-        print(f"hedwig drain: failed: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        spark.stop()
-    print(
-        json.dumps(
-            {
-                "drained": report.drained,
-                "committed": report.committed,
-                "acknowledged": report.acknowledged,
-                "lag": report.lag,
-            }
-        )
-    )
-    return 0
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="hedwig drain", description="drain hedwig topics into Parquet")
-    add_drain_arguments(parser)
-    return run_drain(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

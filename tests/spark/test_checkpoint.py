@@ -5,7 +5,8 @@ import argparse
 import pytest
 
 from hedwig.spark.checkpoint import CheckpointError, LocalFiles, checkpoint_files, last_committed
-from hedwig.spark.drain import Progress, add_drain_arguments, settings_from_args
+from hedwig.spark.command import add_drain_arguments, settings_from_args
+from hedwig.spark.drain import Progress
 from hedwig.spark.options import OptionError
 
 METADATA = '{"batchWatermarkMs":0,"batchTimestampMs":1795283900208,"conf":{}}'

@@ -15,8 +15,9 @@ import pytest
 
 from hedwig.client.blocking import Client
 from hedwig.spark.checkpoint import HadoopFiles, LocalFiles, last_committed
-from hedwig.spark.drain import DrainFailed, DrainSettings, drain
+from hedwig.spark.drain import DrainFailed, drain
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
+from hedwig.spark.settings import DrainSettings
 from tests.spark.conftest import wait_for
 
 pytestmark = pytest.mark.spark

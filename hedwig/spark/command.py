@@ -1,0 +1,146 @@
+"""`hedwig drain`: the drain job's command line (hedwig/cli.py wires it in as a subcommand;
+`python -m hedwig.spark.command` runs the same). Spark is imported only when the command
+runs, so building the `hedwig` parser costs nothing and needs no pyspark.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+from hedwig.client.errors import HedwigError
+from hedwig.protocol.names import InvalidName, check_subscriber_id
+from hedwig.spark.checkpoint import CheckpointError
+from hedwig.spark.hubs import HubUnreachable, UnknownTopic
+from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, OptionError, parse_hubs, parse_topics
+from hedwig.spark.settings import DEFAULT_MAX_MESSAGES_PER_TRIGGER, DEFAULT_SUBSCRIBER, DrainSettings
+
+
+def add_drain_arguments(parser: argparse.ArgumentParser, hub_option: bool = True) -> None:
+    """The drain's options; `hub_option` False where the parser has --hub already (hedwig cli)."""
+    if hub_option:
+        parser.add_argument("--hub", required=True, metavar="H:P[,H:P...]", help="hub address(es)")
+    parser.add_argument("--topics", required=True, metavar="A,B", help="topics to drain")
+    parser.add_argument("--out", required=True, metavar="PATH", help="Parquet output directory (or URI)")
+    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="the query's checkpoint directory")
+    parser.add_argument("--once", action="store_true", help="drain what is there now, then stop")
+    parser.add_argument(
+        "--subscriber", default=DEFAULT_SUBSCRIBER, help=f"subscriber id (default {DEFAULT_SUBSCRIBER})"
+    )
+    parser.add_argument(
+        "--max-messages-per-trigger",
+        type=int,
+        default=DEFAULT_MAX_MESSAGES_PER_TRIGGER,
+        metavar="N",
+        help=f"messages per micro-batch at most (default {DEFAULT_MAX_MESSAGES_PER_TRIGGER}; 0: no limit)",
+    )
+    parser.add_argument(
+        "--max-messages-per-partition",
+        type=int,
+        default=DEFAULT_MAX_MESSAGES_PER_PARTITION,
+        metavar="N",
+        help=f"messages per Spark task at most (default {DEFAULT_MAX_MESSAGES_PER_PARTITION})",
+    )
+    parser.add_argument(
+        "--allow-data-loss",
+        action="store_true",
+        help="skip seq-ids the hub already collected instead of failing (failOnDataLoss=false)",
+    )
+    parser.add_argument(
+        "--interval", type=float, default=1.0, metavar="S", help="seconds between micro-batches (default 1)"
+    )
+    parser.add_argument(
+        "--progress", type=float, default=5.0, metavar="S", help="seconds between progress lines (default 5)"
+    )
+    parser.add_argument("--master", help="Spark master (default: Spark's own, local[*] outside a cluster)")
+
+
+def settings_from_args(args) -> DrainSettings:
+    try:
+        subscriber = check_subscriber_id(args.subscriber)
+    except InvalidName as e:
+        raise OptionError(f"--subscriber: {e}") from None
+    for name in ("max_messages_per_trigger", "max_messages_per_partition"):
+        value = getattr(args, name)
+        if value < 0 or (value == 0 and name == "max_messages_per_partition"):
+            raise OptionError(f"--{name.replace('_', '-')} must be a positive number")
+    if args.interval < 0 or args.progress <= 0:
+        raise OptionError("--interval must be 0 or more seconds and --progress more than 0")
+    return DrainSettings(
+        hubs=parse_hubs(args.hub),
+        topics=parse_topics(args.topics),
+        out=args.out,
+        checkpoint=args.checkpoint,
+        once=args.once,
+        subscriber=subscriber,
+        max_messages_per_trigger=args.max_messages_per_trigger or None,
+        max_messages_per_partition=args.max_messages_per_partition,
+        fail_on_data_loss=not args.allow_data_loss,
+        trigger_interval_s=args.interval,
+        progress_interval_s=args.progress,
+    )
+
+
+def spark_session(master: str | None = None):
+    """A session for the drain; workers run this interpreter unless PYSPARK_PYTHON says."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("hedwig-drain").config("spark.ui.showConsoleProgress", "false")
+    if master:
+        builder = builder.master(master)
+    return builder.getOrCreate()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run_drain(args) -> int:
+    """`hedwig drain`: the process's exit status."""
+    try:
+        settings = settings_from_args(args)
+    except OptionError as e:
+        print(f"hedwig drain: {e}", file=sys.stderr)
+        return 2
+    try:
+        from hedwig.spark.drain import DrainFailed, drain
+    except ImportError as e:
+        print(f"hedwig drain: needs pyspark and pyarrow (pip install 'hedwig[spark]'): {e}", file=sys.stderr)
+        return 1
+    spark = spark_session(args.master)
+    # SIGTERM (a service manager stopping the job) stops it as Ctrl-C does: the query
+    # stops, what it committed is acknowledged. A SIGKILL is a crash, and safe too.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        report = drain(spark, settings)
+    except (DrainFailed, HubUnreachable, UnknownTopic, CheckpointError, HedwigError) as e:
+        print(f"hedwig drain: failed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        spark.stop()
+    print(
+        json.dumps(
+            {
+                "drained": report.drained,
+                "committed": report.committed,
+                "acknowledged": report.acknowledged,
+                "lag": report.lag,
+            }
+        )
+    )
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="hedwig drain", description="drain hedwig topics into Parquet")
+    add_drain_arguments(parser)
+    return run_drain(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

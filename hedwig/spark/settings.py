@@ -1,0 +1,24 @@
+"""What a drain run is told: kept apart from the job itself, so the command line can be
+built without importing Spark."""
+
+from dataclasses import dataclass
+
+from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION
+
+DEFAULT_SUBSCRIBER = "hedwig-drain"
+DEFAULT_MAX_MESSAGES_PER_TRIGGER = 1_000_000
+
+
+@dataclass(frozen=True)
+class DrainSettings:
+    hubs: tuple
+    topics: tuple
+    out: str
+    checkpoint: str
+    once: bool = False
+    subscriber: str = DEFAULT_SUBSCRIBER
+    max_messages_per_trigger: int | None = DEFAULT_MAX_MESSAGES_PER_TRIGGER
+    max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+    fail_on_data_loss: bool = True
+    trigger_interval_s: float = 1.0
+    progress_interval_s: float = 5.0

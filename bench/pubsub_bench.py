@@ -31,6 +31,7 @@ import json
 import multiprocessing
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -61,6 +62,18 @@ TARGETS = {
     "fanout": (">=", 1_500_000, "msg/s delivered", "Redis ~240,000/s"),
     "catchup": (">=", 1_000_000, "msg/s", "Redis XRANGE ~230,000/s"),
 }
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu_seconds(pid) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def load() -> str:
@@ -126,11 +139,12 @@ def publish_many_worker(address, topic, batches, batch_size, out):
     with Client(address) as client:
         for _ in range(min(100, batches)):
             client.publish_many(topic + "-warm", payloads)
+        cpu = cpu_seconds()
         started = time.perf_counter()
         for _ in range(batches):
             client.publish_many(topic, payloads)
         elapsed = time.perf_counter() - started
-    out.put({"messages": batches * batch_size, "seconds": elapsed})
+    out.put({"messages": batches * batch_size, "seconds": elapsed, "client_cpu_s": cpu_seconds() - cpu})
 
 
 def blocking_publish_worker(address, topic, count, out):
@@ -140,11 +154,12 @@ def blocking_publish_worker(address, topic, count, out):
         for _ in range(min(2000, count)):
             client.publish(topic + "-warm", PAYLOAD)
         publish = client.publish
+        cpu = cpu_seconds()
         started = time.perf_counter()
         for _ in range(count):
             publish(topic, PAYLOAD)
         elapsed = time.perf_counter() - started
-    out.put({"messages": count, "seconds": elapsed})
+    out.put({"messages": count, "seconds": elapsed, "client_cpu_s": cpu_seconds() - cpu})
 
 
 def twisted_publish_worker(address, topic, count, in_flight, out):
@@ -165,6 +180,7 @@ def twisted_publish_worker(address, topic, count, in_flight, out):
             issue()
         elif state["done"] == count:
             state["seconds"] = time.perf_counter() - state["started"]
+            state["client_cpu_s"] = cpu_seconds() - state["cpu"]
             client.close().addBoth(lambda _: reactor.stop())
 
     def failed(failure):
@@ -172,13 +188,21 @@ def twisted_publish_worker(address, topic, count, in_flight, out):
         reactor.stop()
 
     def run(_client):
+        state["cpu"] = cpu_seconds()
         state["started"] = time.perf_counter()
         for _ in range(in_flight):
             issue()
 
     client.connect().addCallbacks(run, failed)
     reactor.run()
-    out.put({"messages": count, "seconds": state.get("seconds"), "error": state["error"]})
+    out.put(
+        {
+            "messages": count,
+            "seconds": state.get("seconds"),
+            "client_cpu_s": state.get("client_cpu_s"),
+            "error": state["error"],
+        }
+    )
 
 
 def latency_publisher(address, topic, rate, seconds, ready, out):
@@ -250,6 +274,7 @@ def fanout_subscriber(address, topic, name, total, barrier, out):
     with Client(address) as client:
         sub = client.subscribe(topic, name)
         barrier.wait()
+        cpu = cpu_seconds()
         first = None
         payload_bytes = 0
         while received < total:
@@ -263,7 +288,15 @@ def fanout_subscriber(address, topic, name, total, barrier, out):
                 payload_bytes += len(message.payload)
             sub.ack(batch[-1])
         finished = time.perf_counter()
-    out.put({"received": received, "first": first, "finished": finished, "bytes": payload_bytes})
+    out.put(
+        {
+            "received": received,
+            "first": first,
+            "finished": finished,
+            "bytes": payload_bytes,
+            "cpu_s": cpu_seconds() - cpu,
+        }
+    )
 
 
 def fanout_publisher(address, topic, batches, batch_size, barrier, out):
@@ -272,11 +305,12 @@ def fanout_publisher(address, topic, batches, batch_size, barrier, out):
     payloads = [PAYLOAD] * batch_size
     with Client(address) as client:
         barrier.wait()
+        cpu = cpu_seconds()
         started = time.perf_counter()
         for _ in range(batches):
             client.publish_many(topic, payloads)
         finished = time.perf_counter()
-    out.put({"started": started, "finished": finished})
+    out.put({"started": started, "finished": finished, "cpu_s": cpu_seconds() - cpu})
 
 
 def catchup_subscriber(address, topic, total, out):
@@ -285,6 +319,7 @@ def catchup_subscriber(address, topic, total, out):
     received = 0
     with Client(address) as client:
         sub = client.subscribe(topic, "catchup", start="earliest")
+        cpu = cpu_seconds()
         started = time.perf_counter()
         last = 0
         while received < total:
@@ -298,23 +333,44 @@ def catchup_subscriber(address, topic, total, out):
                 last = message.seq
             sub.ack(batch[-1])
         elapsed = time.perf_counter() - started
-    out.put({"received": received, "seconds": elapsed})
+    out.put({"received": received, "seconds": elapsed, "client_cpu_s": cpu_seconds() - cpu})
 
 
 # -- figures ------------------------------------------------------------------------------------
 
 
-def run_processes(ctx, targets):
-    """Start one process per (function, args) with a shared result queue; their results."""
+def run_processes(ctx, targets, hub=None, timeout=1800):
+    """Start one process per (function, args) with a shared result queue; their results.
+    Fails at once (not at the timeout) when a process or the hub dies without a result."""
+    import queue
+
     out = ctx.Queue()
     processes = [ctx.Process(target=target, args=(*args, out)) for target, args in targets]
     for process in processes:
         process.start()
-    results = [out.get(timeout=1800) for _ in processes]
-    for process in processes:
-        process.join(60)
-        if process.exitcode != 0:
-            raise RuntimeError(f"{process.name} exited with {process.exitcode}")
+    results = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(results) < len(processes):
+            try:
+                results.append(out.get(timeout=1))
+                continue
+            except queue.Empty:
+                pass
+            dead = [p for p in processes if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(
+                    f"{dead[0].name} ({dead[0]._target.__name__}) exited with {dead[0].exitcode}"
+                )
+            if hub is not None and hub.process.poll() is not None:
+                raise RuntimeError(f"the hub exited with {hub.process.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no result in {timeout} s")
+    finally:
+        for process in processes:
+            process.join(30 if len(results) == len(processes) else 0.1)
+            if process.is_alive():
+                process.kill()
     return results
 
 
@@ -334,19 +390,25 @@ def figure(name, value, **details):
 
 
 def bench_publish_many(ctx, hub, sizes):
-    [result] = run_processes(ctx, [(publish_many_worker, (hub.address, "pm", sizes["pm_batches"], 1000))])
+    [result] = run_processes(
+        ctx, hub=hub, targets=[(publish_many_worker, (hub.address, "pm", sizes["pm_batches"], 1000))]
+    )
     return {"publish_many": figure("publish_many", result["messages"] / result["seconds"], **result)}
 
 
 def bench_twisted(ctx, hub, sizes):
-    [result] = run_processes(ctx, [(twisted_publish_worker, (hub.address, "tw", sizes["tw_count"], 1000))])
+    [result] = run_processes(
+        ctx, hub=hub, targets=[(twisted_publish_worker, (hub.address, "tw", sizes["tw_count"], 1000))]
+    )
     if result["error"]:
         raise RuntimeError(result["error"])
     return {"twisted_publish": figure("twisted_publish", result["messages"] / result["seconds"], **result)}
 
 
 def bench_blocking(ctx, hub, sizes):
-    [result] = run_processes(ctx, [(blocking_publish_worker, (hub.address, "bp", sizes["bp_count"]))])
+    [result] = run_processes(
+        ctx, hub=hub, targets=[(blocking_publish_worker, (hub.address, "bp", sizes["bp_count"]))]
+    )
     return {"blocking_publish": figure("blocking_publish", result["messages"] / result["seconds"], **result)}
 
 
@@ -356,7 +418,8 @@ def bench_latency(ctx, hub, sizes):
     ready = ctx.Event()
     results = run_processes(
         ctx,
-        [
+        hub=hub,
+        targets=[
             (latency_subscriber, (hub.address, "lat", count, rate, ready)),
             (latency_publisher, (hub.address, "lat", rate, seconds, ready)),
         ],
@@ -376,7 +439,7 @@ def bench_fanout(ctx, hub, sizes):
     barrier = ctx.Barrier(subscribers + 1)
     targets = [(fanout_subscriber, (hub.address, "fan", f"s{i}", total, barrier)) for i in range(subscribers)]
     targets.append((fanout_publisher, (hub.address, "fan", batches, 1000, barrier)))
-    results = run_processes(ctx, targets)
+    results = run_processes(ctx, targets, hub=hub)
     publisher = next(r for r in results if "started" in r)
     subs = [r for r in results if "received" in r]
     delivered = sum(r["received"] for r in subs)
@@ -390,6 +453,8 @@ def bench_fanout(ctx, hub, sizes):
             delivered=delivered,
             seconds=round(elapsed, 3),
             publisher_msg_per_s=round(total / (publisher["finished"] - publisher["started"])),
+            subscribers_cpu_s=round(sum(r["cpu_s"] for r in subs), 2),
+            publisher_cpu_s=round(publisher["cpu_s"], 2),
         )
     }
 
@@ -397,10 +462,14 @@ def bench_fanout(ctx, hub, sizes):
 def bench_catchup(ctx, hub, sizes):
     total = sizes["catchup_messages"]
     batches = total // 1000
-    [loaded] = run_processes(ctx, [(publish_many_worker, (hub.address, "catchup", batches, 1000))])
+    [loaded] = run_processes(
+        ctx, hub=hub, targets=[(publish_many_worker, (hub.address, "catchup", batches, 1000))]
+    )
     hub.stop()  # the restart empties the cache: every entry is read from the ledger
     hub.start()
-    [result] = run_processes(ctx, [(catchup_subscriber, (hub.address, "catchup", total))])
+    hub_cpu = process_cpu_seconds(hub.process.pid)
+    [result] = run_processes(ctx, hub=hub, targets=[(catchup_subscriber, (hub.address, "catchup", total))])
+    hub_cpu = process_cpu_seconds(hub.process.pid) - hub_cpu
     return {
         "catchup": figure(
             "catchup",
@@ -408,6 +477,8 @@ def bench_catchup(ctx, hub, sizes):
             messages=result["received"],
             seconds=round(result["seconds"], 3),
             load_msg_per_s=round(loaded["messages"] / loaded["seconds"]),
+            client_cpu_s=round(result["client_cpu_s"], 2),
+            hub_cpu_s=round(hub_cpu, 2),
         )
     }
 
@@ -458,7 +529,14 @@ def main(argv=None) -> int:
     try:
         for name in args.only or list(BENCHES):
             before = load()
-            report["figures"].update(BENCHES[name](ctx, hub, sizes))
+            hub_cpu = process_cpu_seconds(hub.process.pid)
+            started = time.perf_counter()
+            figures = BENCHES[name](ctx, hub, sizes)
+            if hub.process.poll() is None and name != "catchup":
+                for entry in figures.values():
+                    entry["hub_cpu_s_whole_figure"] = round(process_cpu_seconds(hub.process.pid) - hub_cpu, 2)
+                    entry["wall_s_whole_figure"] = round(time.perf_counter() - started, 2)
+            report["figures"].update(figures)
             report["load_during"][name] = f"{before} -> {load()}"
             print(
                 json.dumps({name: {k: v for k, v in report["figures"].items() if k.startswith(name[:7])}}),

@@ -9,7 +9,7 @@ import struct
 
 from zope.interface import Interface
 
-from hedwig.protocol import FrameDecoder, Op, frame_header, parse_delivery, parse_event
+from hedwig.protocol import Op, frame_header
 from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from hedwig.protocol.requests import RequestError, decode_response, publish_prefix
 
@@ -17,6 +17,10 @@ _MAX_REQUEST_ID = 0xFFFFFFFF
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
 _ONE_MESSAGE_SET = struct.Struct("!BBII")  # version, flags, count 1, the payload's length
 _PREFIX_CACHE = 1024
+_LENGTH = struct.Struct("!I")
+_OP_AND_ID = struct.Struct("!BI")
+_DELIVERY = struct.Struct("!III")
+_EVENT = struct.Struct("!IB")
 
 
 class ProtocolViolation(Exception):
@@ -40,13 +44,24 @@ class ClientChannel:
     """Frames for one connection. Request ids count up from 1 and wrap, skipping 0 (the id
     of pushed frames); a reply is matched to its request by id alone."""
 
-    __slots__ = ("_decoder", "_next_id", "_prefixes", "_receiver")
+    __slots__ = (
+        "_max_frame_bytes",
+        "_needed",
+        "_next_id",
+        "_partial",
+        "_partial_bytes",
+        "_prefixes",
+        "_receiver",
+    )
 
     def __init__(self, receiver, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
         self._receiver = receiver
         # The hub may send frames of its own limit; a reply carries at most that plus
         # its small headers, and a client never refuses what it asked for.
-        self._decoder = FrameDecoder(max_frame_bytes + 4096)
+        self._max_frame_bytes = max_frame_bytes + 4096
+        self._partial = []  # the start of a frame that did not arrive whole
+        self._partial_bytes = 0
+        self._needed = 0  # bytes the partial frame needs before it can be parsed
         self._next_id = 0
         self._prefixes = {}  # topic -> its str8, for publish_one
 
@@ -84,29 +99,50 @@ class ClientChannel:
     def data_received(self, data) -> None:
         """Parse what the transport received and call the receiver once per frame.
 
-        Raises ProtocolViolation for bytes no hub sends; the caller drops the connection.
+        Frames are cut straight out of the received bytes: an entry is copied once (the
+        slice handed to the receiver), never through an intermediate buffer; only a
+        frame split across reads is joined. Raises ProtocolViolation for bytes no hub
+        sends; the caller drops the connection.
         """
-        try:
-            frames = self._decoder.feed(data)
-        except ValueError as e:
-            raise ProtocolViolation(f"bad frame from the hub: {e}") from None
+        if self._partial:
+            self._partial.append(data)
+            self._partial_bytes += len(data)
+            if self._partial_bytes < self._needed:
+                return
+            data = b"".join(self._partial)
+            self._partial = []
         receiver = self._receiver
-        for op, request_id, body in frames:
+        size = len(data)
+        position = 0
+        while size - position >= 4:
+            (length,) = _LENGTH.unpack_from(data, position)
+            if length < 5 or length > self._max_frame_bytes:
+                raise ProtocolViolation(f"bad frame from the hub: length {length}")
+            end = position + 4 + length
+            if end > size:
+                break
+            op, request_id = _OP_AND_ID.unpack_from(data, position + 4)
             if op == Op.DELIVERY:
-                if len(body) < 12:
+                if length < 17:
                     raise ProtocolViolation("DELIVERY shorter than its header")
-                handle, start, stop, entry = parse_delivery(body)
-                receiver.delivery_received(handle, start, stop, entry)
+                handle, start, stop = _DELIVERY.unpack_from(data, position + 9)
+                receiver.delivery_received(handle, start, stop, data[position + 21 : end])
             elif op == Op.RESPONSE:
                 try:
-                    response = decode_response(body)
+                    response = decode_response(data[position + 9 : end])
                 except (RequestError, ValueError) as e:
                     raise ProtocolViolation(f"bad RESPONSE from the hub: {e}") from None
                 receiver.response_received(request_id, response)
             elif op == Op.EVENT:
-                if len(body) < 5:
+                if length < 10:
                     raise ProtocolViolation("EVENT shorter than its body")
-                handle, event = parse_event(body)
+                handle, event = _EVENT.unpack_from(data, position + 9)
                 receiver.event_received(handle, event)
             else:
                 raise ProtocolViolation(f"unexpected op {op} from the hub")
+            position = end
+        if position < size:
+            rest = data[position:]
+            self._partial = [rest]
+            self._partial_bytes = len(rest)
+            self._needed = 4 + _LENGTH.unpack_from(rest)[0] if len(rest) >= 4 else 4

@@ -375,6 +375,8 @@ class Client:
         self.queued = 0  # messages held, not sent
         self._producer = None
         self._producer_paused = False
+        self._closing = None  # the Deferred of close(), once called
+        self._idle_waiters = []  # fired when no publish is queued or in flight
         self._closed = False
 
     # -- connections -----------------------------------------------------------------------
@@ -514,7 +516,7 @@ class Client:
 
     def publish(self, topic: str, payload: bytes, properties=None) -> Deferred:
         """Publish one message; fires with its seq-id once the hub stored it."""
-        if self._closed:
+        if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
         if self.queued >= self.max_queued:
             return fail(PublishQueueFull(message=f"{self.queued} messages wait to be sent"))
@@ -546,7 +548,7 @@ class Client:
         """Publish messages as one message set (one stored entry); fires with their seq-ids."""
         if not payloads:
             return succeed([])
-        if self._closed:
+        if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
         limit = self._message_limit(topic)
         largest = max(map(len, payloads))
@@ -560,6 +562,7 @@ class Client:
         def done(result):
             self.in_flight -= count
             self._check_producer()
+            self._check_idle()
             return result
 
         d.addBoth(done)
@@ -604,6 +607,7 @@ class Client:
         if self._waiting:
             self._send_waiting()
         self._check_producer()
+        self._check_idle()
 
     # -- backpressure (IConsumer-like) --------------------------------------------------------
 
@@ -646,6 +650,8 @@ class Client:
         `handler(message)` is called for each message; without one, messages go to
         `subscription.queue`. `start`: None, "earliest", "latest", a seq-id or a datetime.
         """
+        if self._closing is not None:
+            return fail(ClientClosed(message="the client is closed"))
         try:
             position = SubscriptionPosition(
                 topic,
@@ -677,11 +683,11 @@ class Client:
         retrying with exponential backoff until it is attached, closed or ended."""
         if topic_moved:
             self._routes.pop(subscription.topic, None)
-        if self._closed or subscription._done:
+        if self._closing is not None or subscription._done:
             return
 
         def attempt():
-            if self._closed or subscription._done or subscription.attached:
+            if self._closing is not None or subscription._done or subscription.attached:
                 return
             d = self._subscribe(subscription)
             d.addErrback(retry_or_end)
@@ -761,29 +767,38 @@ class Client:
     # -- closing ---------------------------------------------------------------------------
 
     def close(self) -> Deferred:
-        """Close subscriptions (flushing acknowledgements) and connections; publishes not
-        yet sent fail with ClientClosed."""
-        if self._closed:
-            return succeed(None)
-        closing = [subscription.close() for subscription in list(self._subscriptions)]
-        self._closed = True
+        """Send every publish made so far and wait for its reply (its Deferred fires as
+        usual), then close subscriptions (flushing acknowledgements) and connections.
+        Publishes and subscribes after close() fail with ClientClosed."""
+        if self._closing is not None:
+            d = Deferred()
+            self._closing.addBoth(lambda result: (d.callback(None), result)[1])
+            return d
         if self._flush_call is not None and self._flush_call.active():
             self._flush_call.cancel()
-        self._flush_call = None
-        self._waiting.extend(self._batches.items())
-        self._batches = {}
-        waiting, self._waiting = self._waiting, deque()
-        for _topic, batch in waiting:
-            self.queued -= len(batch.payloads)
-            for deferred in batch.deferreds:
-                deferred.errback(Failure(ClientClosed(message="the client closed before sending it")))
-        d = gatherResults(closing, consumeErrors=True)
+            self._flush()
+        idle = Deferred()
+        self._idle_waiters.append(idle)
+        self._check_idle()
+
+        def close_subscriptions(_):
+            return gatherResults(
+                [subscription.close() for subscription in list(self._subscriptions)], consumeErrors=True
+            )
 
         def disconnect(_):
+            self._closed = True
             protocols = list(self._protocols.values())
             self._protocols.clear()
             for protocol in protocols:
                 protocol.on_lost = None
             return gatherResults([p.disconnect() for p in protocols], consumeErrors=True)
 
-        return d.addBoth(disconnect).addCallback(lambda _: None)
+        self._closing = idle.addCallback(close_subscriptions).addBoth(disconnect).addBoth(lambda _: None)
+        return self.close()
+
+    def _check_idle(self) -> None:
+        if self._idle_waiters and self.in_flight == 0 and self.queued == 0:
+            waiters, self._idle_waiters = self._idle_waiters, []
+            for waiter in waiters:
+                waiter.callback(None)

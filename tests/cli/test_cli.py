@@ -4,6 +4,7 @@ real hub process."""
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -130,10 +131,14 @@ def test_errors_are_one_line_and_a_failing_status(hub, args, message):
 
 
 def test_no_hub_is_one_clear_line():
-    result = hedwig("--hub", "127.0.0.1:1", "topics")
+    # A port bound but not listening refuses connections for as long as it is held.
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{bound.getsockname()[1]}"
+        result = hedwig("--hub", address, "topics")
     assert result.returncode == 1
     err = result.stderr.decode().strip()
-    assert len(err.splitlines()) == 1 and "COULD_NOT_CONNECT" in err and "127.0.0.1:1" in err, err
+    assert len(err.splitlines()) == 1 and "COULD_NOT_CONNECT" in err and address in err, err
 
 
 def test_usage_errors_exit_2():

@@ -1,6 +1,8 @@
 """ClientChannel: request ids, frames out, and every kind of frame in."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hedwig.client.channel import ClientChannel, ProtocolViolation
 from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry, encode_frame
@@ -89,3 +91,31 @@ def test_error_response_carries_status_and_message():
 def test_bytes_no_hub_sends_are_a_protocol_violation(data):
     with pytest.raises(ProtocolViolation):
         ClientChannel(Recorder()).data_received(data)
+
+
+@given(
+    st.lists(st.integers(0, 3000), min_size=1, max_size=8),
+    st.lists(st.integers(1, 5000), max_size=30),
+)
+def test_any_chunking_of_any_deliveries_gives_the_same_frames(sizes, cuts):
+    hub = HubScript()
+    frames = [hub.delivery(7, 1 + i, [bytes([i % 256]) * size]) for i, size in enumerate(sizes)]
+    stream = b"".join(frames) + hub.published(3, 1, 1)
+    recorder = Recorder()
+    channel = ClientChannel(recorder)
+    position = 0
+    for cut in cuts:
+        channel.data_received(stream[position : position + cut])
+        position += cut
+    channel.data_received(stream[position:])
+    deliveries = [f for f in recorder.frames if f[0] == "delivery"]
+    assert [decode_entry("t", f[4])[0].payload for f in deliveries] == [
+        bytes([i % 256]) * size for i, size in enumerate(sizes)
+    ]
+    assert recorder.frames[-1][0] == "response"
+
+
+def test_a_frame_over_the_limit_is_a_violation_before_it_arrives():
+    channel = ClientChannel(Recorder(), max_frame_bytes=1000)
+    with pytest.raises(ProtocolViolation):
+        channel.data_received(HubScript.delivery(1, 1, [b"x" * 10_000])[:100])

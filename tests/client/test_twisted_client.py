@@ -8,6 +8,7 @@ from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.python.failure import Failure
 
 from hedwig.client.errors import (
+    ClientClosed,
     ConnectionLost,
     InvalidTopic,
     MessageTooLarge,
@@ -286,3 +287,18 @@ def test_a_bad_start_is_refused_without_a_request(start):
     outcome = results([client.subscribe("t", "s", start=start)])
     assert isinstance(outcome[0].value, ValueError)
     assert hub.take() == []
+
+
+def test_close_sends_what_was_published_and_waits_for_the_replies():
+    _reactor, client, hub = connected()
+    seqs = results([client.publish("t", b"a"), client.publish("t", b"b")])
+    closed = results([client.close()])
+    [(op, request_id, _)] = hub.take()  # close() sent the batch at once
+    assert op == Op.PUBLISH and closed == []
+    refused = results([client.publish("t", b"late")])
+    assert isinstance(refused[0].value, ClientClosed)
+    hub.send(hub.script.published(request_id, 1, 2))
+    assert seqs == [1, 2]
+    assert hub.transport.disconnecting
+    hub.drop()
+    assert closed == [None]

@@ -6,7 +6,7 @@ import itertools
 
 from twisted.internet.address import IPv4Address
 from twisted.internet.task import Clock
-from twisted.internet.testing import StringTransport
+from twisted.internet.testing import MemoryReactorClock, StringTransport
 
 from hedwig.cache.readahead import ReadAheadCache
 from hedwig.config import Config
@@ -61,6 +61,7 @@ class RegionHarness:
         data_dir=None,
         ledgers=None,
         metadata=None,
+        rng=None,
         **region,
     ):
         """`ledgers` / `metadata`: the stores of a hub this one restarts."""
@@ -88,7 +89,10 @@ class RegionHarness:
             clock=self.clock,
             name="127.0.0.1:4080",
         )
-        self.regions = RegionManager(self.hub, config, reactor or self.clock, data_dir=data_dir)
+        if reactor is None:  # a child's link connects: a reactor that records it
+            reactor = MemoryReactorClock() if parent else self.clock
+        self.reactor = reactor
+        self.regions = RegionManager(self.hub, config, reactor, data_dir=data_dir, rng=rng)
         self.factory = HubFactory(self.hub)
 
     def start(self):

@@ -15,6 +15,7 @@ have been stored, and sending it again could store it twice.
 
 import select
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -53,6 +54,16 @@ DEFAULT_WINDOW = 10_000
 DEFAULT_READ_BYTES = 4 << 20
 _RECV_BYTES = 1 << 18
 _READ_SLICE = 5.0  # a reader wakes at least this often to look at its deadline
+_IDLE_CHECK = 0.2  # a connection silent this long is checked for a hub that closed it
+
+
+def _timeval(seconds: float) -> bytes:
+    """A struct timeval for SO_RCVTIMEO / SO_SNDTIMEO (never 0, which means forever)."""
+    whole = int(seconds)
+    micros = max(int((seconds - whole) * 1_000_000), 0 if whole else 1)
+    return struct.pack("@ll", whole, micros)
+
+
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
 
@@ -81,8 +92,13 @@ class _Connection:
         except OSError as e:
             raise CouldNotConnect(message=f"{format_address(address)}: {e.strerror or e}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(_READ_SLICE)
+        # A blocking socket with kernel timeouts: recv and send are one system call
+        # each, where a Python socket timeout would poll() before every one.
+        sock.settimeout(None)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(request_timeout))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(_READ_SLICE))
         self._sock = sock
+        self._last_read = time.monotonic()
         self._channel = ClientChannel(self)
         self._pending = {}
         self.subscriptions = {}  # handle -> Subscription
@@ -232,17 +248,18 @@ class _Connection:
         timeout = _READ_SLICE if remaining is None or remaining > _READ_SLICE else max(remaining, 0.001)
         try:
             if timeout != self._sock_timeout:
-                sock.settimeout(timeout)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(timeout))
                 self._sock_timeout = timeout
             data = sock.recv(_RECV_BYTES)
-        except TimeoutError:
-            return
+        except (BlockingIOError, InterruptedError):
+            return  # SO_RCVTIMEO passed: the caller looks at its deadline
         except OSError as e:
             self._lose(f"connection to {format_address(self.address)} failed: {e}")
             return
         if not data:
             self._lose(f"{format_address(self.address)} closed the connection")
             return
+        self._last_read = time.monotonic()
         try:
             self._channel.data_received(data)
         except ProtocolViolation as e:
@@ -267,8 +284,8 @@ class _Connection:
         when no thread is reading."""
         if self.lost is not None:
             return True
-        if not self._read_lock.acquire(False):
-            return False
+        if time.monotonic() - self._last_read < _IDLE_CHECK or not self._read_lock.acquire(False):
+            return False  # busy connections find out by reading, at no extra cost
         try:
             readable, _, _ = select.select([self._sock], [], [], 0)
             if readable:

@@ -381,3 +381,17 @@ def test_a_subscriber_that_stops_reading_is_paused_then_catches_up(hub):
         assert [m.seq for m in messages] == list(range(received + 1, received + 1 + len(messages)))
         received += len(messages)
     peer.close()
+
+
+def test_a_second_hub_on_the_same_data_or_port_refuses_to_start(own_hub, tmp_path):
+    own_hub.start()
+    for second in (
+        HubProcess(own_hub.data_dir),  # same data directory, another port
+        HubProcess(tmp_path / "other", own_hub.port),  # same port, another directory
+    ):
+        with pytest.raises(RuntimeError, match="did not start"):
+            second.start()
+        assert second.process.returncode == 1
+        assert any("could not start" in line for line in second.log), second.log
+    with Client(own_hub.address) as client:  # the first one never noticed
+        assert client.publish("still-mine", b"x") == 1

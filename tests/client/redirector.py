@@ -10,8 +10,9 @@ from tests.client.hubscript import HubScript
 
 
 class Redirector:
-    def __init__(self, owner: str = ""):
+    def __init__(self, owner: str = "", answer: bool = True):
         self.owner = owner
+        self.answer = answer  # False: a hub that accepts requests and never answers
         self.requests = []  # ops asked, HELLO excepted
         redirector = self
 
@@ -28,7 +29,7 @@ class Redirector:
                             self.request.sendall(script.hello(request_id))
                             continue
                         redirector.requests.append(Op(op))
-                        if op != Op.CONSUME:
+                        if op != Op.CONSUME and redirector.answer:
                             self.request.sendall(
                                 script.error(
                                     request_id, op, Status.NOT_RESPONSIBLE_FOR_TOPIC, redirector.owner

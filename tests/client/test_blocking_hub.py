@@ -1,5 +1,6 @@
 """The blocking client against a real hub process on 127.0.0.1."""
 
+import socket
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -9,14 +10,17 @@ from hedwig.client import (
     Client,
     ClientAlreadySubscribed,
     ClientNotSubscribed,
+    CouldNotConnect,
     InvalidSubscriberId,
     InvalidTopic,
     MessageTooLarge,
     NoSuchTopic,
+    RequestTimeout,
     Status,
     SubscriptionClosed,
     TopicBusy,
 )
+from tests.client.redirector import Redirector
 
 
 def receive_all(subscription, count, timeout=10.0):
@@ -132,6 +136,49 @@ def test_receive_batch_takes_what_is_there_in_order(hub):
             seen += [m.seq for m in batch]
             sub.ack(batch[-1])
     assert seen == list(range(1, 301))
+
+
+def test_the_first_reachable_hub_of_a_list_is_used(hub):
+    with socket.socket() as refusing:
+        refusing.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        down = f"127.0.0.1:{refusing.getsockname()[1]}"
+        with Client([down, hub.address]) as client:
+            assert client.publish("failover", b"x") == 1
+        with pytest.raises(CouldNotConnect, match="no hub reachable"):
+            Client(down)
+
+
+def test_a_hub_that_never_answers_times_out(hub):
+    with (
+        Redirector(answer=False) as silent,
+        Client(silent.address, timeout=0.3) as client,
+        pytest.raises(RequestTimeout) as error,
+    ):
+        client.publish("t", b"x")
+    assert error.value.status is Status.UNCERTAIN_STATE
+
+
+def test_closing_a_subscription_from_another_thread_ends_its_iteration(hub):
+    with Client(hub.address) as client:
+        sub = client.subscribe("close-elsewhere", "s")
+        client.publish("close-elsewhere", b"one")
+        seen = []
+        got_one = threading.Event()
+
+        def consume():
+            for message in sub:
+                seen.append(message.payload)
+                sub.ack(message)
+                got_one.set()
+
+        reader = threading.Thread(target=consume)
+        reader.start()
+        # The reader got the message and waits for the next; close it from here.
+        assert got_one.wait(10)
+        sub.close()
+        reader.join(10)
+        assert not reader.is_alive()
+    assert seen == [b"one"]
 
 
 def test_threads_share_a_client(hub):

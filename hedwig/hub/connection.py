@@ -92,6 +92,9 @@ class HubConnection(Protocol):
 
     def connectionMade(self):
         self.peer = _describe_peer(self.transport.getPeer())
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:  # deliveries are small writes: never wait on Nagle
+            set_no_delay(True)
         self._replies = ReplyQueue(self.transport.write, self.transport.writeSequence, self._replies_released)
         self.transport.registerProducer(self, True)
         self._connected = True

@@ -9,6 +9,7 @@ pair and one more line in SUBCOMMANDS. A failure prints one line to stderr and e
 import argparse
 import json
 import os
+import signal
 import sys
 
 from hedwig.client.errors import HedwigError
@@ -153,6 +154,8 @@ def subscribe(args) -> int:
         raise CommandError(str(e)) from None
     out = sys.stdout.buffer
     received = 0
+    # SIGTERM ends the command as Ctrl-C does: acknowledgements are flushed on the way out.
+    signal.signal(signal.SIGTERM, _interrupt)
     with _client(args) as client, client.subscribe(args.topic, args.subscriber_id, start=start) as sub:
         while args.count is None or received < args.count:
             message = sub.receive(timeout=args.timeout)
@@ -166,6 +169,10 @@ def subscribe(args) -> int:
             sub.ack(message)
             received += 1
     return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 # -- unsubscribe --------------------------------------------------------------------------------
@@ -241,7 +248,18 @@ def format_description(info: dict) -> list[str]:
             f"delivered {sub.get('delivered_seq')}, backlog {sub.get('backlog')}, "
             f"window {window if window else 'unlimited'}, {sub.get('state')}"
         )
-    for key in sorted(set(info) - {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers"}):
+    relays = info.get("relays")
+    if relays is not None:  # region relays (hedwig.region): one line per link of the topic
+        lines.append(f"relays:   {len(relays)}")
+        for relay in relays:
+            arrow = "to" if relay.get("direction") == "out" else "from"
+            lag = relay.get("lag")
+            lines.append(
+                f"  {arrow} region {relay.get('peer')}: consumed {relay.get('consumed_seq')}, "
+                f"lag {'unknown' if lag is None else lag}, {relay.get('state')}"
+            )
+    shown = {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers", "relays"}
+    for key in sorted(set(info) - shown):
         lines.append(f"{key}: {json.dumps(info[key])}")
     return lines
 

@@ -435,6 +435,7 @@ class Subscription:
         connection, handle = self._connection, self._handle
         self._closed = SubscriptionClosed(message="closed by the application")
         self._closed_here = True
+        self._queue.clear()  # closed means no more messages, even those already here
         self._client._subscriptions.discard(self)
         if connection is None or handle is None:
             return

@@ -210,7 +210,8 @@ class HubProtocol(Protocol):
 class Subscription:
     """A live subscription. Messages go to the handler, or to `queue` (a DeferredQueue:
     `await subscription.queue.get()`). `ack` is cumulative; `closed` fires when the
-    subscription ends (with None when closed here, else with the reason as a failure)."""
+    subscription ends: with None when closed here, else with the reason (a
+    SubscriptionClosed), as a result rather than a failure, so nobody has to listen."""
 
     def __init__(self, client, position: SubscriptionPosition, handler=None):
         self._client = client
@@ -266,7 +267,7 @@ class Subscription:
         if self._ack_call is not None and self._ack_call.active():
             self._ack_call.cancel()
         self._client._subscriptions.discard(self)
-        self.closed.callback(None) if result is None else self.closed.errback(result)
+        self.closed.callback(None if result is None else result.value)
         if self.queue is not None and isinstance(result, Failure):
             # Wake readers blocked on the queue with the reason.
             while self.queue.waiting:

@@ -264,7 +264,8 @@ def test_a_forced_close_ends_the_subscription_with_its_reason():
     [subscription] = outcome
     ended = results([subscription.closed])
     hub.send(hub.script.event(8, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED))
-    assert isinstance(ended[0].value, SubscriptionClosed)
+    assert isinstance(ended[0], SubscriptionClosed)
+    assert "forced" in str(ended[0])
     assert not reactor.getDelayedCalls() or all(
         not call.active() or call.getTime() > reactor.seconds() for call in reactor.getDelayedCalls()
     )

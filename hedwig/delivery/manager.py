@@ -270,7 +270,10 @@ class DeliveryManager:
         everything before them is, else when a consume reaches them."""
         subscription = cursor.subscription
         if subscription.consumed_seq >= from_seq - 1:
-            self.consume(subscription.topic, subscription.subscriber_id, entry.last_seq)
+            try:
+                self.consume(subscription.topic, subscription.subscriber_id, entry.last_seq)
+            except SubscribeError:
+                pass  # (deleted meanwhile: nothing to move)
             return
         runs = cursor.filtered_runs
         if runs is None:

@@ -31,6 +31,17 @@ from hedwig.region.wire import decode_relay_publish
 
 _logger = Logger()
 
+# A relay subscription's cursor state (hedwig.delivery.cursor), as a relay row says it.
+_RELAY_STATES = {
+    "waiting": "relaying (caught up)",
+    "delivering": "relaying",
+    "window_full": "relaying (window full)",
+    "retrying": "relaying (retrying a read)",
+    "paused": "paused: the peer is not reading",
+    "detached": "detached",
+    "idle": "relaying",
+}
+
 
 class RegionManager:
     def __init__(self, hub, config, reactor, *, data_dir: str | None = None, rng=None):
@@ -203,7 +214,7 @@ class RegionManager:
             peer = relay_peer(row["subscriber_id"])
             if peer is None:
                 continue
-            state = row["state"]
+            state = _RELAY_STATES.get(row["state"], row["state"])
             if peer == self.parent:
                 if link is not None and not link.is_up:
                     state = f"{link.state}: {link.reason}" if link.reason else link.state

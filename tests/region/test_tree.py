@@ -85,6 +85,15 @@ def test_five_regions_three_publishing_every_subscriber_gets_every_message_once(
         relay = hub.regions()["relay"]
         assert relay["looped_entries"] == 0 and relay["failed_entries"] == 0, (name, relay)
 
+    # `hedwig describe` at leaf1: both directions of its link, caught up.
+    def caught_up():
+        rows = {(r["direction"], r["peer"]): r for r in tree["leaf1"].relays(TOPIC)}
+        return set(rows) == {("in", "mid1"), ("out", "mid1")} and all(
+            r["lag"] == 0 and r["state"].startswith("relaying") for r in rows.values()
+        )
+
+    wait_until(caught_up, "leaf1's relays caught up")
+
 
 @pytest.mark.parametrize("tree", [FORGETFUL_MID1], indirect=True)
 def test_a_mid_region_killed_while_messages_flow_loses_and_doubles_nothing(tree):

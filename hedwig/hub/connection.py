@@ -141,14 +141,19 @@ class HubConnection(Protocol):
     def dataReceived(self, data):
         if not self._reading:
             return
+        framing_error = None
         try:
             frames = self._decoder.feed(data)
-        except FrameTooLarge as e:
-            self._protocol_error(0, 0, Status.FRAME_TOO_LARGE, str(e))
-            return
         except FrameError as e:
-            self._protocol_error(0, 0, Status.MALFORMED_REQUEST, str(e))
-            return
+            # Answer the whole frames that came before the bad one, then refuse the stream.
+            frames, framing_error = e.frames, e
+        self._dispatch(frames)
+        if framing_error is not None and self._reading:
+            too_large = isinstance(framing_error, FrameTooLarge)
+            status = Status.FRAME_TOO_LARGE if too_large else Status.MALFORMED_REQUEST
+            self._protocol_error(0, 0, status, str(framing_error))
+
+    def _dispatch(self, frames) -> None:
         for op, request_id, body in frames:
             if not self._reading:
                 return

@@ -16,7 +16,10 @@ DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 
 
 class FrameError(ValueError):
-    pass
+    """A stream that is not frames. `frames` holds the whole frames that came before the
+    bad header in the same feed, so they are still answered before the connection ends."""
+
+    frames: list = []
 
 
 class FrameTooLarge(FrameError):
@@ -39,7 +42,8 @@ class FrameDecoder:
     """Split a byte stream into (op, request_id, body) tuples.
 
     Raises FrameTooLarge as soon as a header announces more than `max_frame_bytes`,
-    before the body is buffered, and FrameError for a length too short to be a frame.
+    before the body is buffered, and FrameError for a length too short to be a frame;
+    either carries the frames decoded before it in `frames`.
     """
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
@@ -59,10 +63,15 @@ class FrameDecoder:
         available = len(buffer)
         while available - position >= 4:
             (length,) = _PREFIX.unpack_from(buffer, position)
-            if length < 5:
-                raise FrameError(f"frame length {length} is shorter than a frame header")
-            if length > self.max_frame_bytes:
-                raise FrameTooLarge(length, self.max_frame_bytes)
+            if length < 5 or length > self.max_frame_bytes:
+                del buffer[:position]
+                error = (
+                    FrameTooLarge(length, self.max_frame_bytes)
+                    if length > self.max_frame_bytes
+                    else FrameError(f"frame length {length} is shorter than a frame header")
+                )
+                error.frames = frames
+                raise error
             end = position + 4 + length
             if end > available:
                 break

@@ -173,6 +173,16 @@ def test_replies_already_owed_go_out_before_the_framing_error(harness):
     assert error.status is Status.MALFORMED_REQUEST and peer.closing
 
 
+def test_a_whole_frame_before_a_bad_one_in_the_same_chunk_is_still_answered(harness):
+    peer = harness.connect()
+    good = encode_frame(Op.PUBLISH, 41, encode_publish("t", encode_message_set([b"kept"])))
+    peer.send_raw(good + b"\x00\x00\x00\x01")
+    [(first, published), (_, error)] = peer.responses()
+    assert (first, published.value) == (41, Published(1, 1))
+    assert error.status is Status.MALFORMED_REQUEST and peer.closing
+    assert harness.stored_entries() == 1
+
+
 # -- bad input: per-request errors, the connection goes on ---------------------------------
 
 

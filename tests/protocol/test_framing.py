@@ -44,3 +44,10 @@ def test_good_names_and_reserved_subscribers():
     with pytest.raises(InvalidName, match="reserved"):
         check_subscriber_id("__region__eu")
     assert check_subscriber_id("__region__eu", allow_reserved=True) == "__region__eu"
+
+
+def test_a_framing_error_carries_the_whole_frames_before_it():
+    good = encode_frame(Op.PUBLISH, 3, b"body")
+    with pytest.raises(FrameTooLarge) as caught:
+        FrameDecoder(max_frame_bytes=64).feed(good + encode_frame(Op.PUBLISH, 4, b"x" * 100))
+    assert caught.value.frames == [(Op.PUBLISH, 3, b"body")]

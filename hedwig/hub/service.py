@@ -77,11 +77,14 @@ class HubService(MultiService):
         self.regions = None  # hedwig.region.manager.RegionManager
         self._logs = None
         self._lock_file = None
+        self._embedded_ledgers = ledgers is None
 
     # -- start ------------------------------------------------------------------------------
 
     def startService(self):
         self._build()
+        if self._embedded_ledgers:
+            self._sweep_orphan_ledgers()
         super().startService()
         self.listener.listening.addCallback(self._listening)
         self.listener.listening.addCallback(self._start_regions)
@@ -126,6 +129,18 @@ class HubService(MultiService):
         self.listener.setServiceParent(self)
         self.gc = GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s)
         self.gc.setServiceParent(self)
+
+    def _sweep_orphan_ledgers(self) -> None:
+        """A hub killed between creating a ledger and recording it in a topic's ranges
+        leaves that ledger behind; only this hub writes the embedded store, so before any
+        topic opens, every ledger no topic names is garbage."""
+
+        def swept(orphans):
+            if orphans:
+                self.log.info("deleted {count} orphan ledgers {ids}", count=len(orphans), ids=orphans)
+
+        sweeping = self._logs.delete_orphan_ledgers()
+        sweeping.addCallbacks(swept, lambda f: self.log.failure("sweeping orphan ledgers failed", f))
 
     def _lock(self, data_dir: Path) -> None:
         """One hub per data directory: a second would corrupt the first one's ledgers."""

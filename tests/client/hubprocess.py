@@ -33,6 +33,7 @@ class HubProcess:
         command += ["--data-dir", self.data_dir, *self.extra_args]
         self.log = []
         serving = threading.Event()
+        started = []  # the port, once the hub said it serves
         self.process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
@@ -43,11 +44,12 @@ class HubProcess:
                 match = _SERVING.search(line)
                 if match and not serving.is_set():
                     self.port = int(match.group(2))
+                    started.append(self.port)
                     serving.set()
             serving.set()  # the process ended: wake the waiter to see that
 
         threading.Thread(target=read_log, args=(self.process.stderr, self.log), daemon=True).start()
-        if not serving.wait(START_TIMEOUT) or self.process.poll() is not None:
+        if not serving.wait(START_TIMEOUT) or not started or self.process.poll() is not None:
             self.stop()
             raise RuntimeError("the hub did not start:\n" + "".join(self.log))
         return self

@@ -396,3 +396,26 @@ def test_a_second_hub_on_the_same_data_or_port_refuses_to_start(own_hub, tmp_pat
         assert why in reason.lower(), reason
     with Client(own_hub.address) as client:  # the first one never noticed
         assert client.publish("still-mine", b"x") == 1
+
+
+def test_a_ledger_no_topic_names_is_swept_at_start(tmp_path):
+    """A hub killed between creating a ledger and recording it leaves an orphan behind."""
+    from hedwig.ledger.mmap_store import MmapLedgerStore
+    from tests.ledger.reactors import InlineThreadsReactor
+
+    data_dir = tmp_path / "data"
+    with HubProcess(data_dir) as process, Client(process.address) as client:
+        client.publish("kept", b"payload")
+    store = MmapLedgerStore(str(data_dir / "ledgers"), reactor=InlineThreadsReactor())
+    named = store.list_ledgers()
+    orphan = store.create()
+    store.close()
+    with HubProcess(data_dir) as process, Client(process.address) as client:
+        assert [m.payload for m in client.read("kept", 1, 1)] == [b"payload"]
+    store = MmapLedgerStore(str(data_dir / "ledgers"), reactor=InlineThreadsReactor())
+    try:
+        left = store.list_ledgers()
+    finally:
+        store.close()
+    assert orphan not in left
+    assert set(named) <= set(left)

@@ -303,3 +303,24 @@ def test_close_sends_what_was_published_and_waits_for_the_replies():
     assert hub.transport.disconnecting
     hub.drop()
     assert closed == [None]
+
+
+def test_topic_moved_resubscribes_where_the_topic_lives_now():
+    reactor, client, hub = connected(ack_every=1)
+    got = []
+    outcome, request_id, _ = subscribed(reactor, client, hub, got.append)
+    hub.send(hub.script.subscribed(request_id, 4, 0, 1) + hub.script.delivery(4, 1, [b"a", b"b"]))
+    [subscription] = outcome
+    subscription.ack(got[0])
+    hub.take()
+    hub.send(hub.script.event(4, SubscriptionEvent.TOPIC_MOVED))
+    assert not subscription.attached
+    reactor.advance(0)
+    [(op, request_id, request)] = hub.take()  # asked again on the same connection
+    assert (op, request.start) == (Op.SUBSCRIBE, ("seq", 2))
+    hub.send(hub.script.error(request_id, Op.SUBSCRIBE, Status.NOT_RESPONSIBLE_FOR_TOPIC, "127.0.0.1:4090"))
+    owner = Hub(reactor, name="127.0.0.1:4090")
+    [(op, request_id, request)] = owner.take()
+    owner.send(owner.script.subscribed(request_id, 1, 1, 2) + owner.script.delivery(1, 2, [b"b", b"c"]))
+    assert [m.payload for m in got] == [b"a", b"b", b"c"]
+    assert subscription.attached

@@ -15,9 +15,11 @@ defaults but its [region] (fsync "never"). Clients are processes of their own
   single_hub_publish (relay_ratio).
 - hop_latency: 10,000 messages a second published one by one (the blocking client, each
   stamped with time.perf_counter_ns when sent, a few per publish when the publisher wakes
-  late) on the root of a chain root <- mid <- leaf, with one subscriber in each region
-  measuring stamp -> receive. The latency a hop adds is the difference of the medians:
-  (leaf - root) / 2 and mid - root. Target: p50 <= 1 ms per hop.
+  late) on the root of a chain of 0, 1 and 2 links (root; root <- mid; root <- mid <-
+  leaf), one chain at a time, with one subscriber in the chain's last region measuring
+  stamp -> receive (the first second is a warm-up). The latency a hop adds is the
+  difference of the medians: one link - none, and (two links - none) / 2. Target: p50
+  <= 1 ms per hop.
 
 Prints JSON and writes bench/results/region_bench.json with the load average around each
 figure: the machine has 2 cores shared by every hub and client here (and whatever else
@@ -38,6 +40,7 @@ import tempfile
 import threading
 import time
 from array import array
+from itertools import pairwise
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -153,11 +156,10 @@ def publish_many_worker(address, topic, batches, batch_size, out):
     out.put({"messages": batches * batch_size, "started_ns": started_ns, "ended_ns": ended_ns})
 
 
-def latency_publisher(address, topic, rate, seconds, ready, count_ready, out):
+def latency_publisher(address, topic, rate, seconds, go, out):
     from hedwig.client import Client
 
-    for _ in range(count_ready):
-        ready.get(timeout=120)
+    go.get(timeout=300)
     total = int(rate * seconds)
     sent = 0
     pad = b"p" * (len(PAYLOAD) - 8)
@@ -177,21 +179,26 @@ def latency_publisher(address, topic, rate, seconds, ready, count_ready, out):
 
 
 def latency_subscriber(address, region, topic, count, warmup, ready, out):
+    """Receives `count` messages (receive_batch: one call per delivery), measuring each
+    from its stamp to the moment its delivery was read; the first `warmup` are not counted."""
     from hedwig.client import Client
 
     latencies = array("q")
     clock = time.perf_counter_ns
+    received = 0
     with Client(address) as client:
         sub = client.subscribe(topic, f"latency-{region}")
         ready.put(region)
-        for i in range(count):
-            message = sub.receive(timeout=60)
+        while received < count:
+            batch = sub.receive_batch(timeout=60)
             now = clock()
-            if message is None:
+            if not batch:
                 break
-            if i >= warmup:
-                latencies.append(now - int.from_bytes(message.payload[:8], "big"))
-            sub.ack(message)
+            for message in batch:
+                if received >= warmup:
+                    latencies.append(now - int.from_bytes(message.payload[:8], "big"))
+                received += 1
+            sub.ack(batch[-1])
     half = sorted(latencies[len(latencies) // 2 :])
     latencies = sorted(latencies)
     n = len(latencies)
@@ -199,11 +206,10 @@ def latency_subscriber(address, region, topic, count, warmup, ready, out):
         {
             "region": region,
             "messages": n,
-            "p50_us_second_half": half[len(half) // 2] / 1000 if half else None,
-            "p99_us_second_half": half[int(len(half) * 0.99)] / 1000 if half else None,
             "p50_us": latencies[n // 2] / 1000 if n else None,
             "p99_us": latencies[int(n * 0.99)] / 1000 if n else None,
             "max_us": latencies[-1] / 1000 if n else None,
+            "p50_us_second_half": half[len(half) // 2] / 1000 if half else None,
         }
     )
 
@@ -292,35 +298,53 @@ def bench_relay(ctx, directory, batches):
     }
 
 
-def bench_hops(ctx, directory, seconds):
-    root = RegionHub(directory, "root").start()
-    mid = RegionHub(directory, "mid", root).start()
-    leaf = RegionHub(directory, "leaf", mid).start()
-    hubs = [root, mid, leaf]
-    rate = 10_000
-    count = int(rate * seconds)
+def bench_chain(ctx, directory, hops, seconds, rate=10_000):
+    """Publish on the root of a chain of `hops` links; one subscriber, in the last region."""
+    names = ["root", "mid", "leaf", "far"][: hops + 1]
+    hubs = []
     try:
-        for hub in (mid, leaf):
+        for name in names:
+            hubs.append(
+                RegionHub(os.path.join(directory, f"chain{hops}"), name, hubs[-1] if hubs else None).start()
+            )
+        for hub in hubs[1:]:
             hub.wait(linked, "its link")
-        ready = ctx.Queue()
-        subscribers = [
-            (latency_subscriber, (hub.address, hub.name, "hops", count, rate, ready)) for hub in hubs
-        ]
-        # The publisher starts once all three subscribe; interest then takes a moment to
-        # reach every region: the first second (the warm-up) is not measured.
-        targets = [*subscribers, (latency_publisher, (root.address, "hops", rate, seconds, ready, 3))]
-        results = run_processes(ctx, targets, hubs)
+        ready, go = ctx.Queue(), ctx.Queue()
+        count = int(rate * seconds)
+        last = hubs[-1]
+        out = ctx.Queue()
+        subscriber = ctx.Process(
+            target=latency_subscriber, args=(last.address, last.name, "hops", count, rate, ready, out)
+        )
+        publisher = ctx.Process(
+            target=latency_publisher, args=(hubs[0].address, "hops", rate, seconds, go, out)
+        )
+        subscriber.start()
+        publisher.start()
+        ready.get(timeout=120)
+        for parent, child in pairwise(hubs):  # interest reached the root
+            parent.wait(relays_to("hops", child.name), f"{child.name}'s relay subscription")
+        go.put(True)
+        results = [out.get(timeout=seconds + 120) for _ in range(2)]
+        for process in (subscriber, publisher):
+            process.join(30)
     finally:
         for hub in reversed(hubs):
             hub.stop()
-    by_region = {r["region"]: r for r in results if "region" in r}
-    root_p50 = by_region["root"]["p50_us"]
+    return next(r for r in results if "region" in r)
+
+
+def bench_hops(ctx, directory, seconds):
+    """The same stream measured through 0, 1 and 2 links, one chain at a time (so that
+    only the hubs of that chain, one publisher and one subscriber share the cores)."""
+    chains = {hops: bench_chain(ctx, directory, hops, seconds) for hops in (0, 1, 2)}
+    base = chains[0]["p50_us"]
     return {
-        "rate_msg_per_s": rate,
+        "rate_msg_per_s": 10_000,
         "seconds": seconds,
-        "per_region": by_region,
-        "added_p50_us_one_hop": round(by_region["mid"]["p50_us"] - root_p50, 1),
-        "added_p50_us_per_hop_over_two": round((by_region["leaf"]["p50_us"] - root_p50) / 2, 1),
+        "subscriber_after_0_1_2_hops": {str(h): r for h, r in chains.items()},
+        "added_p50_us_one_hop": round(chains[1]["p50_us"] - base, 1),
+        "added_p50_us_per_hop_over_two": round((chains[2]["p50_us"] - base) / 2, 1),
     }
 
 
@@ -331,6 +355,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     batches = 300 if args.quick else 2000
     hop_seconds = 3 if args.quick else 8
+    rounds = 1 if args.quick else 3
     ctx = multiprocessing.get_context("spawn")
     directory = tempfile.mkdtemp(prefix="region-bench-")
     report = {
@@ -343,23 +368,30 @@ def main(argv=None) -> int:
         "figures": {},
         "load_during": {},
     }
+    runs = {"single_hub_publish": [], "relay_throughput": []}
     try:
-        for name, run in (
-            ("single_hub_publish", lambda: bench_single_hub(ctx, directory, batches)),
-            ("relay_throughput", lambda: bench_relay(ctx, directory, batches)),
-            ("hop_latency", lambda: bench_hops(ctx, directory, hop_seconds)),
-        ):
-            before = load()
-            report["figures"][name] = run()
-            report["load_during"][name] = f"{before} -> {load()}"
-            print(json.dumps({name: report["figures"][name]}), file=sys.stderr)
+        # The two throughputs in turns, so that the load of the machine weighs on both.
+        for round_ in range(rounds):
+            for name, run in (("single_hub_publish", bench_single_hub), ("relay_throughput", bench_relay)):
+                before = load()
+                result = run(ctx, os.path.join(directory, f"{name}-{round_}"), batches)
+                result["load"] = f"{before} -> {load()}"
+                runs[name].append(result)
+                print(json.dumps({name: result}), file=sys.stderr)
+        before = load()
+        report["figures"]["hop_latency"] = bench_hops(ctx, directory, hop_seconds)
+        report["load_during"]["hop_latency"] = f"{before} -> {load()}"
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     figures = report["figures"]
+    for name, results in runs.items():
+        rates = sorted(r["msg_per_s"] for r in results)
+        median = rates[len(rates) // 2]
+        figures[name] = {"msg_per_s": round(median, 1), "median_of": len(rates), "runs": results}
+        for result in results:
+            result["msg_per_s"] = round(result["msg_per_s"], 1)
     single = figures["single_hub_publish"]["msg_per_s"]
     relay = figures["relay_throughput"]["msg_per_s"]
-    figures["single_hub_publish"]["msg_per_s"] = round(single, 1)
-    figures["relay_throughput"]["msg_per_s"] = round(relay, 1)
     figures["relay_ratio"] = {
         "value": round(relay / single, 3),
         "target": ">= 0.5",

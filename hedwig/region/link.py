@@ -15,12 +15,14 @@ unanswered `link_timeout_s` drops the connection. None of this blocks anything l
 publishes and local deliveries never wait on a link.
 """
 
+import struct
+
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.protocol import ClientFactory, Protocol
 from twisted.logger import Logger
 
 from hedwig.client.addresses import format_address, parse_addresses
-from hedwig.protocol.framing import FrameDecoder, FrameError, frame_header, parse_delivery, parse_event
+from hedwig.protocol.framing import FrameDecoder, FrameError, frame_header, parse_event
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import RequestError, encode_hello
 from hedwig.protocol.status import Status
@@ -39,6 +41,7 @@ WAITING = "waiting"  # the parent's path does not reach a root yet
 REFUSED = "refused"  # a misconfigured hierarchy: a cycle, or the wrong region at the address
 
 _MAX_REQUEST_ID = 0xFFFFFFFF
+_DELIVERY_HEAD = struct.Struct("!III")  # handle, start, stop (framing.parse_delivery, without the copy)
 
 
 class LinkDropped(Exception):
@@ -338,8 +341,8 @@ class ParentLink:
             elif op == Op.DELIVERY:
                 if len(body) < 12 or self.session is None:
                     raise RequestError(Status.MALFORMED_REQUEST, "unexpected DELIVERY")
-                handle, start, stop, entry = parse_delivery(body)
-                self.session.delivered(handle, start, stop, entry)
+                handle, start, stop = _DELIVERY_HEAD.unpack_from(body, 0)
+                self.session.delivered(handle, start, stop, memoryview(body)[12:])  # (not copied)
             elif op == Op.REGION_INTEREST:
                 if self.session is not None:
                     self.session.interest(body)

@@ -174,6 +174,7 @@ class Collector(threading.Thread):
         self.subscriber_id = subscriber_id
         self.expected = expected
         self.messages = {}  # local seq -> (origin, origin_seq, payload)
+        self.per_origin = {}  # origin -> messages held (read from other threads)
         self.order = []  # (origin, origin_seq) in delivery order, first delivery of each seq
         self.redelivered = 0
         self.error = None
@@ -194,11 +195,9 @@ class Collector(threading.Thread):
                     if message.seq in self.messages:
                         self.redelivered += 1
                     else:
-                        self.messages[message.seq] = (
-                            message.origin_region,
-                            message.origin_seq,
-                            message.payload,
-                        )
+                        origin = message.origin_region
+                        self.messages[message.seq] = (origin, message.origin_seq, message.payload)
+                        self.per_origin[origin] = self.per_origin.get(origin, 0) + 1
                         self.order.append((message.origin_region, message.origin_seq))
                 if batch:
                     self.subscription.ack(batch[-1])

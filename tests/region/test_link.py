@@ -228,3 +228,48 @@ def test_stopping_closes_the_link_and_stops_retrying(tmp_path, reactor):
     fired(stopped)
     reactor.advance(60)
     assert link.state == states.STOPPED and len(reactor.tcpClients) == 1
+
+
+def test_reading_from_the_parent_pauses_while_relayed_entries_wait_to_be_stored(tmp_path, reactor):
+    harness = leaf(tmp_path, reactor, relay_inflight_bytes=65536)
+    peer = harness.connect()
+    peer.send(Op.SUBSCRIBE, encode_subscribe("news", "app"))
+    peer.frames()
+    parent = ParentEnd(reactor)
+    parent.handshake()
+    [(_op, request_id, _body)] = [f for f in parent.frames() if f[0] == Op.SUBSCRIBE]
+    parent.send(response_frame(request_id, Op.SUBSCRIBE, payload=encode_subscribed(5, 0, 1)))
+    harness.ledgers.hold_acks()  # a slow disk: stored, not yet acknowledged
+    big = b"x" * 20_000
+    for i in range(4):
+        data = entry(i + 1, [big], origin="world", origin_seq=i + 1)
+        parent.send(delivery_header(5, 0, 1, len(data)) + data)
+    assert parent.transport.producerState == "paused"
+    assert harness.regions.inboxes.pending_bytes > 65536
+    harness.ledgers.release_acks()
+    assert harness.regions.inboxes.pending_bytes == 0
+    assert parent.transport.producerState == "producing"
+    assert len(harness.stored("news")) == 4
+
+
+def test_relaying_up_pauses_while_too_many_bytes_wait_for_the_parents_answer(tmp_path, reactor):
+    harness = leaf(tmp_path, reactor, relay_inflight_bytes=65536)
+    parent = ParentEnd(reactor)
+    parent.handshake()
+    parent.send(*interest_frames(InterestKind.WANT, ["orders"]), *interest_frames(InterestKind.END, []))
+    harness.clock.advance(0)
+    peer = harness.connect()
+    for _ in range(8):
+        peer.publish("orders", [b"y" * 20_000])
+        harness.clock.advance(0)
+    sent = [f for f in parent.frames() if f[0] == Op.RELAY_PUBLISH]
+    assert len(sent) == 4  # past 64 KiB unanswered, the relay subscription paused
+    up = harness.regions.session.up_channel
+    assert up.paused and up.inflight_bytes > 65536
+    for _op, request_id, _body in sent:
+        parent.send(response_frame(request_id, Op.RELAY_PUBLISH, payload=encode_published(1, 1)))
+    harness.clock.advance(0)
+    # Below half the bound (after the third answer) it resumed, and paused again past it.
+    resent = [f for f in parent.frames() if f[0] == Op.RELAY_PUBLISH]
+    assert len(resent) == 3
+    assert up.paused and 65536 < up.inflight_bytes <= 65536 + 21_000

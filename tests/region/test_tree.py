@@ -114,6 +114,14 @@ def test_a_mid_region_killed_while_messages_flow_loses_and_doubles_nothing(tree)
     mid1.kill()  # relays through mid1 (leaf1 <-> everyone) are in flight
     killed.set()
     wait_until(lambda: all(p.published >= 2 * third for p in publishers), "two thirds published")
+
+    # With mid1 down, the regions it joined go on: root and mid2 exchange their messages,
+    # and leaf1 (cut off) delivers its own.
+    def holds(name, origins):
+        return all(collectors[name].per_origin.get(o, 0) >= 2 * third for o in origins)
+
+    for name, origins in (("root", ("root", "mid2")), ("mid2", ("root", "mid2")), ("leaf1", ("leaf1",))):
+        wait_until(lambda n=name, o=origins: holds(n, o), f"{name} delivering {origins} while mid1 is down")
     mid1.process.restart()
     restarted.set()
     finish(collectors, publishers)

@@ -272,4 +272,4 @@ def test_relaying_up_pauses_while_too_many_bytes_wait_for_the_parents_answer(tmp
     # Below half the bound (after the third answer) it resumed, and paused again past it.
     resent = [f for f in parent.frames() if f[0] == Op.RELAY_PUBLISH]
     assert len(resent) == 3
-    assert up.paused and 65536 < up.inflight_bytes <= 65536 + 21_000
+    assert up.paused and 32768 < up.inflight_bytes <= 65536  # (three sent, unanswered)

@@ -14,6 +14,7 @@ order it received them, and a link delivers in log order).
 """
 
 from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred, succeed
+from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from hedwig.protocol.ops import Op
@@ -30,6 +31,8 @@ from hedwig.region.settings import relay_peer, relay_subscriber_id
 from hedwig.region.wire import decode_relay_publish
 
 _logger = Logger()
+
+_LOAD_STEP = 500  # topics whose subscriptions are listed per reactor turn at start
 
 # A relay subscription's cursor state (hedwig.delivery.cursor), as a relay row says it.
 _RELAY_STATES = {
@@ -80,10 +83,12 @@ class RegionManager:
     def _load(self):
         metadata = self.hub.delivery.metadata
         topics = yield metadata.list_topics()
-        for topic in topics:
+        for done, topic in enumerate(topics, 1):
             subscriptions = yield metadata.list_subscriptions(topic)
             for subscriber_id in subscriptions:
                 self.interest.add(topic, subscriber_id)
+            if not done % _LOAD_STEP:  # (an embedded store answers at once: let others run)
+                yield deferLater(self.reactor, 0, lambda: None)
         _logger.info(
             "region {region}: path {path}; {count} topic(s) with subscribers",
             region=self.name,

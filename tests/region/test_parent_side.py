@@ -160,3 +160,27 @@ def test_a_region_that_links_again_replaces_its_previous_link(tmp_path):
     assert [c["region"] for c in world.regions.stats()["children"]] == ["leaf"]
     status, _message, _stored = relay_publish(first, "t", entry(1, [b"a"], origin="leaf"))
     assert status is Status.REGION_REFUSED
+
+
+def test_a_restarted_hub_learns_its_interest_from_the_metadata_store_a_step_at_a_time(tmp_path):
+    from hedwig.meta.interface import NEW, SubscriptionState
+    from tests.region.harness import fired
+
+    first = RegionHarness(tmp_path, name="world").start()
+    for i in range(1200):
+        sid = "__region__leaf" if i % 2 else "billing"
+        fired(first.metadata.put_topic(f"t{i}", [], NEW))
+        fired(first.metadata.put_subscription(f"t{i}", sid, SubscriptionState(0, {}), NEW))
+    again = RegionHarness(tmp_path, name="world", ledgers=first.ledgers, metadata=first.metadata)
+    started = again.regions.start()
+    assert not started.called  # the listing yields the reactor every few hundred topics
+    peer = again.connect()
+    peer.send(Op.REGION_LINK, encode_region_link("leaf"))
+    assert peer.frames() == []  # a child waits for the interest to be known
+    while not started.called:
+        again.clock.advance(0)
+    fired(started)
+    assert len(again.regions.interest.wanted_from("leaf")) == 600  # the "billing" half
+    assert len(again.regions.interest.wanted_from("paris")) == 1200
+    [(_op, _id, body)] = peer.frames()[:1]
+    assert split_response(body)[1] is Status.SUCCESS

@@ -184,3 +184,22 @@ def test_a_restarted_hub_learns_its_interest_from_the_metadata_store_a_step_at_a
     assert len(again.regions.interest.wanted_from("paris")) == 1200
     [(_op, _id, body)] = peer.frames()[:1]
     assert split_response(body)[1] is Status.SUCCESS
+
+
+def test_a_subscription_can_be_deleted_before_its_topic_was_opened_since_a_restart(tmp_path):
+    # (a child ends its relay subscription at a parent that restarted meanwhile)
+    from tests.region.harness import fired
+
+    first = RegionHarness(tmp_path, name="world").start()
+    app = first.connect()
+    app.send(Op.SUBSCRIBE, encode_subscribe("t", "billing"))
+    app.frames()
+    fired(first.logs.close())
+    again = RegionHarness(tmp_path, name="world", ledgers=first.ledgers, metadata=first.metadata).start()
+    peer = again.connect()
+    peer.send(Op.UNSUBSCRIBE, encode_unsubscribe("t", "billing"))
+    [(_id, response)] = peer.responses()
+    assert response.status is Status.SUCCESS
+    peer.send(Op.UNSUBSCRIBE, encode_unsubscribe("never", "billing"))
+    [(_id, response)] = peer.responses()
+    assert response.status is Status.CLIENT_NOT_SUBSCRIBED

@@ -12,9 +12,9 @@ import os
 import signal
 import sys
 
+from hedwig.client.defaults import DEFAULT_HUB
 from hedwig.client.errors import HedwigError
 
-DEFAULT_HUB = "127.0.0.1:4080"
 STDIN_BATCH_MESSAGES = 1000
 STDIN_BATCH_BYTES = 512 * 1024
 

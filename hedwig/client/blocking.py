@@ -1,10 +1,8 @@
 """The blocking client, for scripts: `with Client("127.0.0.1:4080") as c: c.publish(...)`.
 
-One socket per hub carries every publish and subscription of the client. There is no
-background thread: whichever calling thread waits (for a reply, or for a message in
-`receive`) reads the socket for everybody and hands each frame to its owner, and the
-other waiting threads sleep on a condition. A reply so reaches its caller without a
-thread switch, which is what makes a round trip cost one network hop and little more.
+One socket per hub (connection.py) carries every publish and subscription of the
+client, read by whichever calling thread waits: no background thread, no thread switch
+between a reply and its caller.
 
 Requests are sent again to the owner a hub names in NOT_RESPONSIBLE_FOR_TOPIC (at most
 `max_redirects` times, never to a hub already asked). A lost connection is opened again
@@ -13,15 +11,20 @@ resume.py). A publish in flight when a connection drops raises ConnectionLost: i
 have been stored, and sending it again could store it twice.
 """
 
-import select
-import socket
-import struct
 import threading
 import time
 from collections import deque
 
-from hedwig.client.addresses import format_address, parse_address, parse_addresses
-from hedwig.client.channel import ClientChannel, ProtocolViolation
+from hedwig.client.addresses import parse_addresses
+from hedwig.client.connection import BlockingConnection
+from hedwig.client.defaults import (
+    DEFAULT_ACK_EVERY,
+    DEFAULT_HUB,
+    DEFAULT_MAX_REDIRECTS,
+    DEFAULT_READ_BYTES,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WINDOW,
+)
 from hedwig.client.errors import (
     ClientClosed,
     ClientNotSubscribed,
@@ -32,281 +35,24 @@ from hedwig.client.errors import (
     RequestTimeout,
     ServiceDown,
     SubscriptionClosed,
-    TooManyRedirects,
     TopicBusy,
     error_for,
 )
-from hedwig.client.resume import DEFAULT_ACK_EVERY, SubscriptionPosition
+from hedwig.client.redirects import next_owner
+from hedwig.client.resume import SubscriptionPosition
 from hedwig.client.start import wire_start
-from hedwig.protocol import Message, Op, Status, SubscriptionEvent, decode_entry, encode_message_set
+from hedwig.protocol import Message, Op, Status, decode_entry, encode_message_set
 from hedwig.protocol.requests import (
     encode_close_subscription,
     encode_consume,
     encode_describe_topic,
-    encode_hello,
     encode_read_range,
     encode_subscribe,
     encode_unsubscribe,
 )
 
-DEFAULT_HUB = "127.0.0.1:4080"
-DEFAULT_WINDOW = 10_000
-DEFAULT_READ_BYTES = 4 << 20
-_RECV_BYTES = 1 << 18
-_READ_SLICE = 5.0  # a reader wakes at least this often to look at its deadline
-_IDLE_CHECK = 0.2  # a connection silent this long is checked for a hub that closed it
-
-
-def _timeval(seconds: float) -> bytes:
-    """A struct timeval for SO_RCVTIMEO / SO_SNDTIMEO (never 0, which means forever)."""
-    whole = int(seconds)
-    micros = max(int((seconds - whole) * 1_000_000), 0 if whole else 1)
-    return struct.pack("@ll", whole, micros)
-
-
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
-
-
-class _Reply:
-    """Where the reader thread leaves a response for the thread that asked."""
-
-    __slots__ = ("response", "subscription")
-
-    def __init__(self, subscription=None):
-        self.response = None
-        self.subscription = subscription
-
-    def done(self) -> bool:
-        return self.response is not None
-
-
-class _Connection:
-    """One socket to one hub. Every method may be called from any thread."""
-
-    def __init__(self, address, connect_timeout: float, request_timeout: float, client_name: str):
-        self.address = address
-        self.request_timeout = request_timeout
-        try:
-            sock = socket.create_connection(address, timeout=connect_timeout)
-        except OSError as e:
-            raise CouldNotConnect(message=f"{format_address(address)}: {e.strerror or e}") from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # A blocking socket with kernel timeouts: recv and send are one system call
-        # each, where a Python socket timeout would poll() before every one.
-        sock.settimeout(None)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(request_timeout))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(_READ_SLICE))
-        self._sock = sock
-        self._last_read = time.monotonic()
-        self._channel = ClientChannel(self)
-        self._pending = {}
-        self.subscriptions = {}  # handle -> Subscription
-        self._cond = threading.Condition()
-        self._read_lock = threading.Lock()
-        self._waiters = 0
-        self._sock_timeout = _READ_SLICE
-        self._send_lock = threading.Lock()
-        self.lost = None  # the ConnectionLost once the connection is gone
-        self.hello = None
-        hello = self.call(Op.HELLO, encode_hello(client_name))
-        if hello.status is not Status.SUCCESS:
-            self.close()
-            raise error_for(hello.status, hello.message)
-        self.hello = hello.value
-
-    # -- frames in (called by the channel, on the reading thread) ---------------------------
-
-    def response_received(self, request_id, response):
-        reply = self._pending.pop(request_id, None)
-        if reply is None:
-            return  # its caller gave up waiting
-        if reply.subscription is not None and response.status is Status.SUCCESS:
-            # Register before the next frame of this read: deliveries may follow at once.
-            self.subscriptions[response.value.handle] = reply.subscription
-            reply.subscription._attached(self, response.value)
-        reply.response = response
-
-    def delivery_received(self, handle, start, stop, entry):
-        subscription = self.subscriptions.get(handle)
-        if subscription is not None:
-            subscription._delivered(start, stop, entry)
-
-    def event_received(self, handle, event):
-        subscription = self.subscriptions.pop(handle, None)
-        if subscription is None:
-            return
-        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
-            subscription._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
-        else:  # TOPIC_MOVED, or anything newer: subscribe again where the topic lives now
-            subscription._detached(topic_moved=True)
-
-    # -- requests --------------------------------------------------------------------------
-
-    def call(self, op: Op, body: bytes, subscription=None, timeout=None):
-        """Send a request and wait for its Response."""
-        request_id, frame = self._channel.request(op, body)
-        return self._exchange(request_id, [frame], subscription, timeout)
-
-    def publish(self, topic: str, message_set: bytes):
-        request_id, parts = self._channel.publish(topic, message_set)
-        return self._exchange(request_id, parts, None, None)
-
-    def publish_one(self, topic: str, payload: bytes):
-        request_id, frame = self._channel.publish_one(topic, payload)
-        return self._exchange(request_id, [frame], None, None)
-
-    def send(self, op: Op, body: bytes) -> None:
-        """A request without a reply on success (CONSUME)."""
-        self._send([self._channel.request(op, body)[1]])
-
-    def _exchange(self, request_id, parts, subscription, timeout):
-        if self.lost is not None:
-            raise self.lost
-        reply = _Reply(subscription)
-        self._pending[request_id] = reply
-        try:
-            self._send(parts)
-            timeout = self.request_timeout if timeout is None else timeout
-            if not self.wait_for(reply.done, time.monotonic() + timeout):
-                if self.lost is not None:
-                    raise self.lost
-                raise RequestTimeout(message=f"no reply from {format_address(self.address)} in {timeout} s")
-        finally:
-            self._pending.pop(request_id, None)
-        return reply.response
-
-    def _send(self, parts) -> None:
-        with self._send_lock:
-            if self.lost is not None:
-                raise self.lost
-            try:
-                if len(parts) == 1:
-                    self._sock.sendall(parts[0])
-                else:
-                    sent = self._sock.sendmsg(parts)
-                    total = sum(map(len, parts))
-                    if sent < total:
-                        self._sock.sendall(b"".join(parts)[sent:])
-            except OSError as e:
-                self._lose(f"sending to {format_address(self.address)} failed: {e}")
-                raise self.lost from None
-
-    # -- reading ---------------------------------------------------------------------------
-
-    def wait_for(self, ready, deadline) -> bool:
-        """Read frames (or let another thread read them) until ready() or the deadline
-        (None: no deadline). False when the deadline passed or the connection is lost.
-
-        The thread holding the read lock reads for everybody; the others sleep on the
-        condition, counted in `_waiters`, and the reader wakes them after each read. A
-        thread alone (the usual case) never touches the condition.
-        """
-        read_lock = self._read_lock
-        cond = self._cond
-        while True:
-            if ready():
-                return True
-            if self.lost is not None:
-                return False
-            if read_lock.acquire(False):
-                try:
-                    while True:
-                        if ready():
-                            return True
-                        if self.lost is not None:
-                            return False
-                        if deadline is None:
-                            remaining = None
-                        else:
-                            remaining = deadline - time.monotonic()
-                            if remaining <= 0:
-                                return False
-                        self._read_once(remaining)
-                        if self._waiters:
-                            with cond:
-                                cond.notify_all()
-                finally:
-                    read_lock.release()
-                    if self._waiters:
-                        with cond:
-                            cond.notify_all()
-            with cond:
-                self._waiters += 1
-                try:
-                    if ready() or self.lost is not None or not read_lock.locked():
-                        continue
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        return False
-                    cond.wait(remaining)
-                finally:
-                    self._waiters -= 1
-
-    def _read_once(self, remaining) -> None:
-        sock = self._sock
-        timeout = _READ_SLICE if remaining is None or remaining > _READ_SLICE else max(remaining, 0.001)
-        try:
-            if timeout != self._sock_timeout:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(timeout))
-                self._sock_timeout = timeout
-            data = sock.recv(_RECV_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return  # SO_RCVTIMEO passed: the caller looks at its deadline
-        except OSError as e:
-            self._lose(f"connection to {format_address(self.address)} failed: {e}")
-            return
-        if not data:
-            self._lose(f"{format_address(self.address)} closed the connection")
-            return
-        self._last_read = time.monotonic()
-        try:
-            self._channel.data_received(data)
-        except ProtocolViolation as e:
-            self._lose(str(e))
-
-    def _lose(self, reason: str) -> None:
-        if self.lost is not None:
-            return
-        self.lost = ConnectionLost(message=reason)
-        try:
-            self._sock.close()
-        except OSError:
-            pass
-        subscriptions = list(self.subscriptions.values())
-        self.subscriptions.clear()
-        for subscription in subscriptions:
-            subscription._detached()
-
-    def closed_by_hub(self) -> bool:
-        """True when the hub has closed this (idle) connection, e.g. it restarted: then a
-        request can go on a new connection instead of failing as uncertain. Only looks
-        when no thread is reading."""
-        if self.lost is not None:
-            return True
-        if time.monotonic() - self._last_read < _IDLE_CHECK or not self._read_lock.acquire(False):
-            return False  # busy connections find out by reading, at no extra cost
-        try:
-            readable, _, _ = select.select([self._sock], [], [], 0)
-            if readable:
-                self._read_once(_READ_SLICE)  # reads what is there (or finds the end)
-        except (OSError, ValueError):
-            self._lose(f"connection to {format_address(self.address)} failed")
-        finally:
-            self._read_lock.release()
-            if self._waiters:
-                with self._cond:
-                    self._cond.notify_all()
-        return self.lost is not None
-
-    def close(self) -> None:
-        if self.lost is None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self._lose("the client closed the connection")
-        self.lost = ClientClosed(message="the client is closed")
 
 
 class Subscription:
@@ -471,10 +217,10 @@ class Client:
         self,
         hubs=DEFAULT_HUB,
         *,
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = 5.0,
         reconnect_timeout: float = 60.0,
-        max_redirects: int = 2,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
         window: int = DEFAULT_WINDOW,
         ack_every: int = DEFAULT_ACK_EVERY,
         client_name: str = "",
@@ -488,7 +234,7 @@ class Client:
         self.ack_every = ack_every
         self.client_name = client_name
         self._lock = threading.RLock()
-        self._connections = {}  # address -> _Connection
+        self._connections = {}  # address -> BlockingConnection
         self._routes = {}  # topic -> owner address learned from a redirect
         self._subscriptions = set()
         self._closed = False
@@ -513,17 +259,17 @@ class Client:
                 reasons.append(e.message)
         raise CouldNotConnect(message="no hub reachable: " + "; ".join(reasons))
 
-    def _connection(self, address) -> _Connection:
+    def _connection(self, address) -> BlockingConnection:
         with self._lock:
             if self._closed:
                 raise ClientClosed(message="the client is closed")
             connection = self._connections.get(address)
             if connection is None or connection.closed_by_hub():
-                connection = _Connection(address, self.connect_timeout, self.timeout, self.client_name)
+                connection = BlockingConnection(address, self.connect_timeout, self.timeout, self.client_name)
                 self._connections[address] = connection
             return connection
 
-    def _connection_for(self, topic) -> _Connection:
+    def _connection_for(self, topic) -> BlockingConnection:
         address = self._routes.get(topic, self._default) if topic is not None else self._default
         try:
             return self._connection(address)
@@ -562,20 +308,7 @@ class Client:
             connection = self._connection(self._redirect(topic, response.message, asked))
 
     def _redirect(self, topic, owner, asked):
-        """The owner's address from a NOT_RESPONSIBLE_FOR_TOPIC, if following it is allowed."""
-        owner = owner.strip()
-        here = format_address(asked[-1])
-        if not owner:
-            raise TooManyRedirects(message=f"{here} does not own {topic} and named no owner")
-        try:
-            address = parse_address(owner)
-        except ValueError:
-            raise TooManyRedirects(message=f"{here} named an unusable owner {owner!r} for {topic}") from None
-        if address in asked:
-            path = " -> ".join(format_address(a) for a in [*asked, address])
-            raise TooManyRedirects(message=f"redirect loop for {topic}: {path}")
-        if len(asked) > self.max_redirects:
-            raise TooManyRedirects(message=f"{topic}: more than {self.max_redirects} redirects")
+        address = next_owner(topic, owner, asked, self.max_redirects)
         self._routes[topic] = address
         return address
 

@@ -12,10 +12,9 @@ the client would otherwise wait (so a window reopens and an idle subscriber's po
 current). Pure bookkeeping: no I/O, shared by both clients.
 """
 
+from hedwig.client.defaults import DEFAULT_ACK_EVERY
 from hedwig.protocol import decode_entry, decode_entry_header
 from hedwig.protocol.requests import Subscribed
-
-DEFAULT_ACK_EVERY = 100
 
 
 class SubscriptionPosition:

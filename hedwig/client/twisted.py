@@ -23,13 +23,18 @@ from collections import deque
 
 from twisted.internet.defer import Deferred, DeferredQueue, fail, gatherResults, succeed
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.client.addresses import format_address, parse_address, parse_addresses
-from hedwig.client.blocking import DEFAULT_READ_BYTES, DEFAULT_WINDOW
-from hedwig.client.channel import ClientChannel, ProtocolViolation
+from hedwig.client.addresses import format_address, parse_addresses
+from hedwig.client.defaults import (
+    DEFAULT_ACK_EVERY,
+    DEFAULT_HUB,
+    DEFAULT_MAX_REDIRECTS,
+    DEFAULT_READ_BYTES,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WINDOW,
+)
 from hedwig.client.errors import (
     ClientClosed,
     ClientNotSubscribed,
@@ -38,19 +43,18 @@ from hedwig.client.errors import (
     HedwigError,
     MessageTooLarge,
     PublishQueueFull,
-    RequestTimeout,
     SubscriptionClosed,
-    TooManyRedirects,
     error_for,
 )
-from hedwig.client.resume import DEFAULT_ACK_EVERY, SubscriptionPosition
+from hedwig.client.protocol import HubProtocol
+from hedwig.client.redirects import next_owner
+from hedwig.client.resume import SubscriptionPosition
 from hedwig.client.start import wire_start
-from hedwig.protocol import Message, Op, Status, SubscriptionEvent, decode_entry, encode_message_set
+from hedwig.protocol import Message, Op, Status, decode_entry, encode_message_set
 from hedwig.protocol.requests import (
     encode_close_subscription,
     encode_consume,
     encode_describe_topic,
-    encode_hello,
     encode_read_range,
     encode_subscribe,
     encode_unsubscribe,
@@ -60,151 +64,6 @@ _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 
 log = Logger()
-
-
-class HubProtocol(Protocol):
-    """One connection to one hub: requests answered through Deferreds, deliveries and
-    events handed to the subscription that owns the handle."""
-
-    def __init__(self, clock, client_name: str = "", timeout: float = 30.0, address=None):
-        self.address = address  # (host, port) as the client named it
-        self._clock = clock
-        self._client_name = client_name
-        self._timeout = timeout
-        self._channel = ClientChannel(self)
-        self._pending = {}  # request id -> [Deferred, subscription or None, timeout call]
-        self.subscriptions = {}  # handle -> Subscription
-        self.hello = None
-        self.lost = None
-        self.ready = Deferred()  # fires with the protocol once HELLO is answered
-        self.on_lost = None  # called with the protocol when the connection ends
-        self._lost_waiters = []
-        self.connection_closed = False
-
-    # -- connection ------------------------------------------------------------------------
-
-    def connectionMade(self):
-        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
-        if set_no_delay is not None:
-            set_no_delay(True)
-        self.request(Op.HELLO, encode_hello(self._client_name)).addCallbacks(self._hello, self._hello_failed)
-
-    def _hello(self, response):
-        if response.status is not Status.SUCCESS:
-            self._hello_failed(Failure(error_for(response.status, response.message)))
-            return
-        self.hello = response.value
-        ready, self.ready = self.ready, None
-        ready.callback(self)
-
-    def _hello_failed(self, failure):
-        if self.ready is not None:
-            ready, self.ready = self.ready, None
-            ready.errback(failure)
-        if self.transport is not None:
-            self.transport.loseConnection()
-
-    def dataReceived(self, data):
-        try:
-            self._channel.data_received(data)
-        except ProtocolViolation as e:
-            log.warn("dropping the connection: {reason}", reason=str(e))
-            self.lost = ConnectionLost(message=str(e))
-            self.transport.abortConnection()
-
-    def connectionLost(self, reason):
-        self.connection_closed = True
-        if self.lost is None:
-            self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
-        pending, self._pending = self._pending, {}
-        for deferred, _subscription, timer in pending.values():
-            if timer is not None and timer.active():
-                timer.cancel()
-            deferred.errback(Failure(self.lost))
-        if self.ready is not None:
-            ready, self.ready = self.ready, None
-            ready.errback(Failure(self.lost))
-        subscriptions, self.subscriptions = self.subscriptions, {}
-        for subscription in subscriptions.values():
-            subscription._detached()
-        if self.on_lost is not None:
-            self.on_lost(self)
-        waiters, self._lost_waiters = self._lost_waiters, []
-        for waiter in waiters:
-            waiter.callback(None)
-
-    def disconnect(self) -> Deferred:
-        """Close the connection; fires once it is closed."""
-        if self.connection_closed or self.transport is None:
-            return succeed(None)
-        d = Deferred()
-        self._lost_waiters.append(d)
-        self.transport.loseConnection()
-        return d
-
-    # -- frames in -------------------------------------------------------------------------
-
-    def response_received(self, request_id, response):
-        pending = self._pending.pop(request_id, None)
-        if pending is None:
-            return  # timed out, or a CONSUME's failure: nobody waits for it
-        deferred, subscription, timer = pending
-        if timer is not None and timer.active():
-            timer.cancel()
-        if subscription is not None and response.status is Status.SUCCESS:
-            # Register now: deliveries for the handle may follow in this same read.
-            self.subscriptions[response.value.handle] = subscription
-            subscription._attached(self, response.value)
-        deferred.callback(response)
-
-    def delivery_received(self, handle, start, stop, entry):
-        subscription = self.subscriptions.get(handle)
-        if subscription is not None:
-            subscription._delivered(start, stop, entry)
-
-    def event_received(self, handle, event):
-        subscription = self.subscriptions.pop(handle, None)
-        if subscription is None:
-            return
-        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
-            subscription._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
-        else:
-            subscription._detached(topic_moved=True)
-
-    # -- requests --------------------------------------------------------------------------
-
-    def request(self, op: Op, body: bytes, subscription=None) -> Deferred:
-        """Send a request; a Deferred firing with its Response."""
-        if self.lost is not None:
-            return fail(self.lost)
-        request_id, frame = self._channel.request(op, body)
-        deferred = self._expect(request_id, subscription)
-        self.transport.write(frame)
-        return deferred
-
-    def publish(self, topic: str, message_set: bytes) -> Deferred:
-        if self.lost is not None:
-            return fail(self.lost)
-        request_id, parts = self._channel.publish(topic, message_set)
-        deferred = self._expect(request_id, None)
-        self.transport.writeSequence(parts)
-        return deferred
-
-    def send(self, op: Op, body: bytes) -> None:
-        """A request answered only when it fails (CONSUME)."""
-        if self.lost is None:
-            self.transport.write(self._channel.request(op, body)[1])
-
-    def _expect(self, request_id, subscription) -> Deferred:
-        deferred = Deferred()
-        timer = self._clock.callLater(self._timeout, self._timed_out, request_id)
-        self._pending[request_id] = [deferred, subscription, timer]
-        return deferred
-
-    def _timed_out(self, request_id):
-        pending = self._pending.pop(request_id, None)
-        if pending is not None:
-            pending[0].errback(Failure(RequestTimeout(message=f"no reply in {self._timeout} s")))
 
 
 class Subscription:
@@ -338,11 +197,11 @@ class Client:
     def __init__(
         self,
         reactor,
-        hubs="127.0.0.1:4080",
+        hubs=DEFAULT_HUB,
         *,
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = 5.0,
-        max_redirects: int = 2,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
         max_in_flight: int = 10_000,
         max_queued: int = 100_000,
         max_batch_bytes: int = 1 << 20,
@@ -497,19 +356,7 @@ class Client:
         return d.addErrback(lost)
 
     def _redirect(self, topic, owner, asked):
-        owner = owner.strip()
-        here = format_address(asked[-1])
-        if not owner:
-            raise TooManyRedirects(message=f"{here} does not own {topic} and named no owner")
-        try:
-            address = parse_address(owner)
-        except ValueError:
-            raise TooManyRedirects(message=f"{here} named an unusable owner {owner!r} for {topic}") from None
-        if address in asked:
-            path = " -> ".join(format_address(a) for a in [*asked, address])
-            raise TooManyRedirects(message=f"redirect loop for {topic}: {path}")
-        if len(asked) > self.max_redirects:
-            raise TooManyRedirects(message=f"{topic}: more than {self.max_redirects} redirects")
+        address = next_owner(topic, owner, asked, self.max_redirects)
         self._routes[topic] = address
         return address
 

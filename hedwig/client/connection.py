@@ -1,0 +1,277 @@
+"""One blocking client's socket to one hub, shared by every thread of the client.
+
+There is no background thread: whichever calling thread waits (for a reply, or for a
+message in `Subscription.receive`) reads the socket for everybody and hands each frame
+to its owner, while the other waiting threads sleep on a condition. A reply so reaches
+its caller without a thread switch, and a round trip costs one network hop and little
+more. The socket is blocking with kernel timeouts (SO_RCVTIMEO / SO_SNDTIMEO): one
+system call per send and per receive.
+"""
+
+import socket
+import struct
+import threading
+import time
+
+from hedwig.client.addresses import format_address
+from hedwig.client.channel import ClientChannel, ProtocolViolation
+from hedwig.client.errors import (
+    ClientClosed,
+    ConnectionLost,
+    CouldNotConnect,
+    RequestTimeout,
+    SubscriptionClosed,
+    error_for,
+)
+from hedwig.protocol import Op, Status, SubscriptionEvent
+from hedwig.protocol.requests import encode_hello
+
+_RECV_BYTES = 1 << 18
+_READ_SLICE = 5.0  # a reader wakes at least this often to look at its deadline
+
+
+def _timeval(seconds: float) -> bytes:
+    """A struct timeval for SO_RCVTIMEO / SO_SNDTIMEO (never 0, which means forever)."""
+    whole = int(seconds)
+    micros = max(int((seconds - whole) * 1_000_000), 0 if whole else 1)
+    return struct.pack("@ll", whole, micros)
+
+
+class _Reply:
+    """Where the reader thread leaves a response for the thread that asked."""
+
+    __slots__ = ("response", "subscription")
+
+    def __init__(self, subscription=None):
+        self.response = None
+        self.subscription = subscription
+
+    def done(self) -> bool:
+        return self.response is not None
+
+
+class BlockingConnection:
+    """One socket to one hub. Every method may be called from any thread."""
+
+    def __init__(self, address, connect_timeout: float, request_timeout: float, client_name: str):
+        self.address = address
+        self.request_timeout = request_timeout
+        try:
+            sock = socket.create_connection(address, timeout=connect_timeout)
+        except OSError as e:
+            raise CouldNotConnect(message=f"{format_address(address)}: {e.strerror or e}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # A blocking socket with kernel timeouts: recv and send are one system call
+        # each, where a Python socket timeout would poll() before every one.
+        sock.settimeout(None)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(request_timeout))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(_READ_SLICE))
+        self._sock = sock
+        self._channel = ClientChannel(self)
+        self._pending = {}
+        self.subscriptions = {}  # handle -> Subscription
+        self._cond = threading.Condition()
+        self._read_lock = threading.Lock()
+        self._waiters = 0
+        self._sock_timeout = _READ_SLICE
+        self._send_lock = threading.Lock()
+        self.lost = None  # the ConnectionLost once the connection is gone
+        self.hello = None
+        hello = self.call(Op.HELLO, encode_hello(client_name))
+        if hello.status is not Status.SUCCESS:
+            self.close()
+            raise error_for(hello.status, hello.message)
+        self.hello = hello.value
+
+    # -- frames in (called by the channel, on the reading thread) ---------------------------
+
+    def response_received(self, request_id, response):
+        reply = self._pending.pop(request_id, None)
+        if reply is None:
+            return  # its caller gave up waiting
+        if reply.subscription is not None and response.status is Status.SUCCESS:
+            # Register before the next frame of this read: deliveries may follow at once.
+            self.subscriptions[response.value.handle] = reply.subscription
+            reply.subscription._attached(self, response.value)
+        reply.response = response
+
+    def delivery_received(self, handle, start, stop, entry):
+        subscription = self.subscriptions.get(handle)
+        if subscription is not None:
+            subscription._delivered(start, stop, entry)
+
+    def event_received(self, handle, event):
+        subscription = self.subscriptions.pop(handle, None)
+        if subscription is None:
+            return
+        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
+            subscription._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
+        else:  # TOPIC_MOVED, or anything newer: subscribe again where the topic lives now
+            subscription._detached(topic_moved=True)
+
+    # -- requests --------------------------------------------------------------------------
+
+    def call(self, op: Op, body: bytes, subscription=None, timeout=None):
+        """Send a request and wait for its Response."""
+        request_id, frame = self._channel.request(op, body)
+        return self._exchange(request_id, [frame], subscription, timeout)
+
+    def publish(self, topic: str, message_set: bytes):
+        request_id, parts = self._channel.publish(topic, message_set)
+        return self._exchange(request_id, parts, None, None)
+
+    def publish_one(self, topic: str, payload: bytes):
+        request_id, frame = self._channel.publish_one(topic, payload)
+        return self._exchange(request_id, [frame], None, None)
+
+    def send(self, op: Op, body: bytes) -> None:
+        """A request without a reply on success (CONSUME)."""
+        self._send([self._channel.request(op, body)[1]])
+
+    def _exchange(self, request_id, parts, subscription, timeout):
+        if self.lost is not None:
+            raise self.lost
+        reply = _Reply(subscription)
+        self._pending[request_id] = reply
+        try:
+            self._send(parts)
+            timeout = self.request_timeout if timeout is None else timeout
+            if not self.wait_for(reply.done, time.monotonic() + timeout):
+                if self.lost is not None:
+                    raise self.lost
+                raise RequestTimeout(message=f"no reply from {format_address(self.address)} in {timeout} s")
+        finally:
+            self._pending.pop(request_id, None)
+        return reply.response
+
+    def _send(self, parts) -> None:
+        with self._send_lock:
+            if self.lost is not None:
+                raise self.lost
+            try:
+                if len(parts) == 1:
+                    self._sock.sendall(parts[0])
+                else:
+                    sent = self._sock.sendmsg(parts)
+                    total = sum(map(len, parts))
+                    if sent < total:
+                        self._sock.sendall(b"".join(parts)[sent:])
+            except OSError as e:
+                self._lose(f"sending to {format_address(self.address)} failed: {e}")
+                raise self.lost from None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def wait_for(self, ready, deadline) -> bool:
+        """Read frames (or let another thread read them) until ready() or the deadline
+        (None: no deadline). False when the deadline passed or the connection is lost.
+
+        The thread holding the read lock reads for everybody; the others sleep on the
+        condition, counted in `_waiters`, and the reader wakes them after each read. A
+        thread alone (the usual case) never touches the condition.
+        """
+        read_lock = self._read_lock
+        cond = self._cond
+        while True:
+            if ready():
+                return True
+            if self.lost is not None:
+                return False
+            if read_lock.acquire(False):
+                try:
+                    while True:
+                        if ready():
+                            return True
+                        if self.lost is not None:
+                            return False
+                        if deadline is None:
+                            remaining = None
+                        else:
+                            remaining = deadline - time.monotonic()
+                            if remaining <= 0:
+                                return False
+                        self._read_once(remaining)
+                        if self._waiters:
+                            with cond:
+                                cond.notify_all()
+                finally:
+                    read_lock.release()
+                    if self._waiters:
+                        with cond:
+                            cond.notify_all()
+            with cond:
+                self._waiters += 1
+                try:
+                    if ready() or self.lost is not None or not read_lock.locked():
+                        continue
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    cond.wait(remaining)
+                finally:
+                    self._waiters -= 1
+
+    def _read_once(self, remaining) -> None:
+        sock = self._sock
+        timeout = _READ_SLICE if remaining is None or remaining > _READ_SLICE else max(remaining, 0.001)
+        try:
+            if timeout != self._sock_timeout:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(timeout))
+                self._sock_timeout = timeout
+            data = sock.recv(_RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return  # SO_RCVTIMEO passed: the caller looks at its deadline
+        except OSError as e:
+            self._lose(f"connection to {format_address(self.address)} failed: {e}")
+            return
+        if not data:
+            self._lose(f"{format_address(self.address)} closed the connection")
+            return
+        try:
+            self._channel.data_received(data)
+        except ProtocolViolation as e:
+            self._lose(str(e))
+
+    def _lose(self, reason: str) -> None:
+        if self.lost is not None:
+            return
+        self.lost = ConnectionLost(message=reason)
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        subscriptions = list(self.subscriptions.values())
+        self.subscriptions.clear()
+        for subscription in subscriptions:
+            subscription._detached()
+
+    def closed_by_hub(self) -> bool:
+        """True when the hub has closed this connection while it was idle (it restarted,
+        say): a request then goes on a new connection rather than failing as uncertain.
+        One non-blocking peek, and only when no thread is reading."""
+        if self.lost is not None:
+            return True
+        if not self._read_lock.acquire(False):
+            return False
+        try:
+            if self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                self._lose(f"{format_address(self.address)} closed the connection")
+        except BlockingIOError:
+            pass  # nothing to read: the connection is as good as we can tell
+        except OSError as e:
+            self._lose(f"connection to {format_address(self.address)} failed: {e}")
+        finally:
+            self._read_lock.release()
+            if self._waiters:
+                with self._cond:
+                    self._cond.notify_all()
+        return self.lost is not None
+
+    def close(self) -> None:
+        if self.lost is None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._lose("the client closed the connection")
+        self.lost = ClientClosed(message="the client is closed")

@@ -120,7 +120,11 @@ class Children:
         link = self.links.get(region)
         if link is None or not link.connection.is_open:
             return
-        for frame in interest_frames(InterestKind.ADD if wanted else InterestKind.DROP, [topic]):
+        if wanted:
+            frames = interest_frames(InterestKind.ADD, [(topic, self.manager.interest.since(topic, region))])
+        else:
+            frames = interest_frames(InterestKind.DROP, [topic])
+        for frame in frames:
             link.connection.transport.write(frame)
 
     def drop_all(self, reason: str) -> None:

@@ -83,10 +83,11 @@ class RegionManager:
     def _load(self):
         metadata = self.hub.delivery.metadata
         topics = yield metadata.list_topics()
+        now = self.now_us()  # (when a subscription began is not stored: from now on)
         for done, topic in enumerate(topics, 1):
             subscriptions = yield metadata.list_subscriptions(topic)
             for subscriber_id in subscriptions:
-                self.interest.add(topic, subscriber_id)
+                self.interest.add(topic, subscriber_id, now)
             if not done % _LOAD_STEP:  # (an embedded store answers at once: let others run)
                 yield deferLater(self.reactor, 0, lambda: None)
         _logger.info(
@@ -106,6 +107,9 @@ class RegionManager:
             waiter.callback(None)
         if self.link is not None:
             self.link.start()
+
+    def now_us(self) -> int:
+        return int(self.reactor.seconds() * 1_000_000)
 
     def _when_ready(self) -> Deferred:
         if self._loaded:
@@ -146,7 +150,7 @@ class RegionManager:
             neighbours.append(self.parent)
         before = [interest.wants(topic, n) for n in neighbours]
         if added:
-            interest.add(topic, subscriber_id)
+            interest.add(topic, subscriber_id, self.now_us())
         else:
             interest.remove(topic, subscriber_id)
         for neighbour, was in zip(neighbours, before, strict=True):

@@ -29,7 +29,7 @@ from hedwig.protocol.requests import (
 )
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.region.inbox import RelaySource
-from hedwig.region.settings import relay_subscriber_id
+from hedwig.region.settings import late_start, relay_subscriber_id
 from hedwig.region.switch import TopicSwitch
 from hedwig.region.upchannel import UpChannel
 from hedwig.region.wire import InterestKind, decode_interest
@@ -78,14 +78,14 @@ class LinkSession:
         self.up_channel = UpChannel(
             self, self.hub, relay_subscriber_id(self.parent), manager.settings.relay_inflight_bytes
         )
-        self.up = TopicSwitch(self.up_channel.attach, self.up_channel.delete, self._switch_failed)
-        self.parent_wants: set[str] = set()
-        self._snapshot_want: set[str] = set()
+        self.up = TopicSwitch(self._attach_up, self.up_channel.delete, self._switch_failed)
+        self.parent_wants: dict[str, int] = {}  # topic -> since when (us, the parent's clock)
+        self._snapshot_want: dict[str, int] = {}
         self._snapshot_held: set[str] = set()
         self.synced = False  # the parent's interest snapshot arrived
 
     def start(self) -> None:
-        for topic in self.manager.interest.wanted_from(self.parent):
+        for topic, _since in self.manager.interest.wanted_from(self.parent):
             self.down.set(topic, True)
 
     def close(self) -> Deferred:
@@ -110,11 +110,20 @@ class LinkSession:
             self.down.set(topic, wanted)
 
     def _subscribe_down(self, topic: str) -> Deferred:
-        body = encode_subscribe(topic, self.relay_id, "create_or_attach", None, 0, True)
+        """Attach this region's relay subscription at the parent; create it if it is not
+        there, starting when this region's interest began (see interest.py)."""
+        body = encode_subscribe(topic, self.relay_id, "attach", None, 0, True)
         return self.link.request(Op.SUBSCRIBE, body).addCallback(self._subscribed, topic)
 
-    def _subscribed(self, reply, topic: str) -> None:
+    def _create_down(self, topic: str) -> Deferred:
+        start = late_start(self.manager.interest.since(topic, self.parent))
+        body = encode_subscribe(topic, self.relay_id, "create", start, 0, False)
+        return self.link.request(Op.SUBSCRIBE, body).addCallback(self._subscribed, topic, False)
+
+    def _subscribed(self, reply, topic: str, may_create: bool = True):
         status, message, payload = reply
+        if status is Status.CLIENT_NOT_SUBSCRIBED and may_create:
+            return self._create_down(topic)
         if status is not Status.SUCCESS:
             raise RelayFailed(f"the parent refused SUBSCRIBE: {status.name}: {message}")
         subscribed = decode_subscribed(payload)
@@ -201,27 +210,30 @@ class LinkSession:
     # -- up: what the parent wants -----------------------------------------------------------
 
     def interest(self, body) -> None:
-        kind, topics = decode_interest(body)
+        kind, items = decode_interest(body)
         if kind == InterestKind.WANT:
-            self._snapshot_want.update(topics)
+            self._snapshot_want.update(items)
         elif kind == InterestKind.HELD:
-            self._snapshot_held.update(topics)
+            self._snapshot_held.update(topic for topic, _ in items)
         elif kind == InterestKind.END:
             self._reconcile()
         elif kind == InterestKind.ADD:
-            self.parent_wants.update(topics)
-            for topic in topics:
+            self.parent_wants.update(items)
+            for topic, _since in items:
                 self.up.set(topic, True)
         elif kind == InterestKind.DROP:
-            self.parent_wants.difference_update(topics)
-            for topic in topics:
+            for topic, _ in items:
+                self.parent_wants.pop(topic, None)
                 self.up.set(topic, False)
+
+    def _attach_up(self, topic: str) -> Deferred:
+        return self.up_channel.attach(topic, late_start(self.parent_wants.get(topic)))
 
     def _reconcile(self) -> None:
         """The snapshot is complete: relay up what the parent wants, delete the relay
         subscriptions it no longer wants, and end those the parent holds for us on topics
         this region no longer wants."""
-        wanted, self._snapshot_want = self._snapshot_want, set()
+        wanted, self._snapshot_want = self._snapshot_want, {}
         held, self._snapshot_held = self._snapshot_held, set()
         self.parent_wants = wanted
         self.synced = True

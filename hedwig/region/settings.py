@@ -17,6 +17,17 @@ RELAY_PREFIX = "__region__"
 # Subscriber ids are at most 255 bytes, so a region name may use what the prefix leaves.
 MAX_REGION_NAME = 255 - len(RELAY_PREFIX)
 _REGION_NAME = re.compile(r"[A-Za-z0-9._-]+")
+# A relay subscription created after its interest began (the link was down then) starts
+# this long before that moment: the regions' clocks may differ by about as much.
+LATE_START_MARGIN_US = 1_000_000
+
+
+def late_start(since_us: int | None):
+    """The SUBSCRIBE start of a relay subscription created late: None (the latest) when
+    the interest's time is not known."""
+    if not since_us:
+        return None
+    return ("time", max(0, since_us - LATE_START_MARGIN_US))
 
 
 def relay_subscriber_id(region: str) -> str:

@@ -44,20 +44,28 @@ class UpChannel:
 
     # -- attaching ---------------------------------------------------------------------------
 
-    def attach(self, topic: str):
-        """Create (if new) and attach this region's relay subscription of `topic`."""
+    def attach(self, topic: str, start=None):
+        """Attach this region's relay subscription of `topic`; create it if there is none,
+        from `start` (when the parent's interest began: see interest.py)."""
         handle = self._next_handle
         self._next_handle += 1
         self._topics[handle] = topic
         self._handles[topic] = handle
-        request = Subscribe(topic, self.subscriber_id, "create_or_attach", None, 0, True)
-        d = self._hub.subscribe(self, handle, request)
+        hub = self._hub
+        d = hub.subscribe(self, handle, Subscribe(topic, self.subscriber_id, "attach", None, 0, True))
+
+        def create(failure):
+            failure.trap(SubscribeError)
+            if failure.value.status is not Status.CLIENT_NOT_SUBSCRIBED:
+                return failure
+            created = Subscribe(topic, self.subscriber_id, "create", start, 0, False)
+            return hub.subscribe(self, handle, created)
 
         def failed(failure):
             self._forget(handle)
             return failure
 
-        return d.addErrback(failed)
+        return d.addErrback(create).addErrback(failed)
 
     def delete(self, topic: str):
         """The parent no longer wants the topic: delete the relay subscription here."""

@@ -6,7 +6,7 @@ read without the client's decoders (a link reads replies to ops clients never se
                            u8 count      count x str8: the parent's path, itself first
     RELAY_PUBLISH request: str8 topic    u32 start   u32 stop   then a stored entry
     RELAY_PUBLISH payload: u64 first_seq   u64 last_seq   (0, 0: every message was held already)
-    REGION_INTEREST body:  u8 kind       u32 count   count x str8 topic
+    REGION_INTEREST body:  u8 kind       u32 count   count x (str8 topic, u64 since_us)
 
 All integers are big-endian; every decoder raises RequestError with the status to send
 back (or to report) for a body that does not parse.
@@ -26,6 +26,7 @@ _U32 = struct.Struct("!I")
 _RANGE = struct.Struct("!II")
 _RESPONSE_HEAD = struct.Struct("!BHH")  # op, status, message length
 _INTEREST_HEAD = struct.Struct("!BI")
+_SINCE = struct.Struct("!Q")
 
 PATH_COMPLETE = 0x01
 # Topics per REGION_INTEREST frame: 255-byte names keep a frame well under 1 MiB.
@@ -33,7 +34,9 @@ INTEREST_TOPICS_PER_FRAME = 4000
 
 
 class InterestKind(IntEnum):
-    """What a REGION_INTEREST frame says about its topics (parent -> child)."""
+    """What a REGION_INTEREST frame says about its topics (parent -> child). A wanted
+    topic comes with the time (us, the parent's clock) since which the parent wants it;
+    the others with 0."""
 
     WANT = 1  # snapshot: the parent wants these relayed up
     HELD = 2  # snapshot: the parent holds a relay subscription for the child on these
@@ -131,18 +134,20 @@ def decode_relay_publish(body) -> tuple[str, int, int, memoryview]:
 
 
 def interest_frames(kind: InterestKind, topics) -> list[bytes]:
-    """REGION_INTEREST frames (request id 0) naming `topics`, several when they are many;
-    one frame with no topic for END (or an empty snapshot part)."""
-    topics = list(topics)
+    """REGION_INTEREST frames (request id 0) naming `topics` (names, or (name, since_us)
+    pairs), several when they are many; one frame with no topic for END (or an empty
+    snapshot part)."""
+    items = [t if isinstance(t, tuple) else (t, 0) for t in topics]
     frames = []
-    for first in range(0, max(1, len(topics)), INTEREST_TOPICS_PER_FRAME):
-        chunk = topics[first : first + INTEREST_TOPICS_PER_FRAME]
-        body = _INTEREST_HEAD.pack(kind, len(chunk)) + b"".join(_str8(t) for t in chunk)
+    for first in range(0, max(1, len(items)), INTEREST_TOPICS_PER_FRAME):
+        chunk = items[first : first + INTEREST_TOPICS_PER_FRAME]
+        body = _INTEREST_HEAD.pack(kind, len(chunk)) + b"".join(_str8(t) + _SINCE.pack(s) for t, s in chunk)
         frames.append(frame_header(Op.REGION_INTEREST, 0, len(body)) + body)
     return frames
 
 
-def decode_interest(body) -> tuple[InterestKind, list[str]]:
+def decode_interest(body) -> tuple[InterestKind, list[tuple[str, int]]]:
+    """(kind, [(topic, since_us)])."""
     if len(body) < _INTEREST_HEAD.size:
         raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST shorter than its header")
     kind, count = _INTEREST_HEAD.unpack_from(body, 0)
@@ -154,7 +159,11 @@ def decode_interest(body) -> tuple[InterestKind, list[str]]:
     topics = []
     for _ in range(count):
         topic, offset = _read_topic(body, offset)
-        topics.append(topic)
+        if offset + _SINCE.size > len(body):
+            raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST ends inside a topic's time")
+        (since,) = _SINCE.unpack_from(body, offset)
+        offset += _SINCE.size
+        topics.append((topic, since))
     if offset != len(body):
         raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST has bytes after its topics")
     return kind, topics

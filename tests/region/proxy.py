@@ -15,6 +15,7 @@ class CuttableProxy:
         self._pairs = []
         self.accepted = 0
         self.cuts = 0
+        self.holding = False  # while set, connections are closed as soon as they arrive
         self._closed = False
         threading.Thread(target=self._accept, daemon=True, name="proxy-accept").start()
 
@@ -28,6 +29,9 @@ class CuttableProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if self.holding:
+                client.close()
+                continue
             try:
                 server = socket.create_connection(self.upstream)
             except OSError:

@@ -148,7 +148,7 @@ def test_a_bad_relay_publish_is_refused(body, status):
 
 
 def test_interest_frames_split_many_topics_and_round_trip():
-    topics = [f"topic-{i}" for i in range(wire.INTEREST_TOPICS_PER_FRAME + 5)]
+    topics = [(f"topic-{i}", 1_700_000_000_000_000 + i) for i in range(wire.INTEREST_TOPICS_PER_FRAME + 5)]
     frames = wire.interest_frames(wire.InterestKind.WANT, topics)
     assert len(frames) == 2
     decoded = FrameDecoder().feed(b"".join(frames))
@@ -161,10 +161,19 @@ def test_interest_frames_split_many_topics_and_round_trip():
     assert got == topics
     [(_op, _id, body)] = FrameDecoder().feed(wire.interest_frames(wire.InterestKind.END, [])[0])
     assert wire.decode_interest(body) == (wire.InterestKind.END, [])
+    [(_op, _id, body)] = FrameDecoder().feed(wire.interest_frames(wire.InterestKind.DROP, ["t"])[0])
+    assert wire.decode_interest(body) == (wire.InterestKind.DROP, [("t", 0)])
 
 
 @pytest.mark.parametrize(
-    "body", [b"", b"\x09\x00\x00\x00\x00", b"\x04\x00\x00\x00\x02\x01a", b"\x04\x00\x00\x00\x00x"]
+    "body",
+    [
+        b"",
+        b"\x09\x00\x00\x00\x00",  # an unknown kind
+        b"\x04\x00\x00\x00\x02\x01a" + bytes(8),  # two topics announced, one there
+        b"\x04\x00\x00\x00\x00x",  # bytes after the topics
+        b"\x04\x00\x00\x00\x01\x01a\x00\x00",  # a topic without its whole time
+    ],
 )
 def test_a_bad_interest_frame_is_malformed(body):
     with pytest.raises(RequestError):

@@ -22,8 +22,24 @@ def test_a_region_wants_a_topic_from_every_neighbour_but_the_one_whose_relay_is_
     assert not table.wants("t", "root")
     table.add("t", "billing")  # a local subscriber: wanted from everyone
     assert all(table.wants("t", n) for n in ("root", "leaf1", "leaf2"))
-    assert table.wanted_from("leaf1") == ["t"]
+    assert table.wanted_from("leaf1") == [("t", 0)]
     assert not table.wants("other", "root")
+
+
+def test_a_topic_is_wanted_since_the_first_subscription_that_makes_it_wanted():
+    table = InterestTable()
+    table.add("t", "__region__leaf1", 100)
+    table.add("t", "billing", 300)
+    table.add("t", "audit", 200)
+    assert table.since("t", "leaf1") == 200  # its own relay does not count towards it
+    assert table.since("t", "root") == 100
+    table.remove("t", "audit")
+    assert table.since("t", "leaf1") == 300
+    table.add("t", "billing", 50)  # known already: it keeps its time
+    assert table.since("t", "leaf1") == 300
+    table.remove("t", "billing")
+    assert table.since("t", "leaf1") is None and table.since("t", "root") == 100
+    assert table.wanted_from("root") == [("t", 100)]
 
 
 def test_notices_and_a_listing_may_overlap():

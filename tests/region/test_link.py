@@ -144,9 +144,10 @@ def test_down_relays_subscribe_at_the_parent_store_here_and_consume_there(tmp_pa
     frames = parent.frames()
     [(op, request_id, body)] = [f for f in frames if f[0] == Op.SUBSCRIBE]
     request = decode_subscribe(body)
-    assert (request.topic, request.subscriber_id, request.window, request.force_attach) == (
+    assert (request.topic, request.subscriber_id, request.mode, request.window, request.force_attach) == (
         "news",
         "__region__leaf",
+        "attach",
         0,
         True,
     )
@@ -273,3 +274,44 @@ def test_relaying_up_pauses_while_too_many_bytes_wait_for_the_parents_answer(tmp
     resent = [f for f in parent.frames() if f[0] == Op.RELAY_PUBLISH]
     assert len(resent) == 3
     assert up.paused and 32768 < up.inflight_bytes <= 65536  # (three sent, unanswered)
+
+
+def test_a_down_relay_the_parent_lacks_is_created_from_when_the_interest_began(tmp_path, reactor):
+    reactor.advance(1_700_000_000)
+    harness = leaf(tmp_path, reactor)
+    peer = harness.connect()
+    peer.send(Op.SUBSCRIBE, encode_subscribe("news", "app"))  # the link is not up yet
+    peer.frames()
+    since = int(reactor.seconds() * 1_000_000)
+    reactor.advance(0.4)
+    parent = ParentEnd(reactor)
+    parent.handshake()
+    [(_op, request_id, body)] = [f for f in parent.frames() if f[0] == Op.SUBSCRIBE]
+    assert decode_subscribe(body).mode == "attach"  # the usual case: it is there already
+    parent.send(response_frame(request_id, Op.SUBSCRIBE, Status.CLIENT_NOT_SUBSCRIBED, "no"))
+    [(_op, request_id, body)] = [f for f in parent.frames() if f[0] == Op.SUBSCRIBE]
+    created = decode_subscribe(body)
+    assert (created.mode, created.subscriber_id) == ("create", "__region__leaf")
+    assert created.start == ("time", since - 1_000_000)  # (a second for the regions' clocks)
+    parent.send(response_frame(request_id, Op.SUBSCRIBE, payload=encode_subscribed(3, 0, 1)))
+    assert harness.regions.session.down.on == {"news"}
+
+
+@pytest.mark.parametrize(("since_s", "relayed"), [(0, 0), (1_700_000_000.5, 2)])
+def test_an_up_relay_created_late_starts_where_the_parents_interest_began(
+    tmp_path, reactor, since_s, relayed
+):
+    harness = leaf(tmp_path, reactor)
+    peer = harness.connect()
+    harness.clock.advance(1.0)
+    peer.publish("orders", [b"before the link came up"])
+    peer.publish("orders", [b"this one too"])
+    peer.frames()
+    parent = ParentEnd(reactor)
+    parent.handshake()
+    since_us = int(since_s * 1_000_000)  # 0: the parent does not know when
+    parent.send(
+        *interest_frames(InterestKind.WANT, [("orders", since_us)]), *interest_frames(InterestKind.END, [])
+    )
+    harness.clock.advance(0)
+    assert len([f for f in parent.frames() if f[0] == Op.RELAY_PUBLISH]) == relayed

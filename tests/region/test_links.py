@@ -87,3 +87,35 @@ def test_links_cut_again_and_again_under_load_store_nothing_twice(chain):
     # The cuts caught entries in flight: re-read after reconnecting, and dropped.
     assert sum(r["duplicate_entries"] for r in relays.values()) > 0, relays
     assert all(hub.regions()["parent"]["links"] == CUTS + 1 for hub in links.values())
+
+
+def test_interest_that_begins_while_a_link_is_down_misses_nothing_published_after_it(tmp_path):
+    """New subscribers on both sides of a broken link: once it is back, each receives what
+    the other side published after it subscribed (the relay subscriptions are created
+    then, starting when the interest began, not at the latest message)."""
+    root = RegionHub(tmp_path, "root").start()
+    proxy = CuttableProxy(root.port)
+    leaf = RegionHub(tmp_path, "leaf", f"root@{proxy.address}")
+    try:
+        leaf.start()
+        wait_until(leaf.linked, "leaf linked")
+        proxy.holding = True
+        proxy.cut()
+        wait_until(lambda: leaf.regions()["parent"]["state"] == "retrying", "the link down")
+        collectors = [Collector(hub, "late", f"app-{hub.name}", 100) for hub in (root, leaf)]
+        for hub in (root, leaf):
+            with hub.client() as client:
+                client.publish_many("late", [b"%s:%d" % (hub.name.encode(), i) for i in range(50)])
+        proxy.holding = False
+        wait_until(leaf.linked, "leaf linked again")
+        for collector in collectors:
+            collector.start()
+        for collector in collectors:
+            wait_until(collector.done, f"{collector.hub.name}'s subscriber to hold both sides' messages")
+            collector.stop()
+            received = [collector.messages[s] for s in sorted(collector.messages)]
+            check_exactly_once(received, {"root": 50, "leaf": 50}, f"subscriber in {collector.hub.name}")
+    finally:
+        proxy.close()
+        leaf.stop()
+        root.stop()

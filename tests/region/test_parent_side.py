@@ -56,8 +56,9 @@ def test_a_child_is_answered_with_the_path_and_then_told_the_interest(tmp_path):
     assert response.status is Status.SUCCESS
     assert peer.connection.is_hub_peer
     world.clock.advance(0)
+    now_us = int(world.clock.seconds() * 1_000_000)  # when "billing" subscribed
     assert interest(peer) == [
-        (InterestKind.WANT, ["orders"]),
+        (InterestKind.WANT, [("orders", now_us)]),
         (InterestKind.HELD, []),
         (InterestKind.END, []),
     ]
@@ -66,10 +67,10 @@ def test_a_child_is_answered_with_the_path_and_then_told_the_interest(tmp_path):
     other = world.connect()
     other.send(Op.SUBSCRIBE, encode_subscribe("news", "reader"))
     other.frames()
-    assert interest(peer) == [(InterestKind.ADD, ["news"])]
+    assert interest(peer) == [(InterestKind.ADD, [("news", now_us)])]
     other.send(Op.UNSUBSCRIBE, encode_unsubscribe("news", "reader"))
     other.frames()
-    assert interest(peer) == [(InterestKind.DROP, ["news"])]
+    assert interest(peer) == [(InterestKind.DROP, [("news", 0)])]
 
 
 def test_the_reply_payload_is_the_parents_path(tmp_path):

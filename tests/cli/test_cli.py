@@ -101,6 +101,17 @@ def test_topics_describe_stats_unsubscribe(hub):
     assert [s["subscriber_id"] for s in info["subscribers"]] == []
 
 
+def test_publish_with_properties(hub):
+    from hedwig.client import Client
+
+    assert lines(hedwig("publish", "props", "x", "y", "--property", "k=v", "--property", "n=1", hub=hub)) == [
+        "published 2 messages to props: seq-ids 1..2"
+    ]
+    with Client(hub.address) as client:
+        messages = client.read("props")
+    assert [m.properties for m in messages] == [{"k": b"v", "n": b"1"}] * 2
+
+
 def test_hub_option_after_the_subcommand_and_from_the_environment(hub):
     assert lines(hedwig("publish", "where", "x", "--hub", hub.address)) == [
         "published 1 message to where: seq-id 1"

@@ -18,7 +18,7 @@ from hedwig.client.errors import (
     TooManyRedirects,
 )
 from hedwig.client.twisted import Client
-from hedwig.protocol import Op, Status, SubscriptionEvent
+from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry, encode_entry_header
 from tests.client.hubscript import HubScript
 
 
@@ -324,3 +324,18 @@ def test_topic_moved_resubscribes_where_the_topic_lives_now():
     owner.send(owner.script.subscribed(request_id, 1, 1, 2) + owner.script.delivery(1, 2, [b"b", b"c"]))
     assert [m.payload for m in got] == [b"a", b"b", b"c"]
     assert subscription.attached
+
+
+def test_a_batch_keeps_each_messages_properties_and_splits_at_max_batch_bytes():
+    reactor, client, hub = connected(max_batch_bytes=10)
+    client.publish("t", b"plain")
+    client.publish("t", b"with-props", {"k": b"v"})  # the batch reaches 10 bytes: it is full
+    client.publish("t", b"next-batch")
+    reactor.advance(0)
+    [(_, _, first), (_, _, second)] = hub.take()
+    entry = encode_entry_header(1, 2, 0, b"", 1) + first.message_set
+    assert [(m.payload, m.properties) for m in decode_entry("t", entry)] == [
+        (b"plain", {}),
+        (b"with-props", {"k": b"v"}),
+    ]
+    assert second.message_set.endswith(b"next-batch")

@@ -38,6 +38,9 @@ class LedgerSettings:
 class LogSettings:
     max_ledger_bytes: int = 1 * GIB
     max_ledger_entries: int = 0  # 0: no limit
+    # The open ledger rolls once its first entry is older than this (0: never by age), at
+    # the next append or the next GC pass, so GC and retention reach quiet topics.
+    max_ledger_age_s: float = 3600.0
     retention_secs: int = 0  # 0: keep until consumed
     retention_bytes: int = 0  # 0: no size limit
     gc_interval_s: float = 60.0

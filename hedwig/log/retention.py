@@ -5,7 +5,9 @@ subscriber consumed its last seq-id (Hedwig's messages-consumed rule); retention
 takes more, even unconsumed: by age (its newest entry is older than retention_secs, as
 Luxun's removeBefore) and by size (while the topic's ledgers hold more than
 retention_bytes, as Luxun's limitBackFileSize). A policy, with no I/O: the caller supplies
-each ledger's last publish time and size.
+each ledger's last publish time and size. Whole ledgers make it as fine-grained as the
+rolls (by bytes, entries and age); the age roll (max_ledger_age_s) is what closes a quiet
+topic's last ledger, so that this reaches it at all.
 """
 
 from collections.abc import Callable, Sequence

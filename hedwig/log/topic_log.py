@@ -5,6 +5,13 @@ ledger ranges (ledger id, first seq-id, last seq-id; the last range is the open 
 and each ledger's entries hold message sets of several consecutive seq-ids, found by an
 EntryIndex (open ledger) or the shared EntryLocator (closed ledgers).
 
+A topic rolls to a new ledger when the open one is full (max_ledger_bytes,
+max_ledger_entries), when it is too old (its first entry older than max_ledger_age_s: at
+the next append, or from the GC pass through roll_if_aged when the topic has gone quiet;
+an empty ledger never rolls), and whenever the topic is acquired. GC and retention delete
+whole closed ledgers only, so the age roll is what lets them reach a quiet topic's data.
+The append path pays one comparison for it.
+
 Appends are pipelined: each is handed to the ledger store at once (seq-ids are assigned
 then, in call order, on the reactor thread) and acknowledged in call order once durable.
 Rolling to a new ledger is a barrier: appends arriving meanwhile wait in order, the
@@ -89,7 +96,7 @@ class _Append:
 class _OpenLedger:
     """The ledger appends go to, with the index of every entry handed to the store."""
 
-    __slots__ = ("bytes", "closed", "entries", "first_seq", "index", "ledger_id")
+    __slots__ = ("bytes", "closed", "entries", "first_seq", "index", "ledger_id", "roll_after_us")
 
     def __init__(self, ledger_id: int, first_seq: int):
         self.ledger_id = ledger_id
@@ -98,6 +105,9 @@ class _OpenLedger:
         self.entries = 0  # len(index), kept as an int for the append path
         self.bytes = 0
         self.closed = False
+        # Publish time past which the ledger is too old to take more (its first entry's
+        # time + max_ledger_age_s); set when that first entry is handed to the store.
+        self.roll_after_us = _NO_LIMIT
 
 
 class TopicLog:
@@ -136,6 +146,8 @@ class TopicLog:
         # Roll limits, read once: "no limit" (0) becomes a bound never reached.
         self._max_entries = settings.max_ledger_entries if settings.max_ledger_entries > 0 else _NO_LIMIT
         self._max_bytes = settings.max_ledger_bytes if settings.max_ledger_bytes > 0 else _NO_LIMIT
+        age_us = settings.max_ledger_age_s * 1_000_000
+        self._max_age_us = int(age_us) if 0 < age_us < _NO_LIMIT else _NO_LIMIT  # (NaN: off too)
         opened = ranges[-1]
         self._open = _OpenLedger(opened.ledger_id, opened.first_seq)
         self.last_seq = opened.first_seq - 1
@@ -151,6 +163,7 @@ class TopicLog:
         self._idle_waiters: list[Deferred] = []
         self._meta_lock = DeferredLock()
         self._ledger_closes: set[Deferred] = set()  # closes started by rolls, not yet done
+        self._roll_waiters: list[Deferred] = []  # told how the roll under way ended
         self._closed_result = None
         self._stopped_by = None  # why the log failed, for the appends that come after
         self.rolls = 0
@@ -252,11 +265,14 @@ class TopicLog:
                 entries >= self._max_entries
                 or ledger.bytes + ENTRY_HEADER_FIXED_SIZE + len(op.origin) + len(op.message_set)
                 > self._max_bytes
+                or op.time_us > ledger.roll_after_us
             )
         ):
             self._waiting.appendleft(op)
             self._start_roll()
             return
+        if not entries:
+            ledger.roll_after_us = op.time_us + self._max_age_us
         first = self._next_seq
         last = first + op.count - 1
         if last >= _SEQ_LIMIT:
@@ -429,6 +445,40 @@ class TopicLog:
             self._delete_quietly(new_id)
             raise
 
+    def roll_if_aged(self) -> Deferred:
+        """Roll the open ledger if its first entry is older than max_ledger_age_s; never
+        an empty one. Appends roll a busy topic themselves; the periodic GC pass calls this
+        so that a topic gone quiet closes its last ledger too, which GC and retention can
+        then delete. Deferred[bool]: whether this call rolled, fired once no roll is under
+        way (a roll already started is waited for first); it fails as its roll did."""
+        if self._state != _OPEN:
+            return fail(self._unavailable())
+        return self._roll_aged()
+
+    @inlineCallbacks
+    def _roll_aged(self):
+        if self._rolling:
+            yield self._until_rolled().addErrback(lambda _failure: None)  # logged by _rolled
+        ledger = self._open
+        if (
+            self._state != _OPEN
+            or self._rolling
+            or not ledger.entries
+            or int(self._clock.seconds() * 1_000_000) <= ledger.roll_after_us
+        ):
+            return False
+        before = self.rolls
+        rolled = self._until_rolled()  # (first: a roll over synchronous stores ends at once)
+        self._start_roll()
+        yield rolled
+        return self.rolls != before
+
+    def _until_rolled(self) -> Deferred:
+        """Deferred firing when the roll under way ends (failing as it failed)."""
+        d = Deferred()
+        self._roll_waiters.append(d)
+        return d
+
     def _track_close(self, ledger_id: int, closing: Deferred) -> None:
         self._ledger_closes.add(closing)
 
@@ -441,6 +491,7 @@ class TopicLog:
 
     def _rolled(self, result) -> None:
         self._rolling = False
+        roll_waiters, self._roll_waiters = self._roll_waiters, []
         if isinstance(result, Failure):
             if result.check(TopicFenced):
                 self._fail(result.value)
@@ -458,6 +509,11 @@ class TopicLog:
             self._hand_over(self._waiting.popleft())
         self._deliver()
         self._check_idle()
+        for d in roll_waiters:
+            if isinstance(result, Failure):
+                d.errback(result)
+            else:
+                d.callback(None)
 
     @inlineCallbacks
     def _write_ranges(self, change, then=None):

@@ -1,10 +1,14 @@
 """Periodic garbage collection of the topics open on this hub.
 
-Every `gc_interval_s` each open topic deletes the closed ledgers wholly consumed by every
-durable subscriber (Hedwig's messages-consumed task) and applies its retention limits.
-A topic without subscribers collects with 0: only retention removes its messages.
-Topics are collected one after another, and a run that is still going when the next is
-due delays it (LoopingCall waits for the Deferred), so GC never piles up on a slow disk.
+Every `gc_interval_s` each open topic first rolls its open ledger if that ledger's first
+entry is older than `[log] max_ledger_age_s` (appends roll a busy topic themselves; this
+pass is what closes the last ledger of a topic that has gone quiet), then deletes the
+closed ledgers wholly consumed by every durable subscriber (Hedwig's messages-consumed
+task) and applies its retention limits, so the ledger a roll just closed can go in the
+same pass. A topic without subscribers collects with 0: only retention removes its
+messages. Topics are collected one after another, and a run that is still going when the
+next is due delays it (LoopingCall waits for the Deferred), so GC never piles up on a slow
+disk.
 """
 
 from twisted.application.service import Service
@@ -22,6 +26,7 @@ class GarbageCollector(Service):
         self.interval_s = interval_s
         self.runs = 0
         self.ledgers_deleted = 0
+        self.ledgers_rolled = 0  # open ledgers closed by age from this pass
         self._loop = LoopingCall(self.collect)
         self._loop.clock = clock
         self._done = None
@@ -39,13 +44,15 @@ class GarbageCollector(Service):
 
     @inlineCallbacks
     def collect(self):
-        """Collect every open topic once; Deferred[int] ledgers deleted."""
+        """Roll by age and collect every open topic once; Deferred[int] ledgers deleted."""
         deleted = 0
         for topic in self.topics.open_topics():
             log = self.topics.get(topic)
             if log is None:
                 continue
             try:
+                if (yield log.roll_if_aged()):
+                    self.ledgers_rolled += 1
                 min_consumed = self.delivery.min_consumed(topic)
                 deleted += yield log.collect_garbage(min_consumed or 0)
             except Exception:

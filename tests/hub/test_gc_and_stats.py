@@ -1,4 +1,5 @@
-"""Periodic garbage collection driven by consume pointers, and the hub's counters."""
+"""Periodic garbage collection driven by consume pointers (and rolling quiet topics by
+age, so it reaches them), and the hub's counters."""
 
 import pytest
 
@@ -67,6 +68,86 @@ def test_gc_keeps_everything_while_a_subscriber_has_consumed_nothing(harness):
     gc = GarbageCollector(harness.topics, harness.delivery, harness.clock, 60)
     assert gc.collect().result == 0
     assert harness.logs.get("t").describe()["first_seq"] == 1
+
+
+@pytest.fixture
+def quiet_harness(tmp_path):
+    """Ledgers roll only by age (10 min) and on acquire; GC every minute."""
+    config = Config()
+    config.log.max_ledger_age_s = 600
+    config.log.gc_interval_s = 60
+    return HubHarness(tmp_path, config)
+
+
+def described(harness, topic="t"):
+    info = harness.logs.get(topic).describe()
+    return info["first_seq"], info["last_seq"], [(r["first_seq"], r["last_seq"]) for r in info["ledgers"]]
+
+
+def test_gc_pass_rolls_a_quiet_topic_by_age_and_deletes_what_every_subscriber_consumed(quiet_harness):
+    harness = quiet_harness
+    peer = harness.connect()
+    for i in range(3):
+        peer.publish("t", [b"%d" % i])
+    peer.responses()
+    consume_and_close(peer, harness.clock, "s", 3)
+    gc = GarbageCollector(harness.topics, harness.delivery, harness.clock, 60)
+    gc.startService()
+    for _ in range(10):  # passes at 60 s ... 600 s: the first entry is not older than 600 s
+        harness.clock.advance(60)
+    assert (gc.runs, gc.ledgers_rolled, gc.ledgers_deleted) == (10, 0, 0)
+    assert described(harness) == (1, 3, [(1, 3)])  # everything consumed, all of it kept
+    harness.clock.advance(60)
+    # One pass rolls the open ledger and deletes it, consumed as it is.
+    assert (gc.runs, gc.ledgers_rolled, gc.ledgers_deleted) == (11, 1, 1)
+    assert described(harness) == (4, 3, [(4, 3)])
+    peer.send(Op.READ_RANGE, encode_read_range("t", 1))
+    [(_, response)] = peer.responses()
+    assert response.status is Status.SEQ_OUT_OF_RANGE
+    for _ in range(30):  # the new ledger is empty: it never rolls
+        harness.clock.advance(60)
+    assert (gc.ledgers_rolled, gc.ledgers_deleted) == (1, 1)
+    peer.publish("t", [b"after"])
+    [(_, response)] = peer.responses()
+    assert response.status is Status.SUCCESS and response.value.first_seq == 4
+    gc.stopService()
+
+
+def test_gc_pass_keeps_a_quiet_topics_ledger_while_a_subscriber_still_needs_it(quiet_harness):
+    harness = quiet_harness
+    peer = harness.connect()
+    for i in range(3):
+        peer.publish("t", [b"%d" % i])
+    peer.responses()
+    consume_and_close(peer, harness.clock, "done", 3)
+    consume_and_close(peer, harness.clock, "behind", 2)
+    gc = GarbageCollector(harness.topics, harness.delivery, harness.clock, 60)
+    gc.startService()
+    harness.clock.advance(24 * 3600)
+    assert (gc.ledgers_rolled, gc.ledgers_deleted) == (1, 0)
+    assert described(harness) == (1, 3, [(1, 3), (4, 3)])
+    peer.send(Op.READ_RANGE, encode_read_range("t", 3))
+    [(_, response)] = peer.responses()
+    assert response.status is Status.SUCCESS
+    gc.stopService()
+
+
+def test_gc_pass_applies_retention_secs_to_a_quiet_topic(quiet_harness):
+    harness = quiet_harness
+    harness.config.log.retention_secs = 3600
+    peer = harness.connect()
+    for i in range(2):
+        peer.publish("t", [b"%d" % i])
+    peer.responses()  # no subscriber: only retention removes anything
+    gc = GarbageCollector(harness.topics, harness.delivery, harness.clock, 60)
+    gc.startService()
+    harness.clock.advance(660)
+    assert (gc.ledgers_rolled, gc.ledgers_deleted) == (1, 0)  # rolled, but not an hour old
+    harness.clock.advance(3600 - 660)  # the pass at exactly one hour: not older than it
+    assert gc.ledgers_deleted == 0 and described(harness) == (1, 2, [(1, 2), (3, 2)])
+    harness.clock.advance(60)
+    assert gc.ledgers_deleted == 1 and described(harness) == (3, 2, [(3, 2)])
+    gc.stopService()
 
 
 def test_publish_latency_is_measured_on_the_hub_clock(harness):

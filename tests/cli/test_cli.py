@@ -12,15 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.client.hubprocess import HubProcess, hub_environment
+from tests.hubprocess import HubProcess, hub_environment, make_run_command
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    with HubProcess(tmp_path_factory.mktemp("cli-hub")) as process:
-        yield process
 
 
 def hedwig(*args, stdin=None, hub=None, env=None):
@@ -160,30 +154,13 @@ def test_usage_errors_exit_2():
 
 def test_the_readme_make_run_command_serves_the_cli(tmp_path):
     """`make run` as the README says: its command line (from `make -n`), on a free port."""
-    dry_run = subprocess.run(
-        ["make", "-s", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    command = dry_run.stdout.strip().splitlines()[-1].split()
+    command = make_run_command()
     assert command[1:3] == ["hub", "--data-dir"], command
-    process = subprocess.Popen(
-        [*command, "--port", "0", "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=hub_environment(),
-    )
-    try:
-        address = None
-        for line in process.stderr:
-            match = re.search(r"hedwig hub (\S+:\d+) .*serving", line)
-            if match:
-                address = match.group(1)
-                break
-        assert address, "the hub did not report its address"
+    # Its options, then a free port and a scratch directory (later options win).
+    process = HubProcess(tmp_path / "data", launcher=command, host=None, cwd=ROOT, env=hub_environment())
+    with process:
         env = hub_environment()
-        env["HEDWIG_HUB"] = address
+        env["HEDWIG_HUB"] = process.address
         assert lines(hedwig("publish", "readme", "from", "the", "readme", env=env))[0].startswith(
             "published 3"
         )
@@ -193,12 +170,7 @@ def test_the_readme_make_run_command_serves_the_cli(tmp_path):
             "readme",
         ]
         assert lines(hedwig("topics", env=env)) == ["readme"]
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        assert process.stop() == 0
 
 
 def test_sigterm_ends_subscribe_with_its_acknowledgements_sent(hub):

@@ -21,16 +21,7 @@ from hedwig.client import (
     TopicBusy,
 )
 from tests.client.redirector import Redirector
-
-
-def receive_all(subscription, count, timeout=10.0):
-    messages = []
-    for _ in range(count):
-        message = subscription.receive(timeout=timeout)
-        assert message is not None, f"only {len(messages)} of {count} messages came"
-        messages.append(message)
-        subscription.ack(message)
-    return messages
+from tests.receiving import receive_all
 
 
 def test_publish_returns_dense_seq_ids_and_messages_keep_their_content(hub):

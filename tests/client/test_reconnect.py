@@ -4,16 +4,9 @@ port and data directory, and the client carries on, missing nothing."""
 import pytest
 
 from hedwig.client import Client, ConnectionLost, CouldNotConnect
+from tests.receiving import receive_all
 
-
-def receive_all(subscription, count, timeout=20.0):
-    messages = []
-    for _ in range(count):
-        message = subscription.receive(timeout=timeout)
-        assert message is not None, f"only {len(messages)} of {count} messages came"
-        messages.append(message)
-        subscription.ack(message)
-    return messages
+RECEIVE_TIMEOUT_S = 20.0  # a hub restart may stand between two messages
 
 
 @pytest.mark.parametrize("window", [10, 0])
@@ -22,12 +15,12 @@ def test_a_subscriber_resubscribes_after_a_hub_crash_and_misses_nothing(own_hub,
     with Client(own_hub.address) as subscriber, Client(own_hub.address) as publisher:
         sub = subscriber.subscribe("drop", "s", start="earliest", window=window)
         publisher.publish_many("drop", [b"%d" % i for i in range(1, 101)])
-        before = receive_all(sub, 40)
+        before = receive_all(sub, 40, RECEIVE_TIMEOUT_S)
         own_hub.kill()
         own_hub.restart()
         # The publisher's connection died while idle: it reconnects without an error.
         assert publisher.publish_many("drop", [b"%d" % i for i in range(101, 201)])[0] == 101
-        after = receive_all(sub, 160)
+        after = receive_all(sub, 160, RECEIVE_TIMEOUT_S)
         assert sub.receive(timeout=0.3) is None
     seqs = [m.seq for m in before + after]
     assert seqs == list(range(1, 201))

@@ -5,8 +5,8 @@ from twisted.trial import unittest
 
 from hedwig.client.errors import InvalidTopic, TooManyRedirects
 from hedwig.client.twisted import Client
-from tests.client.hubprocess import HubProcess
 from tests.client.redirector import Redirector
+from tests.hubprocess import HubProcess
 
 
 class HubTestCase(unittest.TestCase):

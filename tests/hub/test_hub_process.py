@@ -26,31 +26,10 @@ from hedwig.protocol import (
     parse_delivery,
 )
 from hedwig.protocol.requests import decode_response, encode_hello, encode_publish, encode_subscribe
-from tests.client.hubprocess import HubProcess
+from tests.hubprocess import HubProcess, make_run_command
+from tests.receiving import receive_all
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    with HubProcess(tmp_path_factory.mktemp("hub")) as process:
-        yield process
-
-
-@pytest.fixture
-def own_hub(tmp_path):
-    process = HubProcess(tmp_path / "data")
-    yield process
-    process.stop()
-
-
-def receive_all(subscription, count, timeout=10.0):
-    messages = []
-    for _ in range(count):
-        message = subscription.receive(timeout=timeout)
-        assert message is not None, f"only {len(messages)} of {count} messages arrived"
-        messages.append(message)
-    return messages
 
 
 # -- publish then subscribe -----------------------------------------------------------------
@@ -70,7 +49,7 @@ def test_publish_then_subscribe_from_each_start_point(hub):
         }
         for n, (start, (first_seq, payloads)) in enumerate(cases.items()):
             subscription = client.subscribe("starts", f"reader-{n}", start=start)
-            messages = receive_all(subscription, len(payloads))
+            messages = receive_all(subscription, len(payloads), ack=False)
             assert [m.seq for m in messages] == list(range(first_seq, 7))
             assert b"".join(m.payload for m in messages) == payloads
             assert all(m.topic == "starts" and m.origin_region == "standalone" for m in messages)
@@ -80,7 +59,7 @@ def test_publish_then_subscribe_from_each_start_point(hub):
             subscription = client.subscribe("starts", f"tail-{n}", start=start)
             assert subscription.receive(timeout=0.2) is None
             seq = client.publish("starts", b"new-%d" % n)
-            [message] = receive_all(subscription, 1)
+            [message] = receive_all(subscription, 1, ack=False)
             assert (message.seq, message.payload) == (seq, b"new-%d" % n)
             subscription.close()
 
@@ -92,7 +71,7 @@ def test_a_hundred_subscriptions_over_one_connection(hub):
         for t in range(10):
             publisher.publish_many(f"many-{t}", [b"%d-%d" % (t, i) for i in range(50)])
         for i, subscription in enumerate(subscriptions):
-            messages = receive_all(subscription, 50)
+            messages = receive_all(subscription, 50, ack=False)
             assert [m.payload for m in messages] == [b"%d-%d" % (i % 10, k) for k in range(50)]
         assert client.stats()["connections"]["open"] >= 2
 
@@ -198,7 +177,7 @@ def test_graceful_restart_keeps_messages_and_consume_pointers(tmp_path):
         with Client(own_hub.address, ack_every=1) as client:
             client.publish_many("durable", [b"m%d" % i for i in range(1, 11)])
             subscription = client.subscribe("durable", "s", start="earliest")
-            messages = receive_all(subscription, 6)
+            messages = receive_all(subscription, 6, ack=False)
             subscription.ack(messages[-1])  # CONSUME 6, still attached
             # a reply on the same connection: the hub has taken the CONSUME before it
             assert client.describe("durable")["subscribers"][0]["consumed_seq"] == 6
@@ -209,7 +188,8 @@ def test_graceful_restart_keeps_messages_and_consume_pointers(tmp_path):
             assert [m.seq for m in client.read("durable")] == list(range(1, 11))
             assert client.describe("durable")["subscribers"][0]["consumed_seq"] == 6
             subscription = client.subscribe("durable", "s", mode="attach")
-            assert [m.payload for m in receive_all(subscription, 4)] == [b"m%d" % i for i in range(7, 11)]
+            messages = receive_all(subscription, 4, ack=False)
+            assert [m.payload for m in messages] == [b"m%d" % i for i in range(7, 11)]
             assert client.publish("durable", b"after") == 11
     finally:
         own_hub.stop()
@@ -262,29 +242,11 @@ def test_sigkill_while_publishing_loses_no_acknowledged_publish(own_hub):
 
 
 def test_make_run_starts_a_hub_that_serves_and_stops_on_ctrl_c(tmp_path):
-    dry_run = subprocess.run(
-        ["make", "-s", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-    command = dry_run[-1].split()
-    assert command[:2] == [".venv/bin/hedwig", "hub"], dry_run
+    command = make_run_command()
+    assert command[:2] == [".venv/bin/hedwig", "hub"], command
     # The command make runs, on a free port and a scratch directory (later options win).
-    process = subprocess.Popen(
-        [*command, "--port", "0", "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        address = None
-        for line in process.stderr:
-            match = re.search(r"hedwig hub (\S+:\d+) .*serving", line)
-            if match:
-                address = match.group(1)
-                break
-        assert address, "the hub did not report its address"
-        cli = [sys.executable, "-m", "hedwig", "--hub", address]
+    with HubProcess(tmp_path / "data", launcher=command, host=None, cwd=ROOT) as process:
+        cli = [sys.executable, "-m", "hedwig", "--hub", process.address]
         published = subprocess.run(
             [*cli, "publish", "readme", "hello"], capture_output=True, text=True, timeout=30
         )
@@ -296,53 +258,18 @@ def test_make_run_starts_a_hub_that_serves_and_stops_on_ctrl_c(tmp_path):
             timeout=30,
         )
         assert read.stdout.strip() == "hello", read.stderr
-        process.send_signal(signal.SIGINT)
-        assert process.wait(30) == 0
-        assert "stopped" in process.stderr.read()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        assert process.stop(signal.SIGINT) == 0
+        assert "stopped" in process.output()
 
 
 def test_twistd_plugin_runs_and_stops_a_hub(tmp_path):
-    twistd = Path(sys.executable).parent / "twistd"
-    process = subprocess.Popen(
-        [
-            str(twistd),
-            "-n",
-            "hedwig",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--data-dir",
-            str(tmp_path / "d"),
-        ],
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        address = None
-        for line in process.stdout:
-            match = re.search(r"hedwig hub (\S+:\d+) .*serving", line)
-            if match:
-                address = match.group(1)
-                break
-        assert address, "twistd did not start the hub"
-        with Client(address) as client:
+    twistd = [str(Path(sys.executable).parent / "twistd"), "-n", "hedwig"]
+    with HubProcess(tmp_path / "d", launcher=twistd, cwd=tmp_path, log_on_stdout=True) as process:
+        with Client(process.address) as client:
             assert client.publish("twistd", b"x") == 1
-        process.send_signal(signal.SIGTERM)
         # twistd ends by re-raising the signal that stopped it, after the graceful shutdown
-        assert process.wait(30) in (0, -signal.SIGTERM)
-        assert "stopped" in process.stdout.read()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        assert process.stop() in (0, -signal.SIGTERM)
+        assert "stopped" in process.output()
 
 
 def test_the_readme_python_example_runs(hub, capsys):

@@ -2,39 +2,14 @@
 hub.conf, and what the tests wait on: a condition polled against the hubs' own reports
 (STATS, DESCRIBE_TOPIC) until a deadline, never a sleep that hopes things are done."""
 
-import socket
 import threading
-import time
 from pathlib import Path
 
 from hedwig.client.blocking import Client
-from tests.client.hubprocess import HubProcess
+from tests.hubprocess import HubProcess, free_port
+from tests.polling import wait_until
 
 DEADLINE_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(condition, what: str, timeout: float = DEADLINE_S, interval: float = 0.05):
-    """Poll condition() until it returns a true value (returned); AssertionError naming
-    `what` and the last value at the deadline."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        try:
-            last = condition()
-        except Exception as e:  # a hub restarting, a connection in flux: ask again
-            last = e
-        else:
-            if last:
-                return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
-        time.sleep(interval)  # (the pace of polling, not a synchronisation)
 
 
 class RegionHub:
@@ -97,7 +72,7 @@ class RegionHub:
         return client
 
     def log(self) -> str:
-        return "".join(self.process.log) if self.process else ""
+        return self.process.output() if self.process else ""
 
     # -- what the hub reports --------------------------------------------------------------
 

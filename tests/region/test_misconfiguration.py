@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.client.hubprocess import hub_environment
+from tests.hubprocess import hub_environment
 from tests.region.hubs import RegionHub, free_port, wait_until
 
 pytestmark = pytest.mark.slow

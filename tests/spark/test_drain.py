@@ -5,7 +5,6 @@ import dataclasses
 import os
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,8 @@ from hedwig.spark.checkpoint import HadoopFiles, LocalFiles, last_committed
 from hedwig.spark.drain import DrainFailed, drain
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
 from hedwig.spark.settings import DrainSettings
-from tests.spark.conftest import wait_for
+from tests.hubprocess import free_port
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -79,7 +79,9 @@ def test_drain_once_twice_is_exactly_once_acknowledged_and_collected(spark, gc_h
             _, lake = subscriber(client, topic, "lake")
             assert lake["consumed_seq"] == last
         # Ledgers wholly at or below the acknowledged seq-id go; the hub keeps the rest.
-        wait_for(lambda: client.describe("d-orders")["first_seq"] > 400, what="collection of d-orders")
+        wait_until(
+            lambda: client.describe("d-orders")["first_seq"] > 400, "collection of d-orders", timeout=15.0
+        )
         last_line = said[-1]
         assert last_line.startswith("drained 550 messages") and "lag d-orders=0 d-clicks=0" in last_line
 
@@ -170,13 +172,6 @@ def wait_for_progress(child, at_least, timeout=120.0):
     raise AssertionError("the drain reported no progress:\n" + "\n".join(seen[-40:]))
 
 
-def free_port():
-    """A port nothing listens on (bound and released at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_a_bad_hub_address_is_a_clear_error(spark, tmp_path):
     port = free_port()
     run = DrainSettings(
@@ -204,7 +199,7 @@ def test_a_collected_range_fails_the_drain_unless_allowed(spark, gc_hub, tmp_pat
         for _ in range(100):
             other.ack(other.receive(timeout=10))
         other.close()
-        wait_for(lambda: client.describe("gone")["first_seq"] > 50, what="collection of 'gone'")
+        wait_until(lambda: client.describe("gone")["first_seq"] > 50, "collection of 'gone'", timeout=15.0)
         first_held = client.describe("gone")["first_seq"]
     with pytest.raises(DrainFailed, match=rf"seq-ids 11\.\.{first_held - 1} of topic 'gone' were removed"):
         drain(spark, run, say=lambda line: None)

@@ -1,14 +1,14 @@
 """The hedwig data source against a real hub, in a real local Spark session."""
 
 import json
-import socket
 from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import functions
 
 from hedwig.client.blocking import Client
-from tests.spark.conftest import wait_for
+from tests.hubprocess import free_port
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -96,12 +96,6 @@ def test_ranges_split_across_partitions_cover_exactly_the_requested_seq_ids(spar
     assert load(spark, hub, "split-a,split-b", startingSeq="latest").count() == 0  # nothing after latest
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_a_bad_hub_address_is_a_clear_error(spark):
     port = free_port()
     df = spark.read.format("hedwig").option("hub", f"127.0.0.1:{port}").option("topics", "t").load()
@@ -128,7 +122,7 @@ def test_a_removed_range_fails_the_read_unless_allowed(spark, gc_hub):
         for _ in range(60):
             reader.ack(reader.receive(timeout=10))
         reader.close()
-        wait_for(lambda: client.describe("r-gone")["first_seq"] > 30, what="collection of r-gone")
+        wait_until(lambda: client.describe("r-gone")["first_seq"] > 30, "collection of r-gone", timeout=15.0)
         first_held = client.describe("r-gone")["first_seq"]
     with pytest.raises(Exception, match=rf"seq-ids 1\.\.{first_held - 1} of topic 'r-gone' were removed"):
         load(spark, gc_hub, "r-gone", startingSeq={"r-gone": 1}).collect()

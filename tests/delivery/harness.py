@@ -7,6 +7,8 @@ from hedwig.config import CacheSettings, DeliverySettings
 from hedwig.delivery import DeliveryManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from tests.cache.controllable_log import ControllableLog
+from tests.deferreds import failure_of as failure_of  # (the tests here import it from here)
+from tests.deferreds import fired
 from tests.delivery.channels import RecordingChannel
 
 
@@ -20,24 +22,6 @@ class TurnClock(Clock):
             self.calls.remove(call)
             call.called = 1
             call.func(*call.args, **call.kw)
-
-
-def fired(d):
-    """The result of a Deferred that must have fired (a Failure is raised)."""
-    out = []
-    d.addBoth(out.append)
-    assert out, "the Deferred has not fired"
-    result = out[0]
-    if hasattr(result, "raiseException"):
-        result.raiseException()
-    return result
-
-
-def failure_of(d):
-    out = []
-    d.addBoth(out.append)
-    assert out and hasattr(out[0], "check"), f"expected a failure, got {out}"
-    return out[0]
 
 
 class Harness:

@@ -25,13 +25,25 @@ _ports = itertools.count(40000)
 
 
 class HubHarness:
-    def __init__(self, tmp_path, config: Config | None = None):
+    def __init__(
+        self,
+        tmp_path,
+        config: Config | None = None,
+        *,
+        region: str = "standalone",
+        ledgers=None,
+        metadata=None,
+    ):
+        """`ledgers` / `metadata`: the stores of a hub this one restarts (by default new
+        ones: in-memory ledgers, SQLite metadata in tmp_path)."""
         self.config = config or Config()
         self.clock = Clock()
         self.clock.advance(1_700_000_000)  # a plausible wall clock for publish times
-        self.ledgers = MemoryLedgerStore()
-        self.metadata = SqliteMetadataStore(str(tmp_path / "metadata.sqlite3"))
-        self.logs = TopicLogManager(self.ledgers, self.metadata, self.config.log, "standalone", self.clock)
+        self.ledgers = MemoryLedgerStore() if ledgers is None else ledgers
+        if metadata is None:
+            metadata = SqliteMetadataStore(str(tmp_path / "metadata.sqlite3"))
+        self.metadata = metadata
+        self.logs = TopicLogManager(self.ledgers, self.metadata, self.config.log, region, self.clock)
         self.topics = TopicManager(self.logs, self.metadata)
         self.cache = ReadAheadCache(self.clock, self.config.cache)
         self.delivery = DeliveryManager(self.cache, self.metadata, self.clock, self.config.delivery)
@@ -46,6 +58,7 @@ class HubHarness:
         self.factory = HubFactory(self.hub)
 
     def connect(self, greet: bool = True) -> "Peer":
+        """A new client connection (from a port of its own), greeted unless `greet` is False."""
         address = IPv4Address("TCP", "127.0.0.1", next(_ports))
         connection = self.factory.buildProtocol(address)
         transport = StringTransport(peerAddress=address)

@@ -6,17 +6,6 @@ from tests.ledger.reactors import InlineThreadsReactor
 SMALL = {"page_bytes": 8192, "index_page_records": 16, "max_mapped_pages": 4}
 
 
-def result_of(d):
-    """The result a Deferred already has (raising its failure); fails the test if it has none."""
-    box = []
-    d.addBoth(box.append)
-    assert box, "the Deferred has not fired"
-    outcome = box[0]
-    if hasattr(outcome, "raiseException"):
-        outcome.raiseException()
-    return outcome
-
-
 @pytest.fixture
 def open_store(tmp_path):
     """open_store(**options) -> an MmapLedgerStore over tmp_path/ledgers with small pages

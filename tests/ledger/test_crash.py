@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.ledger.conftest import result_of
+from tests.deferreds import fired as result_of
 from tests.ledger.crash_child import OPTIONS, payload
 from tests.ledger.reactors import InlineThreadsReactor
 

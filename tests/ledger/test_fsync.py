@@ -16,7 +16,8 @@ from hedwig.ledger import mmap_store
 from hedwig.ledger.interface import LedgerError
 from hedwig.ledger.layout import HEADER_BYTES, HeaderFields
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.ledger.conftest import SMALL, result_of
+from tests.deferreds import fired as result_of
+from tests.ledger.conftest import SMALL
 from tests.ledger.reactors import QueuedThreadsReactor
 from tests.ledger.test_store import entry
 

@@ -14,7 +14,7 @@ from twisted.logger import capturedLogs
 
 from hedwig.ledger.interface import LedgerError, StorageFull
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.ledger.conftest import result_of
+from tests.deferreds import fired as result_of
 from tests.ledger.reactors import InlineThreadsReactor
 
 HERE = os.path.dirname(os.path.abspath(__file__))

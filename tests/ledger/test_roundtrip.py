@@ -11,7 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from hedwig.ledger.interface import LedgerClosed
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.ledger.conftest import result_of
+from tests.deferreds import fired as result_of
 from tests.ledger.reactors import InlineThreadsReactor
 
 PAGE = 4096

@@ -8,7 +8,7 @@ from zope.interface.verify import verifyObject
 from hedwig.config import LedgerSettings
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.ledger.conftest import result_of
+from tests.deferreds import fired as result_of
 from tests.ledger.reactors import InlineThreadsReactor
 
 

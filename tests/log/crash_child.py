@@ -9,7 +9,8 @@ from hedwig.config import LogSettings
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.log.manager import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
-from tests.log.harness import InlineThreadsClock, message_set, settle
+from tests.ledger.reactors import InlineThreadsReactor
+from tests.log.harness import message_set, settle
 
 
 class _Stack:
@@ -18,7 +19,7 @@ class _Stack:
 
 
 def main(directory: str, seed: int) -> None:
-    clock = InlineThreadsClock()
+    clock = InlineThreadsReactor()
     clock.advance(1_700_000_000 + seed)
     stack = _Stack(clock)
     ledgers = MmapLedgerStore(

@@ -4,7 +4,6 @@ backend is present), a real SQLite metadata store and a deterministic clock."""
 import importlib.util
 import os
 
-from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 
 from hedwig.config import LogSettings
@@ -12,6 +11,7 @@ from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.log.manager import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol.messageset import encode_message_set
+from tests.ledger.reactors import InlineThreadsReactor
 
 HAVE_MMAP = importlib.util.find_spec("hedwig.ledger.mmap_store") is not None
 BACKENDS = ["memory", "mmap"]
@@ -20,17 +20,6 @@ START_TIME = 1_700_000_000.0  # the clock starts at a realistic wall-clock time
 
 class NotFired(AssertionError):
     pass
-
-
-class InlineThreadsClock(Clock):
-    """A Clock that also runs "thread" work (the mmap store's fsyncs, page preparation and
-    deletions) at once on the calling thread: the file work is real, the order fixed."""
-
-    def callInThread(self, f, *args, **kwargs):
-        f(*args, **kwargs)
-
-    def callFromThread(self, f, *args, **kwargs):
-        f(*args, **kwargs)
 
 
 def message_set(count: int, size: int = 16, tag: int = 0) -> bytes:
@@ -45,7 +34,7 @@ class LogStack:
         self.directory = os.fspath(directory)
         self.settings = settings or LogSettings()
         self.ledger_options = ledger_options
-        self.clock = InlineThreadsClock()
+        self.clock = InlineThreadsReactor()
         self.clock.advance(START_TIME)
         # Power-cut durability (fsync per commit) is tested in tests/meta; these tests
         # need the same records and transactions, not the fsyncs.

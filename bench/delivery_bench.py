@@ -17,7 +17,7 @@ the path: what a hub's reactor thread would spend. The channel counts what it is
 pointer cost: K = 10 consuming every entry with the metadata store at its default
 (synchronous=FULL), with consume_write_gap_ms 0 and 100: what consume-pointer writes cost.
 
-Usage: python bench/delivery_bench.py [--store mmap|memory] [--quick] [--profile]
+Usage: python bench/delivery_bench.py [--store mmap|memory] [--quick] [--profile] [--no-save]
 Prints JSON and writes bench/results/delivery.json.
 """
 
@@ -25,7 +25,6 @@ import argparse
 import cProfile
 import gc
 import io
-import json
 import os
 import pstats
 import sys
@@ -33,11 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from twisted.internet.task import Clock
 from zope.interface import implementer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import RESULTS_DIR, emit, median
 from hedwig.cache import ReadAheadCache
 from hedwig.config import CacheSettings, DeliverySettings, LogSettings
 from hedwig.delivery import DeliveryManager, IDeliveryChannel
@@ -45,20 +44,11 @@ from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.log import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
+from tests.deferreds import fired
+from tests.ledger.reactors import InlineThreadsReactor
 
 MESSAGES = 1000
 PAYLOAD = 100
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-class InlineThreadsClock(Clock):
-    """The mmap store's thread work (page preparation, syncs) runs inline."""
-
-    def callInThread(self, f, *args, **kwargs):
-        f(*args, **kwargs)
-
-    def callFromThread(self, f, *args, **kwargs):
-        f(*args, **kwargs)
 
 
 @implementer(IDeliveryChannel)
@@ -81,7 +71,7 @@ class CountingChannel:
 
 class Stack:
     def __init__(self, directory, store_kind, synchronous="NORMAL", write_gap_ms=0):
-        self.clock = InlineThreadsClock()
+        self.clock = InlineThreadsReactor()  # the mmap store's thread work runs inline
         self.clock.advance(1_700_000_000)
         self.metadata = SqliteMetadataStore(os.path.join(directory, "meta.db"), synchronous=synchronous)
         if store_kind == "mmap":
@@ -103,16 +93,6 @@ class Stack:
         fired(self.logs.close())
         fired(self.ledgers.close())
         fired(self.metadata.close())
-
-
-def fired(d):
-    out = []
-    d.addBoth(out.append)
-    if not out:
-        raise RuntimeError("a Deferred did not fire synchronously")
-    if hasattr(out[0], "raiseException"):
-        out[0].raiseException()
-    return out[0]
 
 
 def message_set():
@@ -206,10 +186,9 @@ def bench_catch_up(store_kind, backlog_messages, profile=None):
 
 def summarise(runs):
     """The median run (by messages/s), with every run's figure beside it."""
-    ordered = sorted(runs, key=lambda r: r["messages_per_s"])
-    median = dict(ordered[len(ordered) // 2])
-    median["runs_messages_per_s"] = [r["messages_per_s"] for r in runs]
-    return median
+    middle = dict(median(runs, key=lambda r: r["messages_per_s"]))
+    middle["runs_messages_per_s"] = [r["messages_per_s"] for r in runs]
+    return middle
 
 
 def top(profile, limit=15):
@@ -221,7 +200,8 @@ def top(profile, limit=15):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=["mmap", "memory"], default="mmap")
-    parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test)")
+    parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test; not saved)")
+    parser.add_argument("--no-save", action="store_true", help="do not write bench/results/delivery*.json")
     parser.add_argument("--consume-every", type=int, default=10, help="entries between consumes")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case (the median is reported)")
     parser.add_argument("--profile", action="store_true", help="add the top functions by own time")
@@ -268,12 +248,8 @@ def main():
     }
     if profiles:
         result["profiles"] = profiles
-    text = json.dumps(result, indent=2)
-    print(text)
-    if not args.quick:
-        RESULTS.mkdir(exist_ok=True)
-        name = "delivery.json" if args.store == "mmap" else f"delivery_{args.store}.json"
-        (RESULTS / name).write_text(text + "\n")
+    name = "delivery.json" if args.store == "mmap" else f"delivery_{args.store}.json"
+    emit(result, RESULTS_DIR / name, save=not (args.quick or args.no_save))
 
 
 if __name__ == "__main__":

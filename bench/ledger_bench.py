@@ -1,6 +1,6 @@
 """Ledger store benchmark: append and sequential read throughput of MmapLedgerStore.
 
-    .venv/bin/python bench/ledger_bench.py [--quick] [--dir DIR]
+    .venv/bin/python bench/ledger_bench.py [--quick] [--dir DIR] [--no-save]
 
 Cases (as issue 2 sets them):
 - 1,000,000 entries of 100 bytes, fsync "never": appends/s, then reads/s;
@@ -17,7 +17,6 @@ are recorded next to wall seconds, since on a shared machine they vary less.
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -29,15 +28,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from twisted.internet import defer, reactor, task
 
+from bench.figures import RESULTS_DIR, emit, load, percentile
 from hedwig.ledger.mmap_store import MmapLedgerStore
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "ledger_bench.json")
+RESULTS = RESULTS_DIR / "ledger_bench.json"
 YIELD_EVERY_BYTES = 8 << 20  # give the reactor a turn (preparer results) this often
-
-
-def load() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def pause():
@@ -137,8 +132,8 @@ def always(directory: str, appenders: int, in_flight: int, count: int, ledgers: 
         "appends_per_s": round(per_appender * appenders / elapsed),
         "fsync_rounds": syncs,
         "appends_per_round": round(per_appender * appenders / max(1, syncs), 1),
-        "ack_latency_p50_ms": round(latencies[len(latencies) // 2] * 1e3, 3),
-        "ack_latency_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1e3, 3),
+        "ack_latency_p50_ms": round(percentile(latencies, 0.5) * 1e3, 3),
+        "ack_latency_p99_ms": round(percentile(latencies, 0.99) * 1e3, 3),
     }
 
 
@@ -177,16 +172,12 @@ def main(args):
         shutil.rmtree(root, ignore_errors=True)
     results["cases"] = cases
     results["load_after"] = load()
-    text = json.dumps(results, indent=2)
-    print(text)
-    if not quick:
-        os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-        with open(RESULTS, "w") as f:
-            f.write(text + "\n")
+    emit(results, RESULTS, save=not (quick or args.no_save))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the work; results not written")
     parser.add_argument("--dir", default=None, help="where the ledgers go (default: the temp directory)")
+    parser.add_argument("--no-save", action="store_true", help="do not write bench/results/ledger_bench.json")
     task.react(lambda _reactor, args: main(args), [parser.parse_args()])

@@ -1,6 +1,6 @@
 """Topic log benchmark: what the log adds on top of the ledger store, and metadata writes.
 
-    .venv/bin/python bench/log_bench.py [--quick] [--dir DIR]
+    .venv/bin/python bench/log_bench.py [--quick] [--dir DIR] [--no-save]
 
 Cases:
 - append: entries of one 100-byte message, and message sets of 1000 x 100 bytes
@@ -20,7 +20,6 @@ bench/results/log_bench.json, with the machine's load average before and after.
 """
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -32,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from twisted.internet import defer, reactor, task
 
+from bench.figures import RESULTS_DIR, emit, load
 from hedwig.config import LogSettings
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.ledger.mmap_store import MmapLedgerStore
@@ -39,13 +39,8 @@ from hedwig.log.manager import TopicLogManager
 from hedwig.meta import NEW, LedgerRange, SqliteMetadataStore, SubscriptionState
 from hedwig.protocol import encode_message_set
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "log_bench.json")
+RESULTS = RESULTS_DIR / "log_bench.json"
 YIELD_EVERY_BYTES = 8 << 20
-
-
-def load() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def pause():
@@ -269,15 +264,12 @@ def main(_reactor, args):
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
     results["load_after"] = load()
-    text = json.dumps(results, indent=2)
-    print(text)
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
-        f.write(text + "\n")
+    emit(results, RESULTS, save=not (quick or args.no_save))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller counts, for a smoke run")
+    parser.add_argument("--quick", action="store_true", help="smaller counts, for a smoke run (not saved)")
     parser.add_argument("--dir", help="work directory (default: a temporary one, removed after)")
+    parser.add_argument("--no-save", action="store_true", help="do not write bench/results/log_bench.json")
     task.react(main, [parser.parse_args()])

@@ -1,6 +1,6 @@
 """Publish/subscribe benchmark: a hub process and client processes on loopback.
 
-    .venv/bin/python bench/pubsub_bench.py [--quick] [--only NAME ...] [--dir DIR]
+    .venv/bin/python bench/pubsub_bench.py [--quick] [--only NAME ...] [--dir DIR] [--no-save]
 
 Every payload is 100 bytes. The hub runs as `python -m hedwig hub` with its defaults
 (fsync "never", 256 MiB cache); each client is a process of its own (multiprocessing,
@@ -32,23 +32,34 @@ import argparse
 import json
 import multiprocessing
 import os
-import re
-import resource
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from array import array
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-RESULTS = os.path.join(ROOT, "bench", "results", "pubsub_bench.json")
-PAYLOAD_BYTES = 100
-PAYLOAD = b"x" * PAYLOAD_BYTES
+from bench.client_processes import (
+    PAYLOAD,
+    PAYLOAD_BYTES,
+    latency_publisher,
+    publish_many_worker,
+    run_processes,
+)
+from bench.figures import (
+    RESULTS_DIR,
+    emit,
+    load,
+    median,
+    own_cpu_seconds,
+    percentile,
+    process_cpu_seconds,
+)
+from tests.hubprocess import ROOT, HubProcess
+
+RESULTS = RESULTS_DIR / "pubsub_bench.json"
+HUB_STOP_TIMEOUT_S = 120.0  # a graceful stop after millions of messages
 
 TARGETS = {
     "publish_many": (
@@ -66,87 +77,7 @@ TARGETS = {
 }
 
 
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def process_cpu_seconds(pid) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def load() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-# -- the hub ------------------------------------------------------------------------------------
-
-
-class Hub:
-    """`python -m hedwig hub` on a free port; its log is read (and dropped) by a thread."""
-
-    def __init__(self, data_dir):
-        self.data_dir = data_dir
-        self.port = 0
-        self.process = None
-
-    def start(self):
-        serving = threading.Event()
-        command = [sys.executable, "-m", "hedwig", "hub", "--host", "127.0.0.1", "--port", str(self.port)]
-        self.process = subprocess.Popen(
-            [*command, "--data-dir", self.data_dir],
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        log = []
-
-        def read():
-            for line in self.process.stderr:
-                log.append(line)
-                match = re.search(r"hedwig hub \S+:(\d+) .*serving", line)
-                if match:
-                    self.port = int(match.group(1))
-                    serving.set()
-            serving.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not serving.wait(60) or self.process.poll() is not None:
-            raise RuntimeError("the hub did not start:\n" + "".join(log[-20:]))
-        return self
-
-    @property
-    def address(self):
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(120)
-
-
-# -- client processes ---------------------------------------------------------------------------
-
-
-def publish_many_worker(address, topic, batches, batch_size, out):
-    from hedwig.client import Client
-
-    payloads = [PAYLOAD] * batch_size
-    with Client(address) as client:
-        for _ in range(min(100, batches)):
-            client.publish_many(topic + "-warm", payloads)
-        cpu = cpu_seconds()
-        started = time.perf_counter()
-        for _ in range(batches):
-            client.publish_many(topic, payloads)
-        elapsed = time.perf_counter() - started
-    out.put({"messages": batches * batch_size, "seconds": elapsed, "client_cpu_s": cpu_seconds() - cpu})
+# -- client processes (bench/client_processes.py has the publishers shared with region_bench) --
 
 
 def blocking_publish_worker(address, topic, count, out):
@@ -159,13 +90,13 @@ def blocking_publish_worker(address, topic, count, out):
         publish = client.publish
         for _ in range(min(2000, count)):
             publish(topic, PAYLOAD)
-        cpu = cpu_seconds()
+        cpu = own_cpu_seconds()
         for _ in range(3):
             started = time.perf_counter()
             for _ in range(count):
                 publish(topic, PAYLOAD)
             runs.append(count / (time.perf_counter() - started))
-        cpu = cpu_seconds() - cpu
+        cpu = own_cpu_seconds() - cpu
     out.put({"runs_msg_per_s": [round(r) for r in runs], "messages": 3 * count, "client_cpu_s": cpu})
 
 
@@ -187,7 +118,7 @@ def twisted_publish_worker(address, topic, count, in_flight, out):
             issue()
         elif state["done"] == count:
             state["seconds"] = time.perf_counter() - state["started"]
-            state["client_cpu_s"] = cpu_seconds() - state["cpu"]
+            state["client_cpu_s"] = own_cpu_seconds() - state["cpu"]
             client.close().addBoth(lambda _: reactor.stop())
 
     def failed(failure):
@@ -195,7 +126,7 @@ def twisted_publish_worker(address, topic, count, in_flight, out):
         reactor.stop()
 
     def run(_client):
-        state["cpu"] = cpu_seconds()
+        state["cpu"] = own_cpu_seconds()
         state["started"] = time.perf_counter()
         for _ in range(in_flight):
             issue()
@@ -210,30 +141,6 @@ def twisted_publish_worker(address, topic, count, in_flight, out):
             "error": state["error"],
         }
     )
-
-
-def latency_publisher(address, topic, rate, seconds, ready, out):
-    """Publishes `rate` messages a second as they fall due: one publish() per message
-    (publish_many of the few due at once after a late wake-up), each stamped when sent."""
-    from hedwig.client import Client
-
-    ready.wait()
-    total = int(rate * seconds)
-    sent = 0
-    pad = b"p" * (PAYLOAD_BYTES - 8)
-    clock = time.perf_counter_ns
-    with Client(address) as client:
-        started = time.perf_counter()
-        while sent < total:
-            due = min(total, int((time.perf_counter() - started) * rate)) - sent
-            if due <= 0:
-                time.sleep(0.00005)
-            elif due == 1:
-                client.publish(topic, clock().to_bytes(8, "big") + pad)
-            else:
-                client.publish_many(topic, [clock().to_bytes(8, "big") + pad] * due)
-            sent += max(due, 0)
-    out.put({"sent": sent})
 
 
 def latency_subscriber(address, topic, count, warmup, ready, out):
@@ -253,16 +160,11 @@ def latency_subscriber(address, topic, count, warmup, ready, out):
                 latencies.append(now - int.from_bytes(message.payload[:8], "big"))
             sub.ack(message)
     latencies = sorted(latencies)
-    n = len(latencies)
-    out.put(
-        {
-            "messages": n,
-            "p50_us": latencies[n // 2] / 1000 if n else None,
-            "p99_us": latencies[int(n * 0.99)] / 1000 if n else None,
-            "p999_us": latencies[int(n * 0.999)] / 1000 if n else None,
-            "max_us": latencies[-1] / 1000 if n else None,
-        }
-    )
+    summary = {"messages": len(latencies)}
+    for name, q in (("p50_us", 0.5), ("p99_us", 0.99), ("p999_us", 0.999), ("max_us", 1.0)):
+        value = percentile(latencies, q)
+        summary[name] = value / 1000 if value is not None else None
+    out.put(summary)
 
 
 def fanout_subscriber(address, topic, name, total, barrier, out):
@@ -272,7 +174,7 @@ def fanout_subscriber(address, topic, name, total, barrier, out):
     with Client(address) as client:
         sub = client.subscribe(topic, name)
         barrier.wait()
-        cpu = cpu_seconds()
+        cpu = own_cpu_seconds()
         first = None
         payload_bytes = 0
         while received < total:
@@ -292,7 +194,7 @@ def fanout_subscriber(address, topic, name, total, barrier, out):
             "first": first,
             "finished": finished,
             "bytes": payload_bytes,
-            "cpu_s": cpu_seconds() - cpu,
+            "cpu_s": own_cpu_seconds() - cpu,
         }
     )
 
@@ -303,12 +205,12 @@ def fanout_publisher(address, topic, batches, batch_size, barrier, out):
     payloads = [PAYLOAD] * batch_size
     with Client(address) as client:
         barrier.wait()
-        cpu = cpu_seconds()
+        cpu = own_cpu_seconds()
         started = time.perf_counter()
         for _ in range(batches):
             client.publish_many(topic, payloads)
         finished = time.perf_counter()
-    out.put({"started": started, "finished": finished, "cpu_s": cpu_seconds() - cpu})
+    out.put({"started": started, "finished": finished, "cpu_s": own_cpu_seconds() - cpu})
 
 
 def catchup_subscriber(address, topic, total, out):
@@ -317,7 +219,7 @@ def catchup_subscriber(address, topic, total, out):
     received = 0
     with Client(address) as client:
         sub = client.subscribe(topic, "catchup", start="earliest")
-        cpu = cpu_seconds()
+        cpu = own_cpu_seconds()
         started = time.perf_counter()
         last = 0
         while received < total:
@@ -331,45 +233,10 @@ def catchup_subscriber(address, topic, total, out):
                 last = message.seq
             sub.ack(batch[-1])
         elapsed = time.perf_counter() - started
-    out.put({"received": received, "seconds": elapsed, "client_cpu_s": cpu_seconds() - cpu})
+    out.put({"received": received, "seconds": elapsed, "client_cpu_s": own_cpu_seconds() - cpu})
 
 
 # -- figures ------------------------------------------------------------------------------------
-
-
-def run_processes(ctx, targets, hub=None, timeout=1800):
-    """Start one process per (function, args) with a shared result queue; their results.
-    Fails at once (not at the timeout) when a process or the hub dies without a result."""
-    import queue
-
-    out = ctx.Queue()
-    processes = [ctx.Process(target=target, args=(*args, out)) for target, args in targets]
-    for process in processes:
-        process.start()
-    results = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(results) < len(processes):
-            try:
-                results.append(out.get(timeout=1))
-                continue
-            except queue.Empty:
-                pass
-            dead = [p for p in processes if p.exitcode not in (None, 0)]
-            if dead:
-                raise RuntimeError(
-                    f"{dead[0].name} ({dead[0]._target.__name__}) exited with {dead[0].exitcode}"
-                )
-            if hub is not None and hub.process.poll() is not None:
-                raise RuntimeError(f"the hub exited with {hub.process.returncode}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no result in {timeout} s")
-    finally:
-        for process in processes:
-            process.join(30 if len(results) == len(processes) else 0.1)
-            if process.is_alive():
-                process.kill()
-    return results
 
 
 def figure(name, value, **details):
@@ -389,14 +256,15 @@ def figure(name, value, **details):
 
 def bench_publish_many(ctx, hub, sizes):
     [result] = run_processes(
-        ctx, hub=hub, targets=[(publish_many_worker, (hub.address, "pm", sizes["pm_batches"], 1000))]
+        ctx, hubs=[hub], targets=[(publish_many_worker, (hub.address, "pm", sizes["pm_batches"], 1000))]
     )
-    return {"publish_many": figure("publish_many", result["messages"] / result["seconds"], **result)}
+    details = {key: result[key] for key in ("messages", "seconds", "client_cpu_s")}
+    return {"publish_many": figure("publish_many", result["messages"] / result["seconds"], **details)}
 
 
 def bench_twisted(ctx, hub, sizes):
     [result] = run_processes(
-        ctx, hub=hub, targets=[(twisted_publish_worker, (hub.address, "tw", sizes["tw_count"], 1000))]
+        ctx, hubs=[hub], targets=[(twisted_publish_worker, (hub.address, "tw", sizes["tw_count"], 1000))]
     )
     if result["error"]:
         raise RuntimeError(result["error"])
@@ -405,10 +273,9 @@ def bench_twisted(ctx, hub, sizes):
 
 def bench_blocking(ctx, hub, sizes):
     [result] = run_processes(
-        ctx, hub=hub, targets=[(blocking_publish_worker, (hub.address, "bp", sizes["bp_count"]))]
+        ctx, hubs=[hub], targets=[(blocking_publish_worker, (hub.address, "bp", sizes["bp_count"]))]
     )
-    median = sorted(result["runs_msg_per_s"])[1]
-    return {"blocking_publish": figure("blocking_publish", median, **result)}
+    return {"blocking_publish": figure("blocking_publish", median(result["runs_msg_per_s"]), **result)}
 
 
 def bench_latency(ctx, hub, sizes):
@@ -417,7 +284,7 @@ def bench_latency(ctx, hub, sizes):
     ready = ctx.Event()
     results = run_processes(
         ctx,
-        hub=hub,
+        hubs=[hub],
         targets=[
             (latency_subscriber, (hub.address, "lat", count, rate, ready)),
             (latency_publisher, (hub.address, "lat", rate, seconds, ready)),
@@ -438,7 +305,7 @@ def bench_fanout(ctx, hub, sizes):
     barrier = ctx.Barrier(subscribers + 1)
     targets = [(fanout_subscriber, (hub.address, "fan", f"s{i}", total, barrier)) for i in range(subscribers)]
     targets.append((fanout_publisher, (hub.address, "fan", batches, 1000, barrier)))
-    results = run_processes(ctx, targets, hub=hub)
+    results = run_processes(ctx, targets, hubs=[hub])
     publisher = next(r for r in results if "started" in r)
     subs = [r for r in results if "received" in r]
     delivered = sum(r["received"] for r in subs)
@@ -462,12 +329,12 @@ def bench_catchup(ctx, hub, sizes):
     total = sizes["catchup_messages"]
     batches = total // 1000
     [loaded] = run_processes(
-        ctx, hub=hub, targets=[(publish_many_worker, (hub.address, "catchup", batches, 1000))]
+        ctx, hubs=[hub], targets=[(publish_many_worker, (hub.address, "catchup", batches, 1000))]
     )
-    hub.stop()  # the restart empties the cache: every entry is read from the ledger
+    hub.stop(timeout=HUB_STOP_TIMEOUT_S)  # the restart empties the cache: entries come from the ledger
     hub.start()
     hub_cpu = process_cpu_seconds(hub.process.pid)
-    [result] = run_processes(ctx, hub=hub, targets=[(catchup_subscriber, (hub.address, "catchup", total))])
+    [result] = run_processes(ctx, hubs=[hub], targets=[(catchup_subscriber, (hub.address, "catchup", total))])
     hub_cpu = process_cpu_seconds(hub.process.pid) - hub_cpu
     return {
         "catchup": figure(
@@ -506,7 +373,7 @@ QUICK = dict(
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, to check the benchmark runs")
+    parser.add_argument("--quick", action="store_true", help="small sizes, to check it runs (not saved)")
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHES), help="run only these figures")
     parser.add_argument("--dir", help="where the hub keeps its data (default: a temporary directory)")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/pubsub_bench.json")
@@ -514,7 +381,7 @@ def main(argv=None) -> int:
     sizes = QUICK if args.quick else FULL
     ctx = multiprocessing.get_context("spawn")
     directory = tempfile.mkdtemp(prefix="pubsub-bench-", dir=args.dir)
-    hub = Hub(os.path.join(directory, "data")).start()
+    hub = HubProcess(os.path.join(directory, "data"), cwd=ROOT).start()
     report = {
         "benchmark": "pubsub_bench",
         "command": "python bench/pubsub_bench.py" + (" --quick" if args.quick else ""),
@@ -531,7 +398,7 @@ def main(argv=None) -> int:
             hub_cpu = process_cpu_seconds(hub.process.pid)
             started = time.perf_counter()
             figures = BENCHES[name](ctx, hub, sizes)
-            if hub.process.poll() is None and name != "catchup":
+            if hub.running and name != "catchup":
                 for entry in figures.values():
                     entry["hub_cpu_s_whole_figure"] = round(process_cpu_seconds(hub.process.pid) - hub_cpu, 2)
                     entry["wall_s_whole_figure"] = round(time.perf_counter() - started, 2)
@@ -542,16 +409,11 @@ def main(argv=None) -> int:
                 file=sys.stderr,
             )
     finally:
-        hub.stop()
+        hub.stop(timeout=HUB_STOP_TIMEOUT_S)
         shutil.rmtree(directory, ignore_errors=True)
     report["load_after"] = load()
     report["all_targets_met"] = all(f["meets_target"] for f in report["figures"].values())
-    text = json.dumps(report, indent=2)
-    print(text)
-    if not args.no_save:
-        os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-        with open(RESULTS, "w") as f:
-            f.write(text + "\n")
+    emit(report, RESULTS, save=not (args.quick or args.no_save))
     return 0
 
 

@@ -30,82 +30,47 @@ import argparse
 import json
 import multiprocessing
 import os
-import queue
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from array import array
 from itertools import pairwise
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-RESULTS = os.path.join(ROOT, "bench", "results", "region_bench.json")
-PAYLOAD = b"x" * 100
+from bench.client_processes import (
+    PAYLOAD_BYTES,
+    latency_publisher,
+    publish_many_worker,
+    run_processes,
+)
+from bench.figures import RESULTS_DIR, emit, load, median, percentile
+from tests.hubprocess import ROOT, HubProcess
+from tests.polling import wait_until
+
+RESULTS = RESULTS_DIR / "region_bench.json"
 
 
-def load() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-class RegionHub:
-    """`python -m hedwig hub --conf` for one region, on a free port."""
+class RegionHub(HubProcess):
+    """A hub process for one region, on a free port: its hub.conf holds the [region]
+    section alone (every other setting at its default)."""
 
     def __init__(self, directory, name, parent=None):
         self.name = name
         self.dir = os.path.join(directory, name)
         os.makedirs(self.dir, exist_ok=True)
         self.parent = parent
-        self.port = 0
-        self.process = None
+        self.conf = os.path.join(self.dir, "hub.conf")
+        super().__init__(os.path.join(self.dir, "data"), 0, "--conf", self.conf, cwd=ROOT)
 
     def start(self):
-        lines = ["[hub]", "host = 127.0.0.1", "port = 0", f"data_dir = {self.dir}/data", "[region]"]
-        lines.append(f"name = {self.name}")
+        lines = ["[region]", f"name = {self.name}"]
         if self.parent is not None:
             lines += [f"parent = {self.parent.name}", f"parent_address = {self.parent.address}"]
-        conf = os.path.join(self.dir, "hub.conf")
-        with open(conf, "w") as f:
+        with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
-        serving = threading.Event()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "hedwig", "hub", "--conf", conf],
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        log = []
-
-        def read():
-            for line in self.process.stderr:
-                log.append(line)
-                match = re.search(r"hedwig hub \S+:(\d+) .*serving", line)
-                if match:
-                    self.port = int(match.group(1))
-                    serving.set()
-            serving.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not serving.wait(60) or self.process.poll() is not None:
-            raise RuntimeError(f"hub {self.name} did not start:\n" + "".join(log[-20:]))
-        return self
-
-    @property
-    def address(self):
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(120)
+        return super().start()
 
     def client(self):
         from hedwig.client import Client
@@ -113,17 +78,13 @@ class RegionHub:
         return Client(self.address, timeout=30)
 
     def wait(self, condition, what, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with self.client() as client:
-                    if condition(client):
-                        return
-            except Exception:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name}: timed out waiting for {what}")
-            time.sleep(0.02)
+        """Until condition(client) holds, asked of a new client each time."""
+
+        def ask():
+            with self.client() as client:
+                return condition(client)
+
+        wait_until(ask, f"{self.name}: {what}", timeout=timeout, interval=0.02)
 
 
 def linked(client):
@@ -140,42 +101,6 @@ def relays_to(topic, region):
 
 
 # -- client processes ---------------------------------------------------------------------------
-
-
-def publish_many_worker(address, topic, batches, batch_size, out):
-    from hedwig.client import Client
-
-    payloads = [PAYLOAD] * batch_size
-    with Client(address) as client:
-        for _ in range(min(100, batches)):
-            client.publish_many(topic + "-warm", payloads)
-        started_ns = time.perf_counter_ns()
-        for _ in range(batches):
-            client.publish_many(topic, payloads)
-        ended_ns = time.perf_counter_ns()
-    out.put({"messages": batches * batch_size, "started_ns": started_ns, "ended_ns": ended_ns})
-
-
-def latency_publisher(address, topic, rate, seconds, go, out):
-    from hedwig.client import Client
-
-    go.get(timeout=300)
-    total = int(rate * seconds)
-    sent = 0
-    pad = b"p" * (len(PAYLOAD) - 8)
-    clock = time.perf_counter_ns
-    with Client(address) as client:
-        started = time.perf_counter()
-        while sent < total:
-            due = min(total, int((time.perf_counter() - started) * rate)) - sent
-            if due <= 0:
-                time.sleep(0.00005)
-            elif due == 1:
-                client.publish(topic, clock().to_bytes(8, "big") + pad)
-            else:
-                client.publish_many(topic, [clock().to_bytes(8, "big") + pad] * due)
-            sent += max(due, 0)
-    out.put({"sent": sent})
 
 
 def latency_subscriber(address, region, topic, count, warmup, ready, out):
@@ -201,45 +126,16 @@ def latency_subscriber(address, region, topic, count, warmup, ready, out):
             sub.ack(batch[-1])
     half = sorted(latencies[len(latencies) // 2 :])
     latencies = sorted(latencies)
-    n = len(latencies)
-    out.put(
-        {
-            "region": region,
-            "messages": n,
-            "p50_us": latencies[n // 2] / 1000 if n else None,
-            "p99_us": latencies[int(n * 0.99)] / 1000 if n else None,
-            "max_us": latencies[-1] / 1000 if n else None,
-            "p50_us_second_half": half[len(half) // 2] / 1000 if half else None,
-        }
-    )
-
-
-def run_processes(ctx, targets, hubs, timeout=900):
-    out = ctx.Queue()
-    processes = [ctx.Process(target=target, args=(*args, out)) for target, args in targets]
-    for process in processes:
-        process.start()
-    results = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(results) < len(processes):
-            try:
-                results.append(out.get(timeout=1))
-                continue
-            except queue.Empty:
-                pass
-            if any(p.exitcode not in (None, 0) for p in processes):
-                raise RuntimeError("a client process failed")
-            if any(h.process.poll() is not None for h in hubs):
-                raise RuntimeError("a hub exited")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no result in {timeout} s")
-    finally:
-        for process in processes:
-            process.join(30 if len(results) == len(processes) else 0.1)
-            if process.is_alive():
-                process.kill()
-    return results
+    summary = {"region": region, "messages": len(latencies)}
+    for name, values, q in (
+        ("p50_us", latencies, 0.5),
+        ("p99_us", latencies, 0.99),
+        ("max_us", latencies, 1.0),
+        ("p50_us_second_half", half, 0.5),
+    ):
+        value = percentile(values, q)
+        summary[name] = value / 1000 if value is not None else None
+    out.put(summary)
 
 
 # -- figures ------------------------------------------------------------------------------------
@@ -248,7 +144,7 @@ def run_processes(ctx, targets, hubs, timeout=900):
 def bench_single_hub(ctx, directory, batches):
     hub = RegionHub(directory, "alone").start()
     try:
-        [result] = run_processes(ctx, [(publish_many_worker, (hub.address, "pm", batches, 1000))], [hub])
+        [result] = run_processes(ctx, [(publish_many_worker, (hub.address, "pm", batches, 1000))], hubs=[hub])
     finally:
         hub.stop()
     seconds = (result["ended_ns"] - result["started_ns"]) / 1e9
@@ -309,7 +205,7 @@ def bench_chain(ctx, directory, hops, seconds, rate=10_000):
             )
         for hub in hubs[1:]:
             hub.wait(linked, "its link")
-        ready, go = ctx.Queue(), ctx.Queue()
+        ready, go = ctx.Queue(), ctx.Event()
         count = int(rate * seconds)
         last = hubs[-1]
         out = ctx.Queue()
@@ -324,7 +220,7 @@ def bench_chain(ctx, directory, hops, seconds, rate=10_000):
         ready.get(timeout=120)
         for parent, child in pairwise(hubs):  # interest reached the root
             parent.wait(relays_to("hops", child.name), f"{child.name}'s relay subscription")
-        go.put(True)
+        go.set()
         results = [out.get(timeout=seconds + 120) for _ in range(2)]
         for process in (subscriber, publisher):
             process.join(30)
@@ -350,7 +246,7 @@ def bench_hops(ctx, directory, seconds):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, to check the benchmark runs")
+    parser.add_argument("--quick", action="store_true", help="small sizes, to check it runs (not saved)")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/region_bench.json")
     args = parser.parse_args(argv)
     batches = 300 if args.quick else 2000
@@ -361,7 +257,7 @@ def main(argv=None) -> int:
     report = {
         "benchmark": "region_bench",
         "command": "python bench/region_bench.py" + (" --quick" if args.quick else ""),
-        "payload_bytes": len(PAYLOAD),
+        "payload_bytes": PAYLOAD_BYTES,
         "message_set": 1000,
         "cores": os.cpu_count(),
         "load_before": load(),
@@ -385,9 +281,8 @@ def main(argv=None) -> int:
         shutil.rmtree(directory, ignore_errors=True)
     figures = report["figures"]
     for name, results in runs.items():
-        rates = sorted(r["msg_per_s"] for r in results)
-        median = rates[len(rates) // 2]
-        figures[name] = {"msg_per_s": round(median, 1), "median_of": len(rates), "runs": results}
+        rate = median(r["msg_per_s"] for r in results)
+        figures[name] = {"msg_per_s": round(rate, 1), "median_of": len(results), "runs": results}
         for result in results:
             result["msg_per_s"] = round(result["msg_per_s"], 1)
     single = figures["single_hub_publish"]["msg_per_s"]
@@ -404,12 +299,7 @@ def main(argv=None) -> int:
     figures["hop_latency"]["target"] = "p50 <= 1000 us added per hop"
     figures["hop_latency"]["meets_target"] = hop <= 1000
     report["load_after"] = load()
-    text = json.dumps(report, indent=2)
-    print(text)
-    if not args.no_save:
-        os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-        with open(RESULTS, "w") as f:
-            f.write(text + "\n")
+    emit(report, RESULTS, save=not (args.quick or args.no_save))
     return 0
 
 

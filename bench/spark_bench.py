@@ -17,6 +17,7 @@ CPU seconds during each drain are recorded, and the load average, since other wo
 the machine moves these figures.
 
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/python bench/spark_bench.py [--messages N] [--rounds R]
+        [--warmup N] [--no-save]
 
 Prints JSON and writes bench/results/spark_bench.json.
 """
@@ -26,65 +27,25 @@ import dataclasses
 import json
 import os
 import random
-import re
-import selectors
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hedwig.client.blocking import Client  # noqa: E402
-from hedwig.spark.drain import drain, write_parquet_stream  # noqa: E402
-from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, DEFAULT_ROWS_PER_BATCH  # noqa: E402
-from hedwig.spark.settings import DrainSettings  # noqa: E402
-from hedwig.spark.synthetic import SYNTHETIC_NAME, register_synthetic  # noqa: E402
+from bench.figures import RESULTS_DIR, emit, proc_stat, process_cpu_seconds
+from hedwig.client.blocking import Client
+from hedwig.spark.drain import drain, write_parquet_stream
+from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, DEFAULT_ROWS_PER_BATCH
+from hedwig.spark.settings import DrainSettings
+from hedwig.spark.synthetic import SYNTHETIC_NAME, register_synthetic
+from tests.hubprocess import HubProcess
+from tests.spark.session import local_session
 
 COMMAND = "PYSPARK_PYTHON=.venv/bin/python .venv/bin/python bench/spark_bench.py"
-_SERVING = re.compile(rb"hedwig hub (\S+):(\d+) \(region \S+\) serving")
-
-
-def start_hub(data_dir: Path):
-    """A hub process on a free port; (process, "host:port")."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hedwig.hub.main", "--port", "0", "--data-dir", str(data_dir)],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-    )
-    # Read the log until it names the port, then keep the pipe drained.
-    deadline = time.monotonic() + 60
-    buffered = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stderr, selectors.EVENT_READ)
-        while time.monotonic() < deadline and selector.select(deadline - time.monotonic()):
-            chunk = os.read(process.stderr.fileno(), 65536)
-            if not chunk:
-                break
-            buffered += chunk
-            found = _SERVING.search(buffered)
-            if found:
-                threading.Thread(target=lambda: process.stderr.read(), daemon=True).start()
-                return process, f"{found.group(1).decode()}:{found.group(2).decode()}"
-    process.kill()
-    raise RuntimeError("the hub did not start: " + buffered[-2000:].decode("utf-8", "replace"))
-
-
-def _stat(pid) -> list:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds of one process (user + system)."""
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu_seconds(root: int, exclude: int) -> float:
@@ -95,7 +56,7 @@ def tree_cpu_seconds(root: int, exclude: int) -> float:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                parents[int(entry)] = int(_stat(entry)[1])
+                parents[int(entry)] = int(proc_stat(entry)[1])
             except (OSError, IndexError):
                 continue  # gone meanwhile
     total = 0
@@ -105,7 +66,7 @@ def tree_cpu_seconds(root: int, exclude: int) -> float:
             at = parents[at]
         if at == root and pid != exclude:
             try:
-                fields = _stat(pid)
+                fields = proc_stat(pid)
             except OSError:
                 continue
             total += sum(int(fields[i]) for i in (11, 12, 13, 14))
@@ -175,12 +136,12 @@ def run_drain(spark, work: Path, name: str, hub_pid: int, messages: int, setting
     run = dataclasses.replace(
         settings, out=str(work / f"{name}-out"), checkpoint=str(work / f"{name}-checkpoint"), subscriber=name
     )
-    hub_cpu = cpu_seconds(hub_pid)
+    hub_cpu = process_cpu_seconds(hub_pid)
     spark_cpu = tree_cpu_seconds(os.getpid(), exclude=hub_pid)
     started = time.perf_counter()
     report = drain(spark, run, say=lambda line: None)
     elapsed = time.perf_counter() - started
-    hub_cpu = cpu_seconds(hub_pid) - hub_cpu
+    hub_cpu = process_cpu_seconds(hub_pid) - hub_cpu
     spark_cpu = tree_cpu_seconds(os.getpid(), exclude=hub_pid) - spark_cpu
     rows = count_rows(spark, run.out)
     written = parquet_bytes(run.out)
@@ -208,15 +169,15 @@ def main() -> int:
     parser.add_argument("--max-messages-per-trigger", type=int, default=1_000_000)
     parser.add_argument("--max-messages-per-partition", type=int, default=DEFAULT_MAX_MESSAGES_PER_PARTITION)
     parser.add_argument("--dir", help="work directory (default: a temporary one, removed after)")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "spark_bench.json"))
+    parser.add_argument("--out", default=str(RESULTS_DIR / "spark_bench.json"), help="where the JSON goes")
+    parser.add_argument("--no-save", action="store_true", help="print the JSON, write it nowhere")
     args = parser.parse_args()
-
-    from pyspark.sql import SparkSession
 
     work = Path(args.dir or tempfile.mkdtemp(prefix="spark-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()
-    hub, address = start_hub(work / "hub")
+    hub = HubProcess(work / "hub").start()
+    address, hub_pid = hub.address, hub.process.pid
     spark = None
     try:
         publish_rate = publish(address, "bench", args.messages, args.payload_bytes, args.per_publish)
@@ -225,15 +186,7 @@ def main() -> int:
             for topic in ("bench", "warmup"):
                 client.subscribe(topic, "bench-holder", start="earliest", window=1).close()
 
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("hedwig-spark-bench")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session("hedwig-spark-bench")
         register_synthetic(spark)
         settings = DrainSettings(
             hubs=(address,),
@@ -248,20 +201,19 @@ def main() -> int:
         size = args.payload_bytes
         warm_settings = dataclasses.replace(settings, topics=("warmup",))
         warm = {
-            "synthetic": run_synthetic(spark, work, "warm-synthetic", hub.pid, args.warmup, size, settings),
-            "drain": run_drain(spark, work, "warm-drain", hub.pid, args.warmup, warm_settings),
+            "synthetic": run_synthetic(spark, work, "warm-synthetic", hub_pid, args.warmup, size, settings),
+            "drain": run_drain(spark, work, "warm-drain", hub_pid, args.warmup, warm_settings),
         }
         synthetic, drained = [], []
         for r in range(args.rounds):
-            made = run_synthetic(spark, work, f"synthetic-{r}", hub.pid, args.messages, size, settings)
+            made = run_synthetic(spark, work, f"synthetic-{r}", hub_pid, args.messages, size, settings)
             synthetic.append(made)
-            drained.append(run_drain(spark, work, f"drain-{r}", hub.pid, args.messages, settings))
+            drained.append(run_drain(spark, work, f"drain-{r}", hub_pid, args.messages, settings))
             print(json.dumps({"round": r, "synthetic": synthetic[-1], "drain": drained[-1]}), file=sys.stderr)
     finally:
         if spark is not None:
             spark.stop()
-        hub.send_signal(signal.SIGTERM)
-        hub.wait(timeout=60)
+        hub.stop(timeout=60)
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -296,10 +248,7 @@ def main() -> int:
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + "\n")
+    emit(result, args.out, save=not args.no_save)
     return 0
 
 

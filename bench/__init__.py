@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print JSON and keep it in bench/results/ (see README.md)."""

@@ -1,0 +1,65 @@
+"""What every benchmark's figures are made of: the machine's load around them, CPU
+seconds, percentiles and medians, and the JSON report printed and kept in bench/results/.
+
+The machine has 2 cores that hubs, clients and whatever else runs share, so a figure
+goes out with the load it was measured under, and with CPU seconds, which vary less
+than wall seconds on a shared machine.
+"""
+
+import json
+import os
+import resource
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages, as /proc/loadavg gives them ("0.52 1.10 1.43")."""
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far (all its threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def proc_stat(pid) -> list:
+    """/proc/PID/stat's fields after the command name: [0] is the state, [1] the parent,
+    [11] and [12] user and system ticks, [13] and [14] those of waited-for children."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def process_cpu_seconds(pid) -> float:
+    """User + system CPU seconds of another process (a hub) so far."""
+    fields = proc_stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(ordered, q: float):
+    """The value at quantile `q` (0..1) of sorted values, by rank (the one at index
+    int(n * q), the last for q = 1); None when there are none."""
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def median(values, key=None):
+    """The middle one of `values` (the upper middle one of an even count): one of the
+    runs as it was measured, not an average of two."""
+    return percentile(sorted(values, key=key), 0.5)
+
+
+def emit(report: dict, path, save: bool = True) -> str:
+    """Print the report as JSON and, when `save`, write it to `path` (most often
+    RESULTS_DIR / "<benchmark>.json"); the JSON text."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if save:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+    return text

@@ -49,6 +49,11 @@ _RESPONSE_HEAD = struct.Struct("!IBIBHH")  # frame length, op RESPONSE, request 
 
 SUBSCRIBE_FLAG_FORCE_ATTACH = 0x01
 SUBSCRIBE_FLAG_WINDOW = 0x02
+# Acknowledgement only: the subscription is held but nothing is delivered on it, and its
+# CONSUME may go up to the topic's last seq-id (Hedwig's STOP_DELIVERY for the attach).
+# A set bit asks for the exception, so the flags byte of older clients keeps its meaning.
+SUBSCRIBE_FLAG_NO_DELIVERY = 0x04
+_SUBSCRIBE_FLAGS = SUBSCRIBE_FLAG_FORCE_ATTACH | SUBSCRIBE_FLAG_WINDOW | SUBSCRIBE_FLAG_NO_DELIVERY
 
 
 class RequestError(ValueError):
@@ -230,6 +235,7 @@ class Subscribe(NamedTuple):
     start: object  # None | "earliest" | "latest" | ("seq", n) | ("time", time_us)
     window: int | None  # None: the hub's default; 0: unlimited
     force_attach: bool
+    deliver: bool = True  # False: acknowledgement only (no deliveries; CONSUME up to the last seq-id)
 
 
 class Subscribed(NamedTuple):
@@ -258,6 +264,7 @@ def encode_subscribe(
     start=None,
     window: int | None = None,
     force_attach: bool = False,
+    deliver: bool = True,
 ) -> bytes:
     try:
         mode_code = _MODES_BY_NAME[mode]
@@ -267,6 +274,8 @@ def encode_subscribe(
     flags = SUBSCRIBE_FLAG_FORCE_ATTACH if force_attach else 0
     if window is not None:
         flags |= SUBSCRIBE_FLAG_WINDOW
+    if not deliver:
+        flags |= SUBSCRIBE_FLAG_NO_DELIVERY
     return (
         _str8(topic) + _str8(subscriber_id) + _SUBSCRIBE_TAIL.pack(mode_code, kind, value, flags, window or 0)
     )
@@ -295,7 +304,7 @@ def decode_subscribe(body) -> Subscribe:
         start = ("time", value)
     else:
         raise RequestError(Status.MALFORMED_REQUEST, f"unknown start kind {kind}")
-    if flags & ~(SUBSCRIBE_FLAG_FORCE_ATTACH | SUBSCRIBE_FLAG_WINDOW):
+    if flags & ~_SUBSCRIBE_FLAGS:
         raise RequestError(Status.MALFORMED_REQUEST, f"unknown subscribe flags {flags:#x}")
     return Subscribe(
         topic,
@@ -304,6 +313,7 @@ def decode_subscribe(body) -> Subscribe:
         start,
         window if flags & SUBSCRIBE_FLAG_WINDOW else None,
         bool(flags & SUBSCRIBE_FLAG_FORCE_ATTACH),
+        not flags & SUBSCRIBE_FLAG_NO_DELIVERY,
     )
 
 

@@ -77,10 +77,22 @@ starts = st.one_of(
     starts,
     st.one_of(st.none(), st.integers(0, 2**32 - 1)),
     st.booleans(),
+    st.booleans(),
 )
-def test_subscribe_round_trip(topic, subscriber, mode, start, window, force):
-    body = encode_subscribe(topic, subscriber, mode, start, window, force)
-    assert decode_subscribe(body) == Subscribe(topic, subscriber, mode, start, window, force)
+def test_subscribe_round_trip(topic, subscriber, mode, start, window, force, deliver):
+    body = encode_subscribe(topic, subscriber, mode, start, window, force, deliver)
+    assert decode_subscribe(body) == Subscribe(topic, subscriber, mode, start, window, force, deliver)
+
+
+def test_the_no_delivery_flag_is_bit_2_and_absent_means_deliver():
+    """A SUBSCRIBE as clients sent it before the flag existed still asks for deliveries."""
+    before = b"\x01t\x01s\x03\x00" + bytes(8) + b"\x01" + bytes(4)  # create_or_attach, force_attach
+    assert decode_subscribe(before) == Subscribe("t", "s", "create_or_attach", None, None, True, True)
+    body = encode_subscribe("t", "s", deliver=False)
+    assert body == b"\x01t\x01s\x03\x00" + bytes(8) + b"\x04" + bytes(4)
+    assert decode_subscribe(body).deliver is False
+    with pytest.raises(RequestError, match="unknown subscribe flags 0xc"):
+        decode_subscribe(b"\x01t\x01s\x03\x00" + bytes(8) + b"\x0c" + bytes(4))
 
 
 def test_small_bodies_round_trip():

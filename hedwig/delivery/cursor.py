@@ -60,6 +60,8 @@ class Cursor:
         "window_full",
     )
 
+    delivers = True  # (an AckOnlyAttachment, held in the same places, does not)
+
     def __init__(
         self, subscription, log, channel, handle, window, cache, clock, *, max_burst, on_channel_error
     ):

@@ -5,6 +5,9 @@ used here (`load_topic`, or any subscribe), so the least consumed seq-id is know
 every durable subscriber, attached or not: that minimum prunes the cache and bounds
 ledger garbage collection. Attached subscribers get a Cursor (see cursor.py); pause and
 resume come from the connection's transport through `pause_channel` / `resume_channel`.
+A subscriber attached with deliver=False gets an AckOnlyAttachment instead (ack_only.py):
+it holds the subscription like a cursor, receives nothing, and may consume up to the
+topic's last seq-id; everything else about its consume pointer is as for any other.
 
 Two hooks serve region relays (hedwig.region): `entry_filter(subscriber_id)` may return
 a predicate of entries that subscriber is not sent (they count as consumed once
@@ -18,6 +21,7 @@ from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, 
 from twisted.logger import Logger
 
 from hedwig.config import DeliverySettings
+from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.interface import SubscribeError
 from hedwig.delivery.start import consumed_for_start
@@ -126,19 +130,30 @@ class DeliveryManager:
         start=None,
         window: int | None = None,
         force_attach: bool = False,
+        deliver: bool = True,
     ) -> Deferred:
         """Attach `channel` (an IDeliveryChannel) to subscription (log.topic, subscriber_id)
         under `handle`. Deferred[{"consumed_seq", "next_seq"}], or fails with SubscribeError.
-        Delivery begins on the next reactor turn, after the hub has answered."""
+        Delivery begins on the next reactor turn, after the hub has answered.
+
+        `deliver=False` attaches for acknowledgements only: nothing is delivered, a
+        CONSUME may reach the topic's last seq-id, and `window` is not recorded (it is a
+        bound on deliveries)."""
         if mode not in MODES:
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"unknown subscribe mode {mode!r}"))
         if window is not None and (not isinstance(window, int) or window < 0):
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
+        if not deliver:
+            window = None
         d = self._table(log)
-        d.addCallback(self._subscribe, log, subscriber_id, channel, handle, mode, start, window, force_attach)
+        d.addCallback(
+            self._subscribe, log, subscriber_id, channel, handle, mode, start, window, force_attach, deliver
+        )
         return d
 
-    def _subscribe(self, table, log, subscriber_id, channel, handle, mode, start, window, force_attach):
+    def _subscribe(
+        self, table, log, subscriber_id, channel, handle, mode, start, window, force_attach, deliver
+    ):
         if subscriber_id in table.busy:
             raise SubscribeError(Status.TOPIC_BUSY, f"{subscriber_id} on {log.topic} is being (un)subscribed")
         subscription = table.subscriptions.get(subscriber_id)
@@ -148,7 +163,7 @@ class DeliveryManager:
                     Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {log.topic}"
                 )
             consumed = log.last_seq if start is None else consumed_for_start(log, start)
-            return self._create(table, log, subscriber_id, consumed, channel, handle, window)
+            return self._create(table, log, subscriber_id, consumed, channel, handle, window, deliver)
         if mode == "create":
             raise SubscribeError(
                 Status.CLIENT_ALREADY_SUBSCRIBED, f"{subscriber_id} is already subscribed to {log.topic}"
@@ -170,13 +185,13 @@ class DeliveryManager:
         if window is not None and window != subscription.preferences.get("window"):
             subscription.preferences["window"] = window
         if start is None:
-            self._attach(table, subscription, log, channel, handle)
+            self._attach(table, subscription, log, channel, handle, deliver)
             return self._result(subscription)
         consumed = consumed_for_start(log, start)
         old = subscription.consumed_seq
         subscription.reposition(consumed)
         table.moved(old, consumed)
-        self._attach(table, subscription, log, channel, handle)
+        self._attach(table, subscription, log, channel, handle, deliver)
         cursor = subscription.cursor
 
         def not_written(failure):
@@ -185,7 +200,7 @@ class DeliveryManager:
 
         return subscription.flush().addCallbacks(lambda _: self._result(subscription), not_written)
 
-    def _create(self, table, log, subscriber_id, consumed, channel, handle, window):
+    def _create(self, table, log, subscriber_id, consumed, channel, handle, window, deliver):
         preferences = {} if window is None else {"window": window}
         table.busy.add(subscriber_id)
         d = maybeDeferred(
@@ -208,7 +223,7 @@ class DeliveryManager:
                 self.settings,
             )
             table.add(subscription)
-            self._attach(table, subscription, log, channel, handle)
+            self._attach(table, subscription, log, channel, handle, deliver)
             self._changed(log.topic, subscriber_id, True)
             return self._result(subscription)
 
@@ -218,7 +233,19 @@ class DeliveryManager:
 
         return d.addCallback(created).addBoth(done)
 
-    def _attach(self, table, subscription, log, channel, handle) -> None:
+    def _attach(self, table, subscription, log, channel, handle, deliver=True) -> None:
+        if deliver:
+            cursor = self._cursor(subscription, log, channel, handle)
+        else:
+            cursor = AckOnlyAttachment(subscription, channel, handle)
+        subscription.cursor = cursor
+        self._channels.setdefault(channel, set()).add(cursor)
+        if channel in self._paused:
+            cursor.paused = True
+        self.subscribes += 1
+        cursor.start()
+
+    def _cursor(self, subscription, log, channel, handle) -> Cursor:
         window = subscription.preferences.get("window")
         if window is None:
             window = self.settings.default_window
@@ -233,17 +260,12 @@ class DeliveryManager:
             max_burst=self.settings.max_burst_entries,
             on_channel_error=self._channel_error,
         )
-        subscription.cursor = cursor
-        self._channels.setdefault(channel, set()).add(cursor)
-        if channel in self._paused:
-            cursor.paused = True
         if self.entry_filter is not None:
             skip = self.entry_filter(subscription.subscriber_id)
             if skip is not None:
                 cursor.skip = skip
                 cursor.on_skip = self._passed_over
-        self.subscribes += 1
-        cursor.start()
+        return cursor
 
     def _result(self, subscription) -> dict:
         return {"consumed_seq": subscription.consumed_seq, "next_seq": subscription.consumed_seq + 1}
@@ -309,10 +331,11 @@ class DeliveryManager:
 
     def consume(self, topic: str, subscriber_id: str, seq: int) -> None:
         """Everything up to `seq` is consumed (cumulative; older or repeated seq-ids are
-        ignored; seq-ids not yet delivered are capped at the last delivered)."""
+        ignored; seq-ids not yet delivered are capped at the last delivered, or for a
+        subscriber that takes no deliveries at the topic's last seq-id)."""
         table, subscription = self._subscription(topic, subscriber_id)
         cursor = subscription.cursor
-        limit = cursor.next_seq - 1 if cursor is not None else table.log.last_seq
+        limit = cursor.next_seq - 1 if cursor is not None and cursor.delivers else table.log.last_seq
         if seq > limit:
             seq = limit
         runs = cursor.filtered_runs if cursor is not None else None
@@ -437,6 +460,7 @@ class DeliveryManager:
             "topics": len(self._tables),
             "subscriptions": len(subscriptions),
             "attached": len(cursors),
+            "ack_only": sum(not c.delivers for c in cursors),
             "paused_channels": len(self._paused),
             "subscribes": self.subscribes,
             "consumes": self.consumes,

@@ -77,7 +77,8 @@ class Hub:
     # -- subscriptions ----------------------------------------------------------------------
 
     def subscribe(self, channel, handle: int, request: Subscribe) -> Deferred:
-        """Deferred[dict] {"consumed_seq", "next_seq"} from the delivery manager."""
+        """Deferred[dict] {"consumed_seq", "next_seq"} from the delivery manager. A request
+        with deliver=False holds the subscription for acknowledgements only."""
         if self.stopping:
             return fail(HubStopping())
         if request.subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
@@ -98,6 +99,7 @@ class Hub:
                 start=request.start,
                 window=request.window,
                 force_attach=request.force_attach,
+                deliver=request.deliver,
             )
 
         return self.topics.acquire(request.topic).addCallback(attach)

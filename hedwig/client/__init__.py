@@ -6,7 +6,7 @@ connection per hub, follow redirects, resubscribe after a dropped connection wit
 gap, and raise the typed exceptions of hedwig.client.errors.
 """
 
-from hedwig.client.blocking import Client, Subscription
+from hedwig.client.blocking import AckOnlySubscription, Client, Subscription
 from hedwig.client.errors import (
     ClientAlreadySubscribed,
     ClientClosed,
@@ -19,6 +19,7 @@ from hedwig.client.errors import (
     InvalidTopic,
     MalformedRequest,
     MessageTooLarge,
+    NoDeliveries,
     NoSuchTopic,
     NotResponsibleForTopic,
     PublishQueueFull,
@@ -37,6 +38,7 @@ from hedwig.client.errors import (
 from hedwig.protocol import Message, Status
 
 __all__ = [
+    "AckOnlySubscription",
     "Client",
     "ClientAlreadySubscribed",
     "ClientClosed",
@@ -50,6 +52,7 @@ __all__ = [
     "MalformedRequest",
     "Message",
     "MessageTooLarge",
+    "NoDeliveries",
     "NoSuchTopic",
     "NotResponsibleForTopic",
     "PublishQueueFull",

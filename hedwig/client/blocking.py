@@ -9,6 +9,11 @@ Requests are sent again to the owner a hub names in NOT_RESPONSIBLE_FOR_TOPIC (a
 on next use; a subscription on it resumes from its last acknowledged seq-id (see
 resume.py). A publish in flight when a connection drops raises ConnectionLost: it may
 have been stored, and sending it again could store it twice.
+
+`subscribe(..., deliver=False)` gives an AckOnlySubscription: the hub delivers nothing
+on it, and `ack(seq)` moves its consumed seq-id at once, for applications that read the
+topic another way (read_range) and hold a subscription so the hub keeps what they have
+not processed yet.
 """
 
 import threading
@@ -21,7 +26,6 @@ from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
     DEFAULT_HUB,
     DEFAULT_MAX_REDIRECTS,
-    DEFAULT_READ_BYTES,
     DEFAULT_TIMEOUT,
     DEFAULT_WINDOW,
 )
@@ -36,26 +40,23 @@ from hedwig.client.errors import (
     ServiceDown,
     SubscriptionClosed,
     TopicBusy,
-    error_for,
 )
-from hedwig.client.redirects import next_owner
-from hedwig.client.resume import SubscriptionPosition
-from hedwig.client.start import wire_start
-from hedwig.protocol import Message, Op, Status, decode_entry, encode_message_set
+from hedwig.client.operations import ClientOperations
+from hedwig.client.reads import ReadCollector
+from hedwig.client.redirects import Routes
+from hedwig.client.resume import SubscriptionPosition, seq_of
+from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
+from hedwig.protocol import Op, Status, encode_message_set
 from hedwig.protocol.requests import (
     encode_close_subscription,
     encode_consume,
-    encode_describe_topic,
-    encode_read_range,
-    encode_subscribe,
-    encode_unsubscribe,
 )
 
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
 
 
-class Subscription:
+class Subscription(PositionedSubscription):
     """A live subscription: iterate it, or `receive(timeout)`; `ack` what you processed.
 
     Messages come in seq-id order with no gap, across reconnects. Iteration ends when the
@@ -71,9 +72,6 @@ class Subscription:
         self._closed = None  # the SubscriptionClosed once closed
         self._closed_here = False
         self._detached_at = None  # when the connection was lost, while resubscribing
-
-    topic = property(lambda self: self._position.topic)
-    subscriber_id = property(lambda self: self._position.subscriber_id)
 
     @property
     def closed(self) -> bool:
@@ -154,8 +152,7 @@ class Subscription:
 
     def ack(self, message_or_seq) -> None:
         """Acknowledge this message and every one before it (cumulative)."""
-        seq = message_or_seq.seq if isinstance(message_or_seq, Message) else int(message_or_seq)
-        to_send = self._position.ack(seq)
+        to_send = self._position.ack(seq_of(message_or_seq))
         if to_send is not None and self._connection is not None:
             self._send_consume(self._connection, to_send)
 
@@ -172,7 +169,7 @@ class Subscription:
             connection.send(Op.CONSUME, encode_consume(handle, seq))
         except HedwigError:
             # Resubscribing sends the pointer again (sent_ack drops to the hub's value).
-            self._position.sent_ack = min(self._position.sent_ack, seq - 1)
+            self._position.not_sent(seq)
 
     def close(self) -> None:
         """Flush acknowledgements and detach (the subscription stays, durable)."""
@@ -201,10 +198,48 @@ class Subscription:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("attached" if self._connection else "detached")
-        return f"<Subscription {self.topic}/{self.subscriber_id} {state}>"
+        return f"<{type(self).__name__} {self.topic}/{self.subscriber_id} {state}>"
 
 
-class Client:
+class AckOnlySubscription(AcknowledgesOnly, Subscription):
+    """A subscription attached with deliver=False: it holds the durable subscription (the
+    hub keeps what it has not acknowledged) and receives nothing. `ack(seq)` sends the
+    CONSUME at once, and may name any seq-id up to the topic's last; a hub that went away
+    is attached to again first, and while it cannot be reached `ack` raises (CouldNotConnect,
+    ConnectionLost, ...) with the acknowledgement kept: it goes out with the next `ack`.
+    """
+
+    def receive(self, timeout: float | None = None):
+        raise self._no_deliveries()
+
+    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
+        raise self._no_deliveries()
+
+    def __iter__(self):
+        raise self._no_deliveries()
+
+    def ack(self, message_or_seq) -> None:
+        """Acknowledge every message up to this seq-id, now."""
+        self._position.acknowledge(seq_of(message_or_seq))
+        if self._connection is not None:
+            # Nobody reads for a subscription that receives nothing: handle what came
+            # meanwhile (a forced close, a hub that closed the connection) before sending.
+            self._connection.closed_by_hub()
+        if self._closed is not None:
+            raise self._closed
+        if self._connection is None:
+            self._client._attach_again(self)
+        seq = self._position.unsent_ack()
+        if seq is None:
+            return
+        try:
+            self._connection.send(Op.CONSUME, encode_consume(self._handle, seq))
+        except HedwigError:
+            self._position.not_sent(seq)
+            raise
+
+
+class Client(ClientOperations):
     """A blocking client of one or more hubs (the first that answers is asked first).
 
     `timeout` bounds every request; `reconnect_timeout` how long a subscription keeps
@@ -235,10 +270,9 @@ class Client:
         self.client_name = client_name
         self._lock = threading.RLock()
         self._connections = {}  # address -> BlockingConnection
-        self._routes = {}  # topic -> owner address learned from a redirect
         self._subscriptions = set()
         self._closed = False
-        self._default = self._connect_any()
+        self._routes = Routes(self._connect_any())
 
     def __enter__(self):
         return self
@@ -270,17 +304,18 @@ class Client:
             return connection
 
     def _connection_for(self, topic) -> BlockingConnection:
-        address = self._routes.get(topic, self._default) if topic is not None else self._default
+        routes = self._routes
+        address = routes.address(topic)
         try:
             return self._connection(address)
         except CouldNotConnect:
-            if address != self._default:
-                self._routes.pop(topic, None)  # the owner we were told of is gone: ask again
-            self._default = self._connect_any()
-            return self._connection(self._default)
+            if address != routes.default:
+                routes.forget(topic)  # the owner we were told of is gone: ask again
+            routes.default = self._connect_any()
+            return self._connection(routes.default)
 
     def _forget_route(self, topic) -> None:
-        self._routes.pop(topic, None)
+        self._routes.forget(topic)
 
     def _request(self, topic, send, retry: bool):
         """`send(connection) -> Response` on the topic's hub, following redirects.
@@ -302,15 +337,8 @@ class Client:
                 continue
             if response.status is Status.SUCCESS:
                 return response.value
-            if response.status is not Status.NOT_RESPONSIBLE_FOR_TOPIC or topic is None:
-                raise error_for(response.status, response.message)
             asked.append(connection.address)
-            connection = self._connection(self._redirect(topic, response.message, asked))
-
-    def _redirect(self, topic, owner, asked):
-        address = next_owner(topic, owner, asked, self.max_redirects)
-        self._routes[topic] = address
-        return address
+            connection = self._connection(self._routes.follow(topic, response, asked, self.max_redirects))
 
     # -- publishing ------------------------------------------------------------------------
 
@@ -336,7 +364,7 @@ class Client:
 
     def _check_size(self, topic, largest: int) -> None:
         """Refuse a message over the hub's limit here, before it costs a round trip."""
-        connection = self._connections.get(self._routes.get(topic, self._default))
+        connection = self._connections.get(self._routes.address(topic))
         if connection is not None and largest > connection.hello.max_message_bytes:
             raise MessageTooLarge(
                 message=f"a message of {largest} bytes exceeds the hub's limit of "
@@ -353,30 +381,22 @@ class Client:
         start=None,
         window: int | None = None,
         force_attach: bool = False,
+        deliver: bool = True,
     ) -> Subscription:
         """Attach to (or create) the durable subscription (topic, subscriber_id).
 
         `start`: None (after the topic's last seq-id for a new subscription, consumed+1
         for an existing one), "earliest", "latest", a seq-id or a datetime.
         `window`: delivered-but-unacknowledged messages at most (None: the client's).
+        `deliver=False`: acknowledgement only; returns an AckOnlySubscription.
         """
-        position = SubscriptionPosition(
-            topic,
-            subscriber_id,
-            mode,
-            wire_start(start),
-            self.window if window is None else window,
-            force_attach,
-            self.ack_every,
+        position = SubscriptionPosition.asked(
+            self, topic, subscriber_id, mode, start, window, force_attach, deliver
         )
-        subscription = Subscription(self, position)
+        subscription = (Subscription if deliver else AckOnlySubscription)(self, position)
         self._subscribe(subscription)
         self._subscriptions.add(subscription)
         return subscription
-
-    def _subscribe(self, subscription) -> None:
-        body = encode_subscribe(**subscription._position.subscribe_args())
-        self._request(subscription.topic, lambda c: c.call(Op.SUBSCRIBE, body, subscription), retry=True)
 
     def _resubscribe(self, subscription, deadline) -> None:
         """Attach a subscription whose connection dropped again, from its last ack.
@@ -389,13 +409,10 @@ class Client:
         backoff = _BACKOFF_FIRST
         while subscription._connection is None and subscription._closed is None:
             try:
-                self._subscribe(subscription)
+                self._attach_again(subscription)
                 return
             except (CouldNotConnect, ConnectionLost, RequestTimeout, TopicBusy, ServiceDown) as e:
                 last_error = e
-            except ClientNotSubscribed as e:
-                subscription._ended(SubscriptionClosed(message=f"the hub no longer has it: {e.message}"))
-                raise subscription._closed from None
             now = time.monotonic()
             if now >= give_up:
                 raise CouldNotConnect(
@@ -408,60 +425,23 @@ class Client:
             time.sleep(max(pause, 0))
             backoff = min(backoff * 2, _BACKOFF_MAX)
 
-    def unsubscribe(self, topic: str, subscriber_id: str) -> None:
-        """Delete the durable subscription: its consumed seq-id is forgotten."""
-        for subscription in list(self._subscriptions):
-            if subscription.topic == topic and subscription.subscriber_id == subscriber_id:
-                subscription.close()
-        body = encode_unsubscribe(topic, subscriber_id)
-        self._request(topic, lambda c: c.call(Op.UNSUBSCRIBE, body), retry=False)
+    def _attach_again(self, subscription) -> None:
+        """One attempt to attach a detached subscription again; raises what stopped it,
+        and SubscriptionClosed (ending it) when the hub no longer has it."""
+        try:
+            self._subscribe(subscription)
+        except ClientNotSubscribed as e:
+            subscription._ended(SubscriptionClosed(message=f"the hub no longer has it: {e.message}"))
+            raise subscription._closed from None
 
-    # -- reading without a subscription, and admin reads --------------------------------------
-
-    def read_range(self, topic: str, from_seq: int, to_seq: int = 0, max_bytes: int = DEFAULT_READ_BYTES):
-        """Stored entries holding seq-ids from_seq..to_seq (0: to the last), raw.
-
-        Returns hedwig.protocol.requests.ReadRangeReply(first_seq, last_seq, entries):
-        the topic's retained range, and (start, stop, entry bytes) per entry, meaning
-        messages [start, stop) of that entry (decode with hedwig.protocol.decode_entry).
-        The reply holds at least one entry when any is in range, and stops adding entries
-        once `max_bytes` is reached.
-        """
-        body = encode_read_range(topic, from_seq, to_seq, max_bytes)
-        return self._request(topic, lambda c: c.call(Op.READ_RANGE, body), retry=True)
+    # -- reading without a subscription (read_range, and the admin reads, are in operations.py)
 
     def read(self, topic: str, from_seq: int = 1, to_seq: int | None = None) -> list:
         """Messages from_seq..to_seq (None: up to the last published when asked) as Messages."""
-        messages = []
-        next_seq = from_seq
-        limit = to_seq
-        while limit is None or next_seq <= limit:
-            reply = self.read_range(topic, next_seq, limit or 0)
-            if limit is None:
-                limit = reply.last_seq
-            if not reply.entries:
-                break
-            for start, stop, entry in reply.entries:
-                for message in decode_entry(topic, entry, start, stop):
-                    if next_seq <= message.seq <= limit:
-                        messages.append(message)
-                        next_seq = message.seq + 1
-            if next_seq <= reply.first_seq - 1:
-                break
-        return messages
-
-    def topics(self) -> list:
-        """The topics the hub holds (see docs/protocol.md for each item's fields)."""
-        return self._request(None, lambda c: c.call(Op.LIST_TOPICS, b""), retry=True)
-
-    def describe(self, topic: str) -> dict:
-        """A topic's last seq-id, ledger ranges and subscribers (consumed seq-id, backlog)."""
-        body = encode_describe_topic(topic)
-        return self._request(topic, lambda c: c.call(Op.DESCRIBE_TOPIC, body), retry=True)
-
-    def stats(self) -> dict:
-        """The hub's counters."""
-        return self._request(None, lambda c: c.call(Op.STATS, b""), retry=True)
+        collector = ReadCollector(topic, from_seq, to_seq)
+        while (asked := collector.next_range()) is not None:
+            collector.add(self.read_range(topic, *asked))
+        return collector.messages
 
     # -- closing ---------------------------------------------------------------------------
 

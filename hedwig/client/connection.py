@@ -15,15 +15,9 @@ import time
 
 from hedwig.client.addresses import format_address
 from hedwig.client.channel import ClientChannel, ProtocolViolation
-from hedwig.client.errors import (
-    ClientClosed,
-    ConnectionLost,
-    CouldNotConnect,
-    RequestTimeout,
-    SubscriptionClosed,
-    error_for,
-)
-from hedwig.protocol import Op, Status, SubscriptionEvent
+from hedwig.client.errors import ClientClosed, ConnectionLost, CouldNotConnect, RequestTimeout, error_for
+from hedwig.client.handles import SubscriptionHandles
+from hedwig.protocol import Op, Status
 from hedwig.protocol.requests import encode_hello
 
 # Reads go into one buffer kept for the connection: recv(n) would allocate n bytes
@@ -74,7 +68,7 @@ class BlockingConnection:
         self._read_view = memoryview(self._read_buffer)
         self._channel = ClientChannel(self)
         self._pending = {}
-        self.subscriptions = {}  # handle -> Subscription
+        self.subscriptions = SubscriptionHandles()
         self._cond = threading.Condition()
         self._read_lock = threading.Lock()
         self._waiters = 0
@@ -94,25 +88,14 @@ class BlockingConnection:
         reply = self._pending.pop(request_id, None)
         if reply is None:
             return  # its caller gave up waiting
-        if reply.subscription is not None and response.status is Status.SUCCESS:
-            # Register before the next frame of this read: deliveries may follow at once.
-            self.subscriptions[response.value.handle] = reply.subscription
-            reply.subscription._attached(self, response.value)
+        self.subscriptions.answered(self, reply.subscription, response)
         reply.response = response
 
     def delivery_received(self, handle, start, stop, entry):
-        subscription = self.subscriptions.get(handle)
-        if subscription is not None:
-            subscription._delivered(start, stop, entry)
+        self.subscriptions.delivered(handle, start, stop, entry)
 
     def event_received(self, handle, event):
-        subscription = self.subscriptions.pop(handle, None)
-        if subscription is None:
-            return
-        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
-            subscription._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
-        else:  # TOPIC_MOVED, or anything newer: subscribe again where the topic lives now
-            subscription._detached(topic_moved=True)
+        self.subscriptions.event(handle, event)
 
     # -- requests --------------------------------------------------------------------------
 
@@ -229,6 +212,9 @@ class BlockingConnection:
         except OSError as e:
             self._lose(f"connection to {format_address(self.address)} failed: {e}")
             return
+        self._received(received)
+
+    def _received(self, received: int) -> None:
         if not received:
             self._lose(f"{format_address(self.address)} closed the connection")
             return
@@ -246,23 +232,22 @@ class BlockingConnection:
             self._sock.close()
         except OSError:
             pass
-        subscriptions = list(self.subscriptions.values())
-        self.subscriptions.clear()
-        for subscription in subscriptions:
-            subscription._detached()
+        self.subscriptions.lost()
 
     def closed_by_hub(self) -> bool:
         """True when the hub has closed this connection while it was idle (it restarted,
         say): a request then goes on a new connection rather than failing as uncertain.
-        One non-blocking peek, and only when no thread is reading."""
+
+        Whatever frames have arrived meanwhile are handled on the way (an event for a
+        subscription nobody is reading, a reply someone gave up on): one non-blocking
+        read, and only when no thread is reading."""
         if self.lost is not None:
             return True
         if not self._read_lock.acquire(False):
             return False
         try:
-            if self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
-                self._lose(f"{format_address(self.address)} closed the connection")
-        except BlockingIOError:
+            self._received(self._sock.recv_into(self._read_buffer, 0, socket.MSG_DONTWAIT))
+        except (BlockingIOError, InterruptedError):
             pass  # nothing to read: the connection is as good as we can tell
         except OSError as e:
             self._lose(f"connection to {format_address(self.address)} failed: {e}")

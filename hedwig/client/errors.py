@@ -151,6 +151,17 @@ class ClientClosed(HedwigError):
     status = Status.SERVICE_DOWN
 
 
+class NoDeliveries(TypeError):
+    """receive, iteration or the queue of a subscription made with deliver=False: the hub
+    delivers nothing on it (it exists to acknowledge); read the topic another way."""
+
+    def __init__(self, topic: str, subscriber_id: str):
+        super().__init__(
+            f"{topic}/{subscriber_id} was subscribed with deliver=False: the hub delivers "
+            "nothing on it; read the topic with read_range, and ack(seq) here"
+        )
+
+
 _BY_STATUS = {
     cls.status: cls
     for cls in (

@@ -9,8 +9,9 @@ from twisted.python.failure import Failure
 
 from hedwig.client.channel import ClientChannel, ProtocolViolation
 from hedwig.client.defaults import DEFAULT_TIMEOUT
-from hedwig.client.errors import ConnectionLost, RequestTimeout, SubscriptionClosed, error_for
-from hedwig.protocol import Op, Status, SubscriptionEvent
+from hedwig.client.errors import ConnectionLost, RequestTimeout, error_for
+from hedwig.client.handles import SubscriptionHandles
+from hedwig.protocol import Op, Status
 from hedwig.protocol.requests import encode_hello
 
 log = Logger()
@@ -27,7 +28,7 @@ class HubProtocol(Protocol):
         self._timeout = timeout
         self._channel = ClientChannel(self)
         self._pending = {}  # request id -> [Deferred, subscription or None, timeout call]
-        self.subscriptions = {}  # handle -> Subscription
+        self.subscriptions = SubscriptionHandles()
         self.hello = None
         self.lost = None
         self.ready = Deferred()  # fires with the protocol once HELLO is answered
@@ -41,7 +42,7 @@ class HubProtocol(Protocol):
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
         if set_no_delay is not None:
             set_no_delay(True)
-        self.request(Op.HELLO, encode_hello(self._client_name)).addCallbacks(self._hello, self._hello_failed)
+        self.call(Op.HELLO, encode_hello(self._client_name)).addCallbacks(self._hello, self._hello_failed)
 
     def _hello(self, response):
         if response.status is not Status.SUCCESS:
@@ -78,9 +79,7 @@ class HubProtocol(Protocol):
         if self.ready is not None:
             ready, self.ready = self.ready, None
             ready.errback(Failure(self.lost))
-        subscriptions, self.subscriptions = self.subscriptions, {}
-        for subscription in subscriptions.values():
-            subscription._detached()
+        self.subscriptions.lost()
         if self.on_lost is not None:
             self.on_lost(self)
         waiters, self._lost_waiters = self._lost_waiters, []
@@ -105,29 +104,18 @@ class HubProtocol(Protocol):
         deferred, subscription, timer = pending
         if timer is not None and timer.active():
             timer.cancel()
-        if subscription is not None and response.status is Status.SUCCESS:
-            # Register now: deliveries for the handle may follow in this same read.
-            self.subscriptions[response.value.handle] = subscription
-            subscription._attached(self, response.value)
+        self.subscriptions.answered(self, subscription, response)
         deferred.callback(response)
 
     def delivery_received(self, handle, start, stop, entry):
-        subscription = self.subscriptions.get(handle)
-        if subscription is not None:
-            subscription._delivered(start, stop, entry)
+        self.subscriptions.delivered(handle, start, stop, entry)
 
     def event_received(self, handle, event):
-        subscription = self.subscriptions.pop(handle, None)
-        if subscription is None:
-            return
-        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
-            subscription._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
-        else:
-            subscription._detached(topic_moved=True)
+        self.subscriptions.event(handle, event)
 
     # -- requests --------------------------------------------------------------------------
 
-    def request(self, op: Op, body: bytes, subscription=None) -> Deferred:
+    def call(self, op: Op, body: bytes, subscription=None) -> Deferred:
         """Send a request; a Deferred firing with its Response."""
         if self.lost is not None:
             return fail(self.lost)

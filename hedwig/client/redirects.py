@@ -1,13 +1,15 @@
-"""Following NOT_RESPONSIBLE_FOR_TOPIC: one rule for both clients.
+"""Following NOT_RESPONSIBLE_FOR_TOPIC: one rule, and one routing table, for both clients.
 
 A hub that does not own a topic names the owner ("host:port") in its status message. The
 client goes there, at most `max_redirects` times for one request, and never back to a
 hub it already asked: hubs that disagree about an owner must not bounce a request
-between them for ever.
+between them for ever. The owner it was sent to is remembered for the topic's later
+requests (`Routes`) until that hub cannot be reached or the topic moves.
 """
 
 from hedwig.client.addresses import format_address, parse_address
-from hedwig.client.errors import TooManyRedirects
+from hedwig.client.errors import TooManyRedirects, error_for
+from hedwig.protocol import Status
 
 
 def next_owner(topic: str, owner: str, asked: list, max_redirects: int) -> tuple[str, int]:
@@ -27,3 +29,34 @@ def next_owner(topic: str, owner: str, asked: list, max_redirects: int) -> tuple
     if len(asked) > max_redirects:
         raise TooManyRedirects(message=f"{topic}: more than {max_redirects} redirects")
     return address
+
+
+class Routes:
+    """Which hub a client asks about a topic: the owner a redirect named, else `default`
+    (the hub of the client's list that answered)."""
+
+    __slots__ = ("_owners", "default")
+
+    def __init__(self, default):
+        self.default = default
+        self._owners = {}  # topic -> owner address learned from a redirect
+
+    def address(self, topic):
+        """The hub to ask about `topic`; None (admin requests) asks the default hub."""
+        if topic is None:
+            return self.default
+        return self._owners.get(topic, self.default)
+
+    def forget(self, topic) -> None:
+        """Ask the default hub again (the owner is gone, or the topic moved)."""
+        self._owners.pop(topic, None)
+
+    def follow(self, topic, response, asked: list, max_redirects: int):
+        """After a failed `response` from `asked[-1]`: the owner's address to ask next,
+        remembered for the topic. Any other status (or a redirect of a request that names
+        no topic) raises its typed error, as does a redirect the rule refuses."""
+        if response.status is not Status.NOT_RESPONSIBLE_FOR_TOPIC or topic is None:
+            raise error_for(response.status, response.message)
+        address = next_owner(topic, response.message, asked, max_redirects)
+        self._owners[topic] = address
+        return address

@@ -10,11 +10,21 @@ Acknowledgements are cumulative and batched as Hedwig's client batches them: a C
 goes out once `ack_every` seq-ids are acknowledged beyond the last one sent, and whenever
 the client would otherwise wait (so a window reopens and an idle subscriber's pointer is
 current). Pure bookkeeping: no I/O, shared by both clients.
+
+A subscription made with deliver=False (acknowledgement only) receives nothing, so it
+has nothing to resume from: after a reconnect it attaches again where the hub's pointer
+is and sends its last acknowledgement as a CONSUME, and each ack goes out at once.
 """
 
 from hedwig.client.defaults import DEFAULT_ACK_EVERY
-from hedwig.protocol import decode_entry, decode_entry_header
+from hedwig.client.start import wire_start
+from hedwig.protocol import Message, decode_entry, decode_entry_header
 from hedwig.protocol.requests import Subscribed
+
+
+def seq_of(message_or_seq) -> int:
+    """The seq-id an application acknowledges: a Message's, or the number it gave."""
+    return message_or_seq.seq if isinstance(message_or_seq, Message) else int(message_or_seq)
 
 
 class SubscriptionPosition:
@@ -29,14 +39,29 @@ class SubscriptionPosition:
         "acked",
         "sent_ack",
         "ack_every",
+        "deliver",
         "subscribed",
     )
 
-    def __init__(self, topic, subscriber_id, mode, start, window, force_attach, ack_every=DEFAULT_ACK_EVERY):
+    def __init__(
+        self,
+        topic,
+        subscriber_id,
+        mode,
+        start,
+        window,
+        force_attach,
+        ack_every=DEFAULT_ACK_EVERY,
+        deliver=True,
+    ):
         self.topic = topic
         self.subscriber_id = subscriber_id
         self.mode = mode
         self.start = start  # the wire form (hedwig.client.start.wire_start)
+        self.deliver = deliver
+        if not deliver:
+            window = None  # (a window bounds deliveries; the hub keeps the one it has)
+            ack_every = 1  # nothing to batch: the application acks when it has a reason to
         self.window = window
         self.force_attach = force_attach
         if window:
@@ -48,27 +73,44 @@ class SubscriptionPosition:
         self.sent_ack = 0
         self.subscribed = False
 
+    @classmethod
+    def asked(cls, client, topic, subscriber_id, mode, start, window, force_attach, deliver):
+        """The position of a subscription as an application asks either client for it:
+        `start` in any form wire_start takes, `window` None for the client's own."""
+        return cls(
+            topic,
+            subscriber_id,
+            mode,
+            wire_start(start),
+            client.window if window is None else window,
+            force_attach,
+            client.ack_every,
+            deliver,
+        )
+
     def subscribe_args(self) -> dict:
         """Arguments of encode_subscribe: the first time as asked, later to resume."""
-        if not self.subscribed:
-            return dict(
-                topic=self.topic,
-                subscriber_id=self.subscriber_id,
-                mode=self.mode,
-                start=self.start,
-                window=self.window,
-                force_attach=self.force_attach,
-            )
-        # The subscription exists: attach to it (create it again only if it was created
-        # by create_or_attach), from the first seq-id not acknowledged.
-        return dict(
+        args = dict(
             topic=self.topic,
             subscriber_id=self.subscriber_id,
-            mode="attach" if self.mode == "create" else self.mode,
-            start=("seq", self.acked + 1),
+            mode=self.mode,
+            start=self.start,
             window=self.window,
             force_attach=self.force_attach,
+            deliver=self.deliver,
         )
+        if not self.subscribed:
+            return args
+        if not self.deliver:
+            # The subscription exists and must not be made again from a starting point
+            # (a new one would count everything up to it as acknowledged): attach where
+            # the hub's pointer is; the last acknowledgement follows as a CONSUME.
+            args.update(mode="attach", start=None)
+            return args
+        # The subscription exists: attach to it (create it again only if it was created
+        # by create_or_attach), from the first seq-id not acknowledged.
+        args.update(mode="attach" if self.mode == "create" else self.mode, start=("seq", self.acked + 1))
+        return args
 
     def on_subscribed(self, reply: Subscribed) -> None:
         if not self.subscribed:
@@ -95,6 +137,11 @@ class SubscriptionPosition:
         self.received_through = first_seq + start + len(messages) - 1
         return messages
 
+    def acknowledge(self, seq: int) -> None:
+        """Record an acknowledgement, to be sent with the next unsent_ack()."""
+        if seq > self.acked:
+            self.acked = seq
+
     def ack(self, seq: int) -> int | None:
         """Record an acknowledgement; the seq-id to send in a CONSUME now, if any."""
         if seq > self.acked:
@@ -110,3 +157,8 @@ class SubscriptionPosition:
             self.sent_ack = self.acked
             return self.acked
         return None
+
+    def not_sent(self, seq: int) -> None:
+        """A CONSUME of `seq` could not be sent: it is due again."""
+        if self.sent_ack >= seq:
+            self.sent_ack = seq - 1

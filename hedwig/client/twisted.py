@@ -17,6 +17,9 @@ Subscriptions hand each message to a handler, or put it on a DeferredQueue
 ahead of acknowledgements, and so what the client holds. Requests follow redirects;
 after a dropped connection the client connects again (with backoff) and resubscribes
 every live subscription from its last acknowledgement, without gap or duplicate.
+`subscribe(..., deliver=False)` gives an AckOnlySubscription: nothing is delivered on
+it, and `ack(seq)` moves its consumed seq-id at once (after a reconnect, as soon as it
+is attached again).
 """
 
 from collections import deque
@@ -31,7 +34,6 @@ from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
     DEFAULT_HUB,
     DEFAULT_MAX_REDIRECTS,
-    DEFAULT_READ_BYTES,
     DEFAULT_TIMEOUT,
     DEFAULT_WINDOW,
 )
@@ -44,20 +46,17 @@ from hedwig.client.errors import (
     MessageTooLarge,
     PublishQueueFull,
     SubscriptionClosed,
-    error_for,
 )
+from hedwig.client.operations import ClientOperations
 from hedwig.client.protocol import HubProtocol
-from hedwig.client.redirects import next_owner
-from hedwig.client.resume import SubscriptionPosition
-from hedwig.client.start import wire_start
-from hedwig.protocol import Message, Op, Status, decode_entry, encode_message_set
+from hedwig.client.reads import ReadCollector
+from hedwig.client.redirects import Routes
+from hedwig.client.resume import SubscriptionPosition, seq_of
+from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
+from hedwig.protocol import Op, Status, encode_message_set
 from hedwig.protocol.requests import (
     encode_close_subscription,
     encode_consume,
-    encode_describe_topic,
-    encode_read_range,
-    encode_subscribe,
-    encode_unsubscribe,
 )
 
 _BACKOFF_FIRST = 0.05
@@ -66,7 +65,7 @@ _BACKOFF_MAX = 5.0
 log = Logger()
 
 
-class Subscription:
+class Subscription(PositionedSubscription):
     """A live subscription. Messages go to the handler, or to `queue` (a DeferredQueue:
     `await subscription.queue.get()`). `ack` is cumulative; `closed` fires when the
     subscription ends: with None when closed here, else with the reason (a
@@ -76,15 +75,17 @@ class Subscription:
         self._client = client
         self._position = position
         self._handler = handler
-        self.queue = None if handler is not None else DeferredQueue()
+        self._queue = None if handler is not None else DeferredQueue()
         self._protocol = None
         self._handle = None
         self._ack_call = None
         self.closed = Deferred()
         self._done = False
 
-    topic = property(lambda self: self._position.topic)
-    subscriber_id = property(lambda self: self._position.subscriber_id)
+    @property
+    def queue(self) -> DeferredQueue | None:
+        """The messages, when no handler was given (None when one was)."""
+        return self._queue
 
     @property
     def attached(self) -> bool:
@@ -104,7 +105,7 @@ class Subscription:
             for message in messages:
                 handler(message)
         else:
-            put = self.queue.put
+            put = self._queue.put
             for message in messages:
                 put(message)
 
@@ -127,17 +128,17 @@ class Subscription:
             self._ack_call.cancel()
         self._client._subscriptions.discard(self)
         self.closed.callback(None if result is None else result.value)
-        if self.queue is not None and isinstance(result, Failure):
+        queue = self._queue
+        if queue is not None and isinstance(result, Failure):
             # Wake readers blocked on the queue with the reason.
-            while self.queue.waiting:
-                self.queue.waiting.pop(0).errback(result)
+            while queue.waiting:
+                queue.waiting.pop(0).errback(result)
 
     # -- the application's side --------------------------------------------------------------
 
     def ack(self, message_or_seq) -> None:
         """Acknowledge this message and every one before it."""
-        seq = message_or_seq.seq if isinstance(message_or_seq, Message) else int(message_or_seq)
-        to_send = self._position.ack(seq)
+        to_send = self._position.ack(seq_of(message_or_seq))
         if to_send is not None:
             self._send_consume(to_send)
         elif self._position.acked > self._position.sent_ack and self._ack_call is None:
@@ -170,13 +171,38 @@ class Subscription:
             protocol.send(Op.CONSUME, encode_consume(handle, to_send))
         protocol.subscriptions.pop(handle, None)
         self._protocol = None
-        d = protocol.request(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
+        d = protocol.call(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
         d.addErrback(lambda _failure: None)  # a lost connection detached it anyway
         return d.addCallback(lambda _response: None)
 
     def __repr__(self) -> str:
         state = "closed" if self._done else ("attached" if self._protocol else "detached")
-        return f"<Subscription {self.topic}/{self.subscriber_id} {state}>"
+        return f"<{type(self).__name__} {self.topic}/{self.subscriber_id} {state}>"
+
+
+class AckOnlySubscription(AcknowledgesOnly, Subscription):
+    """A subscription attached with deliver=False: it holds the durable subscription (the
+    hub keeps what it has not acknowledged) and receives nothing, so it has no handler
+    and no queue. `ack(seq)` sends the CONSUME at once and may name any seq-id up to the
+    topic's last; while the connection is being made again the acknowledgement waits and
+    goes out as soon as the subscription is attached."""
+
+    def __init__(self, client, position: SubscriptionPosition):
+        super().__init__(client, position)
+        self._queue = None
+
+    @property
+    def queue(self):
+        raise self._no_deliveries()
+
+    def _attached(self, protocol, subscribed) -> None:
+        super()._attached(protocol, subscribed)
+        self._flush_ack()  # what was acknowledged while it was detached
+
+    def ack(self, message_or_seq) -> None:
+        """Acknowledge every message up to this seq-id, now."""
+        self._position.acknowledge(seq_of(message_or_seq))
+        self._flush_ack()
 
 
 class _Batch:
@@ -191,7 +217,7 @@ class _Batch:
         self.size = 0
 
 
-class Client:
+class Client(ClientOperations):
     """A Twisted client of one or more hubs. `reactor` gives connections and time."""
 
     def __init__(
@@ -223,10 +249,9 @@ class Client:
         self.ack_every = ack_every
         self.ack_delay = ack_delay
         self.client_name = client_name
-        self._default = self._addresses[0]
+        self._routes = Routes(self._addresses[0])
         self._protocols = {}  # address -> HubProtocol (connected, HELLO answered)
         self._connecting = {}  # address -> Deferreds waiting for the connection being made
-        self._routes = {}  # topic -> owner address learned from a redirect
         self._subscriptions = set()
         self._batches = {}  # topic -> _Batch not yet sent
         self._waiting = deque()  # (topic, _Batch) ready to send when in-flight allows
@@ -256,7 +281,7 @@ class Client:
                 return fail(CouldNotConnect(message="no hub reachable: " + "; ".join(reasons)))
 
             def chosen(protocol):
-                self._default = address
+                self._routes.default = address
                 return protocol
 
             def failed(failure):
@@ -316,13 +341,13 @@ class Client:
             self._clock.callLater(0, self._send_waiting)
 
     def _protocol_for_topic(self, topic) -> Deferred:
-        address = self._routes.get(topic, self._default) if topic is not None else self._default
+        address = self._routes.address(topic)
 
         def unreachable(failure):
             failure.trap(CouldNotConnect)
-            if address != self._default:
+            if address != self._routes.default:
                 # The owner we were sent to is gone: ask the default hub again.
-                self._routes.pop(topic, None)
+                self._routes.forget(topic)
                 return self._protocol_for_topic(topic)
             if len(self._addresses) == 1:
                 return failure
@@ -339,10 +364,8 @@ class Client:
         def answered(response, protocol):
             if response.status is Status.SUCCESS:
                 return response.value
-            if response.status is not Status.NOT_RESPONSIBLE_FOR_TOPIC or topic is None:
-                raise error_for(response.status, response.message)
             asked.append(protocol.address)
-            address = self._redirect(topic, response.message, asked)
+            address = self._routes.follow(topic, response, asked, self.max_redirects)
             return self._protocol_for(address).addCallback(lambda p: send(p).addCallback(answered, p))
 
         def lost(failure):
@@ -354,11 +377,6 @@ class Client:
         d = self._protocol_for_topic(topic)
         d.addCallback(lambda protocol: send(protocol).addCallback(answered, protocol))
         return d.addErrback(lost)
-
-    def _redirect(self, topic, owner, asked):
-        address = next_owner(topic, owner, asked, self.max_redirects)
-        self._routes[topic] = address
-        return address
 
     # -- publishing ------------------------------------------------------------------------
 
@@ -417,7 +435,7 @@ class Client:
         return d.addCallback(lambda published: list(range(published.first_seq, published.last_seq + 1)))
 
     def _message_limit(self, topic):
-        protocol = self._protocols.get(self._routes.get(topic, self._default))
+        protocol = self._protocols.get(self._routes.address(topic))
         return None if protocol is None or protocol.hello is None else protocol.hello.max_message_bytes
 
     def _flush(self) -> None:
@@ -492,27 +510,28 @@ class Client:
         start=None,
         window: int | None = None,
         force_attach: bool = False,
+        deliver: bool = True,
     ) -> Deferred:
         """Attach to (or create) a durable subscription; fires with a Subscription.
 
         `handler(message)` is called for each message; without one, messages go to
         `subscription.queue`. `start`: None, "earliest", "latest", a seq-id or a datetime.
+        `deliver=False`: acknowledgement only (no handler); fires with an AckOnlySubscription.
         """
         if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
+        if not deliver and handler is not None:
+            return fail(ValueError("a subscription with deliver=False receives nothing: give no handler"))
         try:
-            position = SubscriptionPosition(
-                topic,
-                subscriber_id,
-                mode,
-                wire_start(start),
-                self.window if window is None else window,
-                force_attach,
-                self.ack_every,
+            position = SubscriptionPosition.asked(
+                self, topic, subscriber_id, mode, start, window, force_attach, deliver
             )
         except ValueError as e:
             return fail(e)
-        subscription = Subscription(self, position, handler)
+        if deliver:
+            subscription = Subscription(self, position, handler)
+        else:
+            subscription = AckOnlySubscription(self, position)
 
         def subscribed(_value):
             self._subscriptions.add(subscription)
@@ -520,17 +539,11 @@ class Client:
 
         return self._subscribe(subscription).addCallback(subscribed)
 
-    def _subscribe(self, subscription) -> Deferred:
-        body = encode_subscribe(**subscription._position.subscribe_args())
-        return self._request(
-            subscription.topic, lambda p: p.request(Op.SUBSCRIBE, body, subscription), retry=True
-        )
-
     def _resubscribe_later(self, subscription, topic_moved: bool, backoff: float = 0.0) -> None:
         """Attach a subscription whose connection dropped (or whose topic moved) again,
         retrying with exponential backoff until it is attached, closed or ended."""
         if topic_moved:
-            self._routes.pop(subscription.topic, None)
+            self._routes.forget(subscription.topic)
         if self._closing is not None or subscription._done:
             return
 
@@ -558,59 +571,19 @@ class Client:
 
         self._clock.callLater(backoff, attempt)
 
-    def unsubscribe(self, topic: str, subscriber_id: str) -> Deferred:
-        """Delete the durable subscription (its consumed seq-id is forgotten)."""
-        for subscription in list(self._subscriptions):
-            if subscription.topic == topic and subscription.subscriber_id == subscriber_id:
-                subscription.close()
-        body = encode_unsubscribe(topic, subscriber_id)
-        return self._request(topic, lambda p: p.request(Op.UNSUBSCRIBE, body), retry=False)
-
-    # -- reads and admin -------------------------------------------------------------------
-
-    def read_range(self, topic: str, from_seq: int, to_seq: int = 0, max_bytes: int = DEFAULT_READ_BYTES):
-        """Fires with a ReadRangeReply(first_seq, last_seq, [(start, stop, entry)]), raw."""
-        body = encode_read_range(topic, from_seq, to_seq, max_bytes)
-        return self._request(topic, lambda p: p.request(Op.READ_RANGE, body), retry=True)
+    # -- reads (read_range, and the admin reads, are in operations.py) ----------------------
 
     def read(self, topic: str, from_seq: int = 1, to_seq: int | None = None) -> Deferred:
         """Fires with the Messages from_seq..to_seq (None: up to the last when asked)."""
-        messages = []
-        state = {"next": from_seq, "limit": to_seq}
+        collector = ReadCollector(topic, from_seq, to_seq)
 
         def step(_=None):
-            limit = state["limit"]
-            if limit is not None and state["next"] > limit:
-                return messages
-            return self.read_range(topic, state["next"], limit or 0).addCallback(got)
-
-        def got(reply):
-            if state["limit"] is None:
-                state["limit"] = reply.last_seq
-            limit = state["limit"]
-            if not reply.entries:
-                return messages
-            before = state["next"]
-            for start, stop, entry in reply.entries:
-                for message in decode_entry(topic, entry, start, stop):
-                    if state["next"] <= message.seq <= limit:
-                        messages.append(message)
-                        state["next"] = message.seq + 1
-            if state["next"] == before:
-                return messages
-            return step()
+            asked = collector.next_range()
+            if asked is None:
+                return collector.messages
+            return self.read_range(topic, *asked).addCallback(collector.add).addCallback(step)
 
         return step()
-
-    def topics(self) -> Deferred:
-        return self._request(None, lambda p: p.request(Op.LIST_TOPICS, b""), retry=True)
-
-    def describe(self, topic: str) -> Deferred:
-        body = encode_describe_topic(topic)
-        return self._request(topic, lambda p: p.request(Op.DESCRIBE_TOPIC, body), retry=True)
-
-    def stats(self) -> Deferred:
-        return self._request(None, lambda p: p.request(Op.STATS, b""), retry=True)
 
     # -- closing ---------------------------------------------------------------------------
 

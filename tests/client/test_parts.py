@@ -1,4 +1,5 @@
-"""The small parts both clients share: addresses, start points, typed errors, redirects."""
+"""The small parts both clients share: addresses, start points, typed errors, redirects and
+routes, reads over several replies, and subscriptions by handle."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -6,9 +7,12 @@ import pytest
 
 from hedwig.client import errors
 from hedwig.client.addresses import format_address, parse_address, parse_addresses
-from hedwig.client.redirects import next_owner
+from hedwig.client.handles import SubscriptionHandles
+from hedwig.client.reads import ReadCollector
+from hedwig.client.redirects import Routes, next_owner
 from hedwig.client.start import parse_start, wire_start
-from hedwig.protocol import Status
+from hedwig.protocol import Op, Status, SubscriptionEvent, encode_entry_header, encode_message_set
+from hedwig.protocol.requests import Published, ReadRangeReply, Response, Subscribed
 
 
 @pytest.mark.parametrize(
@@ -91,3 +95,95 @@ def test_redirect_rule():
         next_owner("t", "a:1", [("a", 1), ("b", 2)], 5)
     with pytest.raises(errors.TooManyRedirects, match="more than 1"):
         next_owner("t", "c:3", [("a", 1), ("b", 2)], 1)
+
+
+def test_routes_follow_a_redirect_and_remember_the_owner():
+    routes = Routes(("a", 1))
+    moved = Response(Op.PUBLISH, Status.NOT_RESPONSIBLE_FOR_TOPIC, "b:2", None)
+    assert routes.follow("t", moved, [("a", 1)], 2) == ("b", 2)
+    assert routes.address("t") == ("b", 2) and routes.address("u") == ("a", 1)
+    assert routes.address(None) == ("a", 1), "requests without a topic go to the default hub"
+    routes.forget("t")
+    assert routes.address("t") == ("a", 1)
+    with pytest.raises(errors.TopicBusy, match="elsewhere"):
+        routes.follow("t", Response(Op.SUBSCRIBE, Status.TOPIC_BUSY, "elsewhere", None), [("a", 1)], 2)
+    with pytest.raises(errors.NotResponsibleForTopic):
+        routes.follow(None, moved, [("a", 1)], 2)
+    assert routes.address("t") == ("a", 1), "a refused redirect is not remembered"
+
+
+def _reply(entries, first_seq=1, last_seq=9):
+    """A ReadRangeReply of entries given as (first seq, count, start, stop)."""
+    encoded = []
+    for first, count, start, stop in entries:
+        payloads = [b"%d" % (first + i) for i in range(count)]
+        encoded.append(
+            (start, stop, encode_entry_header(first, count, 0, b"", first) + encode_message_set(payloads))
+        )
+    return ReadRangeReply(first_seq, last_seq, encoded)
+
+
+def test_a_read_asks_again_from_where_a_reply_ended_and_stops_at_the_end():
+    collector = ReadCollector("t", 2)
+    assert collector.next_range() == (2, 0)
+    collector.add(_reply([(1, 4, 1, 4)], last_seq=9))  # 2..4; the topic ends at 9
+    assert collector.next_range() == (5, 9)
+    collector.add(_reply([(5, 5, 0, 5)]))
+    assert collector.next_range() is None
+    assert [m.seq for m in collector.messages] == list(range(2, 10))
+    assert [m.payload for m in collector.messages][:2] == [b"2", b"3"]
+
+
+def test_a_read_stops_at_to_seq_at_an_empty_reply_and_when_nothing_moves():
+    upto = ReadCollector("t", 1, 3)
+    upto.add(_reply([(1, 5, 0, 5)]))  # more than asked: only 1..3 are kept
+    assert [m.seq for m in upto.messages] == [1, 2, 3] and upto.next_range() is None
+    empty = ReadCollector("t", 1)
+    empty.add(_reply([], last_seq=5))
+    assert empty.next_range() is None and empty.messages == []
+    stuck = ReadCollector("t", 6, 9)
+    stuck.add(_reply([(1, 5, 0, 5)]))  # nothing at or after 6 came back
+    assert stuck.next_range() is None
+
+
+class _Subscription:
+    """Records what SubscriptionHandles tells a subscription."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _attached(self, connection, subscribed):
+        self.calls.append(("attached", connection, subscribed.handle))
+
+    def _delivered(self, start, stop, entry):
+        self.calls.append(("delivered", start, stop, entry))
+
+    def _ended(self, error):
+        self.calls.append(("ended", type(error)))
+
+    def _detached(self, topic_moved=False):
+        self.calls.append(("detached", topic_moved))
+
+
+def test_handles_route_replies_deliveries_and_events_to_their_subscription():
+    handles = SubscriptionHandles()
+    a, b, c = _Subscription(), _Subscription(), _Subscription()
+    handles.answered("conn", a, Response(Op.SUBSCRIBE, Status.SUCCESS, "", Subscribed(4, 0, 1)))
+    handles.answered("conn", b, Response(Op.SUBSCRIBE, Status.SUCCESS, "", Subscribed(5, 0, 1)))
+    handles.answered("conn", c, Response(Op.SUBSCRIBE, Status.TOPIC_BUSY, "busy", None))
+    handles.answered("conn", None, Response(Op.PUBLISH, Status.SUCCESS, "", Published(1, 1)))
+    assert dict(handles) == {4: a, 5: b} and c.calls == []
+    handles.delivered(4, 0, 2, b"entry")
+    handles.delivered(99, 0, 2, b"for nobody")
+    handles.event(4, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
+    handles.event(4, SubscriptionEvent.TOPIC_MOVED)  # (the handle is free: ignored)
+    assert a.calls == [
+        ("attached", "conn", 4),
+        ("delivered", 0, 2, b"entry"),
+        ("ended", errors.SubscriptionClosed),
+    ]
+    handles.answered("conn", a, Response(Op.SUBSCRIBE, Status.SUCCESS, "", Subscribed(6, 2, 3)))
+    handles.event(5, SubscriptionEvent.TOPIC_MOVED)
+    assert b.calls[-1] == ("detached", True) and 5 not in handles
+    handles.lost()
+    assert a.calls[-1] == ("detached", False) and dict(handles) == {}

@@ -31,7 +31,13 @@ def position(**kwargs):
 def test_first_subscribe_is_sent_as_asked():
     p = position(mode="create", start=("seq", 5), window=7, force_attach=True)
     assert p.subscribe_args() == dict(
-        topic="t", subscriber_id="s", mode="create", start=("seq", 5), window=7, force_attach=True
+        topic="t",
+        subscriber_id="s",
+        mode="create",
+        start=("seq", 5),
+        window=7,
+        force_attach=True,
+        deliver=True,
     )
 
 
@@ -85,3 +91,37 @@ def test_after_a_reconnect_a_lagging_hub_pointer_is_sent_again():
     assert p.ack(20) == 20
     p.on_subscribed(Subscribed(2, 10, 11))  # the hub persisted only up to 10
     assert p.unsent_ack() == 20
+
+
+def test_an_acknowledgement_only_position_sends_each_ack_and_reattaches_where_the_hub_is():
+    p = position(mode="create", start="earliest", window=500, ack_every=100, deliver=False)
+    first = p.subscribe_args()
+    assert (first["mode"], first["start"], first["window"], first["deliver"]) == (
+        "create",
+        "earliest",
+        None,
+        False,
+    )
+    p.on_subscribed(Subscribed(1, 0, 1))
+    assert p.ack(40) == 40, "at once, not every ack_every"
+    assert p.ack(40) is None and p.ack(12) is None
+    # After a reconnect: attach (never create again, never from a start that would move
+    # the pointer), and send the acknowledgement the hub has not persisted.
+    again = p.subscribe_args()
+    assert (again["mode"], again["start"], again["force_attach"], again["deliver"]) == (
+        "attach",
+        None,
+        False,
+        False,
+    )
+    p.on_subscribed(Subscribed(2, 30, 31))
+    assert p.unsent_ack() == 40
+    assert p.unsent_ack() is None
+
+
+def test_an_ack_that_could_not_be_sent_is_due_again():
+    p = position(ack_every=1)
+    p.on_subscribed(Subscribed(1, 0, 1))
+    assert p.ack(7) == 7
+    p.not_sent(7)
+    assert p.unsent_ack() == 7

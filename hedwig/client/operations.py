@@ -1,0 +1,68 @@
+"""The requests both clients make the same way, whatever way they wait for the answer.
+
+Each client routes a request with its own `_request(topic, send, retry)`: the blocking
+client returns the reply's value, the Twisted client a Deferred firing with it. `send`
+gets the connection to the topic's hub (a BlockingConnection or a HubProtocol), which
+both answer `call(op, body, subscription=None)`. What a request carries, whether it may
+be sent again after a lost connection, and what it does to the client's own
+subscriptions are the same in both and live here once; publishing and subscribing,
+where waiting is the whole matter, stay in each client.
+"""
+
+from hedwig.client.defaults import DEFAULT_READ_BYTES
+from hedwig.protocol import Op
+from hedwig.protocol.requests import (
+    encode_describe_topic,
+    encode_read_range,
+    encode_subscribe,
+    encode_unsubscribe,
+)
+
+
+class ClientOperations:
+    """Mixed into both clients (which give `_request` and `_subscriptions`)."""
+
+    __slots__ = ()
+
+    def _subscribe(self, subscription):
+        """SUBSCRIBE as the subscription's position says (first as asked, later to resume);
+        a reply that attaches it reaches the subscription before the caller."""
+        body = encode_subscribe(**subscription._position.subscribe_args())
+        return self._request(
+            subscription.topic, lambda c: c.call(Op.SUBSCRIBE, body, subscription), retry=True
+        )
+
+    def unsubscribe(self, topic: str, subscriber_id: str):
+        """Delete the durable subscription: its consumed seq-id is forgotten (one attached
+        through this client is closed first)."""
+        for subscription in list(self._subscriptions):
+            if subscription.topic == topic and subscription.subscriber_id == subscriber_id:
+                subscription.close()
+        body = encode_unsubscribe(topic, subscriber_id)
+        return self._request(topic, lambda c: c.call(Op.UNSUBSCRIBE, body), retry=False)
+
+    def read_range(self, topic: str, from_seq: int, to_seq: int = 0, max_bytes: int = DEFAULT_READ_BYTES):
+        """Stored entries holding seq-ids from_seq..to_seq (0: to the last), raw.
+
+        The reply is a hedwig.protocol.requests.ReadRangeReply(first_seq, last_seq,
+        entries): the topic's retained range, and (start, stop, entry bytes) per entry,
+        meaning messages [start, stop) of that entry (decode with
+        hedwig.protocol.decode_entry). It holds at least one entry when any is in range,
+        and stops adding entries once `max_bytes` is reached.
+        """
+        body = encode_read_range(topic, from_seq, to_seq, max_bytes)
+        return self._request(topic, lambda c: c.call(Op.READ_RANGE, body), retry=True)
+
+    def topics(self):
+        """The topics the hub holds (sorted names)."""
+        return self._request(None, lambda c: c.call(Op.LIST_TOPICS, b""), retry=True)
+
+    def describe(self, topic: str):
+        """A topic's bounds, ledger ranges and subscribers (consumed seq-id, backlog, state);
+        docs/protocol.md gives every field."""
+        body = encode_describe_topic(topic)
+        return self._request(topic, lambda c: c.call(Op.DESCRIBE_TOPIC, body), retry=True)
+
+    def stats(self):
+        """The hub's counters."""
+        return self._request(None, lambda c: c.call(Op.STATS, b""), retry=True)

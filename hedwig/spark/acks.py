@@ -2,70 +2,78 @@
 
 The drain reads topics with range reads, not through its subscriptions: a subscription
 is there so that the hub keeps every message the drain has not yet written out, and
-collects what it has. Acknowledging is cumulative, per topic, and only ever forward.
+collects what it has. So each topic's subscription is attached for acknowledgements only
+(SUBSCRIBE with deliver=false, once per topic for the run): the hub delivers nothing on
+it, and a CONSUME may move its pointer up to the topic's last seq-id, through the same
+path as any subscriber's consume (pointer writes, cache pruning, the minimum that bounds
+garbage collection). Acknowledging is cumulative, per topic, and only ever forward.
 
-A CONSUME can only move a pointer over messages the hub has delivered on the attached
-subscription, and the drain never has them delivered (it would be the whole topic a
-second time). So the drain acknowledges seq-id S by attaching with start seq S+1: the
-hub sets the consumed seq-id to S and writes it to the metadata store before it answers,
-which is a cumulative acknowledgement that survives a hub restart. The subscription is
-then closed again (it stays, durable), so nothing is delivered to the drain between
-acknowledgements; a window of 1 bounds what the hub sends in the moment it is attached.
+The pointer is written by the hub at its own pace (`consume_interval`, `consume_flush_ms`)
+and when the subscription is closed, which the drain does at the end of its run. A hub
+that goes away for a moment costs nothing but time: `acknowledge` raises, the drain says
+so, and the next call attaches again and sends the acknowledgement. If the drain itself
+dies before an acknowledgement reached the hub, the next run acknowledges what the
+checkpoint says was committed before it reads anything.
 """
 
-from hedwig.client.errors import ClientAlreadySubscribed, NoSuchTopic, SeqOutOfRange
+from hedwig.client.errors import ClientAlreadySubscribed, NoSuchTopic
 from hedwig.spark.hubs import UnknownTopic
 
 
 class DrainSubscriptions:
-    """One durable subscription per topic, all with the same subscriber id."""
+    """One acknowledgement-only subscription per topic, all with the same subscriber id."""
 
     def __init__(self, client, topics, subscriber_id: str, log=None):
         self.client = client
         self.topics = tuple(topics)
         self.subscriber_id = subscriber_id
-        self.consumed = {}  # topic -> the consumed seq-id the hub holds for us
+        self.consumed = {}  # topic -> the consumed seq-id acknowledged to the hub
+        self._subscriptions = {}  # topic -> AckOnlySubscription, attached for the run
         self._log = log or (lambda message: None)
 
-    def _attach(self, topic: str, **options) -> None:
-        subscription = self.client.subscribe(
-            topic, self.subscriber_id, window=1, force_attach=True, **options
-        )
-        subscription.close()
-
-    def ensure(self) -> dict:
-        """Attach to (or create, from the earliest seq-id held) each topic's subscription;
-        {topic: consumed seq-id}."""
+    def open(self) -> dict:
+        """Attach to each topic's subscription for acknowledgements, creating it from the
+        earliest seq-id held where there is none; {topic: consumed seq-id}. Another drain
+        attached with the same subscriber id is forced out (it would acknowledge for us)."""
         for topic in self.topics:
-            described = self._describe(topic)
-            if self._find(described) is None:
-                try:
-                    self._attach(topic, mode="create", start="earliest")
-                    self._log(f"created subscription {self.subscriber_id} on {topic} from its first seq-id")
-                except ClientAlreadySubscribed:
-                    pass  # created a moment ago by another drain with the same subscriber id
-                described = self._describe(topic)
-            self.consumed[topic] = int(self._find(described)["consumed_seq"])
+            if topic not in self._subscriptions:
+                subscription = self._attach(topic)
+                self._subscriptions[topic] = subscription
+                self.consumed[topic] = subscription.acked
         return dict(self.consumed)
+
+    def _attach(self, topic: str):
+        if self._find(self._describe(topic)) is None:
+            try:
+                created = self._subscribe(topic, mode="create", start="earliest")
+                self._log(f"created subscription {self.subscriber_id} on {topic} from its first seq-id")
+                return created
+            except ClientAlreadySubscribed:
+                pass  # created a moment ago by another drain with the same subscriber id
+        return self._subscribe(topic, mode="attach", force_attach=True)
+
+    def _subscribe(self, topic: str, **options):
+        return self.client.subscribe(topic, self.subscriber_id, deliver=False, **options)
 
     def acknowledge(self, offsets: dict) -> dict:
         """Move each topic's consumed seq-id up to offsets[topic] (never back); returns
-        {topic: seq-id} of the acknowledgements made."""
+        {topic: seq-id} of the acknowledgements made. Raises HedwigError when the hub
+        cannot be reached: what was not acknowledged is acknowledged by the next call."""
         made = {}
         for topic in self.topics:
             seq = offsets.get(topic)
             if seq is None or seq <= self.consumed.get(topic, 0):
                 continue
-            try:
-                self._attach(topic, mode="attach", start=seq + 1)
-            except SeqOutOfRange:
-                # Retention removed messages past seq already: there is nothing left to
-                # protect below it, and the hub's pointer follows its own first seq-id.
-                self._log(f"{topic}: seq {seq + 1} is no longer held; acknowledgement skipped")
-                continue
+            self._subscriptions[topic].ack(seq)
             self.consumed[topic] = seq
             made[topic] = seq
         return made
+
+    def close(self) -> None:
+        """Detach (the subscriptions stay, durable); the hub writes each pointer first."""
+        subscriptions, self._subscriptions = self._subscriptions, {}
+        for subscription in subscriptions.values():
+            subscription.close()
 
     def _describe(self, topic: str) -> dict:
         try:

@@ -11,10 +11,12 @@ when it commits, and a restarted query redoes only a batch that never committed.
 Read the output with Spark (`spark.read.parquet(PATH)`), which follows that log and so
 never sees the files of a batch cut short by a crash.
 
-The drain holds a durable subscription per topic and acknowledges a seq-id only once the
-checkpoint records the batch that holds it as committed (checkpoint.py, acks.py). The
-hub therefore keeps everything not yet safely in the output and collects the rest. If
-the job dies between a commit and its acknowledgement, the next run acknowledges first.
+The drain holds a durable subscription per topic, attached for acknowledgements only
+(nothing is delivered on it: the source reads with range reads), and acknowledges a
+seq-id only once the checkpoint records the batch that holds it as committed
+(checkpoint.py, acks.py). The hub therefore keeps everything not yet safely in the
+output and collects the rest. If the job dies between a commit and its acknowledgement,
+the next run acknowledges first.
 
 `--once` drains what the topics hold when it starts (trigger availableNow) and stops;
 otherwise the query runs until interrupted. Progress (messages drained, the rate, lag
@@ -128,69 +130,78 @@ def drain(spark, settings: DrainSettings, say=None) -> DrainReport:
         ) from None
     with client:
         subscriptions = DrainSubscriptions(client, settings.topics, settings.subscriber, say)
-        consumed = subscriptions.ensure()
-        previous = last_committed(files)
-        committed = dict(consumed)
-        if previous is not None:
-            committed.update({t: s for t, s in previous[1].items() if t in consumed})
-            made = subscriptions.acknowledge(committed)
-            if made:
-                say(f"acknowledged what the last run committed: {made}")
-        progress = Progress(committed)
-        starting = {topic: seq + 1 for topic, seq in consumed.items()}
-
-        def catch_up():
-            """Acknowledge what the checkpoint now says is committed."""
-            found = last_committed(files)
-            if found is not None:
-                committed.update({t: s for t, s in found[1].items() if t in consumed})
-                subscriptions.acknowledge(committed)
-            return found
-
-        def lag():
-            return {t: max(0, int(client.describe(t)["last_seq"]) - committed[t]) for t in settings.topics}
-
-        def tick():
-            # A hub that is away for a moment delays acknowledgements (they are made
-            # at the next tick: committed stays ahead of consumed) but stops nothing.
-            try:
-                catch_up()
-                say(progress.line(committed, lag()))
-            except HedwigError as e:
-                say(f"hub unavailable ({e}); acknowledging at the next tick")
-
-        query = start_query(spark, settings, starting)
-        failure = None
         try:
-            while True:
-                try:
-                    finished = query.awaitTermination(settings.progress_interval_s)
-                except Exception as e:  # the query failed: acknowledge what it committed
-                    failure = e
-                    finished = True
-                tick()
-                if finished:
-                    break
-        except KeyboardInterrupt:
-            say("interrupted: stopping the query")
-            query.stop()
-            tick()
-            raise
+            return _run(spark, settings, say, client, files, subscriptions)
         finally:
-            if query.isActive:  # leaving on an error of our own: leave no query behind
-                query.stop()
-        if failure is None and query.exception() is not None:
-            failure = query.exception()
-        if failure is not None:
-            raise DrainFailed(_describe_failure(failure)) from None
-        found = catch_up()
-        return DrainReport(
-            drained=progress.drained(committed),
-            committed=dict(committed),
-            acknowledged=dict(subscriptions.consumed),
-            lag=lag(),
-            batches=0 if found is None else found[0] + 1,
-        )
+            subscriptions.close()  # the hub writes every pointer before it answers
+
+
+def _run(spark, settings: DrainSettings, say, client, files, subscriptions) -> DrainReport:
+    """The drain with its subscriptions open: acknowledge what an earlier run committed,
+    run the query, acknowledge as batches commit."""
+    consumed = subscriptions.open()
+    previous = last_committed(files)
+    committed = dict(consumed)
+    if previous is not None:
+        committed.update({t: s for t, s in previous[1].items() if t in consumed})
+        made = subscriptions.acknowledge(committed)
+        if made:
+            say(f"acknowledged what the last run committed: {made}")
+    progress = Progress(committed)
+    starting = {topic: seq + 1 for topic, seq in consumed.items()}
+
+    def catch_up():
+        """Acknowledge what the checkpoint now says is committed."""
+        found = last_committed(files)
+        if found is not None:
+            committed.update({t: s for t, s in found[1].items() if t in consumed})
+            subscriptions.acknowledge(committed)
+        return found
+
+    def lag():
+        return {t: max(0, int(client.describe(t)["last_seq"]) - committed[t]) for t in settings.topics}
+
+    def tick():
+        # A hub that is away for a moment delays acknowledgements (they are made
+        # at the next tick: committed stays ahead of consumed) but stops nothing.
+        try:
+            catch_up()
+            say(progress.line(committed, lag()))
+        except HedwigError as e:
+            say(f"hub unavailable ({e}); acknowledging at the next tick")
+
+    query = start_query(spark, settings, starting)
+    failure = None
+    try:
+        while True:
+            try:
+                finished = query.awaitTermination(settings.progress_interval_s)
+            except Exception as e:  # the query failed: acknowledge what it committed
+                failure = e
+                finished = True
+            tick()
+            if finished:
+                break
+    except KeyboardInterrupt:
+        say("interrupted: stopping the query")
+        query.stop()
+        tick()
+        raise
+    finally:
+        if query.isActive:  # leaving on an error of our own: leave no query behind
+            query.stop()
+    if failure is None and query.exception() is not None:
+        failure = query.exception()
+    if failure is not None:
+        raise DrainFailed(_describe_failure(failure)) from None
+    found = catch_up()
+    return DrainReport(
+        drained=progress.drained(committed),
+        committed=dict(committed),
+        acknowledged=dict(subscriptions.consumed),
+        lag=lag(),
+        batches=0 if found is None else found[0] + 1,
+    )
 
 
 _OUR_ERRORS = ("DataLoss: ", "UnknownTopic: ", "HubUnreachable: ", "RangeNotAvailable: ", "CorruptEntry: ")

@@ -33,9 +33,15 @@ def storage_error(exc: OSError, what: str) -> LedgerError:
 
 
 def map_file(path: str, length: int, writable: bool) -> mmap.mmap:
-    """Map the first `length` bytes of a file (shared, so stores reach the page cache)."""
+    """Map the first `length` bytes of a file (shared, so stores reach the page cache).
+
+    A writable page shorter than `length` (a crash between cutting a closing ledger's
+    pages and marking it closed) is extended first, sparse, as the writer would: only
+    bytes the writer allocated with `PageStream.ensure` are ever stored into."""
     fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
     try:
+        if writable and length and os.fstat(fd).st_size < length:
+            os.ftruncate(fd, length)
         access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
         return mmap.mmap(fd, length, access=access)
     finally:

@@ -251,3 +251,20 @@ def test_an_open_ledger_with_pages_cut_by_an_interrupted_close_takes_appends(ope
     assert not cut_messages(events)
     fill(store, ledger, 30, start=30)
     assert store.read(ledger, 0, 59) == [entry(i) for i in range(60)]
+
+
+def test_an_open_ledger_with_pages_cut_by_an_interrupted_close_is_readable_at_once(open_store):
+    """The same crash, then a reader first: the short pages map for reading before any
+    append has extended them."""
+    store = open_store()
+    ledger = store.create()
+    fill(store, ledger, 30)
+    path = store.ledger_path(ledger)
+    page, offset, length, _crc, _t = record(path, 29)
+    result_of(store.close())
+    os.truncate(os.path.join(path, data_page_name(page)), offset + length)
+    os.truncate(os.path.join(path, index_page_name(1)), 14 * RECORD_BYTES)
+    store = open_store()
+    assert store.read(ledger, 0, 29) == [entry(i) for i in range(30)]
+    fill(store, ledger, 5, start=30)
+    assert store.read(ledger, 25, 34) == [entry(i) for i in range(25, 35)]

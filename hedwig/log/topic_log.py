@@ -449,8 +449,8 @@ class TopicLog:
         """Roll the open ledger if its first entry is older than max_ledger_age_s; never
         an empty one. Appends roll a busy topic themselves; the periodic GC pass calls this
         so that a topic gone quiet closes its last ledger too, which GC and retention can
-        then delete. Deferred[bool]: whether this call rolled, fired once no roll is under
-        way (a roll already started is waited for first); it fails as its roll did."""
+        then delete. Deferred[bool]: whether this call rolled; a roll already under way
+        is waited for and stands in for one (False). It fails as the roll it started did."""
         if self._state != _OPEN:
             return fail(self._unavailable())
         return self._roll_aged()

@@ -106,6 +106,23 @@ def test_roll_if_aged_waits_for_appends_in_flight_and_later_ones_land_in_the_new
     assert spans(topic_log) == [(1, 3), (4, None)]
 
 
+def test_roll_if_aged_during_a_roll_an_append_started_waits_for_it_and_rolls_no_more(make_stack, backend):
+    if backend != "memory":
+        pytest.skip("holds acknowledgements: an in-memory store feature")
+    stack, topic_log = open_log(make_stack)
+    publish(stack, topic_log)
+    stack.ledgers.hold_acks()
+    held = topic_log.append(message_set(1), 1)
+    stack.clock.advance(AGE + 1)
+    later = topic_log.append(message_set(1), 1)  # past the age: starts a roll, which waits for `held`
+    rolled = topic_log.roll_if_aged()
+    assert not rolled.called
+    stack.ledgers.release_acks()
+    assert settle(stack, rolled) is False
+    assert [settle(stack, d).first_seq for d in (held, later)] == [2, 3]
+    assert spans(topic_log) == [(1, 2), (3, None)] and topic_log.rolls == 1
+
+
 def test_an_empty_ledger_never_rolls(make_stack):
     stack, topic_log = open_log(make_stack)
     ledgers = stack.ledgers.list_ledgers()

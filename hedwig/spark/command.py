@@ -6,7 +6,6 @@ runs, so building the `hedwig` parser costs nothing and needs no pyspark.
 import argparse
 import json
 import os
-import signal
 import sys
 
 from hedwig.client.errors import HedwigError
@@ -15,6 +14,7 @@ from hedwig.spark.checkpoint import CheckpointError
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
 from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, OptionError, parse_hubs, parse_topics
 from hedwig.spark.settings import DEFAULT_MAX_MESSAGES_PER_TRIGGER, DEFAULT_SUBSCRIBER, DrainSettings
+from hedwig.spark.stopping import SignalStop, StopRequest
 
 
 def add_drain_arguments(parser: argparse.ArgumentParser, hub_option: bool = True) -> None:
@@ -93,12 +93,8 @@ def spark_session(master: str | None = None):
     return builder.getOrCreate()
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def run_drain(args) -> int:
-    """`hedwig drain`: the process's exit status."""
+    """`hedwig drain`: the process's exit status (0 done, 1 failed, 2 bad options, 130 stopped)."""
     try:
         settings = settings_from_args(args)
     except OptionError as e:
@@ -109,20 +105,27 @@ def run_drain(args) -> int:
     except ImportError as e:
         print(f"hedwig drain: needs pyspark and pyarrow (pip install 'hedwig[spark]'): {e}", file=sys.stderr)
         return 1
-    spark = spark_session(args.master)
-    # SIGTERM (a service manager stopping the job) stops it as Ctrl-C does: the query
-    # stops, what it committed is acknowledged. A SIGKILL is a crash, and safe too.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        report = drain(spark, settings)
-    except (DrainFailed, HubUnreachable, UnknownTopic, CheckpointError, HedwigError) as e:
-        print(f"hedwig drain: failed: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        spark.stop()
+    # SIGTERM (a service manager stopping the job) and Ctrl-C ask the drain to stop: it
+    # stops the query and acknowledges what Spark committed (stopping.py says why the
+    # signal does not interrupt it). A second one leaves at once; a SIGKILL is a crash:
+    # both are safe, the next run redoes what was not committed.
+    stop = StopRequest()
+    with SignalStop(stop) as signals:
+        spark = spark_session(args.master)
+        signals.install()  # the SparkContext put PySpark's SIGINT handler in place of ours
+        try:
+            report = drain(spark, settings, stop=stop)
+        except (DrainFailed, HubUnreachable, UnknownTopic, CheckpointError, HedwigError) as e:
+            print(f"hedwig drain: failed: {e}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print(
+                "hedwig drain: interrupted: left at once (the next run redoes what was not committed)",
+                file=sys.stderr,
+            )
+            return 130
+        finally:
+            spark.stop()
     print(
         json.dumps(
             {
@@ -130,10 +133,22 @@ def run_drain(args) -> int:
                 "committed": report.committed,
                 "acknowledged": report.acknowledged,
                 "lag": report.lag,
+                "stopped": report.stopped,
             }
         )
     )
+    if report.stopped:
+        print(
+            f"hedwig drain: stopped by {stop.reason}: drained {report.drained} messages; "
+            f"acknowledged {_per_topic(report.acknowledged)}",
+            file=sys.stderr,
+        )
+        return 130
     return 0
+
+
+def _per_topic(seqs: dict) -> str:
+    return " ".join(f"{topic}={seq}" for topic, seq in seqs.items()) or "nothing"
 
 
 def main(argv=None) -> int:

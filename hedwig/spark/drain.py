@@ -19,8 +19,10 @@ output and collects the rest. If the job dies between a commit and its acknowled
 the next run acknowledges first.
 
 `--once` drains what the topics hold when it starts (trigger availableNow) and stops;
-otherwise the query runs until interrupted. Progress (messages drained, the rate, lag
-per topic) goes to stderr every few seconds.
+otherwise the query runs until it is asked to stop (a StopRequest: the command makes
+SIGTERM and Ctrl-C one, stopping.py), which the drain acts on between its calls into Spark:
+it stops the query and acknowledges what Spark committed. Progress (messages drained,
+the rate, lag per topic) goes to stderr every few seconds.
 """
 
 import json
@@ -35,6 +37,7 @@ from hedwig.spark.checkpoint import checkpoint_files, last_committed
 from hedwig.spark.hubs import HubUnreachable
 from hedwig.spark.settings import DrainSettings
 from hedwig.spark.source import SOURCE_NAME, register
+from hedwig.spark.stopping import StopRequest
 
 MICROS_PER_DAY = 86_400_000_000
 
@@ -52,6 +55,7 @@ class DrainReport:
     acknowledged: dict  # topic -> the consumed seq-id the hub holds for the drain
     lag: dict  # topic -> messages published but not yet in the output
     batches: int  # the checkpoint's last committed batch id + 1
+    stopped: bool = False  # the run was asked to stop (a signal) before it was done
 
 
 class Progress:
@@ -116,10 +120,12 @@ def write_parquet_stream(stream, settings: DrainSettings):
     return writer.start()
 
 
-def drain(spark, settings: DrainSettings, say=None) -> DrainReport:
-    """Run the drain in `spark` until it is done (--once) or stopped; returns where it
-    left each topic. Raises DrainFailed when the query fails."""
+def drain(spark, settings: DrainSettings, say=None, stop: StopRequest | None = None) -> DrainReport:
+    """Run the drain in `spark` until it is done (--once) or `stop` is requested (then
+    the report says stopped); returns where it left each topic. Raises DrainFailed when
+    the query fails."""
     say = say or (lambda message: print(f"hedwig drain: {message}", file=sys.stderr, flush=True))
+    stop = stop or StopRequest()
     register(spark)
     files = checkpoint_files(settings.checkpoint, spark)
     try:
@@ -131,12 +137,12 @@ def drain(spark, settings: DrainSettings, say=None) -> DrainReport:
     with client:
         subscriptions = DrainSubscriptions(client, settings.topics, settings.subscriber, say)
         try:
-            return _run(spark, settings, say, client, files, subscriptions)
+            return _run(spark, settings, say, stop, client, files, subscriptions)
         finally:
             subscriptions.close()  # the hub writes every pointer before it answers
 
 
-def _run(spark, settings: DrainSettings, say, client, files, subscriptions) -> DrainReport:
+def _run(spark, settings: DrainSettings, say, stop, client, files, subscriptions) -> DrainReport:
     """The drain with its subscriptions open: acknowledge what an earlier run committed,
     run the query, acknowledge as batches commit."""
     consumed = subscriptions.open()
@@ -170,38 +176,82 @@ def _run(spark, settings: DrainSettings, say, client, files, subscriptions) -> D
         except HedwigError as e:
             say(f"hub unavailable ({e}); acknowledging at the next tick")
 
+    def report(stopped: bool) -> DrainReport:
+        try:
+            found = catch_up()
+            lags = lag()
+        except HedwigError as e:
+            if not stopped:
+                raise
+            # Stopping does not wait for a hub that is away: the next run acknowledges.
+            say(f"hub unavailable ({e}); the next run acknowledges what this one committed")
+            found, lags = last_committed(files), {}
+        return DrainReport(
+            drained=progress.drained(committed),
+            committed=dict(committed),
+            acknowledged=dict(subscriptions.consumed),
+            lag=lags,
+            batches=0 if found is None else found[0] + 1,
+            stopped=stopped,
+        )
+
+    if stop.requested:  # asked to stop while the run was getting ready: start nothing
+        say(f"{stop.reason}: stopped before the query started")
+        return report(stopped=True)
     query = start_query(spark, settings, starting)
-    failure = None
     try:
-        while True:
-            try:
-                finished = query.awaitTermination(settings.progress_interval_s)
-            except Exception as e:  # the query failed: acknowledge what it committed
-                failure = e
-                finished = True
-            tick()
-            if finished:
-                break
-    except KeyboardInterrupt:
-        say("interrupted: stopping the query")
-        query.stop()
-        tick()
+        failure = _follow(query, settings.progress_interval_s, tick, stop)
+    except BaseException:  # an error of our own, or a second signal: leave no query behind
+        _stop_quietly(query)
         raise
-    finally:
-        if query.isActive:  # leaving on an error of our own: leave no query behind
-            query.stop()
+    if stop.requested and failure is None and query.isActive:
+        say(f"{stop.reason}: stopping the query")
+        try:
+            query.stop()  # a batch under way is abandoned uncommitted: the next run redoes it
+        except Exception as e:
+            tick()  # what Spark committed is acknowledged all the same
+            raise DrainFailed(f"could not stop the query: {_describe_failure(e)}") from None
+        return report(stopped=True)
     if failure is None and query.exception() is not None:
         failure = query.exception()
     if failure is not None:
         raise DrainFailed(_describe_failure(failure)) from None
-    found = catch_up()
-    return DrainReport(
-        drained=progress.drained(committed),
-        committed=dict(committed),
-        acknowledged=dict(subscriptions.consumed),
-        lag=lag(),
-        batches=0 if found is None else found[0] + 1,
-    )
+    return report(stopped=False)
+
+
+# How long the drain waits on the query at a time before it looks whether it was asked
+# to stop: the longest a stop waits to begin (each wait is one small call into Spark).
+STOP_CHECK_INTERVAL_S = 0.2
+
+
+def _follow(query, progress_interval_s: float, tick, stop: StopRequest):
+    """Wait on the running query, ticking every `progress_interval_s`, until it ends
+    (returns None, or the error it failed with) or `stop` is requested (returns None,
+    the query still running). Between calls into Spark, never inside one: a stop is
+    acted on where it breaks nothing."""
+    next_tick = time.monotonic() + progress_interval_s
+    while not stop.requested:
+        wait = min(STOP_CHECK_INTERVAL_S, next_tick - time.monotonic())
+        failure = None
+        try:
+            finished = query.awaitTermination(max(wait, 0.01))
+        except Exception as e:  # the query failed: acknowledge what it committed
+            failure, finished = e, True
+        if finished or time.monotonic() >= next_tick:
+            tick()
+            next_tick = time.monotonic() + progress_interval_s
+        if finished:
+            return failure
+    return None
+
+
+def _stop_quietly(query) -> None:
+    """Stop the query on the way out of an error, which says more than a failed stop would."""
+    try:
+        if query.isActive:
+            query.stop()
+    except Exception:  # the error already leaving is the one to report
+        pass
 
 
 _OUR_ERRORS = ("DataLoss: ", "UnknownTopic: ", "HubUnreachable: ", "RangeNotAvailable: ", "CorruptEntry: ")

@@ -2,11 +2,13 @@
 a crash in the middle of a run, and clear errors."""
 
 import dataclasses
+import json
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 
@@ -17,6 +19,7 @@ from hedwig.spark.checkpoint import HadoopFiles, LocalFiles, last_committed
 from hedwig.spark.drain import DrainFailed, drain
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
 from hedwig.spark.settings import DrainSettings
+from hedwig.spark.stopping import SignalStop, StopRequest
 from tests.hubprocess import free_port
 from tests.polling import wait_until
 
@@ -212,7 +215,7 @@ def test_a_collected_range_fails_the_drain_unless_allowed(spark, gc_hub, tmp_pat
 
 def test_a_running_drain_follows_new_messages_and_stops_cleanly_on_sigterm(spark, hub, tmp_path):
     """Without --once the drain keeps reading as messages arrive; SIGTERM stops it after
-    acknowledging everything it committed."""
+    acknowledging everything it committed: exit 130, one line that says so, no traceback."""
     run = settings(hub, tmp_path, ["live"])
     with Client(hub.address) as client:
         publish(client, "live", 1, 500)
@@ -230,12 +233,102 @@ def test_a_running_drain_follows_new_messages_and_stops_cleanly_on_sigterm(spark
             publish(client, "live", 501, 300)
             assert wait_for_progress(child, at_least=800) == 800
             child.send_signal(signal.SIGTERM)
-            assert child.wait(timeout=60) == 130
+            out, err = child.communicate(timeout=60)  # reads both pipes: none fills and stalls it
         finally:
             if child.poll() is None:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
             child.stderr.close()
             child.stdout.close()
+        said = err.decode("utf-8", "replace")
+        ours = [line for line in said.splitlines() if line.startswith("hedwig drain: ")]
+        assert child.returncode == 130, f"exit {child.returncode}; stderr after SIGTERM:\n{said[-6000:]}"
+        assert "Traceback" not in said, said[-6000:]
+        last = "hedwig drain: stopped by SIGTERM: drained 800 messages; acknowledged live=800"
+        assert ours[-1] == last, said[-6000:]
+        assert json.loads(out)["stopped"] is True
         assert subscriber(client, "live", "lake")[1]["consumed_seq"] == 800
     assert_exactly_once(output_rows(spark, run.out), {"live": 800})
+
+
+def main_thread_inside(function: str, timeout: float = 60.0):
+    """Wait until the main thread is blocked on a socket (a call into Spark or to the hub)
+    inside `function`, and return; AssertionError at the deadline."""
+    main = threading.main_thread().ident
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(main)
+        if frame is not None and frame.f_code.co_name in ("readinto", "_read_once"):
+            names = set()
+            while frame is not None:
+                names.add(frame.f_code.co_name)
+                frame = frame.f_back
+            if function in names:
+                return
+        time.sleep(0.0002)  # (the pace of looking, not a synchronisation)
+    raise AssertionError(f"the main thread was never seen waiting inside {function}")
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        "awaitTermination",  # waiting on the query: a call into Spark (py4j), as found
+        "describe",  # a progress tick asking the hub for the topic's bounds
+        "start_query",  # the query starting
+    ],
+)
+def test_sigterm_at_any_moment_stops_the_query_and_acknowledges_what_it_committed(
+    spark, hub, tmp_path, moment
+):
+    """The signal lands while the drain's main thread is inside a call: the call carries
+    on, the drain stops the query at its next step, acknowledges what Spark committed
+    and returns a stopped report; the Spark session stays usable (an exception raised
+    inside a py4j call used to break the connection the stop then needed)."""
+    topic = f"moment-{moment.lower()}"
+    run = settings(hub, tmp_path, [topic], once=False, trigger_interval_s=0.1, progress_interval_s=0.05)
+    said = []
+    progressed = threading.Event()
+
+    def say(line):
+        said.append(line)
+        if line.startswith("drained 200 messages"):
+            progressed.set()
+
+    def signal_at_the_moment():
+        if moment != "start_query":
+            progressed.wait(60)
+        main_thread_inside(moment)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+
+    stop = StopRequest()
+    with Client(hub.address) as client:
+        publish(client, topic, 1, 200)
+        sender = threading.Thread(target=signal_at_the_moment, daemon=True)
+        with SignalStop(stop):
+            sender.start()
+            report = drain(spark, run, say=say, stop=stop)
+        sender.join(10)
+        assert stop.reason == "SIGTERM"
+        assert report.stopped, said
+        assert "SIGTERM: stopping the query" in said
+        assert not spark.streams.active
+        committed = last_committed(LocalFiles(run.checkpoint))
+        done = committed[1][topic] if committed else 0
+        if moment != "start_query":
+            assert done == 200
+        assert report.committed == report.acknowledged == {topic: done}
+        assert subscriber(client, topic, "lake")[1]["consumed_seq"] == done
+    if done:
+        assert_exactly_once(output_rows(spark, run.out), {topic: done})
+
+
+def test_a_stop_asked_before_the_query_starts_starts_nothing(spark, hub, tmp_path):
+    with Client(hub.address) as client:
+        publish(client, "early", 1, 10)
+    stop = StopRequest()
+    stop.request("SIGTERM")
+    said = []
+    report = drain(spark, settings(hub, tmp_path, ["early"], once=False), say=said.append, stop=stop)
+    assert report.stopped and report.committed == {"early": 0} and report.lag == {"early": 10}
+    assert said[-1] == "SIGTERM: stopped before the query started"
+    assert not spark.streams.active and not os.path.exists(tmp_path / "checkpoint" / "commits")

@@ -1,6 +1,11 @@
 """A hub stand-in for the crash test: opens topic "t" over mmap ledgers and SQLite in
-`directory`, then appends forever, printing each acknowledged entry as
-"first last count size" until it is killed. Rolls often, so kills land in rolls too."""
+`directory`, then appends forever, writing each acknowledged entry as
+"first last count size" to `out` until it is killed. Rolls often, so kills land in rolls too.
+
+The crash test runs `main` in a forked copy of itself, so the child appends with exactly
+the code the parent then recovers and checks with (a child started as a new interpreter
+imports the tree as it is at that moment, which other work may be changing). It still
+runs on its own: python -m tests.log.crash_child DIRECTORY SEED."""
 
 import os
 import sys
@@ -18,7 +23,8 @@ class _Stack:
         self.clock = clock
 
 
-def main(directory: str, seed: int) -> None:
+def main(directory: str, seed: int, out=None) -> None:
+    out = sys.stdout if out is None else out
     clock = InlineThreadsReactor()
     clock.advance(1_700_000_000 + seed)
     stack = _Stack(clock)
@@ -28,7 +34,6 @@ def main(directory: str, seed: int) -> None:
     metadata = SqliteMetadataStore(os.path.join(directory, "meta.db"))
     manager = TopicLogManager(ledgers, metadata, LogSettings(max_ledger_entries=25), "r1", clock)
     topic_log = settle(stack, manager.open("t"))
-    out = sys.stdout
     i = seed
     while True:
         i += 1

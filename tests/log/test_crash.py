@@ -1,50 +1,113 @@
 """Process death: a child appending through the whole log stack (mmap ledgers, SQLite
 metadata, rolls every 25 entries) is killed with SIGKILL at random moments; after each
-kill every entry it reported acknowledged is there and intact, and seq-ids are dense."""
+kill every entry it reported acknowledged is there and intact, and seq-ids are dense.
+
+Two things keep the test honest about what the child acknowledged:
+
+- the child is a fork of this process, so it appends with exactly the code this process
+  recovers and checks with. A child started as a new interpreter imports the working tree
+  as it is at that moment; when that changes during a run (the ledger format did, once),
+  the check compares two versions of the store, not a crash against recovery;
+- its reports are read from the pipe as raw bytes and split on newlines here, every byte
+  kept: a text file object reads ahead, and what it had buffered when the test stopped
+  iterating was lost to the read of the rest (Popen.communicate reads the descriptor), so
+  acknowledgements went unchecked and the rest began with the tail of a cut line."""
 
 import os
 import random
 import signal
-import subprocess
-import sys
+import traceback
 
 import pytest
 
 from hedwig.config import LogSettings
 from tests.log.harness import HAVE_MMAP, LogStack, message_set, settle
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KILLS = 20
 
 pytestmark = pytest.mark.skipif(not HAVE_MMAP, reason="hedwig.ledger.mmap_store is not in the tree")
 
 
+class ReportReader:
+    """Whole lines "first last count size" read from a pipe, every byte kept between reads."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.pending = b""  # the start of a line not yet ended
+        self.closed = False
+
+    def read(self) -> list[tuple[int, ...]]:
+        """The lines ended by one read of the pipe ([] at end of file)."""
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.closed = True
+            return []
+        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        return [tuple(map(int, line.split())) for line in lines]
+
+    def read_to_end(self) -> list[tuple[int, ...]]:
+        out = []
+        while not self.closed:
+            out.extend(self.read())
+        return out
+
+
+def _child(directory: str, seed: int, write_fd: int) -> None:
+    """In the forked child: append until killed; never return into the test runner."""
+    try:
+        from tests.log import crash_child
+
+        crash_child.main(directory, seed, os.fdopen(write_fd, "w"))
+    except BaseException:
+        with open(os.path.join(directory, "child-error.txt"), "w") as f:
+            traceback.print_exc(file=f)
+    finally:
+        os._exit(1)
+
+
 def run_child_until_killed(
     directory: str, seed: int, acks_before_kill: int
 ) -> list[tuple[int, int, int, int]]:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.log.crash_child", directory, str(seed)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(directory, seed, write_fd)
+    os.close(write_fd)
+    reader = ReportReader(read_fd)
     acked = []
     try:
-        for line in child.stdout:
-            acked.append(tuple(map(int, line.split())))
-            if len(acked) >= acks_before_kill:
-                break
-        child.send_signal(signal.SIGKILL)
-        # the child went on appending while we read: take what it reported before dying
-        rest, errors = child.communicate(timeout=60)
+        while len(acked) < acks_before_kill and not reader.closed:
+            acked.extend(reader.read())
+        os.kill(pid, signal.SIGKILL)
+        # the child went on appending while we read: take everything it reported before dying
+        acked.extend(reader.read_to_end())
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == -signal.SIGKILL, errors
-    acked.extend(tuple(map(int, line.split())) for line in rest.splitlines() if line.count(" ") == 3)
+        os.close(read_fd)
+        _, status = os.waitpid(pid, 0)
+    if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
+        with open(os.path.join(directory, "child-error.txt")) as f:
+            raise AssertionError(f"the child stopped by itself:\n{f.read()}")
+    assert reader.pending == b"", f"the child's last report was cut: {reader.pending!r}"
     return acked
+
+
+def test_report_reader_keeps_every_line_across_reads():
+    """A line split across two reads of the pipe comes out whole, once."""
+    read_fd, write_fd = os.pipe()
+    try:
+        reader = ReportReader(read_fd)
+        os.write(write_fd, b"1 2 2 10\n3 5 3 ")
+        assert reader.read() == [(1, 2, 2, 10)]
+        os.write(write_fd, b"20\n6 6 1 30\n")
+        os.close(write_fd)
+        write_fd = None
+        assert reader.read_to_end() == [(3, 5, 3, 20), (6, 6, 1, 30)]
+        assert reader.pending == b""
+    finally:
+        os.close(read_fd)
+        if write_fd is not None:
+            os.close(write_fd)
 
 
 def test_acknowledged_entries_survive_sigkill(tmp_path):

@@ -15,6 +15,7 @@ Two things keep the test honest about what the child acknowledged:
 
 import os
 import random
+import select
 import signal
 import traceback
 
@@ -24,6 +25,7 @@ from hedwig.config import LogSettings
 from tests.log.harness import HAVE_MMAP, LogStack, message_set, settle
 
 KILLS = 20
+SILENCE_LIMIT_S = 60  # a child that reports nothing for this long is stuck, not slow
 
 pytestmark = pytest.mark.skipif(not HAVE_MMAP, reason="hedwig.ledger.mmap_store is not in the tree")
 
@@ -36,8 +38,11 @@ class ReportReader:
         self.pending = b""  # the start of a line not yet ended
         self.closed = False
 
-    def read(self) -> list[tuple[int, ...]]:
-        """The lines ended by one read of the pipe ([] at end of file)."""
+    def read(self, timeout: float = SILENCE_LIMIT_S) -> list[tuple[int, ...]]:
+        """The lines ended by one read of the pipe ([] at end of file); AssertionError when
+        nothing arrives within `timeout` seconds (a bound, never a synchronisation)."""
+        if not select.select([self.fd], [], [], timeout)[0]:
+            raise AssertionError(f"the child wrote nothing for {timeout} s")
         chunk = os.read(self.fd, 1 << 16)
         if not chunk:
             self.closed = True
@@ -84,12 +89,23 @@ def run_child_until_killed(
         acked.extend(reader.read_to_end())
     finally:
         os.close(read_fd)
+        os.kill(pid, signal.SIGKILL)  # (a no-op once it is dead, until it is reaped)
         _, status = os.waitpid(pid, 0)
     if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
         with open(os.path.join(directory, "child-error.txt")) as f:
             raise AssertionError(f"the child stopped by itself:\n{f.read()}")
     assert reader.pending == b"", f"the child's last report was cut: {reader.pending!r}"
     return acked
+
+
+def test_report_reader_stops_waiting_for_a_silent_child():
+    read_fd, write_fd = os.pipe()
+    try:
+        with pytest.raises(AssertionError, match="wrote nothing"):
+            ReportReader(read_fd).read(timeout=0)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
 
 
 def test_report_reader_keeps_every_line_across_reads():

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 from hedwig.client.defaults import DEFAULT_HUB
 from hedwig.client.errors import HedwigError
@@ -154,13 +155,16 @@ def subscribe(args) -> int:
         raise CommandError(str(e)) from None
     out = sys.stdout.buffer
     received = 0
-    # SIGTERM ends the command as Ctrl-C does: acknowledgements are flushed on the way out.
-    signal.signal(signal.SIGTERM, _interrupt)
-    with _client(args) as client, client.subscribe(args.topic, args.subscriber_id, start=start) as sub:
-        while args.count is None or received < args.count:
-            message = sub.receive(timeout=args.timeout)
-            if message is None:
+    stop = _StopOnSignal()
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    with stop, _client(args) as client, client.subscribe(args.topic, args.subscriber_id, start=start) as sub:
+        while (args.count is None or received < args.count) and not stop.requested:
+            wait = STOP_CHECK_S if deadline is None else min(STOP_CHECK_S, deadline - time.monotonic())
+            if wait < 0:
                 break
+            message = sub.receive(timeout=wait)
+            if message is None:
+                continue
             if args.show_seq:
                 stamp = message.publish_time.isoformat(timespec="microseconds")
                 out.write(f"{message.seq}\t{stamp}\t".encode())
@@ -168,11 +172,39 @@ def subscribe(args) -> int:
             out.flush()
             sub.ack(message)
             received += 1
-    return 0
+            if args.timeout is not None:  # --timeout: how long to wait for the next message
+                deadline = time.monotonic() + args.timeout
+    return 130 if stop.requested else 0
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+# How often a waiting `subscribe` looks whether it was asked to stop.
+STOP_CHECK_S = 0.2
+
+
+class _StopOnSignal:
+    """SIGTERM and Ctrl-C ask the command to stop: it leaves its loop between calls into
+    the client, so acknowledgements are flushed on the way out and no request is cut in
+    half (an exception raised from a signal handler can land inside a socket write). A
+    second signal leaves at once."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = {}
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self):
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info):
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        return False
 
 
 # -- unsubscribe --------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Hub configuration: every setting with its default, read from an INI file (hub.conf).
 
-Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region].
+Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region], and
+[tls] for the TLS listener and region links.
 Unknown sections or keys are errors, so a typo never silently leaves a default in force.
 """
 
@@ -73,6 +74,20 @@ class RegionSettings:
     max_retry_backoff_ms: int = 10000
     relay_inflight_bytes: int = 8 * MIB  # relayed bytes a link holds unstored before it pauses
     link_timeout_s: float = 30.0  # a region link request unanswered this long drops the link
+    parent_tls: bool = False  # reach the parent over TLS (parent_address names its [tls] port)
+    parent_tls_name: str = ""  # the name the parent's certificate must carry (empty: each address's host)
+    # Take REGION_LINK only over TLS from a client certificate naming the child region.
+    require_child_certificate: bool = False
+
+
+@dataclass
+class TlsSettings:
+    enabled: bool = False  # a TLS listener on `port`, besides the plain one of [hub]
+    port: int = 9876  # Hedwig's ssl_server_port
+    cert_file: str = ""  # PEM: this hub's certificate, then its chain
+    key_file: str = ""  # PEM: its private key (empty: it is in cert_file)
+    ca_file: str = ""  # PEM: authorities for parents' and clients' certificates (empty: system store)
+    require_client_cert: bool = False  # TLS clients must present a certificate signed by ca_file
 
 
 @dataclass
@@ -83,6 +98,7 @@ class Config:
     cache: CacheSettings = field(default_factory=CacheSettings)
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     region: RegionSettings = field(default_factory=RegionSettings)
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
 
 class ConfigError(ValueError):
@@ -126,6 +142,8 @@ def load_config(path=None, overrides=None) -> Config:
     if config.ledger.fsync not in ("never", "interval", "always"):
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
     from hedwig.region.settings import check_region_settings  # (hedwig.region imports this module)
+    from hedwig.tls_settings import check_tls_settings
 
     check_region_settings(config)
+    check_tls_settings(config)
     return config

@@ -44,6 +44,7 @@ from hedwig.protocol.requests import (
     response_frame_parts,
 )
 from hedwig.protocol.status import Status
+from hedwig.tls import handshake_failure, is_tls
 
 # Deliveries held back until their SUBSCRIBE reply is out: past this, the channel pauses.
 MAX_HELD_BYTES = 4 * 1024 * 1024
@@ -110,6 +111,9 @@ class HubConnection(Protocol):
                 peer=self.peer,
                 count=self._decoder.buffered,
             )
+        failure = handshake_failure(reason) if reason is not None and is_tls(self.transport) else None
+        if failure is not None:
+            self.log.warn("{peer}: {failure}", peer=self.peer, failure=failure)
         self._replies.discard()
         self._subscriptions.clear()
         self._handles.clear()

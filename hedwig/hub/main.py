@@ -83,7 +83,7 @@ def run_hub(args, reactor=None) -> int:
         except Exception:
             failed(Failure())
             return
-        service.listener.listening.addErrback(failed)
+        service.listening.addErrback(failed)
 
     # reactor.run() turns SIGTERM and SIGINT into reactor.stop(); the shutdown waits for this.
     reactor.addSystemEventTrigger("before", "shutdown", service.stopService)

@@ -3,10 +3,12 @@
 HubService owns the lifecycle. Starting builds the embedded stores under the data
 directory (memory-mapped ledgers, SQLite metadata; or stores given by the caller),
 the topic log manager, the read-ahead cache, the delivery manager and the Hub, then
-listens. Stopping is the graceful shutdown SIGTERM and SIGINT lead to, one step after
-the other: stop accepting, stop reading requests and let pending replies out, close the
-connections (which flushes their consume pointers), stop GC, flush every consume
-pointer, close the topic logs, the ledger store and the metadata store. Each step is
+listens: on `[hub] port`, and with `[tls] enabled` on `[tls] port` too (the same
+requests over TLS; region links from children that authenticate come in there).
+Stopping is the graceful shutdown SIGTERM and SIGINT lead to, one step after the other:
+stop accepting, stop reading requests and let pending replies out, close the connections
+(which flushes their consume pointers), stop GC, flush every consume pointer, close the
+topic logs, the ledger store and the metadata store. Each step is
 bounded by `[hub] shutdown_timeout_s`; a step that fails is logged and the rest go on.
 """
 
@@ -15,8 +17,8 @@ import os
 from pathlib import Path
 
 from twisted.application.service import MultiService, Service
-from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred
-from twisted.internet.endpoints import TCP4ServerEndpoint
+from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks, maybeDeferred
+from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 from twisted.logger import Logger
 
 from hedwig.config import Config
@@ -73,6 +75,8 @@ class HubService(MultiService):
         self.metadata = metadata
         self.hub = None
         self.listener = None
+        self.tls_listener = None  # with [tls] enabled
+        self.listening = None  # see startService
         self.gc = None
         self.regions = None  # hedwig.region.manager.RegionManager
         self._logs = None
@@ -87,7 +91,16 @@ class HubService(MultiService):
             self._sweep_orphan_ledgers()
         super().startService()
         self.listener.listening.addCallback(self._listening)
-        self.listener.listening.addCallback(self._start_regions)
+        if self.tls_listener is not None:
+            self.tls_listener.listening.addCallback(self._listening_tls)
+        # Fires once every listener listens, or fails with the first error (`hedwig hub` exits).
+        self.listening = gatherResults([s.listening for s in self.listeners], consumeErrors=True)
+        self.listening.addErrback(lambda f: f.value.subFailure)
+        self.listening.addCallback(self._start_regions)
+
+    @property
+    def listeners(self) -> list:
+        return [s for s in (self.listener, self.tls_listener) if s is not None]
 
     def _start_regions(self, port):
         started = self.regions.start()
@@ -124,9 +137,18 @@ class HubService(MultiService):
         from hedwig.region.manager import RegionManager
 
         self.regions = RegionManager(self.hub, config, reactor, data_dir=own_data_dir)
+        factory = HubFactory(self.hub)
         endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
-        self.listener = ListenerService(endpoint, HubFactory(self.hub))
+        self.listener = ListenerService(endpoint, factory)
         self.listener.setServiceParent(self)
+        if config.tls.enabled:
+            from hedwig.tls import server_options
+
+            tls_endpoint = SSL4ServerEndpoint(
+                reactor, config.tls.port, server_options(config.tls), interface=config.hub.host
+            )
+            self.tls_listener = ListenerService(tls_endpoint, factory)
+            self.tls_listener.setServiceParent(self)
         self.gc = GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s)
         self.gc.setServiceParent(self)
 
@@ -168,6 +190,27 @@ class HubService(MultiService):
         )
         return port
 
+    def _listening_tls(self, port):
+        address = port.getHost()
+        client_certificates = "required" if self.config.tls.require_client_cert else "verified when presented"
+        if not self.config.tls.ca_file:
+            client_certificates = "not asked for"
+        self.log.info(
+            "hedwig hub {name}: TLS on {host}:{port} (client certificates {client_certificates})",
+            name=self.hub.name,
+            host=address.host,
+            port=address.port,
+            client_certificates=client_certificates,
+        )
+        return port
+
+    @property
+    def tls_port(self) -> int | None:
+        """The TLS port listened on; None without [tls] enabled or before it listens."""
+        if self.tls_listener is None or self.tls_listener.port is None:
+            return None
+        return self.tls_listener.port.getHost().port
+
     @property
     def port(self) -> int:
         """The port listened on (useful with port 0); only once `listening` fired."""
@@ -184,7 +227,10 @@ class HubService(MultiService):
         hub.stopping = True
         timeout = self.config.hub.shutdown_timeout_s
         self.log.info("hedwig hub {name} shutting down", name=hub.name)
-        yield self._step("stop accepting connections", self.listener.stopService())
+        yield self._step(
+            "stop accepting connections",
+            DeferredList([maybeDeferred(s.stopService) for s in self.listeners], consumeErrors=True),
+        )
         yield self._step("close the region link", self.regions.stop(), timeout)
         connections = list(hub.connections)
         yield self._step(

@@ -6,7 +6,10 @@ region and its path. When the child's name is in that path (a cycle) the child r
 the link on reading it, and the connection stays an ordinary client's; the answer still
 carries the path, so every region of a cycle learns it, however long the cycle.
 Otherwise the connection is now a hub peer: it may hold `__region__` relay
-subscriptions and send RELAY_PUBLISH. A region
+subscriptions and send RELAY_PUBLISH. With `[region] require_child_certificate` only a
+TLS connection whose verified client certificate names the region (a subjectAltName DNS
+name, or the common name) may link as it: without it any client could relay, or hold a
+region's relay subscriptions, by sending REGION_LINK. A region
 that links again (its hub restarted before the old connection was seen to die) replaces
 its old link, whose connection is closed.
 
@@ -23,8 +26,29 @@ from hedwig.region.inbox import RelaySource
 from hedwig.region.path import cycle_through
 from hedwig.region.settings import is_region_name
 from hedwig.region.wire import InterestKind, decode_region_link, encode_region_link_reply, interest_frames
+from hedwig.tls import certificate_names, is_tls, peer_certificate
 
 _logger = Logger()
+
+
+def unauthenticated(connection, region: str) -> str | None:
+    """Why `connection` may not link as child `region` under [region]
+    require_child_certificate, or None when its TLS client certificate names the region."""
+    if not is_tls(connection.transport):
+        return (
+            f"region {region} linked over plain TCP; this hub takes region links only over TLS with a "
+            "client certificate (set parent_tls = true and the parent's [tls] port in parent_address)"
+        )
+    certificate = peer_certificate(connection.transport)
+    if certificate is None:
+        return (
+            f"region {region} presented no client certificate; its hub presents [tls] cert_file on the link"
+        )
+    names = certificate_names(certificate)
+    if region.lower() not in names:
+        issued_to = ", ".join(sorted(names)) or "no name"
+        return f"the client certificate is issued to {issued_to}, not region {region}"
+    return None
 
 
 class ChildLink:
@@ -52,6 +76,11 @@ class Children:
         region = decode_region_link(body)
         if not is_region_name(region):
             raise RequestError(Status.MALFORMED_REQUEST, f"{region[:60]!r} is not a region name")
+        if manager.settings.require_child_certificate:
+            problem = unauthenticated(connection, region)
+            if problem is not None:
+                self._refuse(connection, region, problem)
+                raise RequestError(Status.REGION_REFUSED, problem)
         if region == manager.name:
             problem = f"region {region} is this hub's own region: a region cannot be its own child"
             self._refuse(connection, region, problem)
@@ -140,6 +169,7 @@ class Children:
             {
                 "region": link.region,
                 "peer": link.connection.peer,
+                "tls": is_tls(link.connection.transport),
                 "linked_for_s": round(now - link.linked_at, 3),
             }
             for _region, link in sorted(self.links.items())

@@ -29,6 +29,7 @@ from hedwig.protocol.status import Status
 from hedwig.region.backoff import Backoff
 from hedwig.region.path import cycle_through
 from hedwig.region.wire import decode_region_link_reply, encode_region_link, split_response
+from hedwig.tls import TlsError, handshake_failure
 
 _logger = Logger()
 
@@ -98,8 +99,10 @@ class _LinkFactory(ClientFactory):
 class ParentLink:
     """The child's side of the link to its parent region."""
 
-    def __init__(self, manager, settings, reactor, *, max_frame_bytes: int, rng=None):
+    def __init__(self, manager, settings, reactor, *, max_frame_bytes: int, tls=None, rng=None):
+        """`tls`: a hedwig.tls.ClientTls to reach the parent with, None for plain TCP."""
         self.manager = manager
+        self.tls = tls
         self.region = settings.name
         self.parent = settings.parent
         self.addresses = parse_addresses(settings.parent_address)
@@ -169,7 +172,16 @@ class ParentLink:
         self.address = address
         self.attempts += 1
         self.state = CONNECTING
-        self._reactor.connectTCP(address[0], address[1], _LinkFactory(self, address), timeout=self.timeout)
+        factory = _LinkFactory(self, address)
+        if self.tls is None:
+            self._reactor.connectTCP(address[0], address[1], factory, timeout=self.timeout)
+            return
+        try:
+            creator = self.tls.creator(address[0])  # (read each attempt: renewed files are picked up)
+        except TlsError as e:
+            self._retry_later(RETRYING, f"cannot set up TLS for {format_address(address)}: {e}")
+            return
+        self._reactor.connectSSL(address[0], address[1], factory, creator, timeout=self.timeout)
 
     def _connect_failed(self, failure, address) -> None:
         if not self._running:
@@ -381,9 +393,24 @@ class ParentLink:
             self._retry_delay = None
             self._retry_later(state, why, delay)
         else:
-            why = self._drop_reason or f"connection lost: {reason.getErrorMessage()}"
+            why = (
+                self._drop_reason
+                or self._tls_failure(reason)
+                or f"connection lost: {reason.getErrorMessage()}"
+            )
             self._retry_later(RETRYING, why)
         self._drop_reason = None
+
+    def _tls_failure(self, reason) -> str | None:
+        if self.tls is None:
+            return None
+        failure = handshake_failure(reason)
+        if failure is None:
+            return None
+        where = format_address(self.address)
+        if "wrong version number" in failure or "packet length too long" in failure:
+            failure += " (does parent_address name the parent's [tls] port?)"
+        return f"{where}: {failure}"
 
     # -- observation --------------------------------------------------------------------------
 
@@ -393,6 +420,7 @@ class ParentLink:
             "parent": self.parent,
             "address": format_address(self.address) if self.address else None,
             "addresses": [format_address(a) for a in self.addresses],
+            "tls": self.tls is not None,
             "state": self.state,
             "reason": self.reason,
             "attempts": self.attempts,

@@ -29,6 +29,7 @@ from hedwig.region.path import RegionPath
 from hedwig.region.session import LinkSession
 from hedwig.region.settings import relay_peer, relay_subscriber_id
 from hedwig.region.wire import decode_relay_publish
+from hedwig.tls_settings import parent_tls
 
 _logger = Logger()
 
@@ -59,7 +60,14 @@ class RegionManager:
         self.children = Children(self)
         self.link = None
         if self.parent:
-            self.link = ParentLink(self, self.settings, reactor, max_frame_bytes=hub.max_frame_bytes, rng=rng)
+            self.link = ParentLink(
+                self,
+                self.settings,
+                reactor,
+                max_frame_bytes=hub.max_frame_bytes,
+                tls=parent_tls(config),
+                rng=rng,
+            )
         self.session = None
         self._filters = {}
         self._loaded = False

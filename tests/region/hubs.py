@@ -16,8 +16,16 @@ class RegionHub:
     """One region's hub: `start` writes its hub.conf and runs `python -m hedwig hub`."""
 
     def __init__(
-        self, root_dir: Path, name: str, parent: "RegionHub | str | None" = None, delivery=None, **region
+        self,
+        root_dir: Path,
+        name: str,
+        parent: "RegionHub | str | None" = None,
+        delivery=None,
+        tls=None,
+        **region,
     ):
+        """`tls`: the hub's [tls] settings (a TLS listener on a free port when enabled);
+        with `parent_tls = "true"` in `region` the link goes to the parent's TLS port."""
         self.name = name
         self.dir = Path(root_dir) / name
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -25,12 +33,20 @@ class RegionHub:
         self.parent = parent
         self.region = {"retry_backoff_ms": 50, "max_retry_backoff_ms": 500, **region}
         self.delivery = {"consume_flush_ms": 100, **(delivery or {})}
+        self.tls = dict(tls or {})
+        self.tls_port = free_port() if self.tls.get("enabled") == "true" else None
+        if self.tls_port is not None:
+            self.tls.setdefault("port", self.tls_port)
         self.process = None
         self._clients = []
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def tls_address(self) -> str:
+        return f"127.0.0.1:{self.tls_port}"
 
     def write_conf(self) -> Path:
         lines = ["[hub]", "host = 127.0.0.1", f"port = {self.port}", f"data_dir = {self.dir / 'data'}"]
@@ -39,11 +55,14 @@ class RegionHub:
         parent = self.parent
         if parent is not None:
             if isinstance(parent, RegionHub):
-                lines += [f"parent = {parent.name}", f"parent_address = {parent.address}"]
+                address = parent.tls_address if self.region.get("parent_tls") == "true" else parent.address
+                lines += [f"parent = {parent.name}", f"parent_address = {address}"]
             else:
                 name, address = parent.split("@")
                 lines += [f"parent = {name}", f"parent_address = {address}"]
         lines += [f"{key} = {value}" for key, value in self.region.items()]
+        if self.tls:
+            lines += ["[tls]", *(f"{key} = {value}" for key, value in self.tls.items())]
         conf = self.dir / "hub.conf"
         conf.write_text("\n".join(lines) + "\n")
         return conf

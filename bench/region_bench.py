@@ -1,6 +1,6 @@
 """Region relay benchmark: hub processes on loopback, one region each, linked as a tree.
 
-    .venv/bin/python bench/region_bench.py [--quick] [--no-save]
+    .venv/bin/python bench/region_bench.py [--quick] [--no-save] [--tls]
 
 Every payload is 100 bytes; every hub runs `python -m hedwig hub --conf` with the
 defaults but its [region] (fsync "never"). Clients are processes of their own
@@ -20,6 +20,12 @@ defaults but its [region] (fsync "never"). Clients are processes of their own
   stamp -> receive (the first second is a warm-up). The latency a hop adds is the
   difference of the medians: one link - none, and (two links - none) / 2. Target: p50
   <= 1 ms per hop.
+
+With --tls every region link runs over TLS, as a deployment across untrusted networks
+would: each hub has a TLS listener and a certificate from one test authority, children
+link to their parent's TLS port presenting theirs, and parents require it
+(`require_child_certificate`). Clients stay on the plain ports, so the baseline is the
+same and the difference is what TLS costs the links. Results: region_bench_tls.json.
 
 Prints JSON and writes bench/results/region_bench.json with the load average around each
 figure: the machine has 2 cores shared by every hub and client here (and whatever else
@@ -46,10 +52,12 @@ from bench.client_processes import (
     run_processes,
 )
 from bench.figures import RESULTS_DIR, emit, load, median, percentile
-from tests.hubprocess import ROOT, HubProcess
+from tests.hubprocess import ROOT, HubProcess, free_port
 from tests.polling import wait_until
 
 RESULTS = RESULTS_DIR / "region_bench.json"
+TLS_RESULTS = RESULTS_DIR / "region_bench_tls.json"
+PKI = None  # with --tls: the tests.tls_certificates.Authority every hub's certificate comes from
 
 
 class RegionHub(HubProcess):
@@ -58,6 +66,7 @@ class RegionHub(HubProcess):
 
     def __init__(self, directory, name, parent=None):
         self.name = name
+        self.tls_port = free_port() if PKI is not None else None
         self.dir = os.path.join(directory, name)
         os.makedirs(self.dir, exist_ok=True)
         self.parent = parent
@@ -67,7 +76,16 @@ class RegionHub(HubProcess):
     def start(self):
         lines = ["[region]", f"name = {self.name}"]
         if self.parent is not None:
-            lines += [f"parent = {self.parent.name}", f"parent_address = {self.parent.address}"]
+            if PKI is None:
+                lines += [f"parent = {self.parent.name}", f"parent_address = {self.parent.address}"]
+            else:
+                address = f"127.0.0.1:{self.parent.tls_port}"
+                lines += [f"parent = {self.parent.name}", f"parent_address = {address}", "parent_tls = true"]
+        if PKI is not None:
+            cert, key = PKI.issue(self.name)
+            lines += ["require_child_certificate = true"]
+            lines += ["[tls]", "enabled = true", f"port = {self.tls_port}"]
+            lines += [f"cert_file = {cert}", f"key_file = {key}", f"ca_file = {PKI.cert_file}"]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
         return super().start()
@@ -248,15 +266,24 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, to check it runs (not saved)")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/region_bench.json")
+    parser.add_argument("--tls", action="store_true", help="region links over TLS (region_bench_tls.json)")
     args = parser.parse_args(argv)
     batches = 300 if args.quick else 2000
     hop_seconds = 3 if args.quick else 8
     rounds = 1 if args.quick else 3
     ctx = multiprocessing.get_context("spawn")
     directory = tempfile.mkdtemp(prefix="region-bench-")
+    if args.tls:
+        global PKI
+        from tests.tls_certificates import Authority
+
+        PKI = Authority(os.path.join(directory, "pki"))
     report = {
         "benchmark": "region_bench",
-        "command": "python bench/region_bench.py" + (" --quick" if args.quick else ""),
+        "command": "python bench/region_bench.py"
+        + (" --quick" if args.quick else "")
+        + (" --tls" if args.tls else ""),
+        "links": "TLS, client certificates required" if args.tls else "plain TCP",
         "payload_bytes": PAYLOAD_BYTES,
         "message_set": 1000,
         "cores": os.cpu_count(),
@@ -299,7 +326,7 @@ def main(argv=None) -> int:
     figures["hop_latency"]["target"] = "p50 <= 1000 us added per hop"
     figures["hop_latency"]["meets_target"] = hop <= 1000
     report["load_after"] = load()
-    emit(report, RESULTS, save=not (args.quick or args.no_save))
+    emit(report, TLS_RESULTS if args.tls else RESULTS, save=not (args.quick or args.no_save))
     return 0
 
 

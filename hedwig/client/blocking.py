@@ -21,7 +21,7 @@ import time
 from collections import deque
 
 from hedwig.client.addresses import parse_addresses
-from hedwig.client.connection import BlockingConnection
+from hedwig.client.connection import BlockingConnection, TlsConnection
 from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
     DEFAULT_HUB,
@@ -246,6 +246,10 @@ class Client(ClientOperations):
     trying to get its connection back before `receive` raises CouldNotConnect; `window`
     is the default number of delivered-but-unacknowledged messages per subscription,
     which also bounds what the client holds for a slow reader (0: unlimited).
+
+    `tls` (a hedwig.tls.ClientTls): reach every hub over TLS, verifying its certificate;
+    the addresses then name the hubs' [tls] ports. Its files are read here, once (a
+    TlsError, naming the file, when one cannot be used), not at each connection.
     """
 
     def __init__(
@@ -259,8 +263,11 @@ class Client(ClientOperations):
         window: int = DEFAULT_WINDOW,
         ack_every: int = DEFAULT_ACK_EVERY,
         client_name: str = "",
+        tls=None,
     ):
         self._addresses = parse_addresses(hubs)
+        self.tls = tls
+        self._ssl_context = tls.ssl_context() if tls is not None else None
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.reconnect_timeout = reconnect_timeout
@@ -299,9 +306,16 @@ class Client(ClientOperations):
                 raise ClientClosed(message="the client is closed")
             connection = self._connections.get(address)
             if connection is None or connection.closed_by_hub():
-                connection = BlockingConnection(address, self.connect_timeout, self.timeout, self.client_name)
+                connection = self._open(address)
                 self._connections[address] = connection
             return connection
+
+    def _open(self, address) -> BlockingConnection:
+        if self.tls is None:
+            return BlockingConnection(address, self.connect_timeout, self.timeout, self.client_name)
+        return TlsConnection(
+            address, self.connect_timeout, self.timeout, self.client_name, self.tls, self._ssl_context
+        )
 
     def _connection_for(self, topic) -> BlockingConnection:
         routes = self._routes

@@ -6,9 +6,20 @@ to its owner, while the other waiting threads sleep on a condition. A reply so r
 its caller without a thread switch, and a round trip costs one network hop and little
 more. The socket is blocking with kernel timeouts (SO_RCVTIMEO / SO_SNDTIMEO): one
 system call per send and per receive.
+
+TlsConnection is the same connection over TLS (the hub's [tls] listener). An OpenSSL
+connection must not be used by two threads at once, and the hub stops reading a client
+that reads nothing (its IPushProducer), so the TLS socket is non-blocking: every OpenSSL
+call is made under one lock and returns at once, and the waiting (for bytes to read, for
+room to send) is done by poll() outside it. A sender waiting for room never stops the
+reader, and the reader waiting for a reply never stops a sender.
 """
 
+import math
+import re
+import select
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -25,6 +36,8 @@ from hedwig.protocol.requests import encode_hello
 # every call (two page faults per round trip, doubling its system time here).
 _RECV_BYTES = 1 << 18
 _READ_SLICE = 5.0  # a reader wakes at least this often to look at its deadline
+# What a read that must not wait raises when nothing has arrived.
+_NOTHING_TO_READ = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 def _timeval(seconds: float) -> bytes:
@@ -53,17 +66,7 @@ class BlockingConnection:
     def __init__(self, address, connect_timeout: float, request_timeout: float, client_name: str):
         self.address = address
         self.request_timeout = request_timeout
-        try:
-            sock = socket.create_connection(address, timeout=connect_timeout)
-        except OSError as e:
-            raise CouldNotConnect(message=f"{format_address(address)}: {e.strerror or e}") from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # A blocking socket with kernel timeouts: recv and send are one system call
-        # each, where a Python socket timeout would poll() before every one.
-        sock.settimeout(None)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(request_timeout))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(_READ_SLICE))
-        self._sock = sock
+        self._sock = self._open_socket(connect_timeout)
         self._read_buffer = bytearray(_RECV_BYTES)
         self._read_view = memoryview(self._read_buffer)
         self._channel = ClientChannel(self)
@@ -72,7 +75,6 @@ class BlockingConnection:
         self._cond = threading.Condition()
         self._read_lock = threading.Lock()
         self._waiters = 0
-        self._sock_timeout = _READ_SLICE
         self._send_lock = threading.Lock()
         self.lost = None  # the ConnectionLost once the connection is gone
         self.hello = None
@@ -81,6 +83,24 @@ class BlockingConnection:
             self.close()
             raise error_for(hello.status, hello.message)
         self.hello = hello.value
+
+    def _tcp(self, connect_timeout: float) -> socket.socket:
+        try:
+            sock = socket.create_connection(self.address, timeout=connect_timeout)
+        except OSError as e:
+            raise CouldNotConnect(message=f"{format_address(self.address)}: {e.strerror or e}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def _open_socket(self, connect_timeout: float):
+        sock = self._tcp(connect_timeout)
+        # A blocking socket with kernel timeouts: recv and send are one system call
+        # each, where a Python socket timeout would poll() before every one.
+        sock.settimeout(None)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(self.request_timeout))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(_READ_SLICE))
+        self._sock_timeout = _READ_SLICE
+        return sock
 
     # -- frames in (called by the channel, on the reading thread) ---------------------------
 
@@ -228,11 +248,20 @@ class BlockingConnection:
         if self.lost is not None:
             return
         self.lost = ConnectionLost(message=reason)
+        self._close_socket()
+        self.subscriptions.lost()
+
+    def _close_socket(self) -> None:
         try:
             self._sock.close()
         except OSError:
             pass
-        self.subscriptions.lost()
+
+    def _shutdown_socket(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def closed_by_hub(self) -> bool:
         """True when the hub has closed this connection while it was idle (it restarted,
@@ -260,9 +289,182 @@ class BlockingConnection:
 
     def close(self) -> None:
         if self.lost is None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            self._shutdown_socket()  # wakes a thread waiting to read
         self._lose("the client closed the connection")
         self.lost = ClientClosed(message="the client is closed")
+
+
+# OpenSSL's verification codes for a certificate that does not carry the name asked for.
+_NAME_MISMATCH = (62, 64)  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
+_OPENSSL_TEXT = re.compile(r"^\[[A-Z0-9_]+: [A-Z0-9_]+\] (?P<text>.*?)(?: \(_ssl\.c:\d+\))?$")
+# What a TLS client sees when the port it reached answers in plain hedwig frames.
+_NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
+
+
+def tls_reason(error: OSError, name: str, where: str) -> str:
+    """A sentence for a TLS failure reaching `where` (the hub's address) as `name`: what
+    OpenSSL said without its codes and source lines, and the likely cause when it is a
+    common one (a certificate for another name, a port that does not speak TLS)."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        if error.verify_code in _NAME_MISMATCH:
+            return f"TLS: the certificate is not issued to {name}, the name it was reached by"
+        return f"TLS handshake failed: certificate verify failed: {error.verify_message}"
+    if isinstance(error, ssl.SSLError):
+        match = _OPENSSL_TEXT.match(str(error))
+        text = match.group("text") if match else (error.reason or str(error))
+        if error.reason == "TLSV13_ALERT_CERTIFICATE_REQUIRED":
+            return f"TLS: the hub requires a client certificate ({text})"
+        if error.reason in _NOT_TLS:
+            text += f" (is {where} the hub's TLS port?)"
+        return f"TLS handshake failed: {text}"
+    if isinstance(error, TimeoutError):
+        return f"TLS handshake failed: no answer (is {where} the hub's TLS port?)"
+    return f"TLS handshake failed: {error.strerror or error}"
+
+
+class TlsConnection(BlockingConnection):
+    """A BlockingConnection over TLS: the hub verified against `tls` (its CA file or the
+    system's trust store, and the name `tls.name_for(host)`), the handshake bounded by
+    the connect timeout. A failed handshake, or a hub that refuses the client's
+    certificate in answer to HELLO (TLS 1.3 refuses only after the client's side of the
+    handshake is done), raises CouldNotConnect saying why.
+
+    The socket is non-blocking, OpenSSL calls are made under `_tls_lock` and waits are
+    poll()s outside it (see the module's docstring): reads cost a poll() and a read where
+    the plain connection makes one recv, the price of sharing one OpenSSL connection
+    between threads.
+    """
+
+    def __init__(self, address, connect_timeout, request_timeout, client_name, tls, context=None):
+        self._tls = tls
+        self._context = context if context is not None else tls.ssl_context()
+        self._tls_lock = threading.Lock()
+        try:
+            super().__init__(address, connect_timeout, request_timeout, client_name)
+        except ConnectionLost as e:
+            raise CouldNotConnect(message=e.message) from None
+
+    def _open_socket(self, connect_timeout: float):
+        where = format_address(self.address)
+        name = self._tls.name_for(self.address[0])
+        # The TCP socket still has the connect timeout: it bounds each step of the handshake.
+        sock = self._tcp(connect_timeout)
+        try:
+            sock = self._context.wrap_socket(sock, server_hostname=name)
+        except (OSError, ValueError) as e:
+            sock.close()
+            raise CouldNotConnect(message=f"{where}: {tls_reason(e, name, where)}") from None
+        sock.setblocking(False)
+        # The descriptor is kept: once the socket is closed, poll() on it answers at once
+        # (POLLNVAL) and the next OpenSSL call fails, where fileno() would be -1.
+        self._fd = sock.fileno()
+        self._readable = select.poll()
+        self._readable.register(self._fd, select.POLLIN)
+        return sock
+
+    def _lose_to(self, error: OSError, failed: str) -> None:
+        """Lose the connection to `error`; a TLS alert before HELLO was answered (the hub
+        refused this client's certificate, or the lack of one) is said as such."""
+        where = format_address(self.address)
+        if self.hello is None and isinstance(error, ssl.SSLError):
+            self._lose(f"{where}: {tls_reason(error, self._tls.name_for(self.address[0]), where)}")
+        else:
+            self._lose(f"{failed} {where} failed: {error}")
+
+    def _read_once(self, remaining) -> None:
+        sock = self._sock
+        lock = self._tls_lock
+        try:
+            with lock:
+                pending = sock.pending()
+            if not pending:
+                wait = _READ_SLICE if remaining is None or remaining > _READ_SLICE else max(remaining, 0.001)
+                if not self._readable.poll(math.ceil(wait * 1000)):
+                    return  # nothing within the slice: the caller looks at its deadline
+            with lock:
+                received = sock.recv_into(self._read_buffer)
+        except _NOTHING_TO_READ:
+            # Part of a TLS record, or only TLS's own messages (session tickets): the
+            # next call waits for the rest. (OpenSSL allows the read again.)
+            return
+        except OSError as e:
+            self._lose_to(e, "connection to")
+            return
+        self._received(received)
+
+    def closed_by_hub(self) -> bool:
+        """BlockingConnection.closed_by_hub through OpenSSL: SSLSocket takes no recv flags,
+        but this socket is non-blocking, and a read with nothing there raises SSLWantReadError
+        (also when only TLS's own messages came, such as session tickets)."""
+        if self.lost is not None:
+            return True
+        if not self._read_lock.acquire(False):
+            return False
+        try:
+            with self._tls_lock:
+                received = self._sock.recv_into(self._read_buffer)
+            self._received(received)
+        except _NOTHING_TO_READ:
+            pass  # nothing to read: the connection is as good as we can tell
+        except OSError as e:
+            self._lose(f"connection to {format_address(self.address)} failed: {e}")
+        finally:
+            self._read_lock.release()
+            if self._waiters:
+                with self._cond:
+                    self._cond.notify_all()
+        return self.lost is not None
+
+    def _shutdown_socket(self) -> None:
+        # The TCP socket's shutdown, which wakes a reader in poll(): SSLSocket.shutdown
+        # would drop its OpenSSL object while another thread may be using it.
+        try:
+            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _close_socket(self) -> None:
+        self._shutdown_socket()
+        with self._tls_lock:  # no OpenSSL call is under way, none starts on a live object
+            super()._close_socket()
+
+    def _send(self, parts) -> None:
+        # SSLSocket has no sendmsg: the parts go out as one buffer.
+        data = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
+        with self._send_lock:
+            if self.lost is not None:
+                raise self.lost
+            try:
+                self._send_all(data)
+            except OSError as e:
+                self._lose_to(e, "sending to")
+                raise self.lost from None
+
+    def _send_all(self, data: memoryview) -> None:
+        """Send every byte, waiting for room outside the OpenSSL lock; fails after the
+        request timeout without progress (SO_SNDTIMEO's part in the plain connection)."""
+        sock = self._sock
+        lock = self._tls_lock
+        deadline = None
+        writable = None
+        while data:
+            try:
+                with lock:
+                    sent = sock.send(data)
+                data = data[sent:]
+                deadline = None
+                continue
+            except ssl.SSLWantReadError:
+                events = select.POLLIN  # OpenSSL must read first (a renegotiation): rare
+            except (ssl.SSLWantWriteError, BlockingIOError, InterruptedError):
+                events = select.POLLOUT
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.request_timeout
+            elif now >= deadline:
+                raise TimeoutError(f"no room to send for {self.request_timeout} s")
+            if writable is None:
+                writable = select.poll()
+            # The same data goes to the next send, as OpenSSL asks after WANT_WRITE.
+            writable.register(self._fd, events)
+            writable.poll(math.ceil((deadline - now) * 1000))

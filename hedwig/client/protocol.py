@@ -7,12 +7,14 @@ from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from hedwig.client.addresses import format_address
 from hedwig.client.channel import ClientChannel, ProtocolViolation
 from hedwig.client.defaults import DEFAULT_TIMEOUT
-from hedwig.client.errors import ConnectionLost, RequestTimeout, error_for
+from hedwig.client.errors import ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.client.handles import SubscriptionHandles
 from hedwig.protocol import Op, Status
 from hedwig.protocol.requests import encode_hello
+from hedwig.tls import handshake_failure
 
 log = Logger()
 
@@ -70,7 +72,11 @@ class HubProtocol(Protocol):
     def connectionLost(self, reason):
         self.connection_closed = True
         if self.lost is None:
-            self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
+            refused = self._refused_by_tls(reason)
+            if refused is not None:
+                self.lost = refused
+            else:
+                self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
         pending, self._pending = self._pending, {}
         for deferred, _subscription, timer in pending.values():
             if timer is not None and timer.active():
@@ -85,6 +91,21 @@ class HubProtocol(Protocol):
         waiters, self._lost_waiters = self._lost_waiters, []
         for waiter in waiters:
             waiter.callback(None)
+
+    def _refused_by_tls(self, reason):
+        """CouldNotConnect saying why, for a connection that TLS ended before HELLO was
+        answered: a failed handshake shows up here as a lost connection (and a hub that
+        refuses the client's certificate under TLS 1.3 answers only after the client's
+        side of the handshake is done). None for any other loss."""
+        if self.hello is not None:
+            return None
+        why = handshake_failure(reason)
+        if why is None:
+            return None
+        where = format_address(self.address) if self.address is not None else "the hub"
+        if "wrong version number" in why or "packet length too long" in why:
+            why += f" (is {where} the hub's TLS port?)"
+        return CouldNotConnect(message=f"{where}: {why}")
 
     def disconnect(self) -> Deferred:
         """Close the connection; fires once it is closed."""

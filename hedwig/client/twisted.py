@@ -25,7 +25,7 @@ is attached again).
 from collections import deque
 
 from twisted.internet.defer import Deferred, DeferredQueue, fail, gatherResults, succeed
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrapClientTLS
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -218,7 +218,13 @@ class _Batch:
 
 
 class Client(ClientOperations):
-    """A Twisted client of one or more hubs. `reactor` gives connections and time."""
+    """A Twisted client of one or more hubs. `reactor` gives connections and time.
+
+    `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the
+    hubs' [tls] ports), verifying its certificate; needs pyOpenSSL and service_identity
+    (hedwig's `tls` extra). The files are read here (TlsError naming one that cannot be
+    used); a handshake that fails makes CouldNotConnect saying why.
+    """
 
     def __init__(
         self,
@@ -235,7 +241,16 @@ class Client(ClientOperations):
         ack_every: int = DEFAULT_ACK_EVERY,
         ack_delay: float = 0.1,
         client_name: str = "",
+        tls=None,
     ):
+        if tls is not None:
+            from hedwig.tls import INSTALL_HINT, TlsError, tls_available
+
+            if not tls_available():
+                raise TlsError(INSTALL_HINT)
+            tls.check()
+        self.tls = tls
+        self._tls_creators = {}  # host -> Twisted's client connection creator for it
         self._reactor = reactor
         self._clock = reactor
         self._addresses = parse_addresses(hubs)
@@ -316,6 +331,11 @@ class Client(ClientOperations):
     def _open(self, address) -> Deferred:
         host, port = address
         endpoint = TCP4ClientEndpoint(self._reactor, host, port, timeout=self.connect_timeout)
+        if self.tls is not None:
+            creator = self._tls_creators.get(host)
+            if creator is None:
+                creator = self._tls_creators[host] = self.tls.creator(host)
+            endpoint = wrapClientTLS(creator, endpoint)
         protocol = HubProtocol(self._clock, self.client_name, self.timeout, address)
         protocol.on_lost = self._lost
 

@@ -24,10 +24,35 @@ class CommandError(Exception):
     """A failure to report as one line, without a traceback."""
 
 
+class UsageError(CommandError):
+    """A command line that cannot work (a TLS file that cannot be used): exit status 2."""
+
+
+def _client_tls(args):
+    """The ClientTls the --tls options (or their HEDWIG_TLS_* variables) ask for; None for
+    plain TCP. Any of them means TLS. Its files are read now, so that one that cannot be
+    used is a usage error naming it, before anything is sent."""
+    from hedwig.tls import ClientTls, TlsError, tls_available
+
+    if not (args.tls or args.tls_ca or args.tls_cert or args.tls_key or args.tls_name):
+        return None
+    tls = ClientTls(
+        ca_file=args.tls_ca, cert_file=args.tls_cert, key_file=args.tls_key, server_name=args.tls_name
+    )
+    try:
+        if tls_available():
+            tls.check()
+        else:  # the blocking client needs only the standard library's ssl, which reads them too
+            tls.ssl_context()
+    except TlsError as e:
+        raise UsageError(str(e)) from None
+    return tls
+
+
 def _client(args):
     from hedwig.client import Client
 
-    return Client(args.hub, client_name=f"hedwig {args.command}")
+    return Client(args.hub, client_name=f"hedwig {args.command}", tls=_client_tls(args))
 
 
 def _parse_properties(pairs) -> dict | None:
@@ -334,6 +359,8 @@ def add_drain(subparsers, client_options):
 def drain(args) -> int:
     from hedwig.spark.command import run_drain
 
+    if _client_tls(args) is not None:
+        raise UsageError("drain reaches hubs over plain TCP only: leave out the --tls options")
     return run_drain(args)
 
 
@@ -341,6 +368,15 @@ def drain(args) -> int:
 
 SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_unsubscribe, add_topics, add_describe, add_stats,
                add_drain]  # fmt: skip
+
+
+# The client's TLS options: (option, environment variable, metavar, help).
+TLS_OPTIONS = [
+    ("--tls-ca", "HEDWIG_TLS_CA", "FILE", "the authorities that sign the hub's certificate (PEM)"),
+    ("--tls-cert", "HEDWIG_TLS_CERT", "FILE", "a client certificate to present (PEM), for hubs that ask"),
+    ("--tls-key", "HEDWIG_TLS_KEY", "FILE", "the client certificate's key (default: in --tls-cert's file)"),
+    ("--tls-name", "HEDWIG_TLS_NAME", "NAME", "the name the hub's certificate carries (default: the host)"),
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -352,10 +388,30 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help=f"the hub to talk to; a comma-separated list tries each (default {default_hub}, or $HEDWIG_HUB)",
     )
-    # Client subcommands accept --hub after their name too.
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="speak TLS to the hub (HOST:PORT names its [tls] port), trusting the system's certificate "
+        "store; any --tls-* option implies it",
+    )
+    for option, variable, metavar, help_text in TLS_OPTIONS:
+        parser.add_argument(
+            option,
+            default=os.environ.get(variable, ""),
+            metavar=metavar,
+            help=f"{help_text} (or ${variable})",
+        )
+    # Client subcommands accept --hub and the TLS options after their name too.
     client_options = argparse.ArgumentParser(add_help=False)
     client_options.add_argument(
         "--hub", default=argparse.SUPPRESS, metavar="HOST:PORT", help=argparse.SUPPRESS
+    )
+    for option, _variable, metavar, _help_text in TLS_OPTIONS:
+        client_options.add_argument(
+            option, default=argparse.SUPPRESS, metavar=metavar, help=argparse.SUPPRESS
+        )
+    client_options.add_argument(
+        "--tls", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in SUBCOMMANDS:
@@ -369,6 +425,9 @@ def main(argv=None) -> int:
         return args.run(args)
     except KeyboardInterrupt:
         return 130
+    except UsageError as e:
+        print(f"hedwig {args.command}: {e}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader of our output went away (`hedwig subscribe ... | head`).
         sys.stderr.close()

@@ -357,10 +357,10 @@ def add_drain(subparsers, client_options):
 
 
 def drain(args) -> int:
-    from hedwig.spark.command import run_drain
-
     if _client_tls(args) is not None:
         raise UsageError("drain reaches hubs over plain TCP only: leave out the --tls options")
+    from hedwig.spark.command import run_drain
+
     return run_drain(args)
 
 

@@ -154,11 +154,9 @@ def free_port() -> int:
 
 
 def hub_environment() -> dict:
-    """The environment for CLI subprocesses: this one's, without a HEDWIG_HUB of the
-    user's that would point them elsewhere."""
-    env = dict(os.environ)
-    env.pop("HEDWIG_HUB", None)
-    return env
+    """The environment for CLI subprocesses: this one's, without the user's HEDWIG_HUB or
+    HEDWIG_TLS_* that would point them elsewhere (or switch them to TLS)."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("HEDWIG_")}
 
 
 def make_run_command() -> list:

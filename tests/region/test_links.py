@@ -1,7 +1,9 @@
 """Relay links that break under load: a chain root <- mid <- leaf whose two links run
 through proxies the test cuts again and again while three regions publish. Each link
 reconnects, resumes from its consumed seq-ids, and what it re-reads is dropped where it
-was stored already: every region ends with every message once, in origin order."""
+was stored already: every region ends with every message once, in origin order. The
+chain runs twice: with plain links, and with links over TLS (each child presenting its
+certificate, each parent requiring it), whose connections the cuts end mid-record."""
 
 import pytest
 
@@ -14,6 +16,7 @@ from tests.region.hubs import (
     wait_until,
 )
 from tests.region.proxy import CuttableProxy
+from tests.tls_certificates import Authority
 
 TOPIC = "payments"
 PER_REGION = 10_000
@@ -22,23 +25,42 @@ CUTS = 10
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def chain(tmp_path):
+def region_hub(tmp_path, name, parent, ca):
+    """A hub of the chain; with `ca`, it listens for TLS, requires its children's
+    certificates and links to its parent (through the proxy) over TLS."""
+    if ca is None:
+        return RegionHub(tmp_path, name, parent)
+    cert, key = ca.issue(name)
+    tls = {"enabled": "true", "cert_file": cert, "key_file": key, "ca_file": ca.cert_file}
+    region = {"require_child_certificate": "true"}
+    if parent is not None:
+        region["parent_tls"] = "true"
+    return RegionHub(tmp_path, name, parent, tls=tls, **region)
+
+
+@pytest.fixture(params=["plain", "tls"])
+def chain(request, tmp_path):
+    ca = Authority(tmp_path / "pki") if request.param == "tls" else None
+
+    def link_port(hub):
+        return hub.tls_port if ca is not None else hub.port
+
     started = []
     proxies = []
     try:
-        root = RegionHub(tmp_path, "root").start()
+        root = region_hub(tmp_path, "root", None, ca).start()
         started.append(root)
-        to_root = CuttableProxy(root.port)
+        to_root = CuttableProxy(link_port(root))
         proxies.append(to_root)
-        mid = RegionHub(tmp_path, "mid", f"root@{to_root.address}").start()
+        mid = region_hub(tmp_path, "mid", f"root@{to_root.address}", ca).start()
         started.append(mid)
-        to_mid = CuttableProxy(mid.port)
+        to_mid = CuttableProxy(link_port(mid))
         proxies.append(to_mid)
-        leaf = RegionHub(tmp_path, "leaf", f"mid@{to_mid.address}").start()
+        leaf = region_hub(tmp_path, "leaf", f"mid@{to_mid.address}", ca).start()
         started.append(leaf)
         for hub in (mid, leaf):
             wait_until(hub.linked, f"{hub.name} linked")
+            assert hub.regions()["parent"]["tls"] is (ca is not None)
         yield {"root": root, "mid": mid, "leaf": leaf}, proxies
     finally:
         for proxy in proxies:

@@ -202,6 +202,9 @@ class DeliveryManager:
 
     def _create(self, table, log, subscriber_id, consumed, channel, handle, window, deliver):
         preferences = {} if window is None else {"window": window}
+        # When the subscription began, kept with it: a region relays what was published
+        # since then even when its link comes up after a restart (hedwig/region/manager.py).
+        preferences["created_us"] = int(self.clock.seconds() * 1_000_000)
         table.busy.add(subscriber_id)
         d = maybeDeferred(
             self.metadata.put_subscription,

@@ -91,11 +91,13 @@ class RegionManager:
     def _load(self):
         metadata = self.hub.delivery.metadata
         topics = yield metadata.list_topics()
-        now = self.now_us()  # (when a subscription began is not stored: from now on)
+        now = self.now_us()
         for done, topic in enumerate(topics, 1):
             subscriptions = yield metadata.list_subscriptions(topic)
-            for subscriber_id in subscriptions:
-                self.interest.add(topic, subscriber_id, now)
+            for subscriber_id, record in subscriptions.items():
+                # Since the subscription began (a record from before that was kept: now).
+                since = record.value.preferences.get("created_us") or now
+                self.interest.add(topic, subscriber_id, since)
             if not done % _LOAD_STEP:  # (an embedded store answers at once: let others run)
                 yield deferLater(self.reactor, 0, lambda: None)
         _logger.info(

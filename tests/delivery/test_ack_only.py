@@ -142,15 +142,15 @@ def test_a_window_is_not_recorded_and_a_start_repositions_as_for_any_attach(tmp_
     h.log.backlog(10)
     h.subscribe("s", h.channel(), window=3)
     fired(h.manager.close_subscription("t", "s"))
-    assert h.record("s").preferences == {"window": 3}
+    assert h.record("s").preferences == {"window": 3, "created_us": 0}
     result = h.subscribe("s", h.channel(), start=("seq", 6), window=50, deliver=False)
     assert result == {"consumed_seq": 5, "next_seq": 6}
     assert h.record("s").consumed_seq == 5, "written before the answer, as for any start"
-    assert h.record("s").preferences == {"window": 3}
+    assert h.record("s").preferences == {"window": 3, "created_us": 0}
     fired(h.manager.close_subscription("t", "s"))
     created = h.subscribe("new", h.channel(), start="earliest", window=9, deliver=False)
     assert created == {"consumed_seq": 0, "next_seq": 1}
-    assert h.record("new").preferences == {}
+    assert h.record("new").preferences == {"created_us": 0}
 
 
 def test_unsubscribe_ends_it_and_releases_what_it_held(tmp_path):

@@ -51,9 +51,11 @@ def test_window_zero_is_unlimited(tmp_path):
 
 def test_the_window_preference_is_kept_with_the_subscription(tmp_path):
     h = Harness(tmp_path)
+    h.clock.advance(12.5)
     h.subscribe("s", h.channel(), window=3)
     h.manager.close_subscription("t", "s")
-    assert h.record("s").preferences == {"window": 3}
+    # With when it began, which regions relay from (hedwig/region/manager.py).
+    assert h.record("s").preferences == {"window": 3, "created_us": 12_500_000}
     channel = h.channel()
     h.subscribe("s", channel, mode="attach")
     h.turn()

@@ -275,8 +275,8 @@ class BlockingConnection:
         if not self._read_lock.acquire(False):
             return False
         try:
-            self._received(self._sock.recv_into(self._read_buffer, 0, socket.MSG_DONTWAIT))
-        except (BlockingIOError, InterruptedError):
+            self._received(self._read_now())
+        except _NOTHING_TO_READ:
             pass  # nothing to read: the connection is as good as we can tell
         except OSError as e:
             self._lose(f"connection to {format_address(self.address)} failed: {e}")
@@ -286,6 +286,10 @@ class BlockingConnection:
                 with self._cond:
                     self._cond.notify_all()
         return self.lost is not None
+
+    def _read_now(self) -> int:
+        """Read what has arrived without waiting; raises one of _NOTHING_TO_READ when nothing has."""
+        return self._sock.recv_into(self._read_buffer, 0, socket.MSG_DONTWAIT)
 
     def close(self) -> None:
         if self.lost is None:
@@ -392,28 +396,12 @@ class TlsConnection(BlockingConnection):
             return
         self._received(received)
 
-    def closed_by_hub(self) -> bool:
-        """BlockingConnection.closed_by_hub through OpenSSL: SSLSocket takes no recv flags,
-        but this socket is non-blocking, and a read with nothing there raises SSLWantReadError
+    def _read_now(self) -> int:
+        """BlockingConnection._read_now through OpenSSL: SSLSocket takes no recv flags, but
+        this socket is non-blocking, and a read with nothing there raises SSLWantReadError
         (also when only TLS's own messages came, such as session tickets)."""
-        if self.lost is not None:
-            return True
-        if not self._read_lock.acquire(False):
-            return False
-        try:
-            with self._tls_lock:
-                received = self._sock.recv_into(self._read_buffer)
-            self._received(received)
-        except _NOTHING_TO_READ:
-            pass  # nothing to read: the connection is as good as we can tell
-        except OSError as e:
-            self._lose(f"connection to {format_address(self.address)} failed: {e}")
-        finally:
-            self._read_lock.release()
-            if self._waiters:
-                with self._cond:
-                    self._cond.notify_all()
-        return self.lost is not None
+        with self._tls_lock:
+            return self._sock.recv_into(self._read_buffer)
 
     def _shutdown_socket(self) -> None:
         # The TCP socket's shutdown, which wakes a reader in poll(): SSLSocket.shutdown

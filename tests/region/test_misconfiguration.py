@@ -53,14 +53,6 @@ def refused_with(hub: RegionHub, words: str):
     return check
 
 
-@pytest.fixture
-def hubs():
-    started = []
-    yield started
-    for hub in started:
-        hub.stop()
-
-
 def test_a_cycle_of_two_regions_is_refused_at_link_set_up(tmp_path, hubs):
     a = RegionHub(tmp_path, "a")
     b = RegionHub(tmp_path, "b", a)

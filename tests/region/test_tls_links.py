@@ -14,14 +14,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def hubs():
-    started = []
-    yield started
-    for hub in started:
-        hub.stop()
-
-
-@pytest.fixture
 def ca(tmp_path):
     return Authority(tmp_path / "pki")
 

@@ -171,11 +171,7 @@ class ClientTls:
 def peer_certificate(transport):
     """The verified certificate the peer of a TLS `transport` presented (pyOpenSSL X509),
     or None: a plain connection, or a TLS client that presented none."""
-    from twisted.internet.interfaces import ISSLTransport
-
-    if not ISSLTransport.providedBy(transport):
-        return None
-    return transport.getPeerCertificate()
+    return transport.getPeerCertificate() if is_tls(transport) else None
 
 
 def certificate_names(certificate) -> set:
@@ -210,9 +206,14 @@ def _mismatched_name(mismatch) -> str:
     return str(identity)
 
 
-def handshake_failure(failure) -> str | None:
-    """A sentence for a connection lost to TLS (a certificate that does not verify, a
-    name it does not carry, a peer that does not speak TLS); None for any other loss."""
+# What a TLS client sees when the port it reached answers in plain hedwig frames.
+_NOT_TLS = ("wrong version number", "record layer failure", "packet length too long", "http request")
+
+
+def handshake_failure(failure, plain_port_hint: str = "") -> str | None:
+    """A sentence for a connection Twisted lost to TLS (a certificate that does not
+    verify, a name it does not carry, a peer that does not speak TLS, for which
+    `plain_port_hint` is added); None for any other loss."""
     try:
         from OpenSSL import SSL
         from service_identity import VerificationError
@@ -229,5 +230,33 @@ def handshake_failure(failure) -> str | None:
             if reason and str(reason) not in reasons:
                 reasons.append(str(reason))
         said = ", ".join(reasons) or "no reason given"
+        if plain_port_hint and any(r.lower() in _NOT_TLS for r in reasons):
+            said += f" ({plain_port_hint})"
         return f"TLS handshake failed: {said}"
     return None
+
+
+# OpenSSL's verification codes for a certificate that does not carry the name asked for.
+_NAME_MISMATCH = (62, 64)  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
+_OPENSSL_TEXT = re.compile(r"^\[[A-Z0-9_]+: [A-Z0-9_]+\] (?P<text>.*?)(?: \(_ssl\.c:\d+\))?$")
+
+
+def ssl_failure(error: OSError, name: str, plain_port_hint: str) -> str:
+    """handshake_failure for the standard library's ssl (the blocking client): a sentence
+    for a TLS failure reaching a hub as `name`, without OpenSSL's codes and source lines,
+    with `plain_port_hint` where the port seems not to speak TLS (or does not answer)."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        if error.verify_code in _NAME_MISMATCH:
+            return f"TLS: the certificate is not issued to {name}, the name it was reached by"
+        return f"TLS handshake failed: certificate verify failed: {error.verify_message}"
+    if isinstance(error, ssl.SSLError):
+        match = _OPENSSL_TEXT.match(str(error))
+        text = match.group("text") if match else (error.reason or str(error))
+        if error.reason == "TLSV13_ALERT_CERTIFICATE_REQUIRED":
+            return f"TLS: the hub requires a client certificate ({text})"
+        if (error.reason or "").replace("_", " ").lower() in _NOT_TLS:
+            text += f" ({plain_port_hint})"
+        return f"TLS handshake failed: {text}"
+    if isinstance(error, TimeoutError):
+        return f"TLS handshake failed: no answer ({plain_port_hint})"
+    return f"TLS handshake failed: {error.strerror or error}"

@@ -16,7 +16,6 @@ reader, and the reader waiting for a reply never stops a sender.
 """
 
 import math
-import re
 import select
 import socket
 import ssl
@@ -30,6 +29,7 @@ from hedwig.client.errors import ClientClosed, ConnectionLost, CouldNotConnect, 
 from hedwig.client.handles import SubscriptionHandles
 from hedwig.protocol import Op, Status
 from hedwig.protocol.requests import encode_hello
+from hedwig.tls import ssl_failure
 
 # Reads go into one buffer kept for the connection: recv(n) would allocate n bytes
 # afresh each time, and for n this large the allocator maps and faults in new pages on
@@ -298,34 +298,6 @@ class BlockingConnection:
         self.lost = ClientClosed(message="the client is closed")
 
 
-# OpenSSL's verification codes for a certificate that does not carry the name asked for.
-_NAME_MISMATCH = (62, 64)  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
-_OPENSSL_TEXT = re.compile(r"^\[[A-Z0-9_]+: [A-Z0-9_]+\] (?P<text>.*?)(?: \(_ssl\.c:\d+\))?$")
-# What a TLS client sees when the port it reached answers in plain hedwig frames.
-_NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
-
-
-def tls_reason(error: OSError, name: str, where: str) -> str:
-    """A sentence for a TLS failure reaching `where` (the hub's address) as `name`: what
-    OpenSSL said without its codes and source lines, and the likely cause when it is a
-    common one (a certificate for another name, a port that does not speak TLS)."""
-    if isinstance(error, ssl.SSLCertVerificationError):
-        if error.verify_code in _NAME_MISMATCH:
-            return f"TLS: the certificate is not issued to {name}, the name it was reached by"
-        return f"TLS handshake failed: certificate verify failed: {error.verify_message}"
-    if isinstance(error, ssl.SSLError):
-        match = _OPENSSL_TEXT.match(str(error))
-        text = match.group("text") if match else (error.reason or str(error))
-        if error.reason == "TLSV13_ALERT_CERTIFICATE_REQUIRED":
-            return f"TLS: the hub requires a client certificate ({text})"
-        if error.reason in _NOT_TLS:
-            text += f" (is {where} the hub's TLS port?)"
-        return f"TLS handshake failed: {text}"
-    if isinstance(error, TimeoutError):
-        return f"TLS handshake failed: no answer (is {where} the hub's TLS port?)"
-    return f"TLS handshake failed: {error.strerror or error}"
-
-
 class TlsConnection(BlockingConnection):
     """A BlockingConnection over TLS: the hub verified against `tls` (its CA file or the
     system's trust store, and the name `tls.name_for(host)`), the handshake bounded by
@@ -357,7 +329,7 @@ class TlsConnection(BlockingConnection):
             sock = self._context.wrap_socket(sock, server_hostname=name)
         except (OSError, ValueError) as e:
             sock.close()
-            raise CouldNotConnect(message=f"{where}: {tls_reason(e, name, where)}") from None
+            raise CouldNotConnect(message=f"{where}: {self._tls_reason(e)}") from None
         sock.setblocking(False)
         # The descriptor is kept: once the socket is closed, poll() on it answers at once
         # (POLLNVAL) and the next OpenSSL call fails, where fileno() would be -1.
@@ -366,12 +338,16 @@ class TlsConnection(BlockingConnection):
         self._readable.register(self._fd, select.POLLIN)
         return sock
 
+    def _tls_reason(self, error: OSError) -> str:
+        where = format_address(self.address)
+        return ssl_failure(error, self._tls.name_for(self.address[0]), f"is {where} the hub's TLS port?")
+
     def _lose_to(self, error: OSError, failed: str) -> None:
         """Lose the connection to `error`; a TLS alert before HELLO was answered (the hub
         refused this client's certificate, or the lack of one) is said as such."""
         where = format_address(self.address)
         if self.hello is None and isinstance(error, ssl.SSLError):
-            self._lose(f"{where}: {tls_reason(error, self._tls.name_for(self.address[0]), where)}")
+            self._lose(f"{where}: {self._tls_reason(error)}")
         else:
             self._lose(f"{failed} {where} failed: {error}")
 

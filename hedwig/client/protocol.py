@@ -99,12 +99,10 @@ class HubProtocol(Protocol):
         side of the handshake is done). None for any other loss."""
         if self.hello is not None:
             return None
-        why = handshake_failure(reason)
+        where = format_address(self.address) if self.address is not None else "the hub"
+        why = handshake_failure(reason, f"is {where} the hub's TLS port?")
         if why is None:
             return None
-        where = format_address(self.address) if self.address is not None else "the hub"
-        if "wrong version number" in why or "packet length too long" in why:
-            why += f" (is {where} the hub's TLS port?)"
         return CouldNotConnect(message=f"{where}: {why}")
 
     def disconnect(self) -> Deferred:

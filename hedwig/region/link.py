@@ -404,13 +404,10 @@ class ParentLink:
     def _tls_failure(self, reason) -> str | None:
         if self.tls is None:
             return None
-        failure = handshake_failure(reason)
+        failure = handshake_failure(reason, "does parent_address name the parent's [tls] port?")
         if failure is None:
             return None
-        where = format_address(self.address)
-        if "wrong version number" in failure or "packet length too long" in failure:
-            failure += " (does parent_address name the parent's [tls] port?)"
-        return f"{where}: {failure}"
+        return f"{format_address(self.address)}: {failure}"
 
     # -- observation --------------------------------------------------------------------------
 

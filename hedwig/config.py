@@ -74,6 +74,9 @@ class RegionSettings:
     max_retry_backoff_ms: int = 10000
     relay_inflight_bytes: int = 8 * MIB  # relayed bytes a link holds unstored before it pauses
     link_timeout_s: float = 30.0  # a region link request unanswered this long drops the link
+    # A relay subscription created after its interest began starts this long before it:
+    # regions' clocks may differ by about as much.
+    clock_margin_ms: int = 1000
     parent_tls: bool = False  # reach the parent over TLS (parent_address names its [tls] port)
     parent_tls_name: str = ""  # the name the parent's certificate must carry (empty: each address's host)
     # Take REGION_LINK only over TLS from a client certificate naming the child region.

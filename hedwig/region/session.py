@@ -65,6 +65,7 @@ class LinkSession:
         self.source = RelaySource(self.parent)
         self.closed = False
         self._limit = manager.settings.relay_inflight_bytes
+        self._clock_margin_ms = manager.settings.clock_margin_ms
         self._reactor = manager.reactor
         # down
         self._down: dict[str, _Down] = {}
@@ -116,7 +117,7 @@ class LinkSession:
         return self.link.request(Op.SUBSCRIBE, body).addCallback(self._subscribed, topic)
 
     def _create_down(self, topic: str) -> Deferred:
-        start = late_start(self.manager.interest.since(topic, self.parent))
+        start = late_start(self.manager.interest.since(topic, self.parent), self._clock_margin_ms)
         body = encode_subscribe(topic, self.relay_id, "create", start, 0, False)
         return self.link.request(Op.SUBSCRIBE, body).addCallback(self._subscribed, topic, False)
 
@@ -227,7 +228,7 @@ class LinkSession:
                 self.up.set(topic, False)
 
     def _attach_up(self, topic: str) -> Deferred:
-        return self.up_channel.attach(topic, late_start(self.parent_wants.get(topic)))
+        return self.up_channel.attach(topic, late_start(self.parent_wants.get(topic), self._clock_margin_ms))
 
     def _reconcile(self) -> None:
         """The snapshot is complete: relay up what the parent wants, delete the relay

@@ -17,17 +17,13 @@ RELAY_PREFIX = "__region__"
 # Subscriber ids are at most 255 bytes, so a region name may use what the prefix leaves.
 MAX_REGION_NAME = 255 - len(RELAY_PREFIX)
 _REGION_NAME = re.compile(r"[A-Za-z0-9._-]+")
-# A relay subscription created after its interest began (the link was down then) starts
-# this long before that moment: the regions' clocks may differ by about as much.
-LATE_START_MARGIN_US = 1_000_000
-
-
-def late_start(since_us: int | None):
-    """The SUBSCRIBE start of a relay subscription created late: None (the latest) when
-    the interest's time is not known."""
+def late_start(since_us: int | None, margin_ms: int):
+    """The SUBSCRIBE start of a relay subscription created after its interest began (the
+    link was down then): `margin_ms` ([region] clock_margin_ms, for regions' clocks that
+    differ) before that moment; None (the latest) when the interest's time is not known."""
     if not since_us:
         return None
-    return ("time", max(0, since_us - LATE_START_MARGIN_US))
+    return ("time", max(0, since_us - margin_ms * 1000))
 
 
 def relay_subscriber_id(region: str) -> str:
@@ -96,5 +92,7 @@ def check_region_settings(config: Config) -> None:
         )
     if region.relay_inflight_bytes < 64 * 1024:
         raise ConfigError(f"[region] relay_inflight_bytes = {region.relay_inflight_bytes}: expected >= 65536")
+    if region.clock_margin_ms < 0:
+        raise ConfigError(f"[region] clock_margin_ms = {region.clock_margin_ms}: expected >= 0")
     if region.link_timeout_s <= 0:
         raise ConfigError(f"[region] link_timeout_s = {region.link_timeout_s}: expected > 0")

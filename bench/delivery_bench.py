@@ -41,9 +41,9 @@ from hedwig.cache import ReadAheadCache
 from hedwig.config import CacheSettings, DeliverySettings, LogSettings
 from hedwig.delivery import DeliveryManager, IDeliveryChannel
 from hedwig.ledger.memory_store import MemoryLedgerStore
-from hedwig.log import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
+from hedwig.topiclog import TopicLogManager
 from tests.deferreds import fired
 from tests.ledger.reactors import InlineThreadsReactor
 

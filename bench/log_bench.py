@@ -35,9 +35,9 @@ from bench.figures import RESULTS_DIR, emit, load
 from hedwig.config import LogSettings
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from hedwig.log.manager import TopicLogManager
 from hedwig.meta import NEW, LedgerRange, SqliteMetadataStore, SubscriptionState
 from hedwig.protocol import encode_message_set
+from hedwig.topiclog.manager import TopicLogManager
 
 RESULTS = RESULTS_DIR / "log_bench.json"
 YIELD_EVERY_BYTES = 8 << 20

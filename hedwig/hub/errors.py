@@ -7,11 +7,11 @@ UNEXPECTED_CONDITION and logged with its traceback.
 
 from hedwig.delivery.interface import SubscribeError
 from hedwig.ledger.interface import LedgerError, StorageFull
-from hedwig.log.errors import LogError, SeqOutOfRange, TopicFenced
 from hedwig.meta.interface import BadVersion, MetadataError
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
+from hedwig.topiclog.errors import LogError, SeqOutOfRange, TopicFenced
 
 
 class HubStopping(Exception):

@@ -110,7 +110,7 @@ class HubService(MultiService):
     def _build(self) -> None:
         from hedwig.cache.readahead import ReadAheadCache
         from hedwig.delivery.manager import DeliveryManager
-        from hedwig.log.manager import TopicLogManager
+        from hedwig.topiclog.manager import TopicLogManager
 
         config, reactor = self.config, self.reactor
         own_data_dir = None

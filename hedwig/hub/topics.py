@@ -16,7 +16,7 @@ class TopicManager:
     log = Logger()
 
     def __init__(self, logs, metadata):
-        self._logs = logs  # hedwig.log.manager.TopicLogManager
+        self._logs = logs  # hedwig.topiclog.manager.TopicLogManager
         self._metadata = metadata
         # Runs once per acquisition before any request uses the log (the delivery manager
         # loads the topic's durable subscriptions, so GC and pruning see them all).

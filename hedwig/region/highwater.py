@@ -18,8 +18,8 @@ stored in call order).
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 
-from hedwig.log.errors import SeqOutOfRange
 from hedwig.protocol.entry import decode_entry_header
+from hedwig.topiclog.errors import SeqOutOfRange
 
 # A scan reads at most this many bytes per step, and yields the reactor between steps.
 SCAN_STEP_BYTES = 4 << 20

@@ -10,8 +10,8 @@ from bisect import bisect_right
 
 from twisted.internet.defer import Deferred, fail, succeed
 
-from hedwig.log.entry import LogEntry
-from hedwig.log.errors import SeqOutOfRange
+from hedwig.topiclog.entry import LogEntry
+from hedwig.topiclog.errors import SeqOutOfRange
 
 
 class PendingRead:

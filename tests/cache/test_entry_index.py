@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hedwig.cache.entry_index import EntryIndex
-from hedwig.log.entry import LogEntry
+from hedwig.topiclog.entry import LogEntry
 
 # A fixed log: 60 entries of 1-4 messages.
 SIZES = [1 + (i * 7) % 4 for i in range(60)]

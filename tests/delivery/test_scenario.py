@@ -3,9 +3,9 @@ up, one 100,000 messages behind, one paused by backpressure."""
 
 from hedwig.config import LogSettings
 from hedwig.ledger.memory_store import MemoryLedgerStore
-from hedwig.log import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
+from hedwig.topiclog import TopicLogManager
 from tests.delivery.harness import Harness, TurnClock, fired
 
 MESSAGES_PER_ENTRY = 100

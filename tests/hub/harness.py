@@ -16,10 +16,10 @@ from hedwig.hub.connection import HubFactory
 from hedwig.hub.core import Hub
 from hedwig.hub.topics import TopicManager
 from hedwig.ledger.memory_store import MemoryLedgerStore
-from hedwig.log.manager import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set, parse_delivery, parse_event
 from hedwig.protocol.requests import decode_response, encode_hello, encode_publish
+from hedwig.topiclog.manager import TopicLogManager
 
 _ports = itertools.count(40000)
 

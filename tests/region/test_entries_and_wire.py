@@ -5,7 +5,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hedwig.log.entry import LogEntry
 from hedwig.protocol import decode_entry, encode_entry_header, encode_message_set, parse_message_set
 from hedwig.protocol.framing import FrameDecoder
 from hedwig.protocol.messageset import MessageSetError, validate_message_set
@@ -14,6 +13,7 @@ from hedwig.protocol.requests import RequestError, response_frame
 from hedwig.protocol.status import Status
 from hedwig.region import wire
 from hedwig.region.entries import RelayedPart, entry_via, slice_message_set, via_filter
+from hedwig.topiclog.entry import LogEntry
 from tests.region.harness import entry
 
 

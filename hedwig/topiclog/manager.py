@@ -1,6 +1,6 @@
 """The topic logs a hub has open, over one ledger store and one metadata store.
 
-Opening a topic acquires it (hedwig.log.acquire); concurrent opens of one topic share that
+Opening a topic acquires it (hedwig.topiclog.acquire); concurrent opens of one topic share that
 one acquisition, and an open topic's log is returned as it is. A log that closes (or fails
 and closes itself) leaves the manager, so the next open acquires the topic afresh.
 """
@@ -8,12 +8,12 @@ and closes itself) leaves the manager, so the next open acquires the topic afres
 from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 
 from hedwig.config import LogSettings
-from hedwig.log.acquire import acquire_topic
-from hedwig.log.errors import LogClosed, LogError
-from hedwig.log.locator import EntryLocator
-from hedwig.log.shared import SharedResult
-from hedwig.log.topic_log import TopicLog
 from hedwig.protocol.names import InvalidName, check_topic
+from hedwig.topiclog.acquire import acquire_topic
+from hedwig.topiclog.errors import LogClosed, LogError
+from hedwig.topiclog.locator import EntryLocator
+from hedwig.topiclog.shared import SharedResult
+from hedwig.topiclog.topic_log import TopicLog
 
 
 class TopicLogManager:

@@ -3,9 +3,9 @@
 import pytest
 
 from hedwig.config import LogSettings
-from hedwig.log import LogCorrupt, TopicFenced
 from hedwig.meta import NEW, LedgerRange
-from tests.log.harness import failure_of, message_set, settle
+from hedwig.topiclog import LogCorrupt, TopicFenced
+from tests.topiclog.harness import failure_of, message_set, settle
 
 
 def ranges_in_metadata(stack, topic="t"):

@@ -12,11 +12,11 @@ import logging
 from twisted.internet.defer import inlineCallbacks, maybeDeferred
 
 from hedwig.ledger.interface import LedgerError, NoSuchLedger
-from hedwig.log.errors import LogCorrupt, TopicFenced
-from hedwig.log.topic_log import TopicLog
 from hedwig.meta.interface import NEW, BadVersion, LedgerRange
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
+from hedwig.topiclog.errors import LogCorrupt, TopicFenced
+from hedwig.topiclog.topic_log import TopicLog
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import traceback
 import pytest
 
 from hedwig.config import LogSettings
-from tests.log.harness import HAVE_MMAP, LogStack, message_set, settle
+from tests.topiclog.harness import HAVE_MMAP, LogStack, message_set, settle
 
 KILLS = 20
 SILENCE_LIMIT_S = 60  # a child that reports nothing for this long is stuck, not slow
@@ -60,7 +60,7 @@ class ReportReader:
 def _child(directory: str, seed: int, write_fd: int) -> None:
     """In the forked child: append until killed; never return into the test runner."""
     try:
-        from tests.log import crash_child
+        from tests.topiclog import crash_child
 
         crash_child.main(directory, seed, os.fdopen(write_fd, "w"))
     except BaseException:

@@ -8,9 +8,9 @@ from twisted.python.failure import Failure
 
 from hedwig.config import LogSettings
 from hedwig.ledger.memory_store import MemoryLedgerStore
-from hedwig.log.manager import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol.messageset import encode_message_set
+from hedwig.topiclog.manager import TopicLogManager
 from tests.ledger.reactors import InlineThreadsReactor
 
 HAVE_MMAP = importlib.util.find_spec("hedwig.ledger.mmap_store") is not None

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hedwig.config import LogSettings
-from hedwig.log import SeqOutOfRange
-from tests.log.conftest import _backend_param
-from tests.log.harness import BACKENDS, LogStack, failure_of, message_set, settle
+from hedwig.topiclog import SeqOutOfRange
+from tests.topiclog.conftest import _backend_param
+from tests.topiclog.harness import BACKENDS, LogStack, failure_of, message_set, settle
 
 appends = st.tuples(st.just("append"), st.integers(1, 6), st.integers(1, 700))
 reads = st.tuples(st.just("read"), st.integers(0, 1000), st.integers(1, 12), st.integers(1, 4000))

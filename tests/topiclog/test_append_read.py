@@ -3,9 +3,9 @@
 import pytest
 
 from hedwig.config import LogSettings
-from hedwig.log import SeqOutOfRange
 from hedwig.protocol import decode_entry, decode_entry_header
-from tests.log.harness import failure_of, message_set, settle
+from hedwig.topiclog import SeqOutOfRange
+from tests.topiclog.harness import failure_of, message_set, settle
 
 
 @pytest.fixture

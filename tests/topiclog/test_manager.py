@@ -3,9 +3,9 @@
 import pytest
 from twisted.internet.defer import Deferred
 
-from hedwig.log import LogClosed, TopicLog
 from hedwig.protocol import InvalidName
-from tests.log.harness import failure_of, message_set, settle
+from hedwig.topiclog import LogClosed, TopicLog
+from tests.topiclog.harness import failure_of, message_set, settle
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def test_orphan_ledgers_left_by_a_crash_are_swept_at_startup(stack):
 
 
 def test_orphan_sweep_refuses_once_topics_are_open(stack):
-    from hedwig.log import LogError
+    from hedwig.topiclog import LogError
 
     manager = stack.manager()
     settle(stack, manager.open("a"))

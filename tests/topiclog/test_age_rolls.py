@@ -6,8 +6,8 @@ import pytest
 
 from hedwig.config import LogSettings
 from hedwig.ledger import StorageFull
-from hedwig.log import LogClosed, SeqOutOfRange, TopicFenced
-from tests.log.harness import failure_of, message_set, settle
+from hedwig.topiclog import LogClosed, SeqOutOfRange, TopicFenced
+from tests.topiclog.harness import failure_of, message_set, settle
 
 AGE = 600.0
 

@@ -12,8 +12,8 @@ the reader's next read finds.
 
 from cachetools import LRUCache
 
-from hedwig.log.entry_head import entry_head
-from hedwig.log.entry_index import EntryIndex
+from hedwig.topiclog.entry_head import entry_head
+from hedwig.topiclog.entry_index import EntryIndex
 
 _INDEX_OVERHEAD = 128  # the EntryIndex and array objects themselves
 

@@ -1,7 +1,7 @@
 """find_by_time: the first seq-id published at or after a time, across ledgers."""
 
 from hedwig.config import LogSettings
-from tests.log.harness import message_set, settle
+from tests.topiclog.harness import message_set, settle
 
 
 def build(make_stack):

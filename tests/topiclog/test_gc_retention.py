@@ -3,8 +3,8 @@
 import pytest
 
 from hedwig.config import LogSettings
-from hedwig.log import LogClosed, SeqOutOfRange, TopicFenced
-from tests.log.harness import failure_of, message_set, settle
+from hedwig.topiclog import LogClosed, SeqOutOfRange, TopicFenced
+from tests.topiclog.harness import failure_of, message_set, settle
 
 
 def build(make_stack, entries=12, per_ledger=3, size=64, **settings):

@@ -8,8 +8,8 @@ also builds a NamedTuple and decodes the origin region), and a read pays it per 
 
 import struct
 
-from hedwig.log.errors import LogCorrupt
 from hedwig.protocol.entry import ENTRY_VERSION
+from hedwig.topiclog.errors import LogCorrupt
 
 ENTRY_HEAD = struct.Struct("!BBQIQ")
 

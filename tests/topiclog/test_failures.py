@@ -4,8 +4,8 @@ import pytest
 
 from hedwig.config import LogSettings
 from hedwig.ledger import LedgerError, StorageFull
-from hedwig.log import LogClosed, LogFailed, TopicFenced
-from tests.log.harness import failure_of, message_set, settle
+from hedwig.topiclog import LogClosed, LogFailed, TopicFenced
+from tests.topiclog.harness import failure_of, message_set, settle
 
 
 @pytest.fixture

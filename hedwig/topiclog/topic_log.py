@@ -46,15 +46,15 @@ from twisted.python.failure import Failure
 
 from hedwig.config import LogSettings
 from hedwig.ledger.interface import LedgerClosed, LedgerError, NoSuchLedger
-from hedwig.log.entry import LogEntry
-from hedwig.log.entry_head import ENTRY_HEAD, entry_head
-from hedwig.log.entry_index import EntryIndex
-from hedwig.log.errors import LogClosed, LogCorrupt, LogFailed, SeqOutOfRange, TopicFenced
-from hedwig.log.locator import EntryLocator
-from hedwig.log.retention import ledgers_to_delete
-from hedwig.log.shared import SharedResult
 from hedwig.meta.interface import BadVersion, LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, ENTRY_VERSION, encode_entry_header
+from hedwig.topiclog.entry import LogEntry
+from hedwig.topiclog.entry_head import ENTRY_HEAD, entry_head
+from hedwig.topiclog.entry_index import EntryIndex
+from hedwig.topiclog.errors import LogClosed, LogCorrupt, LogFailed, SeqOutOfRange, TopicFenced
+from hedwig.topiclog.locator import EntryLocator
+from hedwig.topiclog.retention import ledgers_to_delete
+from hedwig.topiclog.shared import SharedResult
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Topic logs: dense seq-ids over a list of ledgers, with rolls, garbage collection and retention."""
 
-from hedwig.log.entry import LogEntry
-from hedwig.log.errors import (
+from hedwig.topiclog.entry import LogEntry
+from hedwig.topiclog.errors import (
     LogClosed,
     LogCorrupt,
     LogError,
@@ -10,8 +10,8 @@ from hedwig.log.errors import (
     SeqOutOfRange,
     TopicFenced,
 )
-from hedwig.log.manager import TopicLogManager
-from hedwig.log.topic_log import TopicLog
+from hedwig.topiclog.manager import TopicLogManager
+from hedwig.topiclog.topic_log import TopicLog
 
 __all__ = [
     "LogClosed",

@@ -1,8 +1,8 @@
 """ledgers_to_delete: the GC and retention policy on its own, no stores."""
 
 from hedwig.config import LogSettings
-from hedwig.log.retention import ledgers_to_delete
 from hedwig.meta import LedgerRange
+from hedwig.topiclog.retention import ledgers_to_delete
 
 # Four closed ledgers of 10 seq-ids and 100 bytes, newest entry at 10, 20, 30, 40 s; one open.
 RANGES = [LedgerRange(i, 10 * i + 1, 10 * i + 10) for i in range(4)] + [LedgerRange(4, 41, None)]

@@ -5,17 +5,17 @@
 The crash test runs `main` in a forked copy of itself, so the child appends with exactly
 the code the parent then recovers and checks with (a child started as a new interpreter
 imports the tree as it is at that moment, which other work may be changing). It still
-runs on its own: python -m tests.log.crash_child DIRECTORY SEED."""
+runs on its own: python -m tests.topiclog.crash_child DIRECTORY SEED."""
 
 import os
 import sys
 
 from hedwig.config import LogSettings
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from hedwig.log.manager import TopicLogManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
+from hedwig.topiclog.manager import TopicLogManager
 from tests.ledger.reactors import InlineThreadsReactor
-from tests.log.harness import message_set, settle
+from tests.topiclog.harness import message_set, settle
 
 
 class _Stack:

@@ -4,8 +4,8 @@ import random
 from itertools import pairwise
 
 from hedwig.config import LogSettings
-from hedwig.log.entry_index import EntryIndex
-from tests.log.harness import message_set, settle
+from hedwig.topiclog.entry_index import EntryIndex
+from tests.topiclog.harness import message_set, settle
 
 
 def test_index_finds_the_entry_holding_each_seq():

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.log.harness import BACKENDS, HAVE_MMAP, LogStack
+from tests.topiclog.harness import BACKENDS, HAVE_MMAP, LogStack
 
 
 def _backend_param(name):

@@ -44,6 +44,7 @@ from twisted.internet.defer import (
 )
 from twisted.python.failure import Failure
 
+from hedwig.concurrency import SharedResult
 from hedwig.config import LogSettings
 from hedwig.ledger.interface import LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.meta.interface import BadVersion, LedgerRange
@@ -54,7 +55,6 @@ from hedwig.topiclog.entry_index import EntryIndex
 from hedwig.topiclog.errors import LogClosed, LogCorrupt, LogFailed, SeqOutOfRange, TopicFenced
 from hedwig.topiclog.locator import EntryLocator
 from hedwig.topiclog.retention import ledgers_to_delete
-from hedwig.topiclog.shared import SharedResult
 
 log = logging.getLogger(__name__)
 

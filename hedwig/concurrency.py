@@ -1,0 +1,153 @@
+"""Waiting on the reactor, written once: waiter groups, shared results, per-key queues.
+
+Everything in the hub runs on one reactor thread, so "wait" always means "hand out a
+Deferred and fire it later". Three shapes of it recur everywhere and live here:
+
+- `Waiters`: any number of callers wait for the same moment (a drain, an idle state, a
+  flush); each gets a Deferred of its own and all are fired together.
+- `SharedResult`: concurrent callers of one operation (an open, a close) share its
+  outcome; callbacks one caller adds cannot change the result another caller sees, as
+  they would if the same Deferred were handed out twice.
+- `OpQueue`: one operation at a time per key (a topic), the others wait their turn in
+  arrival order: Hedwig's TopicOpQueuer. An operation is a callable returning a value or
+  a Deferred; its result (or failure) goes to its own caller only, and a failure never
+  stops the operations queued behind it.
+
+None of these imports the reactor: they only chain Deferreds.
+"""
+
+from collections import deque
+
+from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.python.failure import Failure
+
+_PENDING = object()
+
+
+class Waiters:
+    """A group of Deferreds fired together; `wait()` joins, `fire`/`fail` release all.
+
+    The group is emptied before any waiter runs, so a callback may wait again for the
+    next time without being fired by this one."""
+
+    __slots__ = ("_waiting",)
+
+    def __init__(self):
+        self._waiting: list[Deferred] = []
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def __bool__(self) -> bool:
+        return bool(self._waiting)
+
+    def wait(self) -> Deferred:
+        d = Deferred()
+        self._waiting.append(d)
+        return d
+
+    def fire(self, result=None) -> None:
+        waiting, self._waiting = self._waiting, []
+        for d in waiting:
+            d.callback(result)
+
+    def fail(self, reason) -> None:
+        """Errback every waiter with `reason` (an exception or a Failure)."""
+        waiting, self._waiting = self._waiting, []
+        failure = reason if isinstance(reason, Failure) else Failure(reason)
+        for d in waiting:
+            d.errback(failure)
+
+
+class SharedResult:
+    """One operation's outcome handed to any number of waiters, each with its own Deferred.
+
+    The operation's own Deferred is consumed: its failure reaches every waiter (and is
+    not reported as unhandled when nobody waits)."""
+
+    def __init__(self, operation: Deferred):
+        self._result = _PENDING
+        self._waiters = Waiters()
+        operation.addBoth(self._settle)
+
+    @property
+    def done(self) -> bool:
+        return self._result is not _PENDING
+
+    def wait(self) -> Deferred:
+        if self._result is _PENDING:
+            return self._waiters.wait()
+        d = Deferred()
+        self._pass(d)
+        return d
+
+    def _settle(self, result):
+        self._result = result
+        if isinstance(result, Failure):
+            self._waiters.fail(result)
+        else:
+            self._waiters.fire(result)
+        return None  # every waiter received any failure; the operation itself is handled
+
+    def _pass(self, d: Deferred) -> None:
+        if isinstance(self._result, Failure):
+            d.errback(self._result)
+        else:
+            d.callback(self._result)
+
+
+class OpQueue:
+    """One operation at a time per key; later ones wait in arrival order.
+
+    `run(key, operation, *args, **kwargs)` returns a Deferred of that operation's result.
+    An operation whose key is idle starts at once (synchronously, in the caller's turn);
+    otherwise it starts once the one before it has finished, whatever its outcome, and
+    after that one's caller has seen the result. Operations that finish synchronously are
+    run in a loop, not by recursion, so a long queue cannot overflow the stack."""
+
+    def __init__(self):
+        # key -> deque of (operation, args, kwargs, Deferred), the running one first
+        self._queues: dict = {}
+
+    def busy(self, key) -> bool:
+        """True while an operation of `key` runs or waits."""
+        return key in self._queues
+
+    def pending(self, key) -> int:
+        """How many operations of `key` wait behind the running one."""
+        queue = self._queues.get(key)
+        return len(queue) - 1 if queue else 0  # the running one stays first until done
+
+    def run(self, key, operation, *args, **kwargs) -> Deferred:
+        result = Deferred()
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.append((operation, args, kwargs, result))
+            return result
+        queue = self._queues[key] = deque()
+        queue.append((operation, args, kwargs, result))
+        self._drain(key, queue)
+        return result
+
+    def _drain(self, key, queue: deque) -> None:
+        while queue:
+            operation, args, kwargs, _result = queue[0]
+            outcome = []
+            d = maybeDeferred(operation, *args, **kwargs)
+            d.addBoth(outcome.append)
+            if not outcome:  # still running: go on when it finishes
+                d.addCallback(lambda _, outcome=outcome: self._finished(outcome[0], key, queue))
+                return
+            _settle(queue.popleft()[3], outcome[0])
+        del self._queues[key]
+
+    def _finished(self, outcome, key, queue: deque) -> None:
+        _settle(queue.popleft()[3], outcome)
+        self._drain(key, queue)
+
+
+def _settle(d: Deferred, outcome) -> None:
+    if isinstance(outcome, Failure):
+        d.errback(outcome)
+    else:
+        d.callback(outcome)

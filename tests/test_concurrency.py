@@ -1,0 +1,98 @@
+"""hedwig.concurrency: waiter groups, shared results and the per-key operation queue."""
+
+from twisted.internet.defer import Deferred, succeed
+
+from hedwig.concurrency import OpQueue, SharedResult, Waiters
+from tests.deferreds import fired
+
+
+def test_waiters_fire_all_and_empty_before_running_callbacks():
+    waiters = Waiters()
+    seen = []
+    again = []
+    first = waiters.wait()
+    first.addCallback(lambda value: (seen.append(value), again.append(waiters.wait())))
+    waiters.wait().addCallback(seen.append)
+    assert len(waiters) == 2
+    waiters.fire("now")
+    assert seen == ["now", "now"]
+    assert len(waiters) == 1  # the waiter added by a callback waits for the next time
+    assert not again[0].called
+
+
+def test_waiters_fail_reaches_every_waiter():
+    waiters = Waiters()
+    failures = []
+    for _ in range(2):
+        waiters.wait().addErrback(lambda f: failures.append(f.type))
+    waiters.fail(ValueError("broken"))
+    assert failures == [ValueError, ValueError]
+
+
+def test_shared_result_gives_each_caller_its_own_deferred():
+    operation = Deferred()
+    shared = SharedResult(operation)
+    a, b = shared.wait(), shared.wait()
+    a.addCallback(lambda value: value + 1)
+    operation.callback(1)
+    assert fired(a) == 2 and fired(b) == 1
+    assert shared.done and fired(shared.wait()) == 1
+
+
+def test_shared_result_failure_reaches_late_waiters():
+    operation = Deferred()
+    shared = SharedResult(operation)
+    operation.errback(KeyError("gone"))
+    failures = []
+    shared.wait().addErrback(lambda f: failures.append(f.type))
+    assert failures == [KeyError]
+
+
+def test_op_queue_runs_one_operation_per_key_in_order():
+    queue = OpQueue()
+    started = []
+    gates = {name: Deferred() for name in "abc"}
+
+    def op(name):
+        started.append(name)
+        return gates[name]
+
+    results = [queue.run("t", op, name) for name in "ab"]
+    other = queue.run("u", op, "c")  # another key is not held up
+    assert started == ["a", "c"]
+    assert queue.busy("t") and queue.pending("t") == 1
+    gates["a"].callback("A")
+    assert fired(results[0]) == "A"
+    assert started == ["a", "c", "b"]
+    gates["b"].errback(RuntimeError("b broke"))
+    failures = []
+    results[1].addErrback(lambda f: failures.append(f.type))
+    assert failures == [RuntimeError]
+    assert not queue.busy("t")
+    gates["c"].callback("C")
+    assert fired(other) == "C" and not queue.busy("u")
+
+
+def test_op_queue_failure_does_not_stop_the_queue_and_sync_ops_do_not_recurse():
+    queue = OpQueue()
+
+    def boom():
+        raise ValueError("first")
+
+    first = queue.run("t", boom)
+    failures = []
+    first.addErrback(lambda f: failures.append(f.type))
+    results = [queue.run("t", succeed, n) for n in range(5000)]
+    assert failures == [ValueError]
+    assert [fired(d) for d in results] == list(range(5000))
+
+
+def test_op_queue_caller_sees_result_before_next_operation_starts():
+    queue = OpQueue()
+    events = []
+    gate = Deferred()
+    first = queue.run("t", lambda: gate)
+    first.addCallback(lambda _: events.append("first answered"))
+    queue.run("t", lambda: events.append("second started"))
+    gate.callback(None)
+    assert events == ["first answered", "second started"]

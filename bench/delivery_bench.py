@@ -38,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import RESULTS_DIR, emit, median
 from hedwig.cache import ReadAheadCache
-from hedwig.config import CacheSettings, DeliverySettings, LogSettings
 from hedwig.delivery import DeliveryManager, IDeliveryChannel
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
+from hedwig.settings import CacheSettings, DeliverySettings, LogSettings
 from hedwig.topiclog import TopicLogManager
 from tests.deferreds import fired
 from tests.ledger.reactors import InlineThreadsReactor

@@ -1,111 +1,47 @@
-"""Hub configuration: every setting with its default, read from an INI file (hub.conf).
+"""Hub configuration: hub.conf read over the defaults of hedwig.settings, then checked.
 
-Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region], and
-[tls] for the TLS listener and region links.
 Unknown sections or keys are errors, so a typo never silently leaves a default in force.
+The region and TLS sections are checked by their own packages (hedwig.region.settings,
+hedwig.tls_settings), which take the setting classes from hedwig.settings, not from here:
+so this loader imports them and nothing imports it back.
 """
 
 import configparser
 import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 
-KIB = 1024
-MIB = 1024 * KIB
-GIB = 1024 * MIB
+from hedwig.region.settings import check_region_settings
+from hedwig.settings import (
+    GIB,
+    KIB,
+    MIB,
+    CacheSettings,
+    Config,
+    ConfigError,
+    DeliverySettings,
+    HubSettings,
+    LedgerSettings,
+    LogSettings,
+    RegionSettings,
+    TlsSettings,
+)
+from hedwig.tls_settings import check_tls_settings
 
-
-@dataclass
-class HubSettings:
-    host: str = "127.0.0.1"
-    port: int = 4080
-    data_dir: str = "./data"
-    max_frame_bytes: int = 16 * MIB
-    max_message_bytes: int = 1 * MIB
-    max_subscriptions_per_connection: int = 1000
-    shutdown_timeout_s: float = 10.0
-
-
-@dataclass
-class LedgerSettings:
-    page_bytes: int = 64 * MIB
-    index_page_records: int = 1 << 20
-    max_mapped_pages: int = 64
-    fsync: str = "never"  # never | interval | always
-    fsync_interval_ms: int = 1000
-
-
-@dataclass
-class LogSettings:
-    max_ledger_bytes: int = 1 * GIB
-    max_ledger_entries: int = 0  # 0: no limit
-    # The open ledger rolls once its first entry is older than this (0: never by age), at
-    # the next append or the next GC pass, so GC and retention reach quiet topics.
-    max_ledger_age_s: float = 3600.0
-    retention_secs: int = 0  # 0: keep until consumed
-    retention_bytes: int = 0  # 0: no size limit
-    gc_interval_s: float = 60.0
-    index_cache_bytes: int = 64 * MIB  # entry indexes of closed ledgers kept in memory, all topics
-
-
-@dataclass
-class CacheSettings:
-    readahead_count: int = 10
-    readahead_bytes: int = 4 * MIB
-    cache_bytes: int = 256 * MIB
-    retry_backoff_ms: int = 1000
-
-
-@dataclass
-class DeliverySettings:
-    default_window: int = 0  # 0: unlimited
-    consume_interval: int = 50
-    consume_flush_ms: int = 1000
-    max_burst_entries: int = 100  # entries a cursor delivers before yielding the reactor
-    consume_write_gap_ms: int = 100  # least time between two pointer writes of one subscriber (0: none)
-
-
-@dataclass
-class RegionSettings:
-    name: str = "standalone"
-    parent: str = ""  # the parent region's name; empty for the root
-    parent_address: str = ""  # host:port[,host:port...]
-    retry_backoff_ms: int = 500
-    max_retry_backoff_ms: int = 10000
-    relay_inflight_bytes: int = 8 * MIB  # relayed bytes a link holds unstored before it pauses
-    link_timeout_s: float = 30.0  # a region link request unanswered this long drops the link
-    # A relay subscription created after its interest began starts this long before it:
-    # regions' clocks may differ by about as much.
-    clock_margin_ms: int = 1000
-    parent_tls: bool = False  # reach the parent over TLS (parent_address names its [tls] port)
-    parent_tls_name: str = ""  # the name the parent's certificate must carry (empty: each address's host)
-    # Take REGION_LINK only over TLS from a client certificate naming the child region.
-    require_child_certificate: bool = False
-
-
-@dataclass
-class TlsSettings:
-    enabled: bool = False  # a TLS listener on `port`, besides the plain one of [hub]
-    port: int = 9876  # Hedwig's ssl_server_port
-    cert_file: str = ""  # PEM: this hub's certificate, then its chain
-    key_file: str = ""  # PEM: its private key (empty: it is in cert_file)
-    ca_file: str = ""  # PEM: authorities for parents' and clients' certificates (empty: system store)
-    require_client_cert: bool = False  # TLS clients must present a certificate signed by ca_file
-
-
-@dataclass
-class Config:
-    hub: HubSettings = field(default_factory=HubSettings)
-    ledger: LedgerSettings = field(default_factory=LedgerSettings)
-    log: LogSettings = field(default_factory=LogSettings)
-    cache: CacheSettings = field(default_factory=CacheSettings)
-    delivery: DeliverySettings = field(default_factory=DeliverySettings)
-    region: RegionSettings = field(default_factory=RegionSettings)
-    tls: TlsSettings = field(default_factory=TlsSettings)
-
-
-class ConfigError(ValueError):
-    pass
+__all__ = [
+    "GIB",
+    "KIB",
+    "MIB",
+    "CacheSettings",
+    "Config",
+    "ConfigError",
+    "DeliverySettings",
+    "HubSettings",
+    "LedgerSettings",
+    "LogSettings",
+    "RegionSettings",
+    "TlsSettings",
+    "load_config",
+]
 
 
 def _convert(section: str, key: str, raw: str, kind):
@@ -144,9 +80,6 @@ def load_config(path=None, overrides=None) -> Config:
         setattr(settings, key, value)
     if config.ledger.fsync not in ("never", "interval", "always"):
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
-    from hedwig.region.settings import check_region_settings  # (hedwig.region imports this module)
-    from hedwig.tls_settings import check_tls_settings
-
     check_region_settings(config)
     check_tls_settings(config)
     return config

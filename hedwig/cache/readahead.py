@@ -29,8 +29,8 @@ from twisted.python.failure import Failure
 
 from hedwig.cache.entry_index import EntryIndex
 from hedwig.cache.fifo import ByteBudgetFifo
-from hedwig.config import CacheSettings
 from hedwig.ledger.interface import LedgerError
+from hedwig.settings import CacheSettings
 
 _logger = Logger()
 

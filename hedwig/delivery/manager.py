@@ -20,7 +20,6 @@ from collections import deque
 from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
 from twisted.logger import Logger
 
-from hedwig.config import DeliverySettings
 from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.interface import SubscribeError
@@ -29,6 +28,7 @@ from hedwig.delivery.subscription import Subscription
 from hedwig.delivery.topic_table import TopicTable
 from hedwig.meta.interface import NEW, SubscriptionState
 from hedwig.protocol.status import Status, SubscriptionEvent
+from hedwig.settings import DeliverySettings
 
 _logger = Logger()
 

@@ -10,7 +10,6 @@ order the reactor delivered them, which is what makes each topic's writer single
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 
-from hedwig.config import Config
 from hedwig.hub.errors import HubStopping
 from hedwig.hub.stats import HubStats, op_name
 from hedwig.protocol.messageset import validate_message_set
@@ -18,6 +17,7 @@ from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
 from hedwig.protocol.status import Status, SubscriptionEvent
+from hedwig.settings import Config
 
 # Room kept in a READ_RANGE reply for the frame, response and range headers.
 _READ_RANGE_OVERHEAD = 64

@@ -21,11 +21,11 @@ from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks,
 from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 from twisted.logger import Logger
 
-from hedwig.config import Config
 from hedwig.hub.connection import HubFactory
 from hedwig.hub.core import Hub
 from hedwig.hub.gc import GarbageCollector
 from hedwig.hub.topics import TopicManager
+from hedwig.settings import Config
 
 
 class DataDirLocked(RuntimeError):

@@ -35,7 +35,6 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.config import KIB, MIB
 from hedwig.ledger.groupcommit import GroupCommit
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.layout import (
@@ -67,6 +66,7 @@ from hedwig.ledger.mapped import MappedPages
 from hedwig.ledger.pagefiles import PageStream, map_file, storage_error, sync_path, sync_paths
 from hedwig.ledger.recovery import clear_records_after, recover_tail
 from hedwig.ledger.threads import in_thread
+from hedwig.settings import KIB, MIB
 
 DATA = "d"
 INDEX = "i"

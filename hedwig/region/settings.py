@@ -10,7 +10,7 @@ refuses those (see path.py).
 import re
 
 from hedwig.client.addresses import parse_addresses
-from hedwig.config import Config, ConfigError
+from hedwig.settings import Config, ConfigError
 
 # Relay subscriptions: the neighbour region N relays a topic from this hub as `__region__N`.
 RELAY_PREFIX = "__region__"

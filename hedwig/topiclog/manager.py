@@ -8,8 +8,8 @@ and closes itself) leaves the manager, so the next open acquires the topic afres
 from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 
 from hedwig.concurrency import SharedResult
-from hedwig.config import LogSettings
 from hedwig.protocol.names import InvalidName, check_topic
+from hedwig.settings import LogSettings
 from hedwig.topiclog.acquire import acquire_topic
 from hedwig.topiclog.errors import LogClosed, LogError
 from hedwig.topiclog.locator import EntryLocator

@@ -45,10 +45,10 @@ from twisted.internet.defer import (
 from twisted.python.failure import Failure
 
 from hedwig.concurrency import SharedResult
-from hedwig.config import LogSettings
 from hedwig.ledger.interface import LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.meta.interface import BadVersion, LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, ENTRY_VERSION, encode_entry_header
+from hedwig.settings import LogSettings
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.entry_head import ENTRY_HEAD, entry_head
 from hedwig.topiclog.entry_index import EntryIndex

@@ -6,8 +6,8 @@ from twisted.internet.task import Clock
 
 from hedwig.cache import ReadAheadCache
 from hedwig.cache.readahead import TopicReleased
-from hedwig.config import CacheSettings
 from hedwig.ledger import LedgerError
+from hedwig.settings import CacheSettings
 from tests.cache.controllable_log import ControllableLog
 
 

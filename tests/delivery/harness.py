@@ -3,9 +3,9 @@
 from twisted.internet.task import Clock
 
 from hedwig.cache import ReadAheadCache
-from hedwig.config import CacheSettings, DeliverySettings
 from hedwig.delivery import DeliveryManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
+from hedwig.settings import CacheSettings, DeliverySettings
 from tests.cache.controllable_log import ControllableLog
 from tests.deferreds import failure_of as failure_of  # (the tests here import it from here)
 from tests.deferreds import fired

@@ -10,7 +10,6 @@ from twisted.internet.testing import StringTransport
 from twisted.logger import LogLevel, globalLogPublisher
 
 from hedwig.cache.readahead import ReadAheadCache
-from hedwig.config import Config
 from hedwig.delivery.manager import DeliveryManager
 from hedwig.hub.connection import HubFactory
 from hedwig.hub.core import Hub
@@ -19,6 +18,7 @@ from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set, parse_delivery, parse_event
 from hedwig.protocol.requests import decode_response, encode_hello, encode_publish
+from hedwig.settings import Config
 from hedwig.topiclog.manager import TopicLogManager
 
 _ports = itertools.count(40000)

@@ -4,7 +4,6 @@ and leaves the other connections serving."""
 
 import pytest
 
-from hedwig.config import Config
 from hedwig.protocol import (
     PROTOCOL_VERSION,
     FrameDecoder,
@@ -24,6 +23,7 @@ from hedwig.protocol.requests import (
     encode_read_range,
     encode_subscribe,
 )
+from hedwig.settings import Config
 from tests.hub.harness import HubHarness, LogCapture
 
 

@@ -3,7 +3,6 @@ reply, windows, consume pointers, forced attach, limits and backpressure."""
 
 import pytest
 
-from hedwig.config import Config
 from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry
 from hedwig.protocol.requests import (
     Subscribed,
@@ -13,6 +12,7 @@ from hedwig.protocol.requests import (
     encode_subscribe,
     encode_unsubscribe,
 )
+from hedwig.settings import Config
 from tests.hub.harness import HubHarness
 
 

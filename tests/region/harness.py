@@ -4,10 +4,10 @@ speaking to it through StringTransports: no sockets, no sleeps."""
 
 from twisted.internet.testing import MemoryReactorClock
 
-from hedwig.config import Config
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_entry_header, encode_message_set
 from hedwig.region.manager import RegionManager
+from hedwig.settings import Config
 from tests.deferreds import failure_of as failure_of  # (the tests here import it from here)
 from tests.deferreds import fired
 from tests.hub.harness import HubHarness

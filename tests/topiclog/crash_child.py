@@ -10,9 +10,9 @@ runs on its own: python -m tests.topiclog.crash_child DIRECTORY SEED."""
 import os
 import sys
 
-from hedwig.config import LogSettings
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
+from hedwig.settings import LogSettings
 from hedwig.topiclog.manager import TopicLogManager
 from tests.ledger.reactors import InlineThreadsReactor
 from tests.topiclog.harness import message_set, settle

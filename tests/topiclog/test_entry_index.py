@@ -3,7 +3,7 @@
 import random
 from itertools import pairwise
 
-from hedwig.config import LogSettings
+from hedwig.settings import LogSettings
 from hedwig.topiclog.entry_index import EntryIndex
 from tests.topiclog.harness import message_set, settle
 

@@ -9,20 +9,21 @@ A subscriber attached with deliver=False gets an AckOnlyAttachment instead (ack_
 it holds the subscription like a cursor, receives nothing, and may consume up to the
 topic's last seq-id; everything else about its consume pointer is as for any other.
 
-Two hooks serve region relays (hedwig.region): `entry_filter(subscriber_id)` may return
-a predicate of entries that subscriber is not sent (they count as consumed once
-everything before them is), and `on_subscription_change(topic, subscriber_id, added)` is
-told when a durable subscription is created or deleted here (interest in a topic).
+Region relays (hedwig.region) take part through one declared seam, an IRelayPolicy given
+by the hub's assembly (`use_relay_policy`): it says which entries a relay subscriber is
+not sent (they count as consumed once everything before them is), and it is told when a
+durable subscription is created or deleted here (interest in a topic).
 """
 
 from collections import deque
 
 from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.cursor import Cursor
-from hedwig.delivery.interface import SubscribeError
+from hedwig.delivery.interface import IDeliveryManager, IRelayPolicy, SubscribeError
 from hedwig.delivery.start import consumed_for_start
 from hedwig.delivery.subscription import Subscription
 from hedwig.delivery.topic_table import TopicTable
@@ -35,6 +36,7 @@ _logger = Logger()
 MODES = ("create", "attach", "create_or_attach")
 
 
+@implementer(IDeliveryManager)
 class DeliveryManager:
     """Cursors, windows and consume pointers of every subscription on this hub."""
 
@@ -51,8 +53,12 @@ class DeliveryManager:
         self.consumes = 0
         self.forced_closes = 0
         self.channel_errors = 0
-        self.entry_filter = None  # callable(subscriber_id) -> predicate(entry) | None
-        self.on_subscription_change = None  # callable(topic, subscriber_id, added: bool)
+        self._relay_policy = None  # IRelayPolicy, when this hub relays between regions
+
+    def use_relay_policy(self, policy) -> None:
+        if policy is not None and not IRelayPolicy.providedBy(policy):
+            raise TypeError(f"{policy!r} does not provide IRelayPolicy")
+        self._relay_policy = policy
 
     # -- topics ------------------------------------------------------------------------
 
@@ -263,8 +269,8 @@ class DeliveryManager:
             max_burst=self.settings.max_burst_entries,
             on_channel_error=self._channel_error,
         )
-        if self.entry_filter is not None:
-            skip = self.entry_filter(subscription.subscriber_id)
+        if self._relay_policy is not None:
+            skip = self._relay_policy.entry_filter(subscription.subscriber_id)
             if skip is not None:
                 cursor.skip = skip
                 cursor.on_skip = self._passed_over
@@ -309,9 +315,9 @@ class DeliveryManager:
             runs.append([from_seq - 1, entry.last_seq])  # [consumed that reaches it, its end]
 
     def _changed(self, topic: str, subscriber_id: str, added: bool) -> None:
-        if self.on_subscription_change is not None:
+        if self._relay_policy is not None:
             try:
-                self.on_subscription_change(topic, subscriber_id, added)
+                self._relay_policy.subscription_changed(topic, subscriber_id, added)
             except Exception:
                 _logger.failure("reporting a subscription change of {topic} failed", topic=topic)
 

@@ -11,6 +11,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 
 from hedwig.hub.errors import HubStopping
+from hedwig.hub.relays import IRelays
 from hedwig.hub.stats import HubStats, op_name
 from hedwig.protocol.messageset import validate_message_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
@@ -45,7 +46,7 @@ class Hub:
         # op -> handler(connection, request_id, body, started) for ops served beyond the
         # core protocol (region links); see register_op.
         self.extra_handlers = {}
-        self.regions = None  # the RegionManager (hedwig.region): relay rows and counters
+        self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
         self.stopping = False
         self.started_at = clock.seconds()
 
@@ -58,20 +59,36 @@ class Hub:
             raise ValueError(f"op {op} is already served")
         self.extra_handlers[op] = handler
 
+    def attach_relays(self, relays) -> None:
+        """Relay between regions through `relays` (IRelays): serve its ops, give it to the
+        delivery manager as its relay policy, ask it for relay rows and counters. Called
+        once, by the hub's assembly, before the hub serves anything."""
+        if not IRelays.providedBy(relays):
+            raise TypeError(f"{relays!r} does not provide IRelays")
+        if self.regions is not None:
+            raise ValueError("relays are already attached")
+        for op, handler in relays.request_handlers().items():
+            self.register_op(op, handler)
+        self.delivery.use_relay_policy(relays)
+        self.regions = relays
+
     # -- publish ----------------------------------------------------------------------------
 
-    def publish(self, topic: str, message_set: bytes, origin_region=None, origin_seq=None) -> Deferred:
-        """Deferred[LogEntry] once durable. Raises MessageSetError at once for a message
-        set that cannot be stored: nothing is appended then. `origin_region` /
-        `origin_seq`: where a relayed message set was first published."""
+    def publish(
+        self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None
+    ) -> Deferred:
+        """Deferred[LogEntry] once durable: the one publish path, for clients and relayed
+        message sets alike. Raises MessageSetError at once for a message set that cannot
+        be stored: nothing is appended then. `origin_region` / `origin_seq`: where a
+        relayed message set was first published; `via`: the region it came from."""
         if self.stopping:
             return fail(HubStopping())
         count = validate_message_set(message_set, 0, self.max_message_bytes)
-        log = self.topics.get(topic)
-        if log is not None:
-            return self.cache.publish(log, message_set, count, origin_region, origin_seq)
+        topic_log = self.topics.get(topic)
+        if topic_log is not None:
+            return self.cache.publish(topic_log, message_set, count, origin_region, origin_seq, via)
         return self.topics.acquire(topic).addCallback(
-            self.cache.publish, message_set, count, origin_region, origin_seq
+            self.cache.publish, message_set, count, origin_region, origin_seq, via
         )
 
     # -- subscriptions ----------------------------------------------------------------------

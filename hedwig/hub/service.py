@@ -137,6 +137,7 @@ class HubService(MultiService):
         from hedwig.region.manager import RegionManager
 
         self.regions = RegionManager(self.hub, config, reactor, data_dir=own_data_dir)
+        self.hub.attach_relays(self.regions)
         factory = HubFactory(self.hub)
         endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
         self.listener = ListenerService(endpoint, factory)

@@ -153,9 +153,9 @@ class TopicInbox:
                 inboxes.duplicate_messages += mark - part.origin_first + 1
                 inboxes.sliced_entries += 1
                 part.drop_through(mark)
-            self._append(item, log, high)  # (refused at once, it broke its source and the marks)
+            self._append(item, high)  # (refused at once, it broke its source and the marks)
 
-    def _append(self, item, log, high) -> None:
+    def _append(self, item, high) -> None:
         part = item.part
         body = memoryview(item.data)[part.body_offset :]
         if part.start == 0 and part.stop == part.count:
@@ -165,8 +165,8 @@ class TopicInbox:
         high.appended(part.origin, part.origin_last)
         self._inflight += 1
         inboxes = self._inboxes
-        d = inboxes.hub.cache.publish(
-            log, message_set, part.stop - part.start, part.origin, part.origin_first, item.source.name
+        d = inboxes.hub.publish(
+            self.topic, message_set, part.origin, part.origin_first, item.source.name
         )
         d.addCallbacks(self._appended, self._append_failed, (item,), None, (item,))
 

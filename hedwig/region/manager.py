@@ -16,7 +16,9 @@ order it received them, and a link delivers in log order).
 from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred, succeed
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
+from zope.interface import implementer
 
+from hedwig.hub.relays import IRelays
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import RequestError, encode_published, response_frame
 from hedwig.protocol.status import Status
@@ -47,7 +49,11 @@ _RELAY_STATES = {
 }
 
 
+@implementer(IRelays)
 class RegionManager:
+    """This hub's relaying between regions: the hub's IRelays (hedwig.hub.relays), attached
+    by the assembly with Hub.attach_relays."""
+
     def __init__(self, hub, config, reactor, *, data_dir: str | None = None, rng=None):
         self.hub = hub
         self.settings = config.region
@@ -73,11 +79,9 @@ class RegionManager:
         self._loaded = False
         self._early_changes = []  # subscription notices that arrived while loading
         self._ready_waiters = []
-        hub.regions = self
-        hub.delivery.entry_filter = self.entry_filter
-        hub.delivery.on_subscription_change = self.subscription_changed
-        hub.register_op(Op.REGION_LINK, self._on_region_link)
-        hub.register_op(Op.RELAY_PUBLISH, self._on_relay_publish)
+
+    def request_handlers(self) -> dict:
+        return {Op.REGION_LINK: self._on_region_link, Op.RELAY_PUBLISH: self._on_relay_publish}
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ class RegionHarness(HubHarness):
             reactor = MemoryReactorClock() if parent else self.clock
         self.reactor = reactor
         self.regions = RegionManager(self.hub, config, reactor, data_dir=data_dir, rng=rng)
+        self.hub.attach_relays(self.regions)
 
     def start(self):
         fired(self.regions.start())

@@ -83,7 +83,7 @@ class Stack:
         self.logs = TopicLogManager(self.ledgers, self.metadata, LogSettings(), "standalone", self.clock)
         self.cache = ReadAheadCache(self.clock, CacheSettings())
         settings = DeliverySettings(consume_write_gap_ms=write_gap_ms)
-        self.manager = DeliveryManager(self.cache, self.metadata, self.clock, settings)
+        self.manager = DeliveryManager(self.metadata, self.clock, settings)
 
     def open(self, topic):
         return fired(self.logs.open(topic))
@@ -102,13 +102,13 @@ def message_set():
 def bench_push(store_kind, subscribers, entries, consume_every, profile=None, **stack_options):
     with tempfile.TemporaryDirectory(prefix="hedwig-bench-") as directory:
         stack = Stack(directory, store_kind, **stack_options)
-        log = stack.open("push")
+        topic_log = stack.cache.wrap(stack.open("push"))  # the cache in the log, as a hub has it
         channels = [CountingChannel() for _ in range(subscribers)]
         for i, channel in enumerate(channels):
-            fired(stack.manager.subscribe(log, f"s{i}", channel, i + 1))
+            fired(stack.manager.subscribe(topic_log, f"s{i}", channel, i + 1))
         stack.clock.advance(0)  # cursors start on the next turn
         payload = message_set()
-        publish = stack.cache.publish
+        publish = topic_log.append
         clock = stack.clock
         consume = stack.manager.consume
         ids = [f"s{i}" for i in range(subscribers)]
@@ -117,7 +117,7 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None, **
             profile.enable()
         started = time.perf_counter()
         for n in range(1, entries + 1):
-            publish(log, payload, MESSAGES)
+            publish(payload, MESSAGES)
             clock.advance(0.0002)  # pointer timers (consume_write_gap_ms) see time pass
             if n % consume_every == 0:
                 for sid, channel in zip(ids, channels, strict=True):
@@ -157,7 +157,7 @@ def bench_catch_up(store_kind, backlog_messages, profile=None):
             fired(log.append(payload, MESSAGES))
         build = time.perf_counter() - build
         channel = CountingChannel()
-        fired(stack.manager.subscribe(log, "late", channel, 1, start="earliest"))
+        fired(stack.manager.subscribe(stack.cache.wrap(log), "late", channel, 1, start="earliest"))
         gc.collect()
         if profile:
             profile.enable()

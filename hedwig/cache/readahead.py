@@ -27,6 +27,7 @@ from twisted.internet.defer import Deferred, fail
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from hedwig.cache.cached_log import CachedTopicLog
 from hedwig.cache.entry_index import EntryIndex
 from hedwig.cache.fifo import ByteBudgetFifo
 from hedwig.ledger.interface import LedgerError
@@ -95,6 +96,7 @@ class ReadAheadCache:
         self._count = settings.readahead_count
         self._half = max(1, settings.readahead_count // 2)
         self._topics = {}
+        self._decorated = {}  # topic -> the CachedTopicLog handed out for its log
         self._fifo = ByteBudgetFifo(settings.cache_bytes, self._evicted)
         self.hits = 0
         self.misses = 0
@@ -108,6 +110,20 @@ class ReadAheadCache:
         self.evicted_fifo = 0
         self.evicted_pruned = 0
         self.uncacheable = 0
+
+    def wrap(self, topic_log) -> CachedTopicLog:
+        """`topic_log` with this cache in it. One decorator per topic log, handed out again
+        for the same log, so comparing a topic's log by identity keeps its meaning."""
+        decorated = self._decorated.get(topic_log.topic)
+        if decorated is None or decorated.inner is not topic_log:
+            decorated = self._decorated[topic_log.topic] = CachedTopicLog(topic_log, self)
+        return decorated
+
+    def forget(self, decorated: CachedTopicLog) -> None:
+        """The topic was released: drop its entries, and its decorator if it is this one."""
+        if self._decorated.get(decorated.topic) is decorated:
+            del self._decorated[decorated.topic]
+        self.drop_topic(decorated.topic)
 
     # -- the publish path ------------------------------------------------------------
 

@@ -44,7 +44,7 @@ class Cursor:
         "filtered_runs",
         "handle",
         "held",
-        "log",
+        "topic_log",
         "next_seq",
         "on_skip",
         "passed_over",
@@ -63,10 +63,10 @@ class Cursor:
     delivers = True  # (an AckOnlyAttachment, held in the same places, does not)
 
     def __init__(
-        self, subscription, log, channel, handle, window, cache, clock, *, max_burst, on_channel_error
+        self, subscription, topic_log, channel, handle, window, clock, *, max_burst, on_channel_error
     ):
         self.subscription = subscription
-        self.log = log
+        self.topic_log = topic_log  # an ICachedTopicLog
         self.channel = channel
         self.handle = handle
         self.window = window  # 0: unlimited
@@ -86,7 +86,7 @@ class Cursor:
         self.on_skip = None  # called (cursor, from_seq, entry) for each entry passed over
         self.passed_over = 0  # entries `skip` accepted
         self.filtered_runs = None  # the delivery manager's record of passed-over seq-ids
-        self._cache = cache
+        self._cache = cache = topic_log.cache  # (its counters tell a pull from a hit)
         self._clock = clock
         self._retry_s = cache.settings.retry_backoff_ms / 1000.0
         self._max_burst = max_burst
@@ -163,7 +163,7 @@ class Cursor:
         window = self.window
         subscription = self.subscription
         cache = self._cache
-        log_ = self.log
+        topic_log = self.topic_log
         while self.active and not self.paused:
             if window:
                 room = window - (self.next_seq - 1 - subscription.consumed_seq)
@@ -175,15 +175,15 @@ class Cursor:
             entry = self.held
             if entry is None or entry.last_seq < next_seq:
                 self.held = None
-                if next_seq < log_.first_seq:
-                    self.skipped += log_.first_seq - next_seq
-                    self.next_seq = next_seq = log_.first_seq
+                if next_seq < topic_log.first_seq:
+                    self.skipped += topic_log.first_seq - next_seq
+                    self.next_seq = next_seq = topic_log.first_seq
                 misses = cache.misses
-                found = cache.get(log_, next_seq)
+                found = topic_log.get(next_seq)
                 if cache.misses != misses:
                     self.pulls += 1
                 if type(found) is Deferred:
-                    if next_seq > log_.last_seq:
+                    if next_seq > topic_log.last_seq:
                         self.push_waits += 1
                     self._waiting = found
                     found.addCallbacks(self._arrived, self._failed)
@@ -236,7 +236,7 @@ class Cursor:
         _logger.warn(
             "reading seq {seq} of {topic} for {handle} failed ({error}); retrying in {delay}s",
             seq=self.next_seq,
-            topic=self.log.topic,
+            topic=self.topic_log.topic,
             handle=self.handle,
             error=failure.getErrorMessage(),
             delay=self._retry_s,

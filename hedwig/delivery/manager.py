@@ -40,8 +40,7 @@ MODES = ("create", "attach", "create_or_attach")
 class DeliveryManager:
     """Cursors, windows and consume pointers of every subscription on this hub."""
 
-    def __init__(self, cache, metadata, clock, settings: DeliverySettings | None = None):
-        self.cache = cache
+    def __init__(self, metadata, clock, settings: DeliverySettings | None = None):
         self.metadata = metadata
         self.clock = clock
         self.settings = settings or DeliverySettings()
@@ -108,10 +107,11 @@ class DeliveryManager:
 
     def release_topic(self, topic: str, event=SubscriptionEvent.TOPIC_MOVED) -> Deferred:
         """The hub gives the topic up: end its live subscriptions with `event`, write every
-        consume pointer, forget the topic here and in the cache."""
+        consume pointer, forget the topic here and in the cache (a topic with no
+        subscriptions loaded here has nothing cached for a reader: the topic manager
+        releasing its log drops what its publishes left)."""
         table = self._tables.pop(topic, None)
         if table is None:
-            self.cache.drop_topic(topic)
             return succeed(None)
         flushes = []
         for subscription in table.subscriptions.values():
@@ -120,7 +120,7 @@ class DeliveryManager:
                 self._detach(cursor)
                 self._notify_ended(cursor, event)
             flushes.append(subscription.flush())
-        self.cache.drop_topic(topic)
+        table.log.release()
         return _all(flushes)
 
     # -- subscribe ---------------------------------------------------------------------
@@ -264,7 +264,6 @@ class DeliveryManager:
             channel,
             handle,
             window,
-            self.cache,
             self.clock,
             max_burst=self.settings.max_burst_entries,
             on_channel_error=self._channel_error,
@@ -358,7 +357,7 @@ class DeliveryManager:
         low = table.min_consumed
         table.moved(old, seq)
         if table.min_consumed != low:
-            self.cache.prune(topic, table.min_consumed)
+            table.log.prune(table.min_consumed)
         if cursor is not None and cursor.window_full:
             cursor.window_opened()
 
@@ -397,7 +396,7 @@ class DeliveryManager:
             table.remove(subscriber_id)
             self._changed(topic, subscriber_id, False)
             low = table.min_consumed
-            self.cache.prune(topic, table.log.last_seq if low is None else low)
+            table.log.prune(table.log.last_seq if low is None else low)
 
         def done(result):
             table.busy.discard(subscriber_id)

@@ -86,9 +86,9 @@ class Hub:
         count = validate_message_set(message_set, 0, self.max_message_bytes)
         topic_log = self.topics.get(topic)
         if topic_log is not None:
-            return self.cache.publish(topic_log, message_set, count, origin_region, origin_seq, via)
+            return topic_log.append(message_set, count, origin_region, origin_seq, via)
         return self.topics.acquire(topic).addCallback(
-            self.cache.publish, message_set, count, origin_region, origin_seq, via
+            _append, message_set, count, origin_region, origin_seq, via
         )
 
     # -- subscriptions ----------------------------------------------------------------------
@@ -237,3 +237,7 @@ class Hub:
         self.connections.discard(connection)
         self.stats.connections_closed += 1
         return self.delivery.channel_lost(connection)
+
+
+def _append(topic_log, message_set, count, origin_region, origin_seq, via):
+    return topic_log.append(message_set, count, origin_region, origin_seq, via)

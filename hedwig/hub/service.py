@@ -130,9 +130,9 @@ class HubService(MultiService):
 
                 self.metadata = SqliteMetadataStore(str(data_dir / "metadata.sqlite3"))
         self._logs = TopicLogManager(self.ledgers, self.metadata, config.log, config.region.name, reactor)
-        topics = TopicManager(self._logs, self.metadata)
         cache = ReadAheadCache(reactor, config.cache)
-        delivery = DeliveryManager(cache, self.metadata, reactor, config.delivery)
+        topics = TopicManager(self._logs, self.metadata, cache)
+        delivery = DeliveryManager(self.metadata, reactor, config.delivery)
         self.hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor)
         from hedwig.region.manager import RegionManager
 

@@ -10,13 +10,20 @@ plugs in here: an embedded hub owns every topic.
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from hedwig.hub.interface import ITopicManager
 
 
+@implementer(ITopicManager)
 class TopicManager:
+    """The embedded hub's ITopicManager: it owns every topic."""
+
     log = Logger()
 
-    def __init__(self, logs, metadata):
+    def __init__(self, logs, metadata, cache):
         self._logs = logs  # hedwig.topiclog.manager.TopicLogManager
+        self._cache = cache  # hands out each TopicLog decorated with the read-ahead cache
         self._metadata = metadata
         # Runs once per acquisition before any request uses the log (the delivery manager
         # loads the topic's durable subscriptions, so GC and pruning see them all).
@@ -29,7 +36,8 @@ class TopicManager:
         path; while an acquisition is finishing, requests queue behind it in order)."""
         if topic in self._opening:
             return None
-        return self._logs.get(topic)
+        topic_log = self._logs.get(topic)
+        return None if topic_log is None else self._cache.wrap(topic_log)
 
     def acquire(self, topic: str) -> Deferred:
         """Deferred[TopicLog]: the topic opened here, created if it never existed."""
@@ -40,7 +48,9 @@ class TopicManager:
         waiters = self._opening.get(topic)
         if waiters is None:
             self._opening[topic] = [waiter]
-            self._logs.open(topic).addBoth(self._opened, topic)
+            opened = self._logs.open(topic)
+            opened.addCallback(self._cache.wrap)
+            opened.addBoth(self._opened, topic)
         else:
             waiters.append(waiter)
         return waiter

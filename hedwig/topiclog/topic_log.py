@@ -43,6 +43,7 @@ from twisted.internet.defer import (
     succeed,
 )
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from hedwig.concurrency import SharedResult
 from hedwig.ledger.interface import LedgerClosed, LedgerError, NoSuchLedger
@@ -53,6 +54,7 @@ from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.entry_head import ENTRY_HEAD, entry_head
 from hedwig.topiclog.entry_index import EntryIndex
 from hedwig.topiclog.errors import LogClosed, LogCorrupt, LogFailed, SeqOutOfRange, TopicFenced
+from hedwig.topiclog.interface import ITopicLog
 from hedwig.topiclog.locator import EntryLocator
 from hedwig.topiclog.retention import ledgers_to_delete
 
@@ -110,6 +112,7 @@ class _OpenLedger:
         self.roll_after_us = _NO_LIMIT
 
 
+@implementer(ITopicLog)
 class TopicLog:
     """The log of one topic owned by this hub. Made by TopicLogManager.open (which recovers
     the previous ledger and writes the ranges); never construct one directly elsewhere.

@@ -30,18 +30,19 @@ class Harness:
         self.clock = clock or Clock()
         self.metadata = metadata or SqliteMetadataStore(tmp_path / "meta.db")
         self.cache = cache or ReadAheadCache(self.clock, CacheSettings(**cache_settings))
-        self.manager = DeliveryManager(self.cache, self.metadata, self.clock, DeliverySettings(**settings))
+        self.manager = DeliveryManager(self.metadata, self.clock, DeliverySettings(**settings))
         self.log = log if log is not None else ControllableLog(auto_complete=True)
+        self.topic_log = self.cache.wrap(self.log)  # what the hub hands delivery
 
     def channel(self, high_water=None):
         return RecordingChannel(self.manager, high_water)
 
     def subscribe(self, sid, channel, handle=1, **kw):
-        result = fired(self.manager.subscribe(self.log, sid, channel, handle, **kw))
+        result = fired(self.manager.subscribe(self.topic_log, sid, channel, handle, **kw))
         return result
 
     def publish(self, count=1, size=100):
-        return fired(self.cache.publish(self.log, bytes(size), count))
+        return fired(self.topic_log.append(bytes(size), count))
 
     def turn(self):
         self.clock.advance(0)

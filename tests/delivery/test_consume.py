@@ -125,7 +125,7 @@ def test_unsubscribe_deletes_the_durable_subscription(tmp_path):
     h, channel = subscribed(tmp_path)
     fired(h.manager.unsubscribe("t", "s"))
     assert h.record("s") is None
-    status = failure_of(h.manager.subscribe(h.log, "s", channel, 1, mode="attach")).value.status
+    status = failure_of(h.manager.subscribe(h.topic_log, "s", channel, 1, mode="attach")).value.status
     assert status == Status.CLIENT_NOT_SUBSCRIBED
     assert h.cache.stats()["entries"] == 0, "no subscriber is left to need the cached entries"
 

@@ -41,7 +41,7 @@ def test_caught_up_lagging_and_paused_subscribers(tmp_path):
     clock.turn()
 
     def step(drain_paused):
-        fired(cache.publish(log, message_set, MESSAGES_PER_ENTRY))
+        fired(h.topic_log.append(message_set, MESSAGES_PER_ENTRY))
         clock.turn()
         for sid, channel in (("caught-up", caught_up), ("paused", paused), ("lagging", lagging)):
             if channel is not None and channel.next_seq:

@@ -44,9 +44,9 @@ class HubHarness:
             metadata = SqliteMetadataStore(str(tmp_path / "metadata.sqlite3"))
         self.metadata = metadata
         self.logs = TopicLogManager(self.ledgers, self.metadata, self.config.log, region, self.clock)
-        self.topics = TopicManager(self.logs, self.metadata)
         self.cache = ReadAheadCache(self.clock, self.config.cache)
-        self.delivery = DeliveryManager(self.cache, self.metadata, self.clock, self.config.delivery)
+        self.topics = TopicManager(self.logs, self.metadata, self.cache)
+        self.delivery = DeliveryManager(self.metadata, self.clock, self.config.delivery)
         self.hub = Hub(
             topics=self.topics,
             cache=self.cache,

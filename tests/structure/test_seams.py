@@ -1,0 +1,46 @@
+"""Every seam of the hub is a declared interface, and what the hub is built from provides it."""
+
+from twisted.internet.task import Clock
+from zope.interface.verify import verifyClass, verifyObject
+
+from hedwig.cache import CachedTopicLog, ICachedTopicLog, ReadAheadCache
+from hedwig.delivery import DeliveryManager
+from hedwig.delivery.interface import IDeliveryManager
+from hedwig.hub.interface import ITopicManager
+from hedwig.hub.relays import IRelays
+from hedwig.hub.topics import TopicManager
+from hedwig.protocol.messageset import encode_message_set
+from hedwig.region.manager import RegionManager
+from hedwig.topiclog.interface import ITopicLog
+from hedwig.topiclog.topic_log import TopicLog
+from tests.deferreds import fired
+from tests.hub.harness import HubHarness
+
+
+def test_the_parts_declare_their_interfaces():
+    assert verifyClass(ITopicLog, TopicLog)
+    assert verifyClass(ICachedTopicLog, CachedTopicLog)
+    assert verifyClass(IDeliveryManager, DeliveryManager)
+    assert verifyClass(ITopicManager, TopicManager)
+    assert verifyClass(IRelays, RegionManager)
+
+
+def test_the_cache_decorates_the_topic_log_and_hands_out_one_decorator_per_log(tmp_path):
+    harness = HubHarness(tmp_path)
+    topic_log = fired(harness.topics.acquire("t"))
+    assert verifyObject(ICachedTopicLog, topic_log)
+    assert ITopicLog.providedBy(topic_log.inner)
+    assert harness.topics.get("t") is topic_log
+    entry = fired(harness.hub.publish("t", encode_message_set([b"x"])))
+    assert topic_log.get(entry.first_seq) is entry, "the published entry is in the cache"
+
+
+def test_a_decorator_is_made_anew_for_a_new_log_of_the_topic():
+    cache = ReadAheadCache(Clock())
+
+    class Log:
+        topic = "t"
+
+    first, second = Log(), Log()
+    assert cache.wrap(first) is cache.wrap(first)
+    assert cache.wrap(second) is not cache.wrap(first)

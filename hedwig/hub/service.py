@@ -1,8 +1,8 @@
 """The hub as a Twisted service: stores, logs, cache, delivery and the listener.
 
-HubService owns the lifecycle. Starting builds the embedded stores under the data
-directory (memory-mapped ledgers, SQLite metadata; or stores given by the caller),
-the topic log manager, the read-ahead cache, the delivery manager and the Hub, then
+HubService owns the lifecycle. Starting opens the embedded stores under the data
+directory (memory-mapped ledgers, SQLite metadata; or takes stores given by the caller),
+has the hub assembled over them (assembly.py: the one place that wires its parts), then
 listens: on `[hub] port`, and with `[tls] enabled` on `[tls] port` too (the same
 requests over TLS; region links from children that authenticate come in there).
 Stopping is the graceful shutdown SIGTERM and SIGINT lead to, one step after the other:
@@ -21,10 +21,8 @@ from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks,
 from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 from twisted.logger import Logger
 
+from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
-from hedwig.hub.core import Hub
-from hedwig.hub.gc import GarbageCollector
-from hedwig.hub.topics import TopicManager
 from hedwig.settings import Config
 
 
@@ -108,10 +106,6 @@ class HubService(MultiService):
         return port
 
     def _build(self) -> None:
-        from hedwig.cache.readahead import ReadAheadCache
-        from hedwig.delivery.manager import DeliveryManager
-        from hedwig.topiclog.manager import TopicLogManager
-
         config, reactor = self.config, self.reactor
         own_data_dir = None
         if self.ledgers is None or self.metadata is None:
@@ -128,16 +122,11 @@ class HubService(MultiService):
             if self.metadata is None:
                 from hedwig.meta.sqlite_store import SqliteMetadataStore
 
-                self.metadata = SqliteMetadataStore(str(data_dir / "metadata.sqlite3"))
-        self._logs = TopicLogManager(self.ledgers, self.metadata, config.log, config.region.name, reactor)
-        cache = ReadAheadCache(reactor, config.cache)
-        topics = TopicManager(self._logs, self.metadata, cache)
-        delivery = DeliveryManager(self.metadata, reactor, config.delivery)
-        self.hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor)
-        from hedwig.region.manager import RegionManager
-
-        self.regions = RegionManager(self.hub, config, reactor, data_dir=own_data_dir)
-        self.hub.attach_relays(self.regions)
+                self.metadata = SqliteMetadataStore(str(data_dir / "metadata.sqlite3"), reactor=reactor)
+        parts = assemble_hub(
+            config, reactor, ledgers=self.ledgers, metadata=self.metadata, data_dir=own_data_dir
+        )
+        self.hub, self._logs, self.regions = parts.hub, parts.topic_logs, parts.relays
         factory = HubFactory(self.hub)
         endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
         self.listener = ListenerService(endpoint, factory)
@@ -150,7 +139,7 @@ class HubService(MultiService):
             )
             self.tls_listener = ListenerService(tls_endpoint, factory)
             self.tls_listener.setServiceParent(self)
-        self.gc = GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s)
+        self.gc = parts.gc
         self.gc.setServiceParent(self)
 
     def _sweep_orphan_ledgers(self) -> None:

@@ -14,15 +14,21 @@ where it matters:
   default: in WAL mode, durable at the next fsync of the log, by the next FULL commit or
   checkpoint).
 
-SQLite answers in microseconds from the page cache, so the calls run on the reactor thread
-and return already-fired Deferreds.
+A commit with an fsync takes milliseconds, and on the reactor thread it would stall every
+connection of the hub: given a reactor, the store runs every statement, reads included, on
+one worker thread of its own, in call order (so a read sees every write made before it,
+and compare-and-set keeps its meaning), and fires each Deferred on the reactor thread.
+Without a reactor (tools, unit tests under task.Clock) statements run at once on the
+calling thread and the Deferreds come back fired.
 """
 
-import logging
 import os
 import sqlite3
 
-from twisted.internet.defer import fail, succeed
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
 from hedwig.meta.codec import (
@@ -36,7 +42,7 @@ from hedwig.meta.codec import (
 )
 from hedwig.meta.interface import NEW, BadVersion, IMetadataStore, MetadataError, SubscriptionState, Versioned
 
-log = logging.getLogger(__name__)
+_logger = Logger()
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -74,7 +80,10 @@ class SqliteMetadataStore:
         synchronous: str = "FULL",
         subscription_synchronous: str = "NORMAL",
         busy_timeout_ms: int = 2000,
+        reactor=None,
     ):
+        """`reactor` (IReactorFromThreads): run the database on a worker thread and answer
+        through the reactor; None: run it on the calling thread."""
         for name, value in (
             ("synchronous", synchronous),
             ("subscription_synchronous", subscription_synchronous),
@@ -88,7 +97,11 @@ class SqliteMetadataStore:
         try:
             os.makedirs(directory, exist_ok=True)
             # isolation_level=None: autocommit, so each statement below is one transaction.
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+            # One thread at a time uses the connection: the caller's until set up, then the
+            # worker's (check_same_thread would refuse that hand-over).
+            self._db = sqlite3.connect(
+                self.path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+            )
         except (OSError, sqlite3.Error) as e:
             raise MetadataError(f"cannot open the metadata database {self.path}: {e}") from None
         try:
@@ -111,6 +124,11 @@ class SqliteMetadataStore:
             self._db.close()
             raise
         self._closed = False
+        self._reactor = reactor
+        self._worker = None
+        if reactor is not None:
+            self._worker = ThreadPool(minthreads=1, maxthreads=1, name=f"metadata {self.path}")
+            self._worker.start()
 
     def _use_sync(self, mode: str) -> None:
         """Set the durability of the next commits (a connection setting: cheap to switch)."""
@@ -123,16 +141,38 @@ class SqliteMetadataStore:
         return self._db.execute("PRAGMA journal_mode").fetchone()[0]
 
     def _run(self, operation, *args):
-        """Run operation(*args) now; its result or error as a fired Deferred."""
+        """operation(*args) on the worker thread (in call order), or now without a
+        reactor; Deferred of its result or error, fired on the reactor thread."""
         if self._closed:
             return fail(MetadataError(f"the metadata store {self.path} is closed"))
+        if self._worker is None:
+            return self._answer(self._attempt(operation, args))
+        answered = Deferred()
+        reactor = self._reactor
+
+        def work():
+            outcome = self._attempt(operation, args)
+            reactor.callFromThread(answered.callback, outcome)
+
+        self._worker.callInThread(work)
+        return answered.addCallback(self._answer)
+
+    @staticmethod
+    def _attempt(operation, args):
         try:
-            return succeed(operation(*args))
-        except MetadataError as e:
-            return fail(e)
-        except sqlite3.Error as e:
-            log.error("metadata store %s: %s", self.path, e)
-            return fail(MetadataError(f"metadata store {self.path}: {e}"))
+            return operation(*args)
+        except (MetadataError, sqlite3.Error):
+            return Failure()
+
+    def _answer(self, outcome):
+        """On the reactor thread: the result, or its error (a database error logged once,
+        and turned into MetadataError)."""
+        if not isinstance(outcome, Failure):
+            return succeed(outcome)
+        if outcome.check(sqlite3.Error):
+            _logger.error("metadata store {path}: {error}", path=self.path, error=outcome.value)
+            return fail(MetadataError(f"metadata store {self.path}: {outcome.value}"))
+        return fail(outcome)
 
     # -- topics ----------------------------------------------------------------------------
 
@@ -273,11 +313,42 @@ class SqliteMetadataStore:
         return f"{name} is at version {row[0]}, not {version}"
 
     def close(self):
-        if not self._closed:
-            self._closed = True
-            try:
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.Error as e:
-                log.warning("metadata store %s: checkpoint at close failed: %s", self.path, e)
-            self._db.close()
-        return succeed(None)
+        """Deferred, once every statement called before has run and the database is closed
+        (its write-ahead log checkpointed into the main file)."""
+        if self._closed:
+            return succeed(None)
+        self._closed = True
+        if self._worker is None:
+            return succeed(self._close_database())
+        closed = Deferred()
+        reactor, worker = self._reactor, self._worker
+
+        def work():
+            warning = self._close_database()
+            reactor.callFromThread(closed.callback, warning)
+
+        worker.callInThread(work)  # after every statement queued before it
+        closed.addCallback(self._closed_database, worker)
+        return closed
+
+    def _close_database(self):
+        """Checkpoint and close; the checkpoint's error, if any (logged by the caller)."""
+        warning = None
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as e:
+            warning = e
+        self._db.close()
+        if warning is not None and self._worker is None:
+            self._warn_checkpoint(warning)
+        return warning
+
+    def _closed_database(self, warning, worker) -> None:
+        worker.stop()  # (idle now: the join is immediate)
+        if warning is not None:
+            self._warn_checkpoint(warning)
+
+    def _warn_checkpoint(self, error) -> None:
+        _logger.warn(
+            "metadata store {path}: checkpoint at close failed: {error}", path=self.path, error=error
+        )

@@ -16,10 +16,16 @@ from hedwig.meta import (
     SubscriptionState,
     Versioned,
 )
+from tests.meta.answers import ThreadAnswers
+
+_answers = []  # the ThreadAnswers of a store working on a thread, while its test runs
 
 
 def result(d):
-    """The result of an already-fired Deferred (raising its failure)."""
+    """The result of a Deferred (raising its failure): already fired for a store on the
+    calling thread, awaited through its answers for a store on a worker thread."""
+    if _answers:
+        return _answers[0].wait_for(d)
     out = []
     d.addBoth(out.append)
     assert out, "the Deferred has not fired"
@@ -28,11 +34,18 @@ def result(d):
     return out[0]
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "sqlite on a worker thread"])
 def store(request, tmp_path):
-    backend = SqliteMetadataStore(tmp_path / "meta" / "hedwig.db")
+    if request.param == "sqlite":
+        backend = SqliteMetadataStore(tmp_path / "meta" / "hedwig.db")
+    else:
+        _answers.append(ThreadAnswers())
+        backend = SqliteMetadataStore(tmp_path / "meta" / "hedwig.db", reactor=_answers[0])
     yield backend
-    result(backend.close())
+    try:
+        result(backend.close())
+    finally:
+        _answers.clear()
 
 
 RANGES = [LedgerRange(3, 1, 10), LedgerRange(7, 11, None)]

@@ -9,17 +9,13 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.logger import LogLevel, globalLogPublisher
 
-from hedwig.cache.readahead import ReadAheadCache
-from hedwig.delivery.manager import DeliveryManager
+from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
-from hedwig.hub.core import Hub
-from hedwig.hub.topics import TopicManager
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set, parse_delivery, parse_event
 from hedwig.protocol.requests import decode_response, encode_hello, encode_publish
 from hedwig.settings import Config
-from hedwig.topiclog.manager import TopicLogManager
 
 _ports = itertools.count(40000)
 
@@ -30,12 +26,17 @@ class HubHarness:
         tmp_path,
         config: Config | None = None,
         *,
-        region: str = "standalone",
+        region: str | None = None,
         ledgers=None,
         metadata=None,
+        relays: bool = False,
+        relay_reactor=None,
+        data_dir=None,
+        rng=None,
     ):
         """`ledgers` / `metadata`: the stores of a hub this one restarts (by default new
-        ones: in-memory ledgers, SQLite metadata in tmp_path)."""
+        ones: in-memory ledgers, SQLite metadata in tmp_path). `relays`: with region
+        relays, linking through `relay_reactor` (default: the harness's clock)."""
         self.config = config or Config()
         self.clock = Clock()
         self.clock.advance(1_700_000_000)  # a plausible wall clock for publish times
@@ -43,18 +44,22 @@ class HubHarness:
         if metadata is None:
             metadata = SqliteMetadataStore(str(tmp_path / "metadata.sqlite3"))
         self.metadata = metadata
-        self.logs = TopicLogManager(self.ledgers, self.metadata, self.config.log, region, self.clock)
-        self.cache = ReadAheadCache(self.clock, self.config.cache)
-        self.topics = TopicManager(self.logs, self.metadata, self.cache)
-        self.delivery = DeliveryManager(self.metadata, self.clock, self.config.delivery)
-        self.hub = Hub(
-            topics=self.topics,
-            cache=self.cache,
-            delivery=self.delivery,
-            config=self.config,
-            clock=self.clock,
+        if region is not None:
+            self.config.region.name = region
+        self.parts = assemble_hub(
+            self.config,
+            self.clock,
+            ledgers=self.ledgers,
+            metadata=self.metadata,
             name="127.0.0.1:4080",
+            relays=relays,
+            relay_reactor=relay_reactor,
+            data_dir=data_dir,
+            rng=rng,
         )
+        self.logs, self.cache = self.parts.topic_logs, self.parts.cache
+        self.topics, self.delivery, self.hub = self.parts.topics, self.parts.delivery, self.parts.hub
+        self.regions = self.parts.relays
         self.factory = HubFactory(self.hub)
 
     def connect(self, greet: bool = True) -> "Peer":

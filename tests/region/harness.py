@@ -6,7 +6,6 @@ from twisted.internet.testing import MemoryReactorClock
 
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_entry_header, encode_message_set
-from hedwig.region.manager import RegionManager
 from hedwig.settings import Config
 from tests.deferreds import failure_of as failure_of  # (the tests here import it from here)
 from tests.deferreds import fired
@@ -48,12 +47,19 @@ class RegionHarness(HubHarness):
             setattr(config.region, key, value)
         if metadata is None:  # one file per region: the harnesses of a test share tmp_path
             metadata = SqliteMetadataStore(str(tmp_path / f"{name}-metadata.sqlite3"))
-        super().__init__(tmp_path, config, region=name, ledgers=ledgers, metadata=metadata)
-        if reactor is None:  # a child's link connects: a reactor that records it
-            reactor = MemoryReactorClock() if parent else self.clock
-        self.reactor = reactor
-        self.regions = RegionManager(self.hub, config, reactor, data_dir=data_dir, rng=rng)
-        self.hub.attach_relays(self.regions)
+        if reactor is None and parent:  # a child's link connects: a reactor that records it
+            reactor = MemoryReactorClock()
+        super().__init__(
+            tmp_path,
+            config,
+            ledgers=ledgers,
+            metadata=metadata,
+            relays=True,
+            relay_reactor=reactor,
+            data_dir=data_dir,
+            rng=rng,
+        )
+        self.reactor = reactor or self.clock
 
     def start(self):
         fired(self.regions.start())

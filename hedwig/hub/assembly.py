@@ -1,0 +1,77 @@
+"""The one assembly of a hub: every part built and wired here, from validated settings.
+
+`assemble_hub` is the only place that knows how the parts fit: the topic log manager
+over the ledger and metadata stores, the read-ahead cache decorating every topic log
+(ITopicLog), the topic manager handing those out (ITopicManager), the delivery manager
+(IDeliveryManager), the Hub they serve, region relays attached through the relay seam
+(IRelays) and garbage collection. HubService (the process), the twistd plugin and the
+tests' harnesses all build a hub through it, so what runs in production is what is
+tested. Listeners and the data directory's lock are the service's business (service.py).
+
+    ILedgerStore + IMetadataStore -> TopicLogManager -> CachedTopicLog (cache)
+        -> TopicManager -> Hub <- DeliveryManager ; RegionManager via Hub.attach_relays
+"""
+
+from dataclasses import dataclass
+
+from hedwig.cache import ReadAheadCache
+from hedwig.delivery import DeliveryManager
+from hedwig.hub.core import Hub
+from hedwig.hub.gc import GarbageCollector
+from hedwig.hub.topics import TopicManager
+from hedwig.settings import Config
+from hedwig.topiclog import TopicLogManager
+
+
+@dataclass
+class HubParts:
+    """What assemble_hub built, for the service that runs it and for tests that look in."""
+
+    hub: Hub
+    topic_logs: TopicLogManager
+    cache: ReadAheadCache
+    topics: TopicManager
+    delivery: DeliveryManager
+    gc: GarbageCollector
+    relays: object = None  # IRelays (hedwig.region.RegionManager) when the hub relays
+
+
+def assemble_hub(
+    config: Config,
+    reactor,
+    *,
+    ledgers,
+    metadata,
+    name: str = "",
+    relays: bool = True,
+    relay_reactor=None,
+    data_dir: str | None = None,
+    rng=None,
+) -> HubParts:
+    """A hub over `ledgers` (ILedgerStore) and `metadata` (IMetadataStore), on `reactor`
+    (its clock, and its threads where parts use them; a task.Clock in unit tests).
+
+    `relays`: attach region relays (hedwig.region), which link to the parent through
+    `relay_reactor` (default `reactor`) and keep the region's path under `data_dir`.
+    `name`: the hub's "host:port", once known."""
+    topic_logs = TopicLogManager(ledgers, metadata, config.log, config.region.name, reactor)
+    cache = ReadAheadCache(reactor, config.cache)
+    topics = TopicManager(topic_logs, metadata, cache)
+    delivery = DeliveryManager(metadata, reactor, config.delivery)
+    hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor, name=name)
+    parts = HubParts(
+        hub=hub,
+        topic_logs=topic_logs,
+        cache=cache,
+        topics=topics,
+        delivery=delivery,
+        gc=GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s),
+    )
+    if relays:
+        from hedwig.region.manager import RegionManager  # (the region package builds on the hub)
+
+        parts.relays = RegionManager(
+            hub, config, relay_reactor or reactor, data_dir=data_dir, rng=rng
+        )
+        hub.attach_relays(parts.relays)
+    return parts

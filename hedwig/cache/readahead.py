@@ -27,8 +27,8 @@ from twisted.internet.defer import Deferred, fail
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from hedwig.cache.cached_entries import CachedEntries
 from hedwig.cache.cached_log import CachedTopicLog
-from hedwig.cache.entry_index import EntryIndex
 from hedwig.cache.fifo import ByteBudgetFifo
 from hedwig.ledger.interface import LedgerError
 from hedwig.settings import CacheSettings
@@ -76,7 +76,7 @@ class _TopicCache:
     def __init__(self, log):
         self.topic = log.topic
         self.log = log
-        self.index = EntryIndex()
+        self.index = CachedEntries()
         self.stubs = {}  # seq-id -> _Stub
         self.stub_seqs = []  # the same seq-ids, sorted, to find those an entry covers
         self.reads = []  # _RangeRead in flight

@@ -8,21 +8,15 @@ configuration file, which overrides the defaults of hedwig/config.py.
 import argparse
 import sys
 
-from twisted.logger import (
-    FilteringLogObserver,
-    Logger,
-    LogLevel,
-    LogLevelFilterPredicate,
-    globalLogBeginner,
-    textFileLogObserver,
-)
+from twisted.logger import Logger, globalLogBeginner
 from twisted.python.failure import Failure
 
 from hedwig.config import Config, ConfigError, load_config
+from hedwig.hub import logs
 
 log = Logger()
 
-_LEVELS = {"debug": LogLevel.debug, "info": LogLevel.info, "warn": LogLevel.warn, "error": LogLevel.error}
+_LEVELS = ("debug", "info", "warn", "error")
 
 
 def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +43,8 @@ def config_from_args(args) -> Config:
 
 
 def start_logging(level: str = "info", stream=None) -> None:
-    observer = textFileLogObserver(stream if stream is not None else sys.stderr)
-    predicate = LogLevelFilterPredicate(defaultLogLevel=_LEVELS[level])
-    globalLogBeginner.beginLoggingTo([FilteringLogObserver(observer, [predicate])], redirectStandardIO=False)
+    """Log in the hub's format (hedwig.hub.logs) to `stream` (standard error)."""
+    globalLogBeginner.beginLoggingTo([logs.observer(stream, level)], redirectStandardIO=False)
 
 
 def run_hub(args, reactor=None) -> int:

@@ -7,9 +7,8 @@ compare-and-set on the version that was read, so of two hubs racing for the topi
 one wins. Rolling on every acquire means a ledger is only ever written by one owner.
 """
 
-import logging
-
 from twisted.internet.defer import inlineCallbacks, maybeDeferred
+from twisted.logger import Logger
 
 from hedwig.ledger.interface import LedgerError, NoSuchLedger
 from hedwig.meta.interface import NEW, BadVersion, LedgerRange
@@ -18,7 +17,7 @@ from hedwig.protocol.messageset import MessageSetError
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced
 from hedwig.topiclog.topic_log import TopicLog
 
-log = logging.getLogger(__name__)
+_logger = Logger()
 
 
 def check_ranges(topic: str, ranges: list[LedgerRange]) -> None:
@@ -95,12 +94,12 @@ def acquire_topic(
         if last_seq >= previous.first_seq:
             ranges.append(LedgerRange(previous.ledger_id, previous.first_seq, last_seq))
             last_time_us = time_us
-            log.info(
-                "topic %s: recovered ledger %d, seq-ids %d..%d",
-                topic,
-                previous.ledger_id,
-                previous.first_seq,
-                last_seq,
+            _logger.info(
+                "topic {topic}: recovered ledger {ledger_id}, seq-ids {first}..{last}",
+                topic=topic,
+                ledger_id=previous.ledger_id,
+                first=previous.first_seq,
+                last=last_seq,
             )
         else:
             empty_ledger = previous.ledger_id  # nothing in it: drop it once the new ranges are written
@@ -121,7 +120,12 @@ def acquire_topic(
         try:
             yield maybeDeferred(ledgers.delete, empty_ledger)
         except LedgerError as e:
-            log.warning("topic %s: could not delete empty ledger %s: %s", topic, empty_ledger, e)
+            _logger.warn(
+                "topic {topic}: could not delete empty ledger {ledger_id}: {error}",
+                topic=topic,
+                ledger_id=empty_ledger,
+                error=e,
+            )
     return TopicLog(
         topic,
         ledgers=ledgers,

@@ -1,6 +1,6 @@
 """Finding the entry that holds a seq-id in a closed ledger, with bounded memory.
 
-A topic's open ledger keeps its EntryIndex as it is written. A closed ledger's index is
+A topic's open ledger keeps its LedgerIndex as it is written. A closed ledger's index is
 kept only while it fits in a byte budget shared by every topic of the hub (least recently
 used dropped first). Without an index, the entry is found by binary search over entry ids,
 reading one entry header per probe (log2(entries) reads), rather than rebuilding the index
@@ -13,12 +13,12 @@ the reader's next read finds.
 from cachetools import LRUCache
 
 from hedwig.topiclog.entry_head import entry_head
-from hedwig.topiclog.entry_index import EntryIndex
+from hedwig.topiclog.ledger_index import LedgerIndex
 
-_INDEX_OVERHEAD = 128  # the EntryIndex and array objects themselves
+_INDEX_OVERHEAD = 128  # the LedgerIndex and array objects themselves
 
 
-def _index_size(index: EntryIndex) -> int:
+def _index_size(index: LedgerIndex) -> int:
     return index.nbytes + _INDEX_OVERHEAD
 
 
@@ -35,7 +35,7 @@ class EntryLocator:
     def index_bytes(self) -> int:
         return self._indexes.currsize
 
-    def keep_index(self, ledger_id: int, index: EntryIndex) -> None:
+    def keep_index(self, ledger_id: int, index: LedgerIndex) -> None:
         """Keep a just-closed ledger's index while the budget allows."""
         try:
             self._indexes[ledger_id] = index

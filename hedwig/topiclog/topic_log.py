@@ -3,7 +3,7 @@
 Seq-ids 1, 2, ... map to (ledger, entry) by ranges: the metadata store keeps the topic's
 ledger ranges (ledger id, first seq-id, last seq-id; the last range is the open ledger),
 and each ledger's entries hold message sets of several consecutive seq-ids, found by an
-EntryIndex (open ledger) or the shared EntryLocator (closed ledgers).
+LedgerIndex (open ledger) or the shared EntryLocator (closed ledgers).
 
 A topic rolls to a new ledger when the open one is full (max_ledger_bytes,
 max_ledger_entries), when it is too old (its first entry older than max_ledger_age_s: at
@@ -29,7 +29,6 @@ recovers the ledger as it is. A lost compare-and-set means another hub owns the 
 the log stops with TopicFenced.
 """
 
-import logging
 from bisect import bisect_right
 from collections import deque
 
@@ -42,6 +41,7 @@ from twisted.internet.defer import (
     maybeDeferred,
     succeed,
 )
+from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
@@ -52,13 +52,13 @@ from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, ENTRY_VERSION, encode
 from hedwig.settings import LogSettings
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.entry_head import ENTRY_HEAD, entry_head
-from hedwig.topiclog.entry_index import EntryIndex
 from hedwig.topiclog.errors import LogClosed, LogCorrupt, LogFailed, SeqOutOfRange, TopicFenced
 from hedwig.topiclog.interface import ITopicLog
+from hedwig.topiclog.ledger_index import LedgerIndex
 from hedwig.topiclog.locator import EntryLocator
 from hedwig.topiclog.retention import ledgers_to_delete
 
-log = logging.getLogger(__name__)
+_logger = Logger()
 
 _OPEN, _CLOSING, _CLOSED, _FAILED = "open", "closing", "closed", "failed"
 _MAX_COUNT = (1 << 32) - 1  # the entry header's u32 message count
@@ -103,7 +103,7 @@ class _OpenLedger:
     def __init__(self, ledger_id: int, first_seq: int):
         self.ledger_id = ledger_id
         self.first_seq = first_seq
-        self.index = EntryIndex(first_seq)
+        self.index = LedgerIndex(first_seq)
         self.entries = 0  # len(index), kept as an int for the append path
         self.bytes = 0
         self.closed = False
@@ -389,7 +389,7 @@ class TopicLog:
         """Stop the log: appends not yet stored fail in call order; then close."""
         if self._state in (_FAILED, _CLOSED):
             return
-        log.error("%s", exc)
+        _logger.error("{error}", error=exc)
         self._state = _FAILED
         self._stopped_by = exc
         reason = Failure(exc)
@@ -488,7 +488,12 @@ class TopicLog:
         def closed(result):
             self._ledger_closes.discard(closing)
             if isinstance(result, Failure):
-                log.warning("topic %s: closing ledger %s failed: %s", self.topic, ledger_id, result.value)
+                _logger.warn(
+                    "topic {topic}: closing ledger {ledger_id} failed: {error}",
+                    topic=self.topic,
+                    ledger_id=ledger_id,
+                    error=result.value,
+                )
 
         closing.addBoth(closed)
 
@@ -499,7 +504,11 @@ class TopicLog:
             if result.check(TopicFenced):
                 self._fail(result.value)
             else:
-                log.error("topic %s: rolling to a new ledger failed: %s", self.topic, result.value)
+                _logger.error(
+                    "topic {topic}: rolling to a new ledger failed: {error}",
+                    topic=self.topic,
+                    error=result.value,
+                )
                 # The waiting appends fail with the cause; the next append tries the roll again.
                 while self._waiting:
                     op = self._waiting.popleft()
@@ -535,7 +544,11 @@ class TopicLog:
 
     def _delete_quietly(self, ledger_id: int):
         d = maybeDeferred(self._ledgers.delete, ledger_id)
-        d.addErrback(lambda f: log.warning("could not delete ledger %s: %s", ledger_id, f.value))
+        d.addErrback(
+            lambda f: _logger.warn(
+                "could not delete ledger {ledger_id}: {error}", ledger_id=ledger_id, error=f.value
+            )
+        )
         return d
 
     # -- reads -----------------------------------------------------------------------------
@@ -678,12 +691,12 @@ class TopicLog:
         for r in gone:
             self._locator.forget(r.ledger_id)
             yield self._delete_quietly(r.ledger_id)
-        log.info(
-            "topic %s: deleted %d ledger(s) holding seq-ids %d..%d",
-            self.topic,
-            doomed,
-            gone[0].first_seq,
-            gone[-1].last_seq,
+        _logger.info(
+            "topic {topic}: deleted {count} ledger(s) holding seq-ids {first}..{last}",
+            topic=self.topic,
+            count=doomed,
+            first=gone[0].first_seq,
+            last=gone[-1].last_seq,
         )
         return doomed
 
@@ -732,7 +745,12 @@ class TopicLog:
                 ledger.closed = True
                 self._locator.keep_index(ledger.ledger_id, ledger.index)
         except Exception as e:
-            log.warning("topic %s: closing ledger %s failed: %s", self.topic, ledger.ledger_id, e)
+            _logger.warn(
+                "topic {topic}: closing ledger {ledger_id} failed: {error}",
+                topic=self.topic,
+                ledger_id=ledger.ledger_id,
+                error=e,
+            )
         finally:
             if self._ledger_closes:  # ledgers closed by rolls, still syncing
                 yield DeferredList(list(self._ledger_closes))

@@ -12,7 +12,7 @@ import pytest
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from hedwig.ledger import mmap_store
+from hedwig.ledger import mmap_syncing
 from hedwig.ledger.interface import LedgerError
 from hedwig.ledger.layout import HEADER_BYTES, HeaderFields
 from hedwig.ledger.mmap_store import MmapLedgerStore
@@ -58,13 +58,13 @@ def run_syncs(reactor, rounds=None) -> int:
 def synced_paths(monkeypatch):
     """Every path the store fsyncs for appends, in order (the fsyncs still happen)."""
     paths = []
-    real = mmap_store.sync_path
+    real = mmap_syncing.sync_path
 
     def recording(path):
         paths.append(path)
         real(path)
 
-    monkeypatch.setattr(mmap_store, "sync_path", recording)
+    monkeypatch.setattr(mmap_syncing, "sync_path", recording)
     return paths
 
 
@@ -138,7 +138,7 @@ def test_a_failed_fsync_fails_what_it_covered_and_stops_the_ledger(open_store, m
     def broken_disk(path):
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(mmap_store, "sync_path", broken_disk)
+    monkeypatch.setattr(mmap_syncing, "sync_path", broken_disk)
     run_syncs(reactor)
     (failure,) = result
     assert failure.check(LedgerError) and "fsync failed" in str(failure.value)

@@ -1,7 +1,8 @@
 """twistd plugin: `twistd -n hedwig [--conf FILE] [--host H] [--port P] [--data-dir DIR]`.
 
 twistd runs the HubService under its own logging, daemonisation and signal handling;
-SIGTERM and SIGINT stop the service gracefully (see hedwig.hub.service).
+SIGTERM and SIGINT stop the service gracefully (see hedwig.hub.service). For the hub's
+own log format (hedwig.hub.logs): `twistd -n --logger hedwig.hub.logs.observer hedwig`.
 """
 
 from twisted.application.service import IServiceMaker

@@ -1,10 +1,10 @@
-"""EntryIndex against a plain model: whatever the order of adds, runs, evictions and
+"""CachedEntries against a plain model: whatever the order of adds, runs, evictions and
 prunes, find(seq) answers exactly what a scan over the cached entries would."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hedwig.cache.entry_index import EntryIndex
+from hedwig.cache.cached_entries import CachedEntries
 from hedwig.topiclog.entry import LogEntry
 
 # A fixed log: 60 entries of 1-4 messages.
@@ -28,7 +28,7 @@ operations = st.lists(
 
 @given(operations)
 def test_find_matches_a_scan(ops):
-    index = EntryIndex()
+    index = CachedEntries()
     model = {}
     for op, a, b in ops:
         if op == "run":

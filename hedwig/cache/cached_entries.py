@@ -16,7 +16,7 @@ from bisect import bisect_left, bisect_right
 _COMPACT_SLACK = 64
 
 
-class EntryIndex:
+class CachedEntries:
     __slots__ = ("by_first", "head", "starts")
 
     def __init__(self):

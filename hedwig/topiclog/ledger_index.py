@@ -13,7 +13,7 @@ from bisect import bisect_right
 _NARROW_LIMIT = 1 << 32
 
 
-class EntryIndex:
+class LedgerIndex:
     """First seq-ids of entries 0..n-1 of one ledger, appended in order."""
 
     __slots__ = ("base_seq", "_offsets")

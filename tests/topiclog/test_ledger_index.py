@@ -1,15 +1,15 @@
-"""EntryIndex (compact per-ledger index) and EntryLocator (closed ledgers, bounded memory)."""
+"""LedgerIndex (compact per-ledger index) and EntryLocator (closed ledgers, bounded memory)."""
 
 import random
 from itertools import pairwise
 
 from hedwig.settings import LogSettings
-from hedwig.topiclog.entry_index import EntryIndex
+from hedwig.topiclog.ledger_index import LedgerIndex
 from tests.topiclog.harness import message_set, settle
 
 
 def test_index_finds_the_entry_holding_each_seq():
-    index = EntryIndex(100)
+    index = LedgerIndex(100)
     firsts = [100, 101, 105, 106, 200]
     for first in firsts:
         index.append(first)
@@ -30,7 +30,7 @@ def test_index_finds_the_entry_holding_each_seq():
 
 
 def test_index_costs_four_bytes_an_entry_and_widens_only_when_needed():
-    index = EntryIndex(1)
+    index = LedgerIndex(1)
     for first in range(1, 1_000_001):
         index.append(first)
     assert index.nbytes == 4_000_000

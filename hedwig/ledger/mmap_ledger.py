@@ -1,0 +1,148 @@
+"""One ledger of the memory-mapped store: its state, and the files it lives in.
+
+`Ledger` is what the store (mmap_store.py) keeps per ledger: where its pages are, how many
+entries are committed and durable, its writer's mapped pages. The functions below work on
+a ledger's directory: header fields, page files, cutting a closed ledger to its count.
+"""
+
+import os
+import time
+
+from hedwig.ledger.layout import (
+    COUNTS,
+    COUNTS_OFFSET,
+    DURABLE,
+    DURABLE_OFFSET,
+    HEADER_FILE,
+    RECORD_BYTES,
+    STATE,
+    STATE_CLOSED,
+    STATE_OFFSET,
+)
+from hedwig.ledger.pagefiles import sync_paths
+from hedwig.settings import KIB, MIB
+
+DATA = "d"
+INDEX = "i"
+FSYNC_POLICIES = ("never", "interval", "always")
+
+DATA_CHUNK_BYTES = 1 * MIB  # allocated (and pre-touched) per step
+INDEX_CHUNK_BYTES = 64 * KIB
+MAX_DATA_LOOKAHEAD = 16 * MIB  # how far the preparer runs ahead of a busy writer
+MAX_INDEX_LOOKAHEAD = 1 * MIB
+ID_RESERVATION = 1024  # ledger ids reserved (durably) per write of the id file
+MIN_PAGE_BYTES = 4 * KIB
+
+
+class Ledger:
+    """What the store keeps in memory about one ledger."""
+
+    __slots__ = (
+        "broken",
+        "bytes",
+        "closed",
+        "closing",
+        "count",
+        "data_mm",
+        "data_off",
+        "data_page",
+        "data_stream",
+        "deleted",
+        "data_map_page",
+        "durable",
+        "header_mm",
+        "id",
+        "index_map_page",
+        "index_mm",
+        "index_stream",
+        "new",
+        "page_bytes",
+        "path",
+        "records_per_page",
+        "synced_data_page",
+        "synced_index_page",
+        "synced_pages_created",
+    )
+
+    def __init__(self, ledger_id, path, page_bytes, records_per_page, count, data_bytes, durable, closed):
+        self.id = ledger_id
+        self.path = path
+        self.page_bytes = page_bytes
+        self.records_per_page = records_per_page
+        self.count = count
+        self.bytes = data_bytes
+        self.durable = durable
+        self.closed = closed
+        self.closing = None  # while a close is on its way: Deferreds of later close calls
+        self.deleted = False
+        self.broken = None  # why the ledger takes no more appends (a failed fsync)
+        self.new = False  # created since the last sync: its directory entry is not durable
+        # The writer (open ledgers only): where the next entry goes, its page files, and
+        # the pages it has mapped (None once the mapped-page budget unmapped them).
+        self.data_page = 0
+        self.data_off = 0
+        self.data_stream = None
+        self.index_stream = None
+        self.header_mm = None
+        self.data_mm = None
+        self.data_map_page = -1
+        self.index_mm = None
+        self.index_map_page = -1
+        # What the next sync starts from.
+        self.synced_data_page = 0
+        self.synced_index_page = 0
+        self.synced_pages_created = 0
+
+    @property
+    def index_page_bytes(self) -> int:
+        return self.records_per_page * RECORD_BYTES
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def write_header_fields(path: str, count: int, data_bytes: int, durable: int) -> None:
+    """Rewrite the counts of a ledger's header after recovery cut it."""
+    fd = os.open(os.path.join(path, HEADER_FILE), os.O_WRONLY)
+    try:
+        os.pwrite(fd, COUNTS.pack(count, data_bytes), COUNTS_OFFSET)
+        os.pwrite(fd, DURABLE.pack(durable), DURABLE_OFFSET)
+    finally:
+        os.close(fd)
+
+
+def page_files(path: str, prefix: str):
+    for name in os.listdir(path):
+        if name.startswith(prefix) and name[1:].isdigit():
+            yield int(name[1:]), os.path.join(path, name)
+
+
+def cut_closed_ledger(path: str, count: int, data_end, index_end) -> None:
+    """In a thread, once a ledger is closed: cut its last data and index pages to what they
+    hold, remove pages prepared but never used, then mark the header closed, and sync it
+    all. A crash before the mark leaves an open ledger with short pages, which the writer
+    extends again if it ever appends."""
+    last_data, data_bytes = data_end if data_end is not None else (-1, 0)
+    last_index, last_slot = index_end if index_end is not None else (-1, -1)
+    index_bytes = (last_slot + 1) * RECORD_BYTES
+    synced = []
+    try:
+        for prefix, last, size in ((DATA, last_data, data_bytes), (INDEX, last_index, index_bytes)):
+            for page, file in page_files(path, prefix):
+                if page > last:
+                    os.unlink(file)
+                elif page == last:
+                    os.truncate(file, size)
+                    synced.append(file)
+        fd = os.open(os.path.join(path, HEADER_FILE), os.O_WRONLY)
+        try:
+            os.pwrite(fd, DURABLE.pack(count), DURABLE_OFFSET)
+            os.pwrite(fd, STATE.pack(STATE_CLOSED), STATE_OFFSET)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return  # deleted meanwhile
+    synced.append(os.path.join(path, HEADER_FILE))
+    synced.append(path)
+    sync_paths(synced)

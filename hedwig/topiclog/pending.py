@@ -1,0 +1,76 @@
+"""A topic log's moving parts: its states, an append in flight, the ledger it writes.
+
+Shared by topic_log.py (the writer) and ledgers.py (rolls and garbage collection)."""
+
+from enum import Enum
+
+from twisted.internet.defer import (
+    Deferred,
+)
+
+from hedwig.topiclog.ledger_index import LedgerIndex
+
+
+class LogState(Enum):
+    """Where a topic log is in its life: OPEN takes appends; CLOSING lets those accepted
+    finish and closes the ledger; CLOSED is done; FAILED stopped on an error it cannot
+    get past (a failed sync, a lost compare-and-set) and closes too. A roll is not a
+    state but a barrier inside OPEN (appends wait behind it in order)."""
+
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+    FAILED = "failed"
+
+
+MAX_COUNT = (1 << 32) - 1  # the entry header's u32 message count
+SEQ_LIMIT = 1 << 64
+NO_LIMIT = 1 << 62
+
+
+class PendingAppend:
+    """One append call, from the call until its Deferred fires."""
+
+    __slots__ = (
+        "count",
+        "deferred",
+        "done",
+        "entry",
+        "failure",
+        "message_set",
+        "origin",
+        "origin_seq",
+        "time_us",
+        "via",
+    )
+
+    def __init__(self, message_set, count, origin, origin_seq, time_us, via=b""):
+        self.deferred = Deferred()
+        self.message_set = message_set
+        self.count = count
+        self.origin = origin  # encoded region name
+        self.origin_seq = origin_seq
+        self.time_us = time_us
+        self.via = via  # encoded neighbour region a relayed entry came from (b"" when published here)
+        self.entry = None
+        self.failure = None
+        self.done = False
+
+
+class OpenLedger:
+    """The ledger appends go to, with the index of every entry handed to the store."""
+
+    __slots__ = ("bytes", "closed", "entries", "first_seq", "index", "ledger_id", "roll_after_us")
+
+    def __init__(self, ledger_id: int, first_seq: int):
+        self.ledger_id = ledger_id
+        self.first_seq = first_seq
+        self.index = LedgerIndex(first_seq)
+        self.entries = 0  # len(index), kept as an int for the append path
+        self.bytes = 0
+        self.closed = False
+        # Publish time past which the ledger is too old to take more (its first entry's
+        # time + max_ledger_age_s); set when that first entry is handed to the store.
+        self.roll_after_us = NO_LIMIT
+
+

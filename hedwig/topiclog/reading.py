@@ -1,0 +1,122 @@
+"""Reading a topic log: entries by seq-id across its ledgers (the open one by its index,
+closed ones through the shared EntryLocator), and the first seq-id at or after a time
+(TopicLog's read side)."""
+
+from bisect import bisect_right
+
+from twisted.internet.defer import (
+    Deferred,
+    fail,
+    succeed,
+)
+
+from hedwig.protocol.entry import ENTRY_VERSION
+from hedwig.topiclog.entry import LogEntry
+from hedwig.topiclog.entry_head import ENTRY_HEAD, entry_head
+from hedwig.topiclog.errors import LogCorrupt, SeqOutOfRange
+
+
+class ReadingEntries:
+    """TopicLog's read side. A part of one class, split by job; it
+    uses the log's state (see topic_log.py)."""
+
+    def read(self, from_seq: int, max_entries: int, max_bytes: int) -> Deferred:
+        """The entry holding from_seq and those after it, at most max_entries; entries are
+        added while their total stays within max_bytes, but the first always is. [] when
+        from_seq > last_seq; SeqOutOfRange when from_seq < first_seq."""
+        if type(from_seq) is not int or from_seq < 1:
+            return fail(ValueError(f"seq-ids start at 1, not {from_seq!r}"))
+        if type(max_entries) is not int or max_entries < 1 or type(max_bytes) is not int or max_bytes < 1:
+            return fail(ValueError("max_entries and max_bytes must be positive integers"))
+        last = self.last_seq
+        if from_seq > last:
+            return succeed([])
+        if from_seq < self._ranges[0].first_seq:
+            return fail(SeqOutOfRange(self.topic, from_seq, self._ranges[0].first_seq))
+        try:
+            return succeed(self._read(from_seq, last, max_entries, max_bytes))
+        except Exception:
+            return fail()
+
+    def _read(self, from_seq: int, last: int, max_entries: int, max_bytes: int) -> list[LogEntry]:
+        ranges = self._ranges
+        store = self._ledgers
+        locator = self._locator
+        unpack = ENTRY_HEAD.unpack_from
+        head_size = ENTRY_HEAD.size
+        out: list[LogEntry] = []
+        total = 0
+        seq = from_seq
+        i = bisect_right(self._starts, seq) - 1
+        open_index = len(ranges) - 1
+        while True:
+            r = ranges[i]
+            ledger_id = r.ledger_id
+            if i == open_index:
+                index = self._open.index
+                entry_id = index.find(seq)
+                last_entry = index.find(last)
+            else:
+                last_entry = store.last_entry_id(ledger_id)
+                entry_id = locator.locate(ledger_id, seq, r.first_seq, last_entry)
+            want = min(last_entry - entry_id + 1, max_entries - len(out))
+            chunk = store.read(ledger_id, entry_id, entry_id + want - 1, max(1, max_bytes - total))
+            if not chunk:
+                raise LogCorrupt(f"topic {self.topic}: ledger {ledger_id} returned no entry {entry_id}")
+            full = False
+            for data in chunk:
+                if len(data) < head_size:
+                    entry_head(data, ledger_id, entry_id)  # raises LogCorrupt
+                version, _flags, first, count, time_us = unpack(data)
+                if (
+                    (first != seq if out else not first <= seq < first + count)
+                    or version != ENTRY_VERSION
+                    or not count
+                ):
+                    raise LogCorrupt(
+                        f"topic {self.topic}: ledger {ledger_id} entry {entry_id} holds seq-ids "
+                        f"{first}..{first + count - 1}, expected {seq}"
+                    )
+                if out and total + len(data) > max_bytes:
+                    full = True
+                    break
+                out.append(LogEntry(first, first + count - 1, data, time_us))
+                total += len(data)
+                seq = first + count
+                entry_id += 1
+            if i != open_index and seq <= r.last_seq:
+                locator.note_next(ledger_id, seq, entry_id)
+            if full or len(out) >= max_entries or seq > last or total >= max_bytes:
+                return out
+            if entry_id > last_entry:
+                i += 1
+
+    def find_by_time(self, time_us: int) -> int:
+        """The first seq-id published at or after time_us (last_seq + 1 when none), by
+        binary search over the ledgers' last publish times, then within the ledger."""
+        ranges = self._ranges
+        store = self._ledgers
+        last = self.last_seq
+        open_index = len(ranges) - 1
+        open_last_entry = self._open.index.find(last)  # -1: nothing acknowledged in it yet
+        searchable = len(ranges) if open_last_entry >= 0 else open_index
+
+        def last_entry(i):
+            return open_last_entry if i == open_index else store.last_entry_id(ranges[i].ledger_id)
+
+        lo, hi = 0, searchable
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if store.entry_time(ranges[mid].ledger_id, last_entry(mid)) >= time_us:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo == searchable:
+            return last + 1
+        ledger_id = ranges[lo].ledger_id
+        entry_id = store.find_by_time(ledger_id, time_us)
+        if entry_id is None or entry_id > last_entry(lo):
+            return last + 1
+        if lo == open_index:
+            return self._open.index.first_seq(entry_id)
+        return self._locator.first_seq_of(ledger_id, entry_id)

@@ -1,0 +1,115 @@
+"""A hub connection's deliveries and flow control: it is the delivery manager's
+IDeliveryChannel (entries written behind a small header, held back until their SUBSCRIBE
+reply is out) and its transport's IPushProducer (a full socket pauses delivery and
+reading; too many requests in flight stop reading until half are answered)
+(HubConnection's part for backpressure)."""
+
+from hedwig.protocol.framing import delivery_header, encode_event
+
+# Deliveries held back until their SUBSCRIBE reply is out: past this, the channel pauses.
+MAX_HELD_BYTES = 4 * 1024 * 1024
+
+
+class DeliveryFlow:
+    """HubConnection's deliveries and backpressure. A part of one class, split by job; it uses the
+    connection's state (see connection.py)."""
+
+    def deliver(self, handle, entry, start, stop):
+        data = entry.data
+        header = delivery_header(handle, start, stop, len(data))
+        stats = self.hub.stats
+        stats.entries_delivered += 1
+        stats.messages_delivered += stop - start
+        held = self._held.get(handle)
+        if held is None:
+            if handle in self._subscriptions:
+                self.transport.writeSequence((header, data))
+            return
+        held.append(header)
+        held.append(data)
+        self._held_bytes += len(header) + len(data)
+        if self._held_bytes > MAX_HELD_BYTES:
+            self._update_delivery_pause()
+
+    def subscription_ended(self, handle, event):
+        key = self._subscriptions.pop(handle, None)
+        if key is None:
+            return
+        self._handles.pop(key, None)
+        self.log.info(
+            "{peer}: subscription {subscriber} of {topic} ended: {event}",
+            peer=self.peer,
+            subscriber=key[1],
+            topic=key[0],
+            event=getattr(event, "name", event),
+        )
+        frame = encode_event(handle, event)
+        held = self._held.get(handle)
+        if held is not None:
+            held.append(frame)
+        else:
+            self.transport.write(frame)
+
+    def subscription_removed(self, topic: str, subscriber_id: str, event) -> None:
+        """The durable subscription was deleted elsewhere: end it here if attached."""
+        handle = self._handles.get((topic, subscriber_id))
+        if handle is not None:
+            self.subscription_ended(handle, event)
+
+    def _release_held(self, handle) -> None:
+        chunks = self._held.pop(handle, None)
+        if chunks:
+            self._held_bytes -= sum(map(len, chunks))
+            self.transport.writeSequence(chunks)
+            self._update_delivery_pause()
+
+    def _drop_held(self, handle) -> None:
+        chunks = self._held.pop(handle, None)
+        if chunks:
+            self._held_bytes -= sum(map(len, chunks))
+            self._update_delivery_pause()
+
+    def pauseProducing(self):
+        self._transport_full = True
+        self._update_reading()  # read no requests while the client reads nothing
+        self._update_delivery_pause()
+
+    def resumeProducing(self):
+        self._transport_full = False
+        self._update_reading()
+        self._update_delivery_pause()
+
+    def stopProducing(self):
+        self._reading = False
+
+    def _replies_released(self) -> None:
+        """Replies went out: a connection that stopped reading for having too many
+        requests in flight reads again once half of them are answered."""
+        if (
+            self._too_busy
+            and len(self._replies) <= self.max_inflight_requests // 2
+            and self._inflight_bytes <= self.max_inflight_bytes // 2
+        ):
+            self._too_busy = False
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read requests unless closing, the socket is full, or too much is in flight."""
+        pause = not self._reading or self._transport_full or self._too_busy
+        if pause == self._read_paused or not self._connected or self.transport.disconnecting:
+            return
+        self._read_paused = pause
+        if pause:
+            self.transport.pauseProducing()
+        else:
+            self.transport.resumeProducing()
+
+    def _update_delivery_pause(self) -> None:
+        paused = self._transport_full or self._held_bytes > MAX_HELD_BYTES
+        if paused == self._delivery_paused or not self._connected:
+            return
+        self._delivery_paused = paused
+        if paused:
+            self.hub.delivery.pause_channel(self)
+        else:
+            self.hub.delivery.resume_channel(self)

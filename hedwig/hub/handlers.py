@@ -1,0 +1,248 @@
+"""A hub connection's request handlers: one method per op, decoding the body, calling the
+Hub (core.py) and answering through the connection's ordered replies;  is the
+table the connection dispatches with (HubConnection's part for requests)."""
+
+from twisted.internet.defer import Deferred, maybeDeferred
+
+from hedwig.protocol.ops import PROTOCOL_VERSION, Op
+from hedwig.protocol.requests import (
+    RequestError,
+    decode_close_subscription,
+    decode_consume,
+    decode_describe_topic,
+    decode_empty,
+    decode_hello,
+    decode_publish,
+    decode_read_range,
+    decode_subscribe,
+    decode_unsubscribe,
+    encode_hello_reply,
+    encode_json,
+    encode_subscribed,
+    published_response,
+    response_frame,
+    response_frame_parts,
+)
+from hedwig.protocol.status import Status
+
+_MAX_HANDLE = 0xFFFFFFFF  # subscription handles are u32, never 0
+
+
+class RequestHandlers:
+    """HubConnection's request handlers. A part of one class, split by job; it uses the
+    connection's state (see connection.py)."""
+
+    def _hello(self, op: int, request_id: int, body) -> None:
+        if op != Op.HELLO:
+            self._protocol_error(request_id, op, Status.MALFORMED_REQUEST, "the first request must be HELLO")
+            return
+        try:
+            hello = decode_hello(body)
+        except RequestError as e:
+            self._protocol_error(request_id, op, e.status, e.reason)
+            return
+        if hello.version != PROTOCOL_VERSION:
+            self._protocol_error(
+                request_id,
+                op,
+                Status.UNSUPPORTED_VERSION,
+                f"this hub speaks protocol version {PROTOCOL_VERSION}, not {hello.version}",
+            )
+            return
+        self._greeted = True
+        self.client_name = hello.client_name
+        hub = self.hub
+        self.log.info("{peer}: hello from {client}", peer=self.peer, client=hello.client_name or "a client")
+        hub.stats.record("hello", True, 0.0)
+        reply = encode_hello_reply(hub.region, hub.name, hub.max_frame_bytes, hub.max_message_bytes)
+        self._replies.send(response_frame(request_id, Op.HELLO, payload=reply))
+
+    def _on_hello_again(self, request_id, body, started):
+        raise RequestError(Status.MALFORMED_REQUEST, "HELLO was already exchanged on this connection")
+
+    def _on_publish(self, request_id, body, started):
+        request = decode_publish(body)
+        published = self.hub.publish(request.topic, request.message_set)
+        slot = self._replies.reserve()
+        size = len(body)
+        self._inflight_bytes += size
+        published.addCallbacks(
+            self._published,
+            self._publish_failed,
+            (slot, request_id, started, size),
+            None,
+            (slot, request_id, started, size),
+        )
+
+    def _publish_failed(self, failure, slot, request_id, started, size):
+        self._inflight_bytes -= size
+        self._failed(failure, slot, request_id, Op.PUBLISH, started)
+
+    def _published(self, entry, slot, request_id, started, size):
+        self._inflight_bytes -= size
+        stats = self.hub.stats
+        stats.ops["publish"].record(True, self.hub.clock.seconds() - started)
+        stats.messages_published += entry.last_seq - entry.first_seq + 1
+        stats.bytes_published += len(entry.data)
+        self._replies.fill(slot, published_response(request_id, entry.first_seq, entry.last_seq))
+
+    def _on_subscribe(self, request_id, body, started):
+        request = decode_subscribe(body)
+        limit = self.hub.max_subscriptions
+        if len(self._subscriptions) >= limit and not self.is_hub_peer:  # (a region link relays many)
+            raise RequestError(
+                Status.TOO_MANY_SUBSCRIPTIONS, f"a connection holds at most {limit} subscriptions"
+            )
+        key = (request.topic, request.subscriber_id)
+        attached = self._handles.get(key)
+        if attached is not None:
+            raise RequestError(
+                Status.CLIENT_ALREADY_SUBSCRIBED,
+                f"{request.subscriber_id} is already attached to {request.topic} on this connection "
+                f"(handle {attached})",
+            )
+        handle = self._new_handle()
+        self._subscriptions[handle] = key
+        self._handles[key] = handle
+        self._held[handle] = []
+        subscribed = maybeDeferred(self.hub.subscribe, self, handle, request)
+        slot = self._replies.reserve()
+        subscribed.addCallbacks(
+            self._subscribed,
+            self._subscribe_failed,
+            (slot, request_id, handle, key, started),
+            None,
+            (slot, request_id, handle, key, started),
+        )
+
+    def _new_handle(self) -> int:
+        handle = self._next_handle
+        while handle in self._subscriptions or handle in self._held:
+            handle = handle + 1 if handle < _MAX_HANDLE else 1
+        self._next_handle = handle + 1 if handle < _MAX_HANDLE else 1
+        return handle
+
+    def _subscribed(self, result, slot, request_id, handle, key, started):
+        self.hub.stats.ops["subscribe"].record(True, self.hub.clock.seconds() - started)
+        if not self._connected:
+            # The client left while the topic was being acquired: the attachment made
+            # since has no connection to serve, so detach it (its pointer is flushed).
+            closing = self.hub.delivery.close_subscription(*key)
+            closing.addErrback(lambda f: self.log.failure("detaching {key} failed", f, key=key))
+            return
+        payload = encode_subscribed(handle, result["consumed_seq"], result["next_seq"])
+        self._replies.fill(
+            slot,
+            response_frame(request_id, Op.SUBSCRIBE, payload=payload),
+            lambda: self._release_held(handle),
+        )
+
+    def _subscribe_failed(self, failure, slot, request_id, handle, key, started):
+        if self._subscriptions.get(handle) == key:
+            del self._subscriptions[handle]
+            self._handles.pop(key, None)
+        self._drop_held(handle)
+        self._failed(failure, slot, request_id, Op.SUBSCRIBE, started)
+
+    def _on_consume(self, request_id, body, started):
+        handle, seq = decode_consume(body)
+        key = self._subscriptions.get(handle)
+        if key is None or handle in self._held:
+            raise RequestError(
+                Status.CLIENT_NOT_SUBSCRIBED, f"no subscription with handle {handle} on this connection"
+            )
+        self.hub.delivery.consume(key[0], key[1], seq)
+        self.hub.stats.ops["consume"].record(True, self.hub.clock.seconds() - started)
+
+    def _on_close_subscription(self, request_id, body, started):
+        handle = decode_close_subscription(body)
+        key = self._subscriptions.get(handle)
+        if key is None or handle in self._held:
+            raise RequestError(
+                Status.CLIENT_NOT_SUBSCRIBED, f"no subscription with handle {handle} on this connection"
+            )
+        del self._subscriptions[handle]
+        del self._handles[key]
+        closed = self.hub.delivery.close_subscription(key[0], key[1])
+        self.answer(
+            closed,
+            request_id,
+            Op.CLOSE_SUBSCRIPTION,
+            started,
+            self._empty_reply(request_id, Op.CLOSE_SUBSCRIPTION),
+        )
+
+    def _on_unsubscribe(self, request_id, body, started):
+        request = decode_unsubscribe(body)
+        key = (request.topic, request.subscriber_id)
+        unsubscribed = self.hub.unsubscribe(self, request.topic, request.subscriber_id)
+
+        def forget(result):
+            handle = self._handles.pop(key, None)
+            if handle is not None:
+                self._subscriptions.pop(handle, None)
+                self._drop_held(handle)
+            return result
+
+        unsubscribed.addCallback(forget)
+        self.answer(
+            unsubscribed, request_id, Op.UNSUBSCRIBE, started, self._empty_reply(request_id, Op.UNSUBSCRIBE)
+        )
+
+    def _on_read_range(self, request_id, body, started):
+        request = decode_read_range(body)
+        self.answer(
+            self.hub.read_range(request),
+            request_id,
+            Op.READ_RANGE,
+            started,
+            lambda parts: response_frame_parts(request_id, Op.READ_RANGE, parts),
+        )
+
+    def _on_list_topics(self, request_id, body, started):
+        decode_empty(body, "LIST_TOPICS")
+        self.answer(
+            self.hub.list_topics(),
+            request_id,
+            Op.LIST_TOPICS,
+            started,
+            self._json_reply(request_id, Op.LIST_TOPICS),
+        )
+
+    def _on_describe_topic(self, request_id, body, started):
+        topic = decode_describe_topic(body)
+        self.answer(
+            self.hub.describe_topic(topic),
+            request_id,
+            Op.DESCRIBE_TOPIC,
+            started,
+            self._json_reply(request_id, Op.DESCRIBE_TOPIC),
+        )
+
+    def _on_stats(self, request_id, body, started):
+        decode_empty(body, "STATS")
+        stats = Deferred()
+        self.answer(stats, request_id, Op.STATS, started, self._json_reply(request_id, Op.STATS))
+        stats.callback(self.hub.hub_stats())
+
+    @staticmethod
+    def _empty_reply(request_id, op):
+        return lambda _: response_frame(request_id, op)
+
+    @staticmethod
+    def _json_reply(request_id, op):
+        return lambda value: response_frame(request_id, op, payload=encode_json(value))
+
+# op -> handler(connection, request_id, body, started) of the core protocol
+HANDLERS = {
+    Op.HELLO: RequestHandlers._on_hello_again,
+    Op.PUBLISH: RequestHandlers._on_publish,
+    Op.SUBSCRIBE: RequestHandlers._on_subscribe,
+    Op.CONSUME: RequestHandlers._on_consume,
+    Op.CLOSE_SUBSCRIPTION: RequestHandlers._on_close_subscription,
+    Op.UNSUBSCRIBE: RequestHandlers._on_unsubscribe,
+    Op.READ_RANGE: RequestHandlers._on_read_range,
+    Op.LIST_TOPICS: RequestHandlers._on_list_topics,
+    Op.DESCRIBE_TOPIC: RequestHandlers._on_describe_topic,
+    Op.STATS: RequestHandlers._on_stats,
+}

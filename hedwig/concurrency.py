@@ -151,3 +151,41 @@ def _settle(d: Deferred, outcome) -> None:
         d.errback(outcome)
     else:
         d.callback(outcome)
+
+
+class SharedOperations:
+    """At most one operation running per key, shared by every caller who asks meanwhile
+    (each gets a Deferred of its own, fired in the order they asked); once it has
+    finished, the next call starts a new one. Opening a topic, loading its subscriptions:
+    concurrent requests wait on the same work instead of repeating it.
+
+    The key is free again before any caller sees the outcome, so a caller may look at
+    `running(key)` (False) or start the next operation from its callback."""
+
+    def __init__(self):
+        self._running: dict = {}  # key -> SharedResult
+
+    def running(self, key) -> bool:
+        return key in self._running
+
+    def __len__(self) -> int:
+        """How many keys have an operation running."""
+        return len(self._running)
+
+    def wait_all(self) -> list:
+        """A Deferred of each running operation's outcome (to wait for them at a close)."""
+        return [shared.wait() for shared in self._running.values()]
+
+    def run(self, key, operation, *args) -> Deferred:
+        shared = self._running.get(key)
+        if shared is None:
+            started = maybeDeferred(operation, *args)
+            started.addBoth(self._finished, key)
+            shared = SharedResult(started)
+            if not shared.done:
+                self._running[key] = shared
+        return shared.wait()
+
+    def _finished(self, outcome, key):
+        self._running.pop(key, None)
+        return outcome

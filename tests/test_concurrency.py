@@ -2,7 +2,7 @@
 
 from twisted.internet.defer import Deferred, succeed
 
-from hedwig.concurrency import OpQueue, SharedResult, Waiters
+from hedwig.concurrency import OpQueue, SharedOperations, SharedResult, Waiters
 from tests.deferreds import fired
 
 
@@ -96,3 +96,35 @@ def test_op_queue_caller_sees_result_before_next_operation_starts():
     queue.run("t", lambda: events.append("second started"))
     gate.callback(None)
     assert events == ["first answered", "second started"]
+
+
+def test_shared_operations_run_once_per_key_while_running():
+    operations = SharedOperations()
+    started = []
+    gate = Deferred()
+
+    def open_topic(name):
+        started.append(name)
+        return gate
+
+    first = operations.run("t", open_topic, "t")
+    second = operations.run("t", open_topic, "t")
+    assert started == ["t"] and operations.running("t")
+    seen = []
+    first.addCallback(lambda value: seen.append(("first", value, operations.running("t"))))
+    second.addCallback(lambda value: seen.append(("second", value)))
+    gate.callback("log")
+    assert seen == [("first", "log", False), ("second", "log")]
+    again = operations.run("t", lambda: succeed("new"))
+    assert fired(again) == "new" and not operations.running("t")
+
+
+def test_shared_operations_share_a_failure_and_free_the_key():
+    operations = SharedOperations()
+    gate = Deferred()
+    waiting = [operations.run("t", lambda: gate) for _ in range(2)]
+    gate.errback(OSError("disk"))
+    failures = []
+    for d in waiting:
+        d.addErrback(lambda f: failures.append(f.type))
+    assert failures == [OSError, OSError] and not operations.running("t")

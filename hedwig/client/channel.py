@@ -11,7 +11,8 @@ from zope.interface import Interface
 
 from hedwig.protocol import Op, frame_header
 from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES
-from hedwig.protocol.requests import RequestError, decode_response, publish_prefix
+from hedwig.protocol.requests import RequestError, publish_prefix
+from hedwig.protocol.responses import decode_response
 
 _MAX_REQUEST_ID = 0xFFFFFFFF
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")

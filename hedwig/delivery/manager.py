@@ -21,6 +21,7 @@ from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, 
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from hedwig.concurrency import SharedOperations
 from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.interface import IDeliveryManager, IRelayPolicy, SubscribeError
@@ -46,7 +47,7 @@ class DeliveryManager(DescribingSubscriptions):
         self.clock = clock
         self.settings = settings or DeliverySettings()
         self._tables = {}  # topic -> TopicTable
-        self._loading = {}  # topic -> [Deferred] waiting for the load in flight
+        self._loading = SharedOperations()  # topic -> the load of its subscriptions
         self._channels = {}  # channel -> {Cursor}
         self._paused = set()  # channels whose transport asked us to stop
         self.subscribes = 0
@@ -73,17 +74,13 @@ class DeliveryManager(DescribingSubscriptions):
         if table is not None:
             table.log = log
             return succeed(table)
-        d = Deferred()
-        waiting = self._loading.get(log.topic)
-        if waiting is not None:
-            waiting.append(d)
-            return d
-        self._loading[log.topic] = [d]
-        loaded = maybeDeferred(self.metadata.list_subscriptions, log.topic)
-        loaded.addCallbacks(self._loaded, self._load_failed, callbackArgs=(log,), errbackArgs=(log,))
-        return d
+        return self._loading.run(log.topic, self._load, log)
 
-    def _loaded(self, records, log) -> None:
+    def _load(self, log) -> Deferred:
+        loaded = maybeDeferred(self.metadata.list_subscriptions, log.topic)
+        return loaded.addCallback(self._loaded, log)
+
+    def _loaded(self, records, log) -> TopicTable:
         settings = self.settings
         subscriptions = {
             sid: Subscription(
@@ -99,12 +96,7 @@ class DeliveryManager(DescribingSubscriptions):
             for sid, record in records.items()
         }
         table = self._tables[log.topic] = TopicTable(log, subscriptions)
-        for d in self._loading.pop(log.topic):
-            d.callback(table)
-
-    def _load_failed(self, failure, log) -> None:
-        for d in self._loading.pop(log.topic):
-            d.errback(failure)
+        return table
 
     def release_topic(self, topic: str, event=SubscriptionEvent.TOPIC_MOVED) -> Deferred:
         """The hub gives the topic up: end its live subscriptions with `event`, write every

@@ -14,6 +14,7 @@ one subscriber's writes by at least that long, bounding the write rate whatever 
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
 
+from hedwig.concurrency import Waiters
 from hedwig.meta.interface import BadVersion, SubscriptionState
 
 _logger = Logger()
@@ -65,7 +66,7 @@ class Subscription:
         self._timer = None
         self._writing = False
         self._rewrite = False
-        self._flush_waiters = []
+        self._flush_waiters = Waiters()  # answered by the next write that starts
 
     @property
     def dirty(self) -> bool:
@@ -101,8 +102,7 @@ class Subscription:
         self._cancel_timer()
         if self.deleted or (not self._writing and not self.dirty):
             return succeed(None)
-        d = Deferred()
-        self._flush_waiters.append(d)
+        d = self._flush_waiters.wait()
         if self._writing:
             self._rewrite = True
         else:
@@ -114,9 +114,7 @@ class Subscription:
         self._cancel_timer()
         if not self._writing:
             return succeed(None)
-        d = Deferred()
-        self._flush_waiters.append(d)
-        return d
+        return self._flush_waiters.wait()
 
     def cancel(self) -> None:
         """Stop the flush timer (the subscription is going away)."""
@@ -146,7 +144,7 @@ class Subscription:
         self._rewrite = False
         self._last_write = self._clock.seconds()
         seq = self.consumed_seq
-        waiters, self._flush_waiters = self._flush_waiters, []
+        waiters, self._flush_waiters = self._flush_waiters, Waiters()
         d = maybeDeferred(
             self._metadata.put_subscription,
             self.topic,
@@ -162,12 +160,10 @@ class Subscription:
         self.persisted_seq = seq
         self.writes += 1
         if self.dirty and (self._rewrite or self._flush_waiters):
-            self._start_write()
-        elif self._flush_waiters:
-            waiters = waiters + self._flush_waiters
-            self._flush_waiters = []
-        for d in waiters:
-            d.callback(None)
+            self._start_write()  # (takes the waiters that came meanwhile)
+        waiters.fire()
+        later, self._flush_waiters = self._flush_waiters, Waiters()
+        later.fire()
 
     def _write_failed(self, failure, waiters) -> None:
         self._writing = False
@@ -185,10 +181,9 @@ class Subscription:
             d.addCallbacks(self._refreshed, lambda f: None)
         if self.dirty and self._timer is None and not self.deleted:
             self._timer = self._clock.callLater(self._flush_after_s, self._timer_fired)
-        waiters = waiters + self._flush_waiters
-        self._flush_waiters = []
-        for d in waiters:
-            d.errback(failure)
+        later, self._flush_waiters = self._flush_waiters, Waiters()
+        waiters.fail(failure)
+        later.fail(failure)
 
     def _refreshed(self, record) -> None:
         if record is None:

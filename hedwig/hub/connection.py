@@ -31,9 +31,7 @@ from hedwig.hub.replies import ReplyQueue
 from hedwig.hub.stats import op_name
 from hedwig.protocol.framing import FrameDecoder, FrameError, FrameTooLarge
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import (
-    response_frame,
-)
+from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.tls import handshake_failure, is_tls
 

@@ -19,10 +19,8 @@ from hedwig.protocol.requests import (
     encode_hello_reply,
     encode_json,
     encode_subscribed,
-    published_response,
-    response_frame,
-    response_frame_parts,
 )
+from hedwig.protocol.responses import published_response, response_frame, response_frame_parts
 from hedwig.protocol.status import Status
 
 _MAX_HANDLE = 0xFFFFFFFF  # subscription handles are u32, never 0

@@ -10,6 +10,8 @@ from collections import deque
 
 from twisted.internet.defer import Deferred, succeed
 
+from hedwig.concurrency import Waiters
+
 
 class ReplySlot:
     __slots__ = ("data", "after", "ready")
@@ -26,7 +28,7 @@ class ReplyQueue:
         self._write_sequence = write_sequence
         self._released = released  # called after replies waiting in slots went out
         self._slots = deque()
-        self._idle_waiters = []
+        self._idle = Waiters()  # fired once no request waits for its reply
 
     def __len__(self) -> int:
         """Requests still waiting for their reply."""
@@ -56,14 +58,12 @@ class ReplyQueue:
         """Fires once no request waits for its reply."""
         if not self._slots:
             return succeed(None)
-        waiter = Deferred()
-        self._idle_waiters.append(waiter)
-        return waiter
+        return self._idle.wait()
 
     def discard(self) -> None:
         """The connection is gone: drop pending replies, release idle waiters."""
         self._slots.clear()
-        self._wake_idle()
+        self._idle.fire()
 
     def _emit(self, data, after) -> None:
         if isinstance(data, list):
@@ -81,9 +81,4 @@ class ReplyQueue:
         if self._released is not None:
             self._released()
         if not slots:
-            self._wake_idle()
-
-    def _wake_idle(self) -> None:
-        waiters, self._idle_waiters = self._idle_waiters, []
-        for waiter in waiters:
-            waiter.callback(None)
+            self._idle.fire()

@@ -9,9 +9,9 @@ plugs in here: an embedded hub owns every topic.
 
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from hedwig.concurrency import SharedOperations
 from hedwig.hub.interface import ITopicManager
 
 
@@ -28,54 +28,44 @@ class TopicManager:
         # Runs once per acquisition before any request uses the log (the delivery manager
         # loads the topic's durable subscriptions, so GC and pruning see them all).
         self.on_open = None
-        self._opening: dict[str, list[Deferred]] = {}
+        self._opening = SharedOperations()  # topic -> its acquisition, shared by requests
         self._open: set[str] = set()
 
     def get(self, topic: str):
         """The topic's TopicLog if it is open here and ready, else None (the publish fast
         path; while an acquisition is finishing, requests queue behind it in order)."""
-        if topic in self._opening:
+        if self._opening.running(topic):
             return None
         topic_log = self._logs.get(topic)
         return None if topic_log is None else self._cache.wrap(topic_log)
 
     def acquire(self, topic: str) -> Deferred:
         """Deferred[TopicLog]: the topic opened here, created if it never existed."""
-        log = self.get(topic)
-        if log is not None:
-            return succeed(log)
-        waiter = Deferred()
-        waiters = self._opening.get(topic)
-        if waiters is None:
-            self._opening[topic] = [waiter]
-            opened = self._logs.open(topic)
-            opened.addCallback(self._cache.wrap)
-            opened.addBoth(self._opened, topic)
-        else:
-            waiters.append(waiter)
-        return waiter
+        topic_log = self.get(topic)
+        if topic_log is not None:
+            return succeed(topic_log)
+        return self._opening.run(topic, self._open_topic, topic)
 
-    def _opened(self, result, topic: str) -> None:
-        if isinstance(result, Failure) or self.on_open is None:
-            self._ready(result, topic)
-            return
-        prepared = maybeDeferred(self.on_open, result)
+    def _open_topic(self, topic: str) -> Deferred:
+        opened = self._logs.open(topic)
+        opened.addCallback(self._cache.wrap)
+        return opened.addCallback(self._prepare, topic)
+
+    def _prepare(self, topic_log, topic: str):
+        """Run on_open once per acquisition (a failure is logged: the topic still opens)."""
+        if self.on_open is None:
+            return self._ready(None, topic_log)
+        prepared = maybeDeferred(self.on_open, topic_log)
         prepared.addErrback(lambda f: self.log.failure("preparing topic {topic} failed", f, topic=topic))
-        prepared.addCallback(lambda _: self._ready(result, topic))
+        return prepared.addCallback(self._ready, topic_log)
 
-    def _ready(self, result, topic: str) -> None:
-        waiters = self._opening.pop(topic)
-        if isinstance(result, Failure):
-            for waiter in waiters:
-                waiter.errback(result)
-            return
-        self._open.add(topic)
-        for waiter in waiters:
-            waiter.callback(result)
+    def _ready(self, _prepared, topic_log):
+        self._open.add(topic_log.topic)
+        return topic_log
 
     def exists(self, topic: str) -> Deferred:
         """Deferred[bool]: whether the topic has ever been created (here or in metadata)."""
-        if topic in self._open or topic in self._opening:
+        if topic in self._open or self._opening.running(topic):
             return succeed(True)
         return self._metadata.get_topic(topic).addCallback(lambda versioned: versioned is not None)
 

@@ -20,6 +20,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from hedwig.concurrency import Waiters
 from hedwig.protocol.messageset import MessageSetError, validate_message_set
 from hedwig.protocol.status import Status
 from hedwig.region.entries import RelayedPart, slice_message_set
@@ -69,7 +70,7 @@ class TopicInbox:
         self._high = None
         self._blocked = False
         self._inflight = 0
-        self._drained = []  # waiters for _inflight == 0
+        self._drained = Waiters()  # fired once _inflight is 0
 
     @property
     def high_water(self) -> HighWater | None:
@@ -186,17 +187,13 @@ class TopicInbox:
 
     def _settled(self) -> None:
         self._inflight -= 1
-        if not self._inflight and self._drained:
-            waiters, self._drained = self._drained, []
-            for waiter in waiters:
-                waiter.callback(None)
+        if not self._inflight:
+            self._drained.fire()
 
     def _until_drained(self) -> Deferred:
         if not self._inflight:
             return succeed(None)
-        waiter = Deferred()
-        self._drained.append(waiter)
-        return waiter
+        return self._drained.wait()
 
     def _block(self, d: Deferred, then) -> None:
         self._blocked = True

@@ -18,9 +18,11 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from hedwig.concurrency import Waiters
 from hedwig.hub.relays import IRelays
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import RequestError, encode_published, response_frame
+from hedwig.protocol.requests import RequestError, encode_published
+from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.region.children import Children
 from hedwig.region.entries import via_filter
@@ -78,7 +80,7 @@ class RegionManager:
         self._filters = {}
         self._loaded = False
         self._early_changes = []  # subscription notices that arrived while loading
-        self._ready_waiters = []
+        self._ready = Waiters()  # fired once the interest is loaded
 
     def request_handlers(self) -> dict:
         return {Op.REGION_LINK: self._on_region_link, Op.RELAY_PUBLISH: self._on_relay_publish}
@@ -116,9 +118,7 @@ class RegionManager:
         changes, self._early_changes = self._early_changes, []
         for topic, subscriber_id, added in changes:
             self._apply(topic, subscriber_id, added)
-        waiters, self._ready_waiters = self._ready_waiters, []
-        for waiter in waiters:
-            waiter.callback(None)
+        self._ready.fire()
         if self.link is not None:
             self.link.start()
 
@@ -128,9 +128,7 @@ class RegionManager:
     def _when_ready(self) -> Deferred:
         if self._loaded:
             return succeed(None)
-        waiter = Deferred()
-        self._ready_waiters.append(waiter)
-        return waiter
+        return self._ready.wait()
 
     def stop(self) -> Deferred:
         """Close the parent link (its relay subscriptions here are detached and their

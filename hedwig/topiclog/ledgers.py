@@ -12,6 +12,7 @@ from twisted.internet.defer import (
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from hedwig.concurrency import Waiters
 from hedwig.ledger.interface import LedgerError
 from hedwig.meta.interface import BadVersion, LedgerRange
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced
@@ -97,9 +98,7 @@ class LedgerLifecycle:
 
     def _until_rolled(self) -> Deferred:
         """Deferred firing when the roll under way ends (failing as it failed)."""
-        d = Deferred()
-        self._roll_waiters.append(d)
-        return d
+        return self._roll_waiters.wait()
 
     def _track_close(self, ledger_id: int, closing: Deferred) -> None:
         self._ledger_closes.add(closing)
@@ -118,7 +117,7 @@ class LedgerLifecycle:
 
     def _rolled(self, result) -> None:
         self._rolling = False
-        roll_waiters, self._roll_waiters = self._roll_waiters, []
+        roll_waiters, self._roll_waiters = self._roll_waiters, Waiters()
         if isinstance(result, Failure):
             if result.check(TopicFenced):
                 self._fail(result.value)
@@ -140,11 +139,10 @@ class LedgerLifecycle:
             self._hand_over(self._waiting.popleft())
         self._deliver()
         self._check_idle()
-        for d in roll_waiters:
-            if isinstance(result, Failure):
-                d.errback(result)
-            else:
-                d.callback(None)
+        if isinstance(result, Failure):
+            roll_waiters.fail(result)
+        else:
+            roll_waiters.fire()
 
     @inlineCallbacks
     def _write_ranges(self, change, then=None):

@@ -7,7 +7,7 @@ and closes itself) leaves the manager, so the next open acquires the topic afres
 
 from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 
-from hedwig.concurrency import SharedResult
+from hedwig.concurrency import SharedOperations
 from hedwig.protocol.names import InvalidName, check_topic
 from hedwig.settings import LogSettings
 from hedwig.topiclog.acquire import acquire_topic
@@ -25,7 +25,7 @@ class TopicLogManager:
         self.clock = clock
         self.locator = EntryLocator(ledgers, settings.index_cache_bytes)
         self._logs: dict[str, TopicLog] = {}
-        self._opening: dict[str, SharedResult] = {}
+        self._opening = SharedOperations()  # topic -> its acquisition
         self._closed = False
 
     def open(self, topic: str):
@@ -39,30 +39,22 @@ class TopicLogManager:
         existing = self._logs.get(topic)
         if existing is not None and existing.is_open:
             return succeed(existing)
-        opening = self._opening.get(topic)
-        if opening is None:
-            opening = SharedResult(self._acquire(topic, existing))
-            if not opening.done:  # (stores answering synchronously finish at once)
-                self._opening[topic] = opening
-        return opening.wait()
+        return self._opening.run(topic, self._acquire, topic, existing)
 
     @inlineCallbacks
     def _acquire(self, topic: str, previous: TopicLog | None):
-        try:
-            if previous is not None:  # failed or closing: let it finish, then recover its ledger
-                yield previous.close()
-            topic_log = yield acquire_topic(
-                topic,
-                ledgers=self.ledgers,
-                metadata=self.metadata,
-                settings=self.settings,
-                region=self.region,
-                clock=self.clock,
-                locator=self.locator,
-                on_close=self._log_closed,
-            )
-        finally:
-            self._opening.pop(topic, None)
+        if previous is not None:  # failed or closing: let it finish, then recover its ledger
+            yield previous.close()
+        topic_log = yield acquire_topic(
+            topic,
+            ledgers=self.ledgers,
+            metadata=self.metadata,
+            settings=self.settings,
+            region=self.region,
+            clock=self.clock,
+            locator=self.locator,
+            on_close=self._log_closed,
+        )
         if self._closed:  # the manager closed while the topic was being acquired
             yield topic_log.close()
             raise LogClosed("the topic log manager is closed")
@@ -111,5 +103,5 @@ class TopicLogManager:
     def close(self):
         """Close every open log (waiting for opens in progress); later opens fail."""
         self._closed = True
-        yield DeferredList([opening.wait() for opening in self._opening.values()], consumeErrors=True)
+        yield DeferredList(self._opening.wait_all(), consumeErrors=True)
         yield DeferredList([topic_log.close() for topic_log in list(self._logs.values())], consumeErrors=True)

@@ -48,7 +48,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.concurrency import SharedResult
+from hedwig.concurrency import SharedResult, Waiters
 from hedwig.ledger.interface import LedgerClosed, NoSuchLedger
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, encode_entry_header
@@ -115,11 +115,11 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         self._rolling = False
         self._delivering = False
         self._handing = None
-        self._drained_waiters: list[Deferred] = []
-        self._idle_waiters: list[Deferred] = []
+        self._drained_waiters = Waiters()  # fired when no append is in flight
+        self._idle_waiters = Waiters()  # ... and none waits and no roll runs
         self._meta_lock = DeferredLock()
         self._ledger_closes: set[Deferred] = set()  # closes started by rolls, not yet done
-        self._roll_waiters: list[Deferred] = []  # told how the roll under way ended
+        self._roll_waiters = Waiters()  # told how the roll under way ended
         self._closed_result = None
         self._stopped_by = None  # why the log failed, for the appends that come after
         self.rolls = 0
@@ -317,26 +317,16 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         finally:
             self._delivering = False
         if not self._inflight and (self._drained_waiters or self._idle_waiters):
-            self._wake(self._drained_waiters)
+            self._drained_waiters.fire()
             self._check_idle()
 
     def _check_idle(self) -> None:
         if not self._inflight and not self._waiting and not self._rolling:
-            self._wake(self._idle_waiters)
+            self._idle_waiters.fire()
 
     @staticmethod
-    def _wake(waiters: list[Deferred]) -> None:
-        pending = list(waiters)
-        waiters.clear()
-        for d in pending:
-            d.callback(None)
-
-    def _until(self, waiters: list[Deferred], ready: bool) -> Deferred:
-        if ready:
-            return succeed(None)
-        d = Deferred()
-        waiters.append(d)
-        return d
+    def _until(waiters: Waiters, ready: bool) -> Deferred:
+        return succeed(None) if ready else waiters.wait()
 
     def _fail(self, exc: Exception) -> None:
         """Stop the log: appends not yet stored fail in call order; then close."""

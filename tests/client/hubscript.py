@@ -22,8 +22,8 @@ from hedwig.protocol.requests import (
     encode_hello_reply,
     encode_published,
     encode_subscribed,
-    response_frame,
 )
+from hedwig.protocol.responses import response_frame
 
 DECODERS = {
     Op.HELLO: decode_hello,

@@ -12,7 +12,8 @@ from hedwig.client.reads import ReadCollector
 from hedwig.client.redirects import Routes, next_owner
 from hedwig.client.start import parse_start, wire_start
 from hedwig.protocol import Op, Status, SubscriptionEvent, encode_entry_header, encode_message_set
-from hedwig.protocol.requests import Published, ReadRangeReply, Response, Subscribed
+from hedwig.protocol.requests import Published, ReadRangeReply, Subscribed
+from hedwig.protocol.responses import Response
 
 
 @pytest.mark.parametrize(

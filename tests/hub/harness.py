@@ -14,7 +14,8 @@ from hedwig.hub.connection import HubFactory
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set, parse_delivery, parse_event
-from hedwig.protocol.requests import decode_response, encode_hello, encode_publish
+from hedwig.protocol.requests import encode_hello, encode_publish
+from hedwig.protocol.responses import decode_response
 from hedwig.settings import Config
 
 _ports = itertools.count(40000)

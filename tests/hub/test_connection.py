@@ -386,7 +386,8 @@ def test_a_publish_in_flight_when_the_client_leaves_is_stored_and_nothing_breaks
 def test_ops_beyond_the_core_protocol_plug_in_with_register_op(harness):
     from twisted.internet.defer import succeed
 
-    from hedwig.protocol.requests import RequestError, response_frame
+    from hedwig.protocol.requests import RequestError
+    from hedwig.protocol.responses import response_frame
 
     def link(connection, request_id, body, started):
         if not body:

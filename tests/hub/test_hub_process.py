@@ -25,7 +25,8 @@ from hedwig.protocol import (
     encode_message_set,
     parse_delivery,
 )
-from hedwig.protocol.requests import decode_response, encode_hello, encode_publish, encode_subscribe
+from hedwig.protocol.requests import encode_hello, encode_publish, encode_subscribe
+from hedwig.protocol.responses import decode_response
 from tests.hubprocess import HubProcess, make_run_command
 from tests.receiving import receive_all
 

@@ -21,7 +21,6 @@ from hedwig.protocol.requests import (
     decode_hello,
     decode_publish,
     decode_read_range,
-    decode_response,
     decode_subscribe,
     decode_unsubscribe,
     encode_close_subscription,
@@ -33,13 +32,16 @@ from hedwig.protocol.requests import (
     encode_publish,
     encode_published,
     encode_read_range,
-    encode_response,
     encode_subscribe,
     encode_subscribed,
     encode_unsubscribe,
     publish_prefix,
-    published_response,
     read_range_reply_parts,
+)
+from hedwig.protocol.responses import (
+    decode_response,
+    encode_response,
+    published_response,
     response_frame,
     response_frame_parts,
 )

@@ -9,7 +9,8 @@ from hedwig.protocol import decode_entry, encode_entry_header, encode_message_se
 from hedwig.protocol.framing import FrameDecoder
 from hedwig.protocol.messageset import MessageSetError, validate_message_set
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import RequestError, response_frame
+from hedwig.protocol.requests import RequestError
+from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.region import wire
 from hedwig.region.entries import RelayedPart, entry_via, slice_message_set, via_filter

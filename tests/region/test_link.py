@@ -20,8 +20,8 @@ from hedwig.protocol.requests import (
     encode_published,
     encode_subscribe,
     encode_subscribed,
-    response_frame,
 )
+from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.region import link as states
 from hedwig.region.wire import (

@@ -52,7 +52,7 @@ from bench.client_processes import (
     run_processes,
 )
 from bench.figures import RESULTS_DIR, emit, load, median, percentile
-from tests.hubprocess import ROOT, HubProcess, free_port
+from tests.hubprocess import ROOT, HubProcess
 from tests.polling import wait_until
 
 RESULTS = RESULTS_DIR / "region_bench.json"
@@ -66,12 +66,13 @@ class RegionHub(HubProcess):
 
     def __init__(self, directory, name, parent=None):
         self.name = name
-        self.tls_port = free_port() if PKI is not None else None
         self.dir = os.path.join(directory, name)
         os.makedirs(self.dir, exist_ok=True)
         self.parent = parent
         self.conf = os.path.join(self.dir, "hub.conf")
-        super().__init__(os.path.join(self.dir, "data"), 0, "--conf", self.conf, cwd=ROOT)
+        super().__init__(
+            os.path.join(self.dir, "data"), 0, "--conf", self.conf, cwd=ROOT, tls=PKI is not None
+        )
 
     def start(self):
         lines = ["[region]", f"name = {self.name}"]
@@ -84,7 +85,7 @@ class RegionHub(HubProcess):
         if PKI is not None:
             cert, key = PKI.issue(self.name)
             lines += ["require_child_certificate = true"]
-            lines += ["[tls]", "enabled = true", f"port = {self.tls_port}"]
+            lines += ["[tls]", "enabled = true", f"port = {self.tls_port or 0}"]  # (0: a free one, then kept)
             lines += [f"cert_file = {cert}", f"key_file = {key}", f"ca_file = {PKI.cert_file}"]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")

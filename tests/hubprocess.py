@@ -11,6 +11,7 @@ the same options follow it. `kill()` is SIGKILL: no shutdown, no flush, like a c
 """
 
 import collections
+import contextlib
 import os
 import re
 import signal
@@ -22,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVING = re.compile(r"hedwig hub (\S+):(\d+) .*serving")
+TLS_LISTENING = re.compile(r"hedwig hub \S+: TLS on (\S+):(\d+) ")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 LOG_LINES = 10_000
@@ -40,10 +42,12 @@ class HubProcess:
         cwd=None,
         env=None,
         log_on_stdout: bool = False,
+        tls: bool = False,
     ):
         """`extra_args` follow the standard options (e.g. "--conf", path); `host` None
         leaves --host out (the hub's default); `log_on_stdout` for a launcher that logs
-        there (twistd)."""
+        there (twistd); `tls`: the configuration enables the TLS listener, whose port
+        (`tls_port`, 0 in the configuration: a free one) is read from the log too."""
         self.data_dir = str(data_dir)
         self.port = port
         self.extra_args = list(extra_args)
@@ -52,6 +56,8 @@ class HubProcess:
         self._host_option = host
         self.cwd = cwd
         self.env = env
+        self.tls = tls
+        self.tls_port = None
         self.log_on_stdout = log_on_stdout
         self.process = None
         self.log = collections.deque(maxlen=LOG_LINES)
@@ -76,6 +82,7 @@ class HubProcess:
         self.log = log = collections.deque(maxlen=LOG_LINES)
         serving = threading.Event()
         found = []  # (host, port), once the hub said it serves
+        tls_found = []  # its TLS port, once it said it listens for TLS
         self.process = subprocess.Popen(
             self.command(),
             cwd=self.cwd,
@@ -93,8 +100,12 @@ class HubProcess:
             for line in stream:
                 log.append(line)
                 match = SERVING.search(line)
-                if match and not serving.is_set():
+                if match and not found:
                     found.append((match.group(1), int(match.group(2))))
+                tls_match = TLS_LISTENING.search(line)
+                if tls_match and not tls_found:
+                    tls_found.append(int(tls_match.group(2)))
+                if found and (tls_found or not self.tls):
                     serving.set()
             serving.set()  # the process ended: wake the starter to see that
 
@@ -104,6 +115,8 @@ class HubProcess:
             self.stop()
             raise RuntimeError(f"the hub did not start: {self.command()}\n" + self.output())
         self.host, self.port = found[0]
+        if tls_found:
+            self.tls_port = tls_found[0]
         return self
 
     def output(self) -> str:
@@ -146,11 +159,13 @@ class HubProcess:
         self.stop()
 
 
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (bound and released at once)."""
+@contextlib.contextmanager
+def refusing_port():
+    """A port on 127.0.0.1 that refuses connections while the block runs: bound and never
+    listening, so nothing else can take it meanwhile (a hub that is not there)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        yield sock.getsockname()[1]
 
 
 def hub_environment() -> dict:

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from hedwig.client.blocking import Client
-from tests.hubprocess import HubProcess, free_port
+from tests.hubprocess import HubProcess
 from tests.polling import wait_until
 
 DEADLINE_S = 60.0
@@ -29,14 +29,14 @@ class RegionHub:
         self.name = name
         self.dir = Path(root_dir) / name
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = 0  # a free one at the first start (read from its log), kept for restarts
         self.parent = parent
         self.region = {"retry_backoff_ms": 50, "max_retry_backoff_ms": 500, **region}
         self.delivery = {"consume_flush_ms": 100, **(delivery or {})}
         self.tls = dict(tls or {})
-        self.tls_port = free_port() if self.tls.get("enabled") == "true" else None
-        if self.tls_port is not None:
-            self.tls.setdefault("port", self.tls_port)
+        self.tls_port = None
+        if self.tls.get("enabled") == "true":
+            self.tls_port = int(self.tls.setdefault("port", 0))
         self.process = None
         self._clients = []
 
@@ -69,7 +69,12 @@ class RegionHub:
 
     def start(self) -> "RegionHub":
         conf = self.write_conf()
-        self.process = HubProcess(self.dir / "data", self.port, "--conf", str(conf)).start()
+        process = HubProcess(self.dir / "data", self.port, "--conf", str(conf), tls=self.tls_port is not None)
+        self.process = process.start()
+        self.port = process.port
+        if self.tls_port is not None:
+            self.tls_port = process.tls_port
+            self.tls["port"] = self.tls_port  # the next start's configuration keeps it
         return self
 
     def kill(self) -> None:

@@ -20,7 +20,7 @@ from hedwig.spark.drain import DrainFailed, drain
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
 from hedwig.spark.settings import DrainSettings
 from hedwig.spark.stopping import SignalStop, StopRequest
-from tests.hubprocess import free_port
+from tests.hubprocess import refusing_port
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.spark
@@ -176,12 +176,15 @@ def wait_for_progress(child, at_least, timeout=120.0):
 
 
 def test_a_bad_hub_address_is_a_clear_error(spark, tmp_path):
-    port = free_port()
-    run = DrainSettings(
-        hubs=(f"127.0.0.1:{port}",), topics=("x",), out=str(tmp_path / "o"), checkpoint=str(tmp_path / "c")
-    )
-    with pytest.raises(HubUnreachable, match=f"could not connect to the hedwig hub at 127.0.0.1:{port}"):
-        drain(spark, run, say=lambda line: None)
+    with refusing_port() as port:
+        run = DrainSettings(
+            hubs=(f"127.0.0.1:{port}",),
+            topics=("x",),
+            out=str(tmp_path / "o"),
+            checkpoint=str(tmp_path / "c"),
+        )
+        with pytest.raises(HubUnreachable, match=f"could not connect to the hedwig hub at 127.0.0.1:{port}"):
+            drain(spark, run, say=lambda line: None)
 
 
 def test_an_unknown_topic_is_a_clear_error(spark, hub, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import functions
 
 from hedwig.client.blocking import Client
-from tests.hubprocess import free_port
+from tests.hubprocess import refusing_port
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.spark
@@ -97,10 +97,10 @@ def test_ranges_split_across_partitions_cover_exactly_the_requested_seq_ids(spar
 
 
 def test_a_bad_hub_address_is_a_clear_error(spark):
-    port = free_port()
-    df = spark.read.format("hedwig").option("hub", f"127.0.0.1:{port}").option("topics", "t").load()
-    with pytest.raises(Exception, match=f"could not connect to the hedwig hub at 127.0.0.1:{port}"):
-        df.collect()
+    with refusing_port() as port:
+        df = spark.read.format("hedwig").option("hub", f"127.0.0.1:{port}").option("topics", "t").load()
+        with pytest.raises(Exception, match=f"could not connect to the hedwig hub at 127.0.0.1:{port}"):
+            df.collect()
 
 
 def test_an_unknown_topic_is_a_clear_error(spark, hub):

@@ -1,13 +1,32 @@
 """Shared test settings, and the hub-process fixtures of every area that runs real hubs."""
 
+import atexit
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from tests.hubprocess import HubProcess
 
+# Hypothesis keeps what it learns (constants, examples) in a directory of its own: a
+# temporary one, not .hypothesis in the repository.
+_hypothesis_home = tempfile.mkdtemp(prefix="hedwig-hypothesis-")
+set_hypothesis_home_dir(_hypothesis_home)
+atexit.register(shutil.rmtree, _hypothesis_home, True)
+
 # CI machines have 2 cores shared with Spark and hub processes: judge properties, not speed.
+# No example database: it would be a .hypothesis directory in the repository (a failing
+# example is printed as a blob to reproduce it instead).
 settings.register_profile(
-    "hedwig", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+    "hedwig",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+    database=None,
 )
 settings.load_profile("hedwig")
 
@@ -25,3 +44,43 @@ def own_hub(tmp_path):
     process = HubProcess(tmp_path / "data")
     yield process
     process.stop()
+
+
+# -- no test leaves files in the repository ---------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _untracked_files() -> set:
+    """Every file in the work tree that git does not track (ignored ones included)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--others", "--exclude-standard", "--ignored", "--directory"],
+        cwd=_ROOT,
+        capture_output=True,
+        check=False,
+    )
+    untracked = subprocess.run(
+        ["git", "ls-files", "-z", "--others", "--exclude-standard", "--directory"],
+        cwd=_ROOT,
+        capture_output=True,
+        check=False,
+    )
+    names = set(listed.stdout.split(b"\0")) | set(untracked.stdout.split(b"\0"))
+    return {name.decode("utf-8", "replace") for name in names if name and b"__pycache__" not in name}
+
+
+def pytest_sessionstart(session):
+    session.config._hedwig_files_before = _untracked_files()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if the tests left files in the repository (they belong in tmp_path)."""
+    before = getattr(session.config, "_hedwig_files_before", None)
+    if before is None:
+        return
+    left = sorted(_untracked_files() - before - {"twisted/plugins/dropin.cache"})
+    if left:
+        session.config.get_terminal_writer().line(
+            f"the tests left files in the repository: {', '.join(left)}", red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

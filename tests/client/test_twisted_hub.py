@@ -1,10 +1,10 @@
 """The Twisted client against real hub processes, on the real reactor (trial)."""
 
 from twisted.internet import defer, reactor
-from twisted.trial import unittest
 
 from hedwig.client.errors import InvalidTopic, TooManyRedirects
 from hedwig.client.twisted import Client
+from tests import trial as unittest
 from tests.client.redirector import Redirector
 from tests.hubprocess import HubProcess
 

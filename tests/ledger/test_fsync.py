@@ -10,12 +10,12 @@ import os
 
 import pytest
 from twisted.internet import defer
-from twisted.trial import unittest
 
 from hedwig.ledger import mmap_syncing
 from hedwig.ledger.interface import LedgerError
 from hedwig.ledger.layout import HEADER_BYTES, HeaderFields
 from hedwig.ledger.mmap_store import MmapLedgerStore
+from tests import trial as unittest
 from tests.deferreds import fired as result_of
 from tests.ledger.conftest import SMALL
 from tests.ledger.reactors import QueuedThreadsReactor

@@ -69,7 +69,16 @@ def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
 
 @inlineCallbacks
 def acquire_topic(
-    topic: str, *, ledgers, metadata, settings, region: str, clock, locator=None, on_close=None
+    topic: str,
+    *,
+    ledgers,
+    metadata,
+    settings,
+    region: str,
+    clock,
+    locator=None,
+    on_close=None,
+    topic_ops=None,
 ):
     """Deferred[TopicLog]: the topic's log, owned by the caller. Fails with TopicFenced when
     another hub changed the ranges meanwhile, LogCorrupt when metadata and ledgers disagree."""
@@ -138,4 +147,5 @@ def acquire_topic(
         last_time_us=last_time_us,
         locator=locator,
         on_close=on_close,
+        topic_ops=topic_ops,
     )

@@ -63,7 +63,7 @@ class LedgerLifecycle:
             self.rolls += 1
 
         try:
-            yield self._meta_lock.run(self._write_ranges, replace_open, switch)
+            yield self._topic_ops.run(self.topic, self._write_ranges, replace_open, switch)
         except BaseException:
             self._delete_quietly(new_id)
             raise
@@ -176,7 +176,7 @@ class LedgerLifecycle:
             return fail(ValueError(f"a consumed seq-id is a non-negative integer, not {min_consumed_seq!r}"))
         if self._state != LogState.OPEN:
             return fail(self._unavailable())
-        return self._meta_lock.run(self._collect, min_consumed_seq)
+        return self._topic_ops.run(self.topic, self._collect, min_consumed_seq)
 
     @inlineCallbacks
     def _collect(self, min_consumed_seq: int):

@@ -7,7 +7,7 @@ and closes itself) leaves the manager, so the next open acquires the topic afres
 
 from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 
-from hedwig.concurrency import SharedOperations
+from hedwig.concurrency import OpQueue, SharedOperations
 from hedwig.protocol.names import InvalidName, check_topic
 from hedwig.settings import LogSettings
 from hedwig.topiclog.acquire import acquire_topic
@@ -26,6 +26,9 @@ class TopicLogManager:
         self.locator = EntryLocator(ledgers, settings.index_cache_bytes)
         self._logs: dict[str, TopicLog] = {}
         self._opening = SharedOperations()  # topic -> its acquisition
+        # One operation at a time per topic, for every topic log of this manager (Hedwig's
+        # TopicOpQueuer): their metadata writes queue here.
+        self.topic_ops = OpQueue()
         self._closed = False
 
     def open(self, topic: str):
@@ -54,6 +57,7 @@ class TopicLogManager:
             clock=self.clock,
             locator=self.locator,
             on_close=self._log_closed,
+            topic_ops=self.topic_ops,
         )
         if self._closed:  # the manager closed while the topic was being acquired
             yield topic_log.close()

@@ -38,7 +38,6 @@ from collections import deque
 from twisted.internet.defer import (
     Deferred,
     DeferredList,
-    DeferredLock,
     fail,
     inlineCallbacks,
     maybeDeferred,
@@ -48,7 +47,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.concurrency import SharedResult, Waiters
+from hedwig.concurrency import OpQueue, SharedResult, Waiters
 from hedwig.ledger.interface import LedgerClosed, NoSuchLedger
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, encode_entry_header
@@ -87,6 +86,7 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         last_time_us: int = 0,
         locator: EntryLocator | None = None,
         on_close=None,
+        topic_ops=None,
     ):
         if not ranges or ranges[-1].last_seq is not None:
             raise ValueError("a topic log's ranges end with its open ledger")
@@ -117,7 +117,8 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         self._handing = None
         self._drained_waiters = Waiters()  # fired when no append is in flight
         self._idle_waiters = Waiters()  # ... and none waits and no roll runs
-        self._meta_lock = DeferredLock()
+        # Metadata writes of this topic (roll, GC) one at a time, in the hub's per-topic queue.
+        self._topic_ops = topic_ops if topic_ops is not None else OpQueue()
         self._ledger_closes: set[Deferred] = set()  # closes started by rolls, not yet done
         self._roll_waiters = Waiters()  # told how the roll under way ended
         self._closed_result = None

@@ -27,3 +27,9 @@ def test_nothing_below_the_hub_imports_the_reactor():
 
 def test_package_path_is_the_source_tree():
     assert (PACKAGE / "__init__.py").is_file()
+
+
+def test_no_module_is_over_500_lines():
+    """Small modules with one job each: a module past this has more than one."""
+    sizes = {name: len(path.read_text().splitlines()) for name, path in module_names().items()}
+    assert {name: lines for name, lines in sizes.items() if lines > 500} == {}

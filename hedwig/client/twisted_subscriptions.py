@@ -1,0 +1,162 @@
+"""The Twisted client's subscriptions: messages to a handler or a DeferredQueue, acks that
+move the hub's consumed seq-id, and the acknowledgement-only kind (deliver=False).
+
+The client (twisted.py) makes them and routes each delivery to its subscription by the
+channel-local handle; a subscription keeps its position so a reconnect resumes it from
+its last acknowledgement (resume.py).
+"""
+
+
+from twisted.internet.defer import Deferred, DeferredQueue, succeed
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from hedwig.client.resume import SubscriptionPosition, seq_of
+from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
+from hedwig.protocol import Op
+from hedwig.protocol.requests import (
+    encode_close_subscription,
+    encode_consume,
+)
+
+log = Logger()
+
+
+class Subscription(PositionedSubscription):
+    """A live subscription. Messages go to the handler, or to `queue` (a DeferredQueue:
+    `await subscription.queue.get()`). `ack` is cumulative; `closed` fires when the
+    subscription ends: with None when closed here, else with the reason (a
+    SubscriptionClosed), as a result rather than a failure, so nobody has to listen."""
+
+    def __init__(self, client, position: SubscriptionPosition, handler=None):
+        self._client = client
+        self._position = position
+        self._handler = handler
+        self._queue = None if handler is not None else DeferredQueue()
+        self._protocol = None
+        self._handle = None
+        self._ack_call = None
+        self.closed = Deferred()
+        self._done = False
+
+    @property
+    def queue(self) -> DeferredQueue | None:
+        """The messages, when no handler was given (None when one was)."""
+        return self._queue
+
+    @property
+    def attached(self) -> bool:
+        return self._protocol is not None
+
+    # -- called by the protocol ---------------------------------------------------------------
+
+    def _attached(self, protocol, subscribed) -> None:
+        self._protocol = protocol
+        self._handle = subscribed.handle
+        self._position.on_subscribed(subscribed)
+
+    def _delivered(self, start, stop, entry) -> None:
+        messages = self._position.messages(start, stop, entry)
+        if self._handler is not None:
+            handler = self._handler
+            for message in messages:
+                handler(message)
+        else:
+            put = self._queue.put
+            for message in messages:
+                put(message)
+
+    def _detached(self, topic_moved: bool = False) -> None:
+        self._protocol = None
+        self._handle = None
+        if not self._done:
+            self._client._resubscribe_later(self, topic_moved)
+
+    def _ended(self, error) -> None:
+        self._protocol = None
+        self._handle = None
+        self._finish(Failure(error))
+
+    def _finish(self, result) -> None:
+        if self._done:
+            return
+        self._done = True
+        if self._ack_call is not None and self._ack_call.active():
+            self._ack_call.cancel()
+        self._client._subscriptions.discard(self)
+        self.closed.callback(None if result is None else result.value)
+        queue = self._queue
+        if queue is not None and isinstance(result, Failure):
+            # Wake readers blocked on the queue with the reason.
+            while queue.waiting:
+                queue.waiting.pop(0).errback(result)
+
+    # -- the application's side --------------------------------------------------------------
+
+    def ack(self, message_or_seq) -> None:
+        """Acknowledge this message and every one before it."""
+        to_send = self._position.ack(seq_of(message_or_seq))
+        if to_send is not None:
+            self._send_consume(to_send)
+        elif self._position.acked > self._position.sent_ack and self._ack_call is None:
+            self._ack_call = self._client._clock.callLater(self._client.ack_delay, self._flush_ack)
+
+    def _flush_ack(self) -> None:
+        self._ack_call = None
+        to_send = self._position.unsent_ack()
+        if to_send is not None:
+            self._send_consume(to_send)
+
+    def _send_consume(self, seq) -> None:
+        if self._protocol is None:
+            return  # resubscribing from acked+1 tells the hub
+        self._protocol.send(Op.CONSUME, encode_consume(self._handle, seq))
+
+    def close(self) -> Deferred:
+        """Flush acknowledgements and detach; the subscription stays (durable)."""
+        if self._done:
+            return succeed(None)
+        protocol, handle = self._protocol, self._handle
+        if self._ack_call is not None and self._ack_call.active():
+            self._ack_call.cancel()
+        self._ack_call = None
+        self._finish(None)
+        if protocol is None:
+            return succeed(None)
+        to_send = self._position.unsent_ack()
+        if to_send is not None:
+            protocol.send(Op.CONSUME, encode_consume(handle, to_send))
+        protocol.subscriptions.pop(handle, None)
+        self._protocol = None
+        d = protocol.call(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
+        d.addErrback(lambda _failure: None)  # a lost connection detached it anyway
+        return d.addCallback(lambda _response: None)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._done else ("attached" if self._protocol else "detached")
+        return f"<{type(self).__name__} {self.topic}/{self.subscriber_id} {state}>"
+
+
+class AckOnlySubscription(AcknowledgesOnly, Subscription):
+    """A subscription attached with deliver=False: it holds the durable subscription (the
+    hub keeps what it has not acknowledged) and receives nothing, so it has no handler
+    and no queue. `ack(seq)` sends the CONSUME at once and may name any seq-id up to the
+    topic's last; while the connection is being made again the acknowledgement waits and
+    goes out as soon as the subscription is attached."""
+
+    def __init__(self, client, position: SubscriptionPosition):
+        super().__init__(client, position)
+        self._queue = None
+
+    @property
+    def queue(self):
+        raise self._no_deliveries()
+
+    def _attached(self, protocol, subscribed) -> None:
+        super()._attached(protocol, subscribed)
+        self._flush_ack()  # what was acknowledged while it was detached
+
+    def ack(self, message_or_seq) -> None:
+        """Acknowledge every message up to this seq-id, now."""
+        self._position.acknowledge(seq_of(message_or_seq))
+        self._flush_ack()

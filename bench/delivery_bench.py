@@ -43,9 +43,9 @@ from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
 from hedwig.settings import CacheSettings, DeliverySettings, LogSettings
+from hedwig.testing.deferreds import fired
+from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog import TopicLogManager
-from tests.deferreds import fired
-from tests.ledger.reactors import InlineThreadsReactor
 
 MESSAGES = 1000
 PAYLOAD = 100

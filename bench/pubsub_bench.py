@@ -56,8 +56,9 @@ from bench.figures import (
     percentile,
     process_cpu_seconds,
 )
-from tests.hubprocess import ROOT, HubProcess
+from hedwig.testing.hubprocess import HubProcess
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout
 RESULTS = RESULTS_DIR / "pubsub_bench.json"
 HUB_STOP_TIMEOUT_S = 120.0  # a graceful stop after millions of messages
 

@@ -52,12 +52,13 @@ from bench.client_processes import (
     run_processes,
 )
 from bench.figures import RESULTS_DIR, emit, load, median, percentile
-from tests.hubprocess import ROOT, HubProcess
-from tests.polling import wait_until
+from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.polling import wait_until
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout
 RESULTS = RESULTS_DIR / "region_bench.json"
 TLS_RESULTS = RESULTS_DIR / "region_bench_tls.json"
-PKI = None  # with --tls: the tests.tls_certificates.Authority every hub's certificate comes from
+PKI = None  # with --tls: the hedwig.testing.certificates.Authority every hub's certificate comes from
 
 
 class RegionHub(HubProcess):
@@ -276,7 +277,7 @@ def main(argv=None) -> int:
     directory = tempfile.mkdtemp(prefix="region-bench-")
     if args.tls:
         global PKI
-        from tests.tls_certificates import Authority
+        from hedwig.testing.certificates import Authority
 
         PKI = Authority(os.path.join(directory, "pki"))
     report = {

@@ -42,8 +42,8 @@ from hedwig.spark.drain import drain, write_parquet_stream
 from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, DEFAULT_ROWS_PER_BATCH
 from hedwig.spark.settings import DrainSettings
 from hedwig.spark.synthetic import SYNTHETIC_NAME, register_synthetic
-from tests.hubprocess import HubProcess
-from tests.spark.session import local_session
+from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.spark import local_session
 
 COMMAND = "PYSPARK_PYTHON=.venv/bin/python .venv/bin/python bench/spark_bench.py"
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from tests.hubprocess import HubProcess
+from hedwig.testing.hubprocess import HubProcess
 
 # Hypothesis keeps what it learns (constants, examples) in a directory of its own: a
 # temporary one, not .hypothesis in the repository.

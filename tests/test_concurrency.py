@@ -3,7 +3,7 @@
 from twisted.internet.defer import Deferred, succeed
 
 from hedwig.concurrency import OpQueue, SharedOperations, SharedResult, Waiters
-from tests.deferreds import fired
+from hedwig.testing.deferreds import fired
 
 
 def test_waiters_fire_all_and_empty_before_running_callbacks():

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hubprocess import HubProcess, hub_environment, make_run_command
+from hedwig.testing.hubprocess import HubProcess, hub_environment
+from tests.hubprocess import make_run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 

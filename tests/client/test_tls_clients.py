@@ -17,11 +17,11 @@ from twisted.internet import defer, reactor
 from hedwig.client import Client, CouldNotConnect
 from hedwig.client import twisted as twisted_client
 from hedwig.client.connection import _READ_SLICE
+from hedwig.testing.certificates import Authority
+from hedwig.testing.hubprocess import HubProcess, hub_environment
 from hedwig.tls import ClientTls
 from tests import trial as unittest
-from tests.hubprocess import HubProcess, hub_environment
 from tests.receiving import receive_all
-from tests.tls_certificates import Authority
 
 pytestmark = pytest.mark.slow
 

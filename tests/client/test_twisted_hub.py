@@ -4,9 +4,9 @@ from twisted.internet import defer, reactor
 
 from hedwig.client.errors import InvalidTopic, TooManyRedirects
 from hedwig.client.twisted import Client
+from hedwig.testing.hubprocess import HubProcess
 from tests import trial as unittest
 from tests.client.redirector import Redirector
-from tests.hubprocess import HubProcess
 
 
 class HubTestCase(unittest.TestCase):

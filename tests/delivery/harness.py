@@ -6,9 +6,9 @@ from hedwig.cache import ReadAheadCache
 from hedwig.delivery import DeliveryManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.settings import CacheSettings, DeliverySettings
+from hedwig.testing.deferreds import failure_of as failure_of
+from hedwig.testing.deferreds import fired
 from tests.cache.controllable_log import ControllableLog
-from tests.deferreds import failure_of as failure_of  # (the tests here import it from here)
-from tests.deferreds import fired
 from tests.delivery.channels import RecordingChannel
 
 

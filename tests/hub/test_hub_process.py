@@ -27,7 +27,8 @@ from hedwig.protocol import (
 )
 from hedwig.protocol.requests import encode_hello, encode_publish, encode_subscribe
 from hedwig.protocol.responses import decode_response
-from tests.hubprocess import HubProcess, make_run_command
+from hedwig.testing.hubprocess import HubProcess
+from tests.hubprocess import make_run_command
 from tests.receiving import receive_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -328,7 +329,7 @@ def test_a_second_hub_on_the_same_data_or_port_refuses_to_start(own_hub, tmp_pat
 def test_a_ledger_no_topic_names_is_swept_at_start(tmp_path):
     """A hub killed between creating a ledger and recording it leaves an orphan behind."""
     from hedwig.ledger.mmap_store import MmapLedgerStore
-    from tests.ledger.reactors import InlineThreadsReactor
+    from hedwig.testing.reactors import InlineThreadsReactor
 
     data_dir = tmp_path / "data"
     with HubProcess(data_dir) as process, Client(process.address) as client:

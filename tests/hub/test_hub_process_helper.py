@@ -4,7 +4,7 @@ a hub that cannot start is reported with its own words, never taken for a starte
 import pytest
 
 from hedwig.client import Client
-from tests.hubprocess import HubProcess
+from hedwig.testing.hubprocess import HubProcess
 
 
 def test_a_hub_that_exits_at_start_is_reported_with_its_log(own_hub):

@@ -11,6 +11,7 @@ from twisted.test.iosim import connectedServerAndClient
 
 from hedwig.config import ConfigError, TlsSettings, load_config
 from hedwig.region.children import unauthenticated
+from hedwig.testing.certificates import Authority
 from hedwig.tls import (
     ClientTls,
     TlsError,
@@ -20,7 +21,6 @@ from hedwig.tls import (
     peer_certificate,
     server_options,
 )
-from tests.tls_certificates import Authority
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 import pytest
 
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.ledger.reactors import InlineThreadsReactor
+from hedwig.testing.reactors import InlineThreadsReactor
 
 SMALL = {"page_bytes": 8192, "index_page_records": 16, "max_mapped_pages": 4}
 

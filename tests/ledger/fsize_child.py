@@ -10,8 +10,8 @@ import sys
 def main(directory: str) -> dict:
     from hedwig.ledger.interface import StorageFull
     from hedwig.ledger.mmap_store import MmapLedgerStore
-    from tests.deferreds import fired as result_of
-    from tests.ledger.reactors import InlineThreadsReactor
+    from hedwig.testing.deferreds import fired as result_of
+    from hedwig.testing.reactors import InlineThreadsReactor
 
     options = {"page_bytes": 256 * 1024, "index_page_records": 1024, "max_mapped_pages": 4}
     seen = {}

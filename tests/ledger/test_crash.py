@@ -15,9 +15,9 @@ import subprocess
 import sys
 
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.deferreds import fired as result_of
+from hedwig.testing.deferreds import fired as result_of
+from hedwig.testing.reactors import InlineThreadsReactor
 from tests.ledger.crash_child import OPTIONS, payload
-from tests.ledger.reactors import InlineThreadsReactor
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash_child.py")
 KILLS = 60

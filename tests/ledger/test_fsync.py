@@ -15,10 +15,10 @@ from hedwig.ledger import mmap_syncing
 from hedwig.ledger.interface import LedgerError
 from hedwig.ledger.layout import HEADER_BYTES, HeaderFields
 from hedwig.ledger.mmap_store import MmapLedgerStore
+from hedwig.testing.deferreds import fired as result_of
+from hedwig.testing.reactors import QueuedThreadsReactor
 from tests import trial as unittest
-from tests.deferreds import fired as result_of
 from tests.ledger.conftest import SMALL
-from tests.ledger.reactors import QueuedThreadsReactor
 from tests.ledger.test_store import entry
 
 

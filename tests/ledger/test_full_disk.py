@@ -14,8 +14,8 @@ from twisted.logger import capturedLogs
 
 from hedwig.ledger.interface import LedgerError, StorageFull
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.deferreds import fired as result_of
-from tests.ledger.reactors import InlineThreadsReactor
+from hedwig.testing.deferreds import fired as result_of
+from hedwig.testing.reactors import InlineThreadsReactor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

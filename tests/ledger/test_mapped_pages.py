@@ -6,7 +6,7 @@ the process's resident file pages bounded by the budget, not by the log."""
 import random
 
 from hedwig.ledger.mapped import MappedPages
-from tests.deferreds import fired as result_of
+from hedwig.testing.deferreds import fired as result_of
 
 PAGE = 1 << 20
 BUDGET = 4

@@ -18,7 +18,7 @@ from hedwig.ledger.layout import (
     data_page_name,
     index_page_name,
 )
-from tests.deferreds import fired as result_of
+from hedwig.testing.deferreds import fired as result_of
 from tests.ledger.test_store import entry, fill
 
 RECORDS_PER_PAGE = 16

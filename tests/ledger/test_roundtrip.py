@@ -11,8 +11,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from hedwig.ledger.interface import LedgerClosed
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from tests.deferreds import fired as result_of
-from tests.ledger.reactors import InlineThreadsReactor
+from hedwig.testing.deferreds import fired as result_of
+from hedwig.testing.reactors import InlineThreadsReactor
 
 PAGE = 4096
 OPTIONS = {"page_bytes": PAGE, "index_page_records": 8, "max_mapped_pages": 3}

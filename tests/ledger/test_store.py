@@ -8,8 +8,8 @@ from zope.interface.verify import verifyObject
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.settings import LedgerSettings
-from tests.deferreds import fired as result_of
-from tests.ledger.reactors import InlineThreadsReactor
+from hedwig.testing.deferreds import fired as result_of
+from hedwig.testing.reactors import InlineThreadsReactor
 
 
 def entry(i: int, size: int | None = None) -> bytes:

@@ -7,8 +7,8 @@ from twisted.internet.testing import MemoryReactorClock
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_entry_header, encode_message_set
 from hedwig.settings import Config
-from tests.deferreds import failure_of as failure_of  # (the tests here import it from here)
-from tests.deferreds import fired
+from hedwig.testing.deferreds import failure_of as failure_of
+from hedwig.testing.deferreds import fired
 from tests.hub.harness import HubHarness
 
 

@@ -6,8 +6,8 @@ import threading
 from pathlib import Path
 
 from hedwig.client.blocking import Client
-from tests.hubprocess import HubProcess
-from tests.polling import wait_until
+from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.polling import wait_until
 
 DEADLINE_S = 60.0
 

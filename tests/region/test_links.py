@@ -7,6 +7,7 @@ certificate, each parent requiring it), whose connections the cuts end mid-recor
 
 import pytest
 
+from hedwig.testing.certificates import Authority
 from tests.region.hubs import (
     Collector,
     Publisher,
@@ -16,7 +17,6 @@ from tests.region.hubs import (
     wait_until,
 )
 from tests.region.proxy import CuttableProxy
-from tests.tls_certificates import Authority
 
 TOPIC = "payments"
 PER_REGION = 10_000

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.hubprocess import hub_environment, refusing_port
+from hedwig.testing.hubprocess import hub_environment, refusing_port
 from tests.region.hubs import RegionHub, wait_until
 
 pytestmark = pytest.mark.slow

@@ -7,8 +7,8 @@ import pytest
 
 from hedwig.client.blocking import Client
 from hedwig.client.errors import InvalidSubscriberId
+from hedwig.testing.certificates import Authority
 from tests.region.hubs import RegionHub, wait_until
-from tests.tls_certificates import Authority
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ shares one (session-scoped, started on first use).
 
 import pytest
 
-from tests.hubprocess import HubProcess
-from tests.spark.session import local_session
+from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.spark import local_session
 
 # Small ledgers and a quick collector, so garbage collection is seen within a test.
 GC_CONF = """

@@ -20,8 +20,8 @@ from hedwig.spark.drain import DrainFailed, drain
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic
 from hedwig.spark.settings import DrainSettings
 from hedwig.spark.stopping import SignalStop, StopRequest
-from tests.hubprocess import refusing_port
-from tests.polling import wait_until
+from hedwig.testing.hubprocess import refusing_port
+from hedwig.testing.polling import wait_until
 
 pytestmark = pytest.mark.spark
 

@@ -7,8 +7,8 @@ import pytest
 from pyspark.sql import functions
 
 from hedwig.client.blocking import Client
-from tests.hubprocess import refusing_port
-from tests.polling import wait_until
+from hedwig.testing.hubprocess import refusing_port
+from hedwig.testing.polling import wait_until
 
 pytestmark = pytest.mark.spark
 

@@ -11,9 +11,9 @@ from hedwig.hub.relays import IRelays
 from hedwig.hub.topics import TopicManager
 from hedwig.protocol.messageset import encode_message_set
 from hedwig.region.manager import RegionManager
+from hedwig.testing.deferreds import fired
 from hedwig.topiclog.interface import ITopicLog
 from hedwig.topiclog.topic_log import TopicLog
-from tests.deferreds import fired
 from tests.hub.harness import HubHarness
 
 

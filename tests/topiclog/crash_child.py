@@ -13,8 +13,8 @@ import sys
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.settings import LogSettings
+from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog.manager import TopicLogManager
-from tests.ledger.reactors import InlineThreadsReactor
 from tests.topiclog.harness import message_set, settle
 
 

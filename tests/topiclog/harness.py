@@ -10,8 +10,8 @@ from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol.messageset import encode_message_set
 from hedwig.settings import LogSettings
+from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog.manager import TopicLogManager
-from tests.ledger.reactors import InlineThreadsReactor
 
 HAVE_MMAP = importlib.util.find_spec("hedwig.ledger.mmap_store") is not None
 BACKENDS = ["memory", "mmap"]

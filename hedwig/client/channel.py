@@ -11,10 +11,10 @@ from zope.interface import Interface
 
 from hedwig.protocol import Op, frame_header
 from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+from hedwig.protocol.request_ids import RequestIds
 from hedwig.protocol.requests import RequestError, publish_prefix
 from hedwig.protocol.responses import decode_response
 
-_MAX_REQUEST_ID = 0xFFFFFFFF
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
 _ONE_MESSAGE_SET = struct.Struct("!BBII")  # version, flags, count 1, the payload's length
 _PREFIX_CACHE = 1024
@@ -48,7 +48,7 @@ class ClientChannel:
     __slots__ = (
         "_max_frame_bytes",
         "_needed",
-        "_next_id",
+        "_ids",
         "_partial",
         "_partial_bytes",
         "_prefixes",
@@ -63,15 +63,11 @@ class ClientChannel:
         self._partial = []  # the start of a frame that did not arrive whole
         self._partial_bytes = 0
         self._needed = 0  # bytes the partial frame needs before it can be parsed
-        self._next_id = 0
+        self._ids = RequestIds()
         self._prefixes = {}  # topic -> its str8, for publish_one
 
     def next_request_id(self) -> int:
-        request_id = self._next_id + 1
-        if request_id > _MAX_REQUEST_ID:
-            request_id = 1
-        self._next_id = request_id
-        return request_id
+        return self._ids.next()
 
     def request(self, op: Op, body: bytes) -> tuple[int, bytes]:
         """(request id, whole frame) for a request."""

@@ -4,8 +4,7 @@ STATS counters (DeliveryManager's part for observation)."""
 
 
 class DescribingSubscriptions:
-    """DeliveryManager's rows and counters. A part of one class, split by job; it uses the
-    manager's state (see manager.py)."""
+    """Part of DeliveryManager (manager.py): its DESCRIBE_TOPIC rows and STATS counters."""
 
     def describe(self, topic: str) -> list:
         table = self._tables.get(topic)

@@ -11,8 +11,7 @@ MAX_HELD_BYTES = 4 * 1024 * 1024
 
 
 class DeliveryFlow:
-    """HubConnection's deliveries and backpressure. A part of one class, split by job; it uses the
-    connection's state (see connection.py)."""
+    """Part of HubConnection (connection.py): deliveries out, and backpressure both ways."""
 
     def deliver(self, handle, entry, start, stop):
         data = entry.data

@@ -27,8 +27,7 @@ _MAX_HANDLE = 0xFFFFFFFF  # subscription handles are u32, never 0
 
 
 class RequestHandlers:
-    """HubConnection's request handlers. A part of one class, split by job; it uses the
-    connection's state (see connection.py)."""
+    """Part of HubConnection (connection.py): one handler per request op."""
 
     def _hello(self, op: int, request_id: int, body) -> None:
         if op != Op.HELLO:
@@ -162,13 +161,7 @@ class RequestHandlers:
         del self._subscriptions[handle]
         del self._handles[key]
         closed = self.hub.delivery.close_subscription(key[0], key[1])
-        self.answer(
-            closed,
-            request_id,
-            Op.CLOSE_SUBSCRIPTION,
-            started,
-            self._empty_reply(request_id, Op.CLOSE_SUBSCRIPTION),
-        )
+        self._answer_empty(closed, request_id, Op.CLOSE_SUBSCRIPTION, started)
 
     def _on_unsubscribe(self, request_id, body, started):
         request = decode_unsubscribe(body)
@@ -183,9 +176,7 @@ class RequestHandlers:
             return result
 
         unsubscribed.addCallback(forget)
-        self.answer(
-            unsubscribed, request_id, Op.UNSUBSCRIBE, started, self._empty_reply(request_id, Op.UNSUBSCRIBE)
-        )
+        self._answer_empty(unsubscribed, request_id, Op.UNSUBSCRIBE, started)
 
     def _on_read_range(self, request_id, body, started):
         request = decode_read_range(body)
@@ -199,37 +190,31 @@ class RequestHandlers:
 
     def _on_list_topics(self, request_id, body, started):
         decode_empty(body, "LIST_TOPICS")
-        self.answer(
-            self.hub.list_topics(),
-            request_id,
-            Op.LIST_TOPICS,
-            started,
-            self._json_reply(request_id, Op.LIST_TOPICS),
-        )
+        self._answer_json(self.hub.list_topics(), request_id, Op.LIST_TOPICS, started)
 
     def _on_describe_topic(self, request_id, body, started):
         topic = decode_describe_topic(body)
-        self.answer(
-            self.hub.describe_topic(topic),
-            request_id,
-            Op.DESCRIBE_TOPIC,
-            started,
-            self._json_reply(request_id, Op.DESCRIBE_TOPIC),
-        )
+        self._answer_json(self.hub.describe_topic(topic), request_id, Op.DESCRIBE_TOPIC, started)
 
     def _on_stats(self, request_id, body, started):
         decode_empty(body, "STATS")
         stats = Deferred()
-        self.answer(stats, request_id, Op.STATS, started, self._json_reply(request_id, Op.STATS))
+        self._answer_json(stats, request_id, Op.STATS, started)
         stats.callback(self.hub.hub_stats())
 
-    @staticmethod
-    def _empty_reply(request_id, op):
-        return lambda _: response_frame(request_id, op)
+    def _answer_empty(self, deferred, request_id, op, started) -> None:
+        """Answer with an empty SUCCESS once `deferred` fires (its failure as a status)."""
+        self.answer(deferred, request_id, op, started, lambda _: response_frame(request_id, op))
 
-    @staticmethod
-    def _json_reply(request_id, op):
-        return lambda value: response_frame(request_id, op, payload=encode_json(value))
+    def _answer_json(self, deferred, request_id, op, started) -> None:
+        """Answer with the JSON of what `deferred` fires with (its failure as a status)."""
+        self.answer(
+            deferred,
+            request_id,
+            op,
+            started,
+            lambda value: response_frame(request_id, op, payload=encode_json(value)),
+        )
 
 # op -> handler(connection, request_id, body, started) of the core protocol
 HANDLERS = {

@@ -19,8 +19,7 @@ from hedwig.ledger.threads import in_thread
 
 
 class MappingPages:
-    """MmapLedgerStore's address space: mapped pages and their preparation. A part of one
-    class, split by job; it uses the store's state (see mmap_store.py)."""
+    """Part of MmapLedgerStore (mmap_store.py): pages mapped and prepared."""
 
     def _writer_maps(self, ledger: Ledger, page: int, index_page: int):
         """Map the writer's pages. The data page is looked up first and is then the most

@@ -31,8 +31,7 @@ from hedwig.ledger.recovery import clear_records_after, recover_tail
 
 
 class OpeningLedgers:
-    """MmapLedgerStore's start-up: the ledgers found on disk. A part of one class, split by job; it uses
-    the store's state (see mmap_store.py)."""
+    """Part of MmapLedgerStore (mmap_store.py): the ledgers found on disk at start."""
 
     def _open_existing(self) -> int:
         """Load every ledger under the data directory (recovering open ones); return the

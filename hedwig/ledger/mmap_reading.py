@@ -14,8 +14,7 @@ from hedwig.ledger.mmap_ledger import (
 
 
 class ReadingLedgers:
-    """MmapLedgerStore's read side. A part of one class, split by job; it uses
-    the store's state (see mmap_store.py)."""
+    """Part of MmapLedgerStore (mmap_store.py): entries, times and sizes read back."""
 
     def read(self, ledger_id, first_entry, last_entry, max_bytes=None):
         ledger = self._ledger(ledger_id)

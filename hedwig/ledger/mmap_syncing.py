@@ -14,8 +14,7 @@ from hedwig.ledger.pagefiles import sync_path
 
 
 class SyncingLedgers:
-    """MmapLedgerStore's durability: syncs under the fsync policy. A part of one class, split by job; it uses
-    the store's state (see mmap_store.py)."""
+    """Part of MmapLedgerStore (mmap_store.py): fsyncs under the policy."""
 
     def _interval_sync(self) -> None:
         if self._dirty:

@@ -24,6 +24,7 @@ from twisted.logger import Logger
 from hedwig.client.addresses import format_address, parse_addresses
 from hedwig.protocol.framing import FrameDecoder, FrameError, frame_header, parse_event
 from hedwig.protocol.ops import Op
+from hedwig.protocol.request_ids import RequestIds
 from hedwig.protocol.requests import RequestError, encode_hello
 from hedwig.protocol.status import Status
 from hedwig.region.backoff import Backoff
@@ -41,7 +42,6 @@ RETRYING = "retrying"
 WAITING = "waiting"  # the parent's path does not reach a root yet
 REFUSED = "refused"  # a misconfigured hierarchy: a cycle, or the wrong region at the address
 
-_MAX_REQUEST_ID = 0xFFFFFFFF
 _DELIVERY_HEAD = struct.Struct("!III")  # handle, start, stop (framing.parse_delivery, without the copy)
 
 
@@ -122,7 +122,7 @@ class ParentLink:
         self.session = None
         self._protocol = None
         self._pending = {}  # request id -> (Deferred, timeout call)
-        self._next_id = 0
+        self._request_ids = RequestIds()
         self._rotation = 0
         self._retry_call = None
         self._retry_delay = None  # set by a refusal or a wait: the delay after this connection
@@ -291,11 +291,7 @@ class ParentLink:
         return self.state == RELAYING and self._protocol is not None
 
     def next_request_id(self) -> int:
-        request_id = self._next_id + 1
-        if request_id > _MAX_REQUEST_ID:
-            request_id = 1
-        self._next_id = request_id
-        return request_id
+        return self._request_ids.next()
 
     def request(self, op: Op, body: bytes) -> Deferred:
         """Deferred[(status, message, payload)]; fails with LinkDropped if the connection ends."""

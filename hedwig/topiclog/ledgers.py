@@ -23,8 +23,7 @@ _logger = Logger()
 
 
 class LedgerLifecycle:
-    """TopicLog's ledger list over time (rolls, garbage collection). A part of one class, split by job; it
-    uses the log's state (see topic_log.py)."""
+    """Part of TopicLog (topic_log.py): rolls and garbage collection of its ledgers."""
 
     def _start_roll(self) -> None:
         if self._rolling:

@@ -17,8 +17,7 @@ from hedwig.topiclog.errors import LogCorrupt, SeqOutOfRange
 
 
 class ReadingEntries:
-    """TopicLog's read side. A part of one class, split by job; it
-    uses the log's state (see topic_log.py)."""
+    """Part of TopicLog (topic_log.py): its reads and its search by time."""
 
     def read(self, from_seq: int, max_entries: int, max_bytes: int) -> Deferred:
         """The entry holding from_seq and those after it, at most max_entries; entries are

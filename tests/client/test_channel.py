@@ -27,7 +27,7 @@ class Recorder:
 def test_request_ids_count_up_and_wrap_past_zero():
     channel = ClientChannel(Recorder())
     assert [channel.next_request_id() for _ in range(3)] == [1, 2, 3]
-    channel._next_id = 0xFFFFFFFF
+    channel._ids.last = 0xFFFFFFFF  # (the counter hedwig.protocol.request_ids.RequestIds)
     assert channel.next_request_id() == 1
 
 

@@ -24,11 +24,11 @@ import threading
 import time
 
 from hedwig.client.addresses import format_address
-from hedwig.client.channel import ClientChannel, ProtocolViolation
 from hedwig.client.errors import ClientClosed, ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.client.handles import SubscriptionHandles
 from hedwig.protocol import Op, Status
 from hedwig.protocol.requests import encode_hello
+from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.tls import ssl_failure
 
 # Reads go into one buffer kept for the connection: recv(n) would allocate n bytes
@@ -69,8 +69,7 @@ class BlockingConnection:
         self._sock = self._open_socket(connect_timeout)
         self._read_buffer = bytearray(_RECV_BYTES)
         self._read_view = memoryview(self._read_buffer)
-        self._channel = ClientChannel(self)
-        self._pending = {}
+        self._channel = HubSession(self)  # request ids, replies matched to their _Reply
         self.subscriptions = SubscriptionHandles()
         self._cond = threading.Condition()
         self._read_lock = threading.Lock()
@@ -104,8 +103,7 @@ class BlockingConnection:
 
     # -- frames in (called by the channel, on the reading thread) ---------------------------
 
-    def response_received(self, request_id, response):
-        reply = self._pending.pop(request_id, None)
+    def response_received(self, request_id, response, reply):
         if reply is None:
             return  # its caller gave up waiting
         self.subscriptions.answered(self, reply.subscription, response)
@@ -121,26 +119,28 @@ class BlockingConnection:
 
     def call(self, op: Op, body: bytes, subscription=None, timeout=None):
         """Send a request and wait for its Response."""
-        request_id, frame = self._channel.request(op, body)
-        return self._exchange(request_id, [frame], subscription, timeout)
+        reply = _Reply(subscription)
+        request_id, frame = self._channel.request(op, body, reply)
+        return self._exchange(request_id, reply, [frame], timeout)
 
     def publish(self, topic: str, message_set: bytes):
-        request_id, parts = self._channel.publish(topic, message_set)
-        return self._exchange(request_id, parts, None, None)
+        reply = _Reply()
+        request_id, parts = self._channel.publish(topic, message_set, reply)
+        return self._exchange(request_id, reply, parts, None)
 
     def publish_one(self, topic: str, payload: bytes):
-        request_id, frame = self._channel.publish_one(topic, payload)
-        return self._exchange(request_id, [frame], None, None)
+        reply = _Reply()
+        request_id, frame = self._channel.publish_one(topic, payload, reply)
+        return self._exchange(request_id, reply, [frame], None)
 
     def send(self, op: Op, body: bytes) -> None:
         """A request without a reply on success (CONSUME)."""
-        self._send([self._channel.request(op, body)[1]])
+        self._send([self._channel.send(op, body)])
 
-    def _exchange(self, request_id, parts, subscription, timeout):
+    def _exchange(self, request_id, reply, parts, timeout):
         if self.lost is not None:
+            self._channel.forget(request_id)
             raise self.lost
-        reply = _Reply(subscription)
-        self._pending[request_id] = reply
         try:
             self._send(parts)
             timeout = self.request_timeout if timeout is None else timeout
@@ -149,7 +149,7 @@ class BlockingConnection:
                     raise self.lost
                 raise RequestTimeout(message=f"no reply from {format_address(self.address)} in {timeout} s")
         finally:
-            self._pending.pop(request_id, None)
+            self._channel.forget(request_id)
         return reply.response
 
     def _send(self, parts) -> None:

@@ -8,12 +8,12 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.client.addresses import format_address
-from hedwig.client.channel import ClientChannel, ProtocolViolation
 from hedwig.client.defaults import DEFAULT_TIMEOUT
 from hedwig.client.errors import ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.client.handles import SubscriptionHandles
 from hedwig.protocol import Op, Status
 from hedwig.protocol.requests import encode_hello
+from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.tls import handshake_failure
 
 log = Logger()
@@ -28,8 +28,8 @@ class HubProtocol(Protocol):
         self._clock = clock
         self._client_name = client_name
         self._timeout = timeout
-        self._channel = ClientChannel(self)
-        self._pending = {}  # request id -> [Deferred, subscription or None, timeout call]
+        # Request ids, replies matched to their [Deferred, subscription or None, timeout call]
+        self._channel = HubSession(self)
         self.subscriptions = SubscriptionHandles()
         self.hello = None
         self.lost = None
@@ -77,8 +77,7 @@ class HubProtocol(Protocol):
                 self.lost = refused
             else:
                 self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
-        pending, self._pending = self._pending, {}
-        for deferred, _subscription, timer in pending.values():
+        for deferred, _subscription, timer in self._channel.take_pending():
             if timer is not None and timer.active():
                 timer.cancel()
             deferred.errback(Failure(self.lost))
@@ -116,8 +115,7 @@ class HubProtocol(Protocol):
 
     # -- frames in -------------------------------------------------------------------------
 
-    def response_received(self, request_id, response):
-        pending = self._pending.pop(request_id, None)
+    def response_received(self, request_id, response, pending):
         if pending is None:
             return  # timed out, or a CONSUME's failure: nobody waits for it
         deferred, subscription, timer = pending
@@ -138,31 +136,31 @@ class HubProtocol(Protocol):
         """Send a request; a Deferred firing with its Response."""
         if self.lost is not None:
             return fail(self.lost)
-        request_id, frame = self._channel.request(op, body)
-        deferred = self._expect(request_id, subscription)
+        pending = [Deferred(), subscription, None]
+        request_id, frame = self._channel.request(op, body, pending)
+        self._expect(request_id, pending)
         self.transport.write(frame)
-        return deferred
+        return pending[0]
 
     def publish(self, topic: str, message_set: bytes) -> Deferred:
         if self.lost is not None:
             return fail(self.lost)
-        request_id, parts = self._channel.publish(topic, message_set)
-        deferred = self._expect(request_id, None)
+        pending = [Deferred(), None, None]
+        request_id, parts = self._channel.publish(topic, message_set, pending)
+        self._expect(request_id, pending)
         self.transport.writeSequence(parts)
-        return deferred
+        return pending[0]
 
     def send(self, op: Op, body: bytes) -> None:
         """A request answered only when it fails (CONSUME)."""
         if self.lost is None:
-            self.transport.write(self._channel.request(op, body)[1])
+            self.transport.write(self._channel.send(op, body))
 
-    def _expect(self, request_id, subscription) -> Deferred:
-        deferred = Deferred()
-        timer = self._clock.callLater(self._timeout, self._timed_out, request_id)
-        self._pending[request_id] = [deferred, subscription, timer]
-        return deferred
+    def _expect(self, request_id, pending) -> None:
+        """The reply to `request_id` fails with RequestTimeout past the client's timeout."""
+        pending[2] = self._clock.callLater(self._timeout, self._timed_out, request_id)
 
     def _timed_out(self, request_id):
-        pending = self._pending.pop(request_id, None)
+        pending = self._channel.forget(request_id)
         if pending is not None:
             pending[0].errback(Failure(RequestTimeout(message=f"no reply in {self._timeout} s")))

@@ -6,8 +6,8 @@ acknowledged seq-id are read from the position, here once; an acknowledgement-on
 subscription (deliver=False) refuses a delivery the same way in both clients.
 """
 
-from hedwig.client.channel import ProtocolViolation
 from hedwig.client.errors import NoDeliveries
+from hedwig.protocol.session import ProtocolViolation
 
 
 class PositionedSubscription:

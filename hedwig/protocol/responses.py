@@ -67,26 +67,34 @@ _PAYLOAD_DECODERS = {
 }
 
 
-def decode_response(body) -> Response:
-    """Decode a RESPONSE body, and its payload by the op it answers when it succeeded."""
-    if len(body) < 5:
+_RESPONSE_BODY_HEAD = struct.Struct("!BHH")  # op answered, status, message length
+
+
+def split_response(body) -> tuple[int, Status, str, memoryview]:
+    """(op answered, status, message, payload) of a RESPONSE body, the payload undecoded
+    (a view: not copied). An unknown status is UNEXPECTED_CONDITION, saying which."""
+    if len(body) < _RESPONSE_BODY_HEAD.size:
         raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE shorter than its header")
-    op = body[0]
-    status_code, message_length = struct.unpack_from("!HH", body, 1)
-    end = 5 + message_length
+    op, code, length = _RESPONSE_BODY_HEAD.unpack_from(body, 0)
+    end = _RESPONSE_BODY_HEAD.size + length
     if end > len(body):
         raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE message runs past the end of the body")
-    message = bytes(body[5:end]).decode("utf-8", "replace")
+    message = bytes(body[_RESPONSE_BODY_HEAD.size : end]).decode("utf-8", "replace")
     try:
-        status = Status(status_code)
+        status = Status(code)
     except ValueError:
-        status = Status.UNEXPECTED_CONDITION
-        message = f"unknown status {status_code}: {message}"
+        status, message = Status.UNEXPECTED_CONDITION, f"unknown status {code}: {message}"
+    return op, status, message, memoryview(body)[end:]
+
+
+def decode_response(body) -> Response:
+    """Decode a RESPONSE body, and its payload by the op it answers when it succeeded."""
+    op, status, message, payload = split_response(body)
     value = None
     if status is Status.SUCCESS:
         decoder = _PAYLOAD_DECODERS.get(op)
         if decoder is not None:
-            value = decoder(memoryview(body)[end:] if op == Op.READ_RANGE else body[end:])
+            value = decoder(payload if op == Op.READ_RANGE else bytes(payload))
     return Response(op, status, message, value)
 
 

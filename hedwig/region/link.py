@@ -15,21 +15,19 @@ unanswered `link_timeout_s` drops the connection. None of this blocks anything l
 publishes and local deliveries never wait on a link.
 """
 
-import struct
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.protocol import ClientFactory, Protocol
 from twisted.logger import Logger
 
 from hedwig.client.addresses import format_address, parse_addresses
-from hedwig.protocol.framing import FrameDecoder, FrameError, frame_header, parse_event
 from hedwig.protocol.ops import Op
-from hedwig.protocol.request_ids import RequestIds
 from hedwig.protocol.requests import RequestError, encode_hello
+from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.protocol.status import Status
 from hedwig.region.backoff import Backoff
 from hedwig.region.path import cycle_through
-from hedwig.region.wire import decode_region_link_reply, encode_region_link, split_response
+from hedwig.region.wire import decode_region_link_reply, encode_region_link
 from hedwig.tls import TlsError, handshake_failure
 
 _logger = Logger()
@@ -42,7 +40,6 @@ RETRYING = "retrying"
 WAITING = "waiting"  # the parent's path does not reach a root yet
 REFUSED = "refused"  # a misconfigured hierarchy: a cycle, or the wrong region at the address
 
-_DELIVERY_HEAD = struct.Struct("!III")  # handle, start, stop (framing.parse_delivery, without the copy)
 
 
 class LinkDropped(Exception):
@@ -50,11 +47,15 @@ class LinkDropped(Exception):
 
 
 class LinkProtocol(Protocol):
-    """Frames of one link connection, handed to its ParentLink."""
+    """One link connection: its bytes go through a HubSession (hedwig.protocol.session),
+    the same sans-IO session the clients drive, and each frame to its ParentLink while
+    this connection is the link's current one."""
 
     def __init__(self, link, max_frame_bytes: int):
         self.link = link
-        self.decoder = FrameDecoder(max_frame_bytes + 4096)
+        # Replies keep their payloads raw (REGION_LINK's and RELAY_PUBLISH's are the
+        # link's to decode); the parent's REGION_INTEREST comes as a request.
+        self.channel = HubSession(self, max_frame_bytes, raw_responses=True, accepts=(Op.REGION_INTEREST,))
 
     def connectionMade(self):
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
@@ -64,18 +65,30 @@ class LinkProtocol(Protocol):
 
     def dataReceived(self, data):
         try:
-            frames = self.decoder.feed(data)
-        except FrameError as e:
-            self.link.drop(f"bad frame from the parent: {e}")
-            return
-        link = self.link
-        for op, request_id, body in frames:
-            if link._protocol is not self:
-                return
-            link._frame(op, request_id, body)
+            self.channel.data_received(data)
+        except ProtocolViolation as e:
+            self.link.drop(f"the parent sent something no hub sends: {e}")
 
     def connectionLost(self, reason):
         self.link._lost(self, reason)
+
+    # -- ISessionReceiver: each frame, while this is the link's connection ------------------
+
+    def response_received(self, request_id, response, pending):
+        if self.link._protocol is self:
+            self.link._answered(request_id, response, pending)
+
+    def delivery_received(self, handle, start, stop, entry):
+        if self.link._protocol is self:
+            self.link._delivered(handle, start, stop, entry)
+
+    def event_received(self, handle, event):
+        if self.link._protocol is self and self.link.session is not None:
+            self.link.session.event(handle, event)
+
+    def request_received(self, op, request_id, body):
+        if self.link._protocol is self and self.link.session is not None:
+            self.link.session.interest(body)  # (REGION_INTEREST: the only op accepted)
 
 
 class _LinkFactory(ClientFactory):
@@ -121,8 +134,6 @@ class ParentLink:
         self.retry_at = None
         self.session = None
         self._protocol = None
-        self._pending = {}  # request id -> (Deferred, timeout call)
-        self._request_ids = RequestIds()
         self._rotation = 0
         self._retry_call = None
         self._retry_delay = None  # set by a refusal or a wait: the delay after this connection
@@ -290,38 +301,39 @@ class ParentLink:
     def is_up(self) -> bool:
         return self.state == RELAYING and self._protocol is not None
 
-    def next_request_id(self) -> int:
-        return self._request_ids.next()
-
     def request(self, op: Op, body: bytes) -> Deferred:
         """Deferred[(status, message, payload)]; fails with LinkDropped if the connection ends."""
-        request_id = self.next_request_id()
-        d = self._expect(request_id, op)
-        self._protocol.transport.write(frame_header(op, request_id, len(body)) + body)
-        return d
+        pending = self._pending_reply()
+        request_id, frame = self._protocol.channel.request(op, body, pending)
+        self._expect(request_id, op, pending)
+        self._protocol.transport.write(frame)
+        return pending[0]
 
     def request_parts(self, op: Op, make_parts) -> Deferred:
         """As request, for a frame built by make_parts(request_id) as chunks."""
-        request_id = self.next_request_id()
-        d = self._expect(request_id, op)
-        self._protocol.transport.writeSequence(make_parts(request_id))
-        return d
+        pending = self._pending_reply()
+        request_id, parts = self._protocol.channel.request_parts(op, make_parts, pending)
+        self._expect(request_id, op, pending)
+        self._protocol.transport.writeSequence(parts)
+        return pending[0]
 
     def send(self, op: Op, body: bytes) -> None:
         """A request answered only when it fails (CONSUME)."""
         if self._protocol is not None:
-            self._protocol.transport.write(frame_header(op, self.next_request_id(), len(body)) + body)
+            self._protocol.transport.write(self._protocol.channel.send(op, body))
 
-    def _expect(self, request_id: int, op: Op) -> Deferred:
+    def _pending_reply(self) -> list:
+        """[Deferred, timeout call]: what a reply to a request of the link goes to."""
         if self._protocol is None:
             raise LinkDropped("the region link is not connected")
-        d = Deferred()
-        timer = self._reactor.callLater(self.timeout, self._timed_out, request_id, op)
-        self._pending[request_id] = (d, timer)
-        return d
+        return [Deferred(), None]
+
+    def _expect(self, request_id: int, op: Op, pending: list) -> None:
+        pending[1] = self._reactor.callLater(self.timeout, self._timed_out, request_id, op)
 
     def _timed_out(self, request_id: int, op: Op) -> None:
-        if request_id in self._pending:
+        protocol = self._protocol
+        if protocol is not None and protocol.channel.waiting(request_id):
             self.drop(f"no reply to {op.name} in {self.timeout:g}s")
 
     def pause_reading(self) -> None:
@@ -334,45 +346,30 @@ class ParentLink:
 
     # -- frames in ----------------------------------------------------------------------------
 
-    def _frame(self, op: int, request_id: int, body) -> None:
-        try:
-            if op == Op.RESPONSE:
-                _answered, status, message, payload = split_response(body)
-                pending = self._pending.pop(request_id, None)
-                if pending is not None:
-                    d, timer = pending
-                    if timer.active():
-                        timer.cancel()
-                    d.callback((status, message, payload))
-                elif status is not Status.SUCCESS:  # a CONSUME refused
-                    self.drop(f"the parent refused request {request_id}: {status.name}: {message}")
-            elif op == Op.DELIVERY:
-                if len(body) < 12 or self.session is None:
-                    raise RequestError(Status.MALFORMED_REQUEST, "unexpected DELIVERY")
-                handle, start, stop = _DELIVERY_HEAD.unpack_from(body, 0)
-                self.session.delivered(handle, start, stop, memoryview(body)[12:])  # (not copied)
-            elif op == Op.REGION_INTEREST:
-                if self.session is not None:
-                    self.session.interest(body)
-            elif op == Op.EVENT:
-                if len(body) < 5:
-                    raise RequestError(Status.MALFORMED_REQUEST, "EVENT shorter than its body")
-                if self.session is not None:
-                    self.session.event(*parse_event(body))
-            else:
-                raise RequestError(Status.MALFORMED_REQUEST, f"unexpected op {op}")
-        except RequestError as e:
-            self.drop(f"the parent sent something no hub sends: {e.reason}")
+    def _answered(self, request_id: int, response, pending) -> None:
+        _answered, status, message, payload = response
+        if pending is not None:
+            d, timer = pending
+            if timer is not None and timer.active():
+                timer.cancel()
+            d.callback((status, message, payload))
+        elif status is not Status.SUCCESS:  # a CONSUME refused
+            self.drop(f"the parent refused request {request_id}: {status.name}: {message}")
+
+    def _delivered(self, handle: int, start: int, stop: int, entry) -> None:
+        if self.session is None:
+            self.drop("the parent sent something no hub sends: unexpected DELIVERY")
+            return
+        self.session.delivered(handle, start, stop, entry)
 
     def _lost(self, protocol, reason) -> None:
         if protocol is not self._protocol:
             return
         self._protocol = None
         self.connected_at = None
-        pending, self._pending = self._pending, {}
         dropped = LinkDropped(f"region link to {self.parent} lost: {reason.getErrorMessage()}")
-        for d, timer in pending.values():
-            if timer.active():
+        for d, timer in protocol.channel.take_pending():
+            if timer is not None and timer.active():
                 timer.cancel()
             d.errback(dropped)
         session, self.session = self.session, None

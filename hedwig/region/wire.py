@@ -24,7 +24,6 @@ from hedwig.protocol.status import Status
 _U8 = struct.Struct("!B")
 _U32 = struct.Struct("!I")
 _RANGE = struct.Struct("!II")
-_RESPONSE_HEAD = struct.Struct("!BHH")  # op, status, message length
 _INTEREST_HEAD = struct.Struct("!BI")
 _SINCE = struct.Struct("!Q")
 
@@ -167,22 +166,3 @@ def decode_interest(body) -> tuple[InterestKind, list[tuple[str, int]]]:
     if offset != len(body):
         raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST has bytes after its topics")
     return kind, topics
-
-
-# -- RESPONSE ------------------------------------------------------------------------------------
-
-
-def split_response(body) -> tuple[int, Status, str, memoryview]:
-    """(op answered, status, message, payload) of a RESPONSE body."""
-    if len(body) < _RESPONSE_HEAD.size:
-        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE shorter than its header")
-    op, code, length = _RESPONSE_HEAD.unpack_from(body, 0)
-    end = _RESPONSE_HEAD.size + length
-    if end > len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE message runs past the end of the body")
-    message = bytes(body[_RESPONSE_HEAD.size : end]).decode("utf-8", "replace")
-    try:
-        status = Status(code)
-    except ValueError:
-        status, message = Status.UNEXPECTED_CONDITION, f"unknown status {code}: {message}"
-    return op, status, message, memoryview(body)[end:]

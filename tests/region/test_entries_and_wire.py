@@ -10,7 +10,7 @@ from hedwig.protocol.framing import FrameDecoder
 from hedwig.protocol.messageset import MessageSetError, validate_message_set
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import RequestError
-from hedwig.protocol.responses import response_frame
+from hedwig.protocol.responses import response_frame, split_response
 from hedwig.protocol.status import Status
 from hedwig.region import wire
 from hedwig.region.entries import RelayedPart, entry_via, slice_message_set, via_filter
@@ -184,7 +184,7 @@ def test_a_bad_interest_frame_is_malformed(body):
 def test_responses_split_into_status_message_and_payload():
     frame = response_frame(3, Op.REGION_LINK, Status.REGION_REFUSED, "cycle: a -> b -> a")
     [(_op, _id, body)] = FrameDecoder().feed(frame)
-    op, status, message, payload = wire.split_response(body)
+    op, status, message, payload = split_response(body)
     assert (op, status, message, bytes(payload)) == (
         Op.REGION_LINK,
         Status.REGION_REFUSED,
@@ -193,6 +193,6 @@ def test_responses_split_into_status_message_and_payload():
     )
     frame = response_frame(4, Op.RELAY_PUBLISH, payload=b"\x01\x02")
     [(_op, _id, body)] = FrameDecoder().feed(frame)
-    assert bytes(wire.split_response(body)[3]) == b"\x01\x02"
+    assert bytes(split_response(body)[3]) == b"\x01\x02"
     with pytest.raises(RequestError):
-        wire.split_response(b"\x0b\x00")
+        split_response(b"\x0b\x00")

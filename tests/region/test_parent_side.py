@@ -10,6 +10,7 @@ from hedwig.protocol.requests import (
     encode_subscribe,
     encode_unsubscribe,
 )
+from hedwig.protocol.responses import split_response
 from hedwig.protocol.status import Status
 from hedwig.region.wire import (
     InterestKind,
@@ -17,7 +18,6 @@ from hedwig.region.wire import (
     decode_region_link_reply,
     encode_region_link,
     relay_publish_parts,
-    split_response,
 )
 from tests.region.harness import RegionHarness, entry
 

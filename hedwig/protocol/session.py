@@ -1,0 +1,219 @@
+"""One connection's hub protocol, without I/O: request ids, pending replies, frames in and out.
+
+The model is h11 / hyper-h2: a HubSession owns no socket, no reactor, no thread and no
+clock. A driver hands it the bytes its transport received (`data_received`) and writes
+the bytes it returns for each request; the session parses frames and calls its receiver
+(ISessionReceiver) once per frame, with the context the driver gave when it sent the
+request a reply answers. Three drivers share it: the blocking client
+(hedwig/client/connection.py), the Twisted client (hedwig/client/protocol.py) and the
+region link (hedwig/region/link.py), so request numbering, reply matching and frame
+parsing live in one place, tested by feeding it bytes (tests/protocol/test_session.py).
+
+What stays with the drivers is what needs I/O or time: waiting, timeouts (they `forget`
+a request that timed out), and what to do with a lost connection (`take_pending`).
+
+Frames are cut straight out of the received bytes: an entry is copied once (the slice
+handed to the receiver), never through an intermediate buffer; only a frame split across
+reads is joined. Bytes no hub sends raise ProtocolViolation; the driver drops the
+connection.
+"""
+
+import struct
+
+from zope.interface import Interface
+
+from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES, frame_header
+from hedwig.protocol.layouts import RequestError
+from hedwig.protocol.ops import Op
+from hedwig.protocol.request_ids import RequestIds
+from hedwig.protocol.requests import publish_prefix
+from hedwig.protocol.responses import decode_response, split_response
+
+_PUBLISH_ONE_HEAD = struct.Struct("!IBI")
+_ONE_MESSAGE_SET = struct.Struct("!BBII")  # version, flags, count 1, the payload's length
+_PREFIX_CACHE = 1024
+_LENGTH = struct.Struct("!I")
+_OP_AND_ID = struct.Struct("!BI")
+_DELIVERY = struct.Struct("!III")
+_EVENT = struct.Struct("!IB")
+_UNKNOWN = object()
+
+
+class ProtocolViolation(Exception):
+    """The hub sent something no hub sends: the connection cannot be trusted any more."""
+
+
+class ISessionReceiver(Interface):
+    """What a HubSession calls for each frame from the hub."""
+
+    def response_received(request_id, response, context):
+        """A RESPONSE to request `request_id`: a hedwig.protocol.responses.Response (its
+        payload decoded by the op it answers), or with `raw_responses` the tuple
+        (op, status, message, payload) of split_response. `context` is what the driver
+        gave with the request; None for a request the session does not know (one the
+        driver forgot after a timeout, or one sent without expecting a reply)."""
+
+    def delivery_received(handle, start, stop, entry):
+        """Messages [start, stop) of a stored entry, for the subscription `handle`."""
+
+    def event_received(handle, event):
+        """A SubscriptionEvent for the subscription `handle`."""
+
+    def request_received(op, request_id, body):
+        """A request the peer sent (only ops the session was told to accept)."""
+
+
+class HubSession:
+    """Frames and pending replies for one connection. Request ids count up from 1 and wrap,
+    skipping 0 (the id of pushed frames); a reply is matched to its request by id."""
+
+    __slots__ = (
+        "_accepts",
+        "_ids",
+        "_max_frame_bytes",
+        "_needed",
+        "_partial",
+        "_partial_bytes",
+        "_pending",
+        "_prefixes",
+        "_raw_responses",
+        "_receiver",
+    )
+
+    def __init__(
+        self,
+        receiver,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        *,
+        raw_responses: bool = False,
+        accepts=(),
+    ):
+        """`raw_responses`: hand responses as split_response tuples (a region link decodes
+        its own payloads); `accepts`: ops the peer may send as requests (a parent sends
+        REGION_INTEREST down a link)."""
+        self._receiver = receiver
+        # The hub may send frames of its own limit; a reply carries at most that plus
+        # its small headers, and a client never refuses what it asked for.
+        self._max_frame_bytes = max_frame_bytes + 4096
+        self._raw_responses = raw_responses
+        self._accepts = frozenset(accepts)
+        self._partial = []  # the start of a frame that did not arrive whole
+        self._partial_bytes = 0
+        self._needed = 0  # bytes the partial frame needs before it can be parsed
+        self._ids = RequestIds()
+        self._pending = {}  # request id -> the driver's context, until answered or forgotten
+        self._prefixes = {}  # topic -> its str8, for publish_one
+
+    # -- requests out ----------------------------------------------------------------------
+
+    def next_request_id(self) -> int:
+        return self._ids.next()
+
+    def request(self, op: Op, body: bytes, context=None) -> tuple[int, bytes]:
+        """(request id, whole frame) for a request whose reply goes to `context`."""
+        request_id = self._ids.next()
+        self._pending[request_id] = context
+        return request_id, frame_header(op, request_id, len(body)) + body
+
+    def request_parts(self, op: Op, make_parts, context=None) -> tuple[int, list]:
+        """(request id, frame chunks) for a request built by make_parts(request_id)."""
+        request_id = self._ids.next()
+        self._pending[request_id] = context
+        return request_id, make_parts(request_id)
+
+    def send(self, op: Op, body: bytes) -> bytes:
+        """The frame of a request answered only when it fails (CONSUME): nothing waits."""
+        return frame_header(op, self._ids.next(), len(body)) + body
+
+    def publish(self, topic: str, message_set: bytes, context=None) -> tuple[int, list]:
+        """(request id, frame parts) for a PUBLISH: the message set is sent as it is."""
+        request_id = self._ids.next()
+        self._pending[request_id] = context
+        prefix = publish_prefix(topic)
+        header = frame_header(Op.PUBLISH, request_id, len(prefix) + len(message_set))
+        return request_id, [header + prefix, message_set]
+
+    def publish_one(self, topic: str, payload: bytes, context=None) -> tuple[int, bytes]:
+        """(request id, whole frame) for a PUBLISH of one message without properties:
+        the same bytes as encode_message_set([payload]) behind the header, packed at once."""
+        request_id = self._ids.next()
+        self._pending[request_id] = context
+        prefix = self._prefixes.get(topic)
+        if prefix is None:
+            if len(self._prefixes) >= _PREFIX_CACHE:
+                self._prefixes.clear()
+            prefix = self._prefixes[topic] = publish_prefix(topic)
+        head = _PUBLISH_ONE_HEAD.pack(5 + len(prefix) + 10 + len(payload), Op.PUBLISH, request_id)
+        return request_id, head + prefix + _ONE_MESSAGE_SET.pack(1, 0, 1, len(payload)) + payload
+
+    # -- pending replies -------------------------------------------------------------------
+
+    def forget(self, request_id: int):
+        """Stop waiting for a reply (its caller gave up); its context, or None."""
+        return self._pending.pop(request_id, None)
+
+    def waiting(self, request_id: int) -> bool:
+        """Whether a reply to `request_id` is still awaited."""
+        return request_id in self._pending
+
+    def take_pending(self) -> list:
+        """The contexts of every request still waiting (the connection is gone)."""
+        pending, self._pending = self._pending, {}
+        return list(pending.values())
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    # -- frames in -------------------------------------------------------------------------
+
+    def data_received(self, data) -> None:
+        """Parse what the transport received and call the receiver once per frame."""
+        if self._partial:
+            self._partial.append(data)
+            self._partial_bytes += len(data)
+            if self._partial_bytes < self._needed:
+                return
+            data = b"".join(self._partial)
+            self._partial = []
+        receiver = self._receiver
+        size = len(data)
+        position = 0
+        while size - position >= 4:
+            (length,) = _LENGTH.unpack_from(data, position)
+            if length < 5 or length > self._max_frame_bytes:
+                raise ProtocolViolation(f"bad frame from the hub: length {length}")
+            end = position + 4 + length
+            if end > size:
+                break
+            op, request_id = _OP_AND_ID.unpack_from(data, position + 4)
+            if op == Op.DELIVERY:
+                if length < 17:
+                    raise ProtocolViolation("DELIVERY shorter than its header")
+                handle, start, stop = _DELIVERY.unpack_from(data, position + 9)
+                receiver.delivery_received(handle, start, stop, data[position + 21 : end])
+            elif op == Op.RESPONSE:
+                self._response(request_id, data[position + 9 : end])
+            elif op == Op.EVENT:
+                if length < 10:
+                    raise ProtocolViolation("EVENT shorter than its body")
+                handle, event = _EVENT.unpack_from(data, position + 9)
+                receiver.event_received(handle, event)
+            elif op in self._accepts:
+                receiver.request_received(op, request_id, data[position + 9 : end])
+            else:
+                raise ProtocolViolation(f"unexpected op {op} from the hub")
+            position = end
+        if position < size:
+            rest = data[position:]
+            self._partial = [rest]
+            self._partial_bytes = len(rest)
+            self._needed = 4 + _LENGTH.unpack_from(rest, 0)[0] if len(rest) >= 4 else 4
+
+    def _response(self, request_id: int, body) -> None:
+        try:
+            response = split_response(body) if self._raw_responses else decode_response(body)
+        except (RequestError, ValueError) as e:
+            raise ProtocolViolation(f"bad RESPONSE from the hub: {e}") from None
+        context = self._pending.pop(request_id, _UNKNOWN)
+        self._receiver.response_received(request_id, response, None if context is _UNKNOWN else context)

@@ -78,7 +78,9 @@ def pytest_sessionfinish(session, exitstatus):
     before = getattr(session.config, "_hedwig_files_before", None)
     if before is None:
         return
-    left = sorted(_untracked_files() - before - {"twisted/plugins/dropin.cache"})
+    # Not the tests' doing: pytest's own cache, Twisted's plugin cache.
+    tools = {".pytest_cache/", "twisted/plugins/dropin.cache"}
+    left = sorted(_untracked_files() - before - tools)
     if left:
         session.config.get_terminal_writer().line(
             f"the tests left files in the repository: {', '.join(left)}", red=True

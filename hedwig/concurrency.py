@@ -24,36 +24,34 @@ from twisted.python.failure import Failure
 _PENDING = object()
 
 
-class Waiters:
+class Waiters(list):
     """A group of Deferreds fired together; `wait()` joins, `fire`/`fail` release all.
 
     The group is emptied before any waiter runs, so a callback may wait again for the
-    next time without being fired by this one."""
+    next time without being fired by this one. A list underneath: asking whether anyone
+    waits (`if waiters:`) costs what it costs for a list, on paths taken per entry."""
 
-    __slots__ = ("_waiting",)
-
-    def __init__(self):
-        self._waiting: list[Deferred] = []
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    def __bool__(self) -> bool:
-        return bool(self._waiting)
+    __slots__ = ()
 
     def wait(self) -> Deferred:
         d = Deferred()
-        self._waiting.append(d)
+        self.append(d)
         return d
 
     def fire(self, result=None) -> None:
-        waiting, self._waiting = self._waiting, []
+        if not self:
+            return
+        waiting = self[:]
+        self.clear()
         for d in waiting:
             d.callback(result)
 
     def fail(self, reason) -> None:
         """Errback every waiter with `reason` (an exception or a Failure)."""
-        waiting, self._waiting = self._waiting, []
+        if not self:
+            return
+        waiting = self[:]
+        self.clear()
         failure = reason if isinstance(reason, Failure) else Failure(reason)
         for d in waiting:
             d.errback(failure)

@@ -71,11 +71,11 @@ class _RangeRead:
 class _TopicCache:
     """One topic's part of the cache."""
 
-    __slots__ = ("count_hint", "index", "log", "reads", "stub_seqs", "stubs", "topic")
+    __slots__ = ("count_hint", "index", "topic_log", "reads", "stub_seqs", "stubs", "topic")
 
-    def __init__(self, log):
-        self.topic = log.topic
-        self.log = log
+    def __init__(self, topic_log):
+        self.topic = topic_log.topic
+        self.topic_log = topic_log
         self.index = CachedEntries()
         self.stubs = {}  # seq-id -> _Stub
         self.stub_seqs = []  # the same seq-ids, sorted, to find those an entry covers
@@ -128,7 +128,7 @@ class ReadAheadCache:
     # -- the publish path ------------------------------------------------------------
 
     def publish(
-        self, log, message_set, count: int, origin_region=None, origin_seq=None, via=None
+        self, topic_log, message_set, count: int, origin_region=None, origin_seq=None, via=None
     ) -> Deferred:
         """Append to `log`; once durable the entry enters the cache and fills the stubs
         waiting on its seq-ids (their cursors deliver before this Deferred's next callback,
@@ -137,13 +137,13 @@ class ReadAheadCache:
         entries from it, and the push to caught-up subscribers is its callback. Region
         relays pass the origin they keep and `via` (see TopicLog.append)."""
         if via is None:
-            d = log.append(message_set, count, origin_region, origin_seq)
+            d = topic_log.append(message_set, count, origin_region, origin_seq)
         else:
-            d = log.append(message_set, count, origin_region, origin_seq, via)
-        return d.addCallback(self._published, log)
+            d = topic_log.append(message_set, count, origin_region, origin_seq, via)
+        return d.addCallback(self._published, topic_log)
 
-    def _published(self, entry, log):
-        topic = self._topic(log)
+    def _published(self, entry, topic_log):
+        topic = self._topic(topic_log)
         self.published += 1
         topic.count_hint = entry.count
         self._cache(topic, entry)
@@ -153,12 +153,12 @@ class ReadAheadCache:
 
     # -- the delivery path -----------------------------------------------------------
 
-    def get(self, log, seq: int):
+    def get(self, topic_log, seq: int):
         """The entry holding `seq`: a LogEntry when cached, else a Deferred[LogEntry]
         (cancel it to stop waiting). The Deferred fails with the read's error when the
         ledger read fails; the caller retries after `retry_backoff_ms`."""
-        topic = self._topic(log)
-        beyond = seq > log.last_seq  # nothing there is cached yet: skip the lookup
+        topic = self._topic(topic_log)
+        beyond = seq > topic_log.last_seq  # nothing there is cached yet: skip the lookup
         if not beyond:
             entry = topic.index.find(seq)
             if entry is not None:
@@ -192,7 +192,7 @@ class ReadAheadCache:
         else:
             return
         if (
-            following > topic.log.last_seq
+            following > topic.topic_log.last_seq
             or following in topic.stubs
             or self._covering_read(topic, following) is not None
         ):
@@ -245,7 +245,7 @@ class ReadAheadCache:
         self.range_reads += 1
         started = self.clock.seconds()
         try:
-            d = topic.log.read(from_seq, max_entries, self.settings.readahead_bytes)
+            d = topic.topic_log.read(from_seq, max_entries, self.settings.readahead_bytes)
         except Exception:
             d = fail()
         d.addCallbacks(
@@ -375,12 +375,12 @@ class ReadAheadCache:
 
     # -- topics ----------------------------------------------------------------------
 
-    def _topic(self, log):
-        topic = self._topics.get(log.topic)
-        if topic is None or topic.log is not log:
+    def _topic(self, topic_log):
+        topic = self._topics.get(topic_log.topic)
+        if topic is None or topic.topic_log is not topic_log:
             if topic is not None:
-                self.drop_topic(log.topic)
-            topic = self._topics[log.topic] = _TopicCache(log)
+                self.drop_topic(topic_log.topic)
+            topic = self._topics[topic_log.topic] = _TopicCache(topic_log)
         return topic
 
     def drop_topic(self, topic_name: str) -> None:

@@ -134,31 +134,29 @@ class HubProtocol(Protocol):
 
     def call(self, op: Op, body: bytes, subscription=None) -> Deferred:
         """Send a request; a Deferred firing with its Response."""
+        return self._send_request(self._channel.request, (op, body), subscription)
+
+    def publish(self, topic: str, message_set: bytes) -> Deferred:
+        return self._send_request(self._channel.publish, (topic, message_set), None)
+
+    def _send_request(self, build, arguments, subscription) -> Deferred:
+        """build(*arguments, pending) -> (request id, frame or frame parts), sent at once;
+        the Deferred of its Response (RequestTimeout past the client's timeout)."""
         if self.lost is not None:
             return fail(self.lost)
         pending = [Deferred(), subscription, None]
-        request_id, frame = self._channel.request(op, body, pending)
-        self._expect(request_id, pending)
-        self.transport.write(frame)
-        return pending[0]
-
-    def publish(self, topic: str, message_set: bytes) -> Deferred:
-        if self.lost is not None:
-            return fail(self.lost)
-        pending = [Deferred(), None, None]
-        request_id, parts = self._channel.publish(topic, message_set, pending)
-        self._expect(request_id, pending)
-        self.transport.writeSequence(parts)
+        request_id, frame = build(*arguments, pending)
+        pending[2] = self._clock.callLater(self._timeout, self._timed_out, request_id)
+        if isinstance(frame, list):
+            self.transport.writeSequence(frame)
+        else:
+            self.transport.write(frame)
         return pending[0]
 
     def send(self, op: Op, body: bytes) -> None:
         """A request answered only when it fails (CONSUME)."""
         if self.lost is None:
             self.transport.write(self._channel.send(op, body))
-
-    def _expect(self, request_id, pending) -> None:
-        """The reply to `request_id` fails with RequestTimeout past the client's timeout."""
-        pending[2] = self._clock.callLater(self._timeout, self._timed_out, request_id)
 
     def _timed_out(self, request_id):
         pending = self._channel.forget(request_id)

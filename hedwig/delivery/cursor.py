@@ -13,6 +13,8 @@ and `on_skip` tells the delivery manager, which counts it consumed once everythi
 before it is. One call per entry, never per message.
 """
 
+from functools import partial
+
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
@@ -30,6 +32,8 @@ STOPPED = "stopped"
 class Cursor:
     __slots__ = (
         "_cache",
+        "_get",
+        "_log_bounds",
         "_clock",
         "_max_burst",
         "_on_channel_error",
@@ -87,6 +91,11 @@ class Cursor:
         self.passed_over = 0  # entries `skip` accepted
         self.filtered_runs = None  # the delivery manager's record of passed-over seq-ids
         self._cache = cache = topic_log.cache  # (its counters tell a pull from a hit)
+        # The per-entry path reads the cache for this log and the log's bounds directly:
+        # the same calls ICachedTopicLog.get and its bounds make, without their extra
+        # Python call per entry per subscriber (about a tenth of a push to ten).
+        self._get = partial(cache.get, topic_log.inner)
+        self._log_bounds = topic_log.inner
         self._clock = clock
         self._retry_s = cache.settings.retry_backoff_ms / 1000.0
         self._max_burst = max_burst
@@ -163,7 +172,8 @@ class Cursor:
         window = self.window
         subscription = self.subscription
         cache = self._cache
-        topic_log = self.topic_log
+        get = self._get
+        topic_log = self._log_bounds
         while self.active and not self.paused:
             if window:
                 room = window - (self.next_seq - 1 - subscription.consumed_seq)
@@ -179,7 +189,7 @@ class Cursor:
                     self.skipped += topic_log.first_seq - next_seq
                     self.next_seq = next_seq = topic_log.first_seq
                 misses = cache.misses
-                found = topic_log.get(next_seq)
+                found = get(next_seq)
                 if cache.misses != misses:
                     self.pulls += 1
                 if type(found) is Deferred:

@@ -63,28 +63,28 @@ class DeliveryManager(DescribingSubscriptions):
 
     # -- topics ------------------------------------------------------------------------
 
-    def load_topic(self, log) -> Deferred:
+    def load_topic(self, topic_log) -> Deferred:
         """Deferred[None] once the topic's durable subscriptions are known here. The hub
         may call it when it acquires a topic, so pruning and min_consumed cover
         subscribers that have not reattached yet."""
-        return self._table(log).addCallback(lambda _: None)
+        return self._table(topic_log).addCallback(lambda _: None)
 
-    def _table(self, log) -> Deferred:
-        table = self._tables.get(log.topic)
+    def _table(self, topic_log) -> Deferred:
+        table = self._tables.get(topic_log.topic)
         if table is not None:
-            table.log = log
+            table.topic_log = topic_log
             return succeed(table)
-        return self._loading.run(log.topic, self._load, log)
+        return self._loading.run(topic_log.topic, self._load, topic_log)
 
-    def _load(self, log) -> Deferred:
-        loaded = maybeDeferred(self.metadata.list_subscriptions, log.topic)
-        return loaded.addCallback(self._loaded, log)
+    def _load(self, topic_log) -> Deferred:
+        loaded = maybeDeferred(self.metadata.list_subscriptions, topic_log.topic)
+        return loaded.addCallback(self._loaded, topic_log)
 
-    def _loaded(self, records, log) -> TopicTable:
+    def _loaded(self, records, topic_log) -> TopicTable:
         settings = self.settings
         subscriptions = {
             sid: Subscription(
-                log.topic,
+                topic_log.topic,
                 sid,
                 record.value.consumed_seq,
                 record.value.preferences,
@@ -95,7 +95,7 @@ class DeliveryManager(DescribingSubscriptions):
             )
             for sid, record in records.items()
         }
-        table = self._tables[log.topic] = TopicTable(log, subscriptions)
+        table = self._tables[topic_log.topic] = TopicTable(topic_log, subscriptions)
         return table
 
     def release_topic(self, topic: str, event=SubscriptionEvent.TOPIC_MOVED) -> Deferred:
@@ -113,14 +113,14 @@ class DeliveryManager(DescribingSubscriptions):
                 self._detach(cursor)
                 self._notify_ended(cursor, event)
             flushes.append(subscription.flush())
-        table.log.release()
+        table.topic_log.release()
         return _all(flushes)
 
     # -- subscribe ---------------------------------------------------------------------
 
     def subscribe(
         self,
-        log,
+        topic_log,
         subscriber_id: str,
         channel,
         handle: int,
@@ -144,39 +144,52 @@ class DeliveryManager(DescribingSubscriptions):
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
         if not deliver:
             window = None
-        d = self._table(log)
+        d = self._table(topic_log)
         d.addCallback(
-            self._subscribe, log, subscriber_id, channel, handle, mode, start, window, force_attach, deliver
+            self._subscribe,
+            topic_log,
+            subscriber_id,
+            channel,
+            handle,
+            mode,
+            start,
+            window,
+            force_attach,
+            deliver,
         )
         return d
 
     def _subscribe(
-        self, table, log, subscriber_id, channel, handle, mode, start, window, force_attach, deliver
+        self, table, topic_log, subscriber_id, channel, handle, mode, start, window, force_attach, deliver
     ):
         if subscriber_id in table.busy:
-            raise SubscribeError(Status.TOPIC_BUSY, f"{subscriber_id} on {log.topic} is being (un)subscribed")
+            raise SubscribeError(
+                Status.TOPIC_BUSY, f"{subscriber_id} on {topic_log.topic} is being (un)subscribed"
+            )
         subscription = table.subscriptions.get(subscriber_id)
         if subscription is None:
             if mode == "attach":
                 raise SubscribeError(
-                    Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {log.topic}"
+                    Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {topic_log.topic}"
                 )
-            consumed = log.last_seq if start is None else consumed_for_start(log, start)
-            return self._create(table, log, subscriber_id, consumed, channel, handle, window, deliver)
+            consumed = topic_log.last_seq if start is None else consumed_for_start(topic_log, start)
+            return self._create(table, topic_log, subscriber_id, consumed, channel, handle, window, deliver)
         if mode == "create":
             raise SubscribeError(
-                Status.CLIENT_ALREADY_SUBSCRIBED, f"{subscriber_id} is already subscribed to {log.topic}"
+                Status.CLIENT_ALREADY_SUBSCRIBED,
+                f"{subscriber_id} is already subscribed to {topic_log.topic}",
             )
         current = subscription.cursor
         if current is not None:
             if current.channel is channel:
                 raise SubscribeError(
                     Status.CLIENT_ALREADY_SUBSCRIBED,
-                    f"{subscriber_id} on {log.topic} is already attached on this connection",
+                    f"{subscriber_id} on {topic_log.topic} is already attached on this connection",
                 )
             if not force_attach:
                 raise SubscribeError(
-                    Status.TOPIC_BUSY, f"{subscriber_id} on {log.topic} is attached on another connection"
+                    Status.TOPIC_BUSY,
+                    f"{subscriber_id} on {topic_log.topic} is attached on another connection",
                 )
             self._detach(current)
             self.forced_closes += 1
@@ -184,13 +197,13 @@ class DeliveryManager(DescribingSubscriptions):
         if window is not None and window != subscription.preferences.get("window"):
             subscription.preferences["window"] = window
         if start is None:
-            self._attach(table, subscription, log, channel, handle, deliver)
+            self._attach(table, subscription, topic_log, channel, handle, deliver)
             return self._result(subscription)
-        consumed = consumed_for_start(log, start)
+        consumed = consumed_for_start(topic_log, start)
         old = subscription.consumed_seq
         subscription.reposition(consumed)
         table.moved(old, consumed)
-        self._attach(table, subscription, log, channel, handle, deliver)
+        self._attach(table, subscription, topic_log, channel, handle, deliver)
         cursor = subscription.cursor
 
         def not_written(failure):
@@ -199,7 +212,7 @@ class DeliveryManager(DescribingSubscriptions):
 
         return subscription.flush().addCallbacks(lambda _: self._result(subscription), not_written)
 
-    def _create(self, table, log, subscriber_id, consumed, channel, handle, window, deliver):
+    def _create(self, table, topic_log, subscriber_id, consumed, channel, handle, window, deliver):
         preferences = {} if window is None else {"window": window}
         # When the subscription began, kept with it: a region relays what was published
         # since then even when its link comes up after a restart (hedwig/region/manager.py).
@@ -207,7 +220,7 @@ class DeliveryManager(DescribingSubscriptions):
         table.busy.add(subscriber_id)
         d = maybeDeferred(
             self.metadata.put_subscription,
-            log.topic,
+            topic_log.topic,
             subscriber_id,
             SubscriptionState(consumed, preferences),
             NEW,
@@ -215,7 +228,7 @@ class DeliveryManager(DescribingSubscriptions):
 
         def created(version):
             subscription = Subscription(
-                log.topic,
+                topic_log.topic,
                 subscriber_id,
                 consumed,
                 preferences,
@@ -225,8 +238,8 @@ class DeliveryManager(DescribingSubscriptions):
                 self.settings,
             )
             table.add(subscription)
-            self._attach(table, subscription, log, channel, handle, deliver)
-            self._changed(log.topic, subscriber_id, True)
+            self._attach(table, subscription, topic_log, channel, handle, deliver)
+            self._changed(topic_log.topic, subscriber_id, True)
             return self._result(subscription)
 
         def done(result):
@@ -235,9 +248,9 @@ class DeliveryManager(DescribingSubscriptions):
 
         return d.addCallback(created).addBoth(done)
 
-    def _attach(self, table, subscription, log, channel, handle, deliver=True) -> None:
+    def _attach(self, table, subscription, topic_log, channel, handle, deliver=True) -> None:
         if deliver:
-            cursor = self._cursor(subscription, log, channel, handle)
+            cursor = self._cursor(subscription, topic_log, channel, handle)
         else:
             cursor = AckOnlyAttachment(subscription, channel, handle)
         subscription.cursor = cursor
@@ -247,13 +260,13 @@ class DeliveryManager(DescribingSubscriptions):
         self.subscribes += 1
         cursor.start()
 
-    def _cursor(self, subscription, log, channel, handle) -> Cursor:
+    def _cursor(self, subscription, topic_log, channel, handle) -> Cursor:
         window = subscription.preferences.get("window")
         if window is None:
             window = self.settings.default_window
         cursor = Cursor(
             subscription,
-            log,
+            topic_log,
             channel,
             handle,
             window,
@@ -336,7 +349,7 @@ class DeliveryManager(DescribingSubscriptions):
         subscriber that takes no deliveries at the topic's last seq-id)."""
         table, subscription = self._subscription(topic, subscriber_id)
         cursor = subscription.cursor
-        limit = cursor.next_seq - 1 if cursor is not None and cursor.delivers else table.log.last_seq
+        limit = cursor.next_seq - 1 if cursor is not None and cursor.delivers else table.topic_log.last_seq
         if seq > limit:
             seq = limit
         runs = cursor.filtered_runs if cursor is not None else None
@@ -350,7 +363,7 @@ class DeliveryManager(DescribingSubscriptions):
         low = table.min_consumed
         table.moved(old, seq)
         if table.min_consumed != low:
-            table.log.prune(table.min_consumed)
+            table.topic_log.prune(table.min_consumed)
         if cursor is not None and cursor.window_full:
             cursor.window_opened()
 
@@ -389,7 +402,7 @@ class DeliveryManager(DescribingSubscriptions):
             table.remove(subscriber_id)
             self._changed(topic, subscriber_id, False)
             low = table.min_consumed
-            table.log.prune(table.log.last_seq if low is None else low)
+            table.topic_log.prune(table.topic_log.last_seq if low is None else low)
 
         def done(result):
             table.busy.discard(subscriber_id)

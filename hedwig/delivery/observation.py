@@ -10,7 +10,7 @@ class DescribingSubscriptions:
         table = self._tables.get(topic)
         if table is None:
             return []
-        last_seq = table.log.last_seq
+        last_seq = table.topic_log.last_seq
         rows = []
         for sid in sorted(table.subscriptions):
             subscription = table.subscriptions[sid]

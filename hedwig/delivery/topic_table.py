@@ -8,11 +8,11 @@ consuming in turn that is O(1) per consume, amortised.
 
 
 class TopicTable:
-    __slots__ = ("_at_min", "busy", "log", "min_consumed", "subscriptions", "topic")
+    __slots__ = ("_at_min", "busy", "topic_log", "min_consumed", "subscriptions", "topic")
 
-    def __init__(self, log, subscriptions):
-        self.topic = log.topic
-        self.log = log  # the topic's current TopicLog (updated on every subscribe)
+    def __init__(self, topic_log, subscriptions):
+        self.topic = topic_log.topic
+        self.topic_log = topic_log  # the topic's current TopicLog (updated on every subscribe)
         self.subscriptions = subscriptions  # subscriber id -> Subscription
         self.busy = set()  # subscriber ids with a subscribe/unsubscribe in progress
         self.min_consumed = None

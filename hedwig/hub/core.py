@@ -106,9 +106,9 @@ class Hub:
                 )
             )
 
-        def attach(log):
+        def attach(topic_log):
             return self.delivery.subscribe(
-                log,
+                topic_log,
                 request.subscriber_id,
                 channel,
                 handle,
@@ -153,9 +153,9 @@ class Hub:
     def _existing(self, topic: str) -> Deferred:
         """Deferred[TopicLog] of a topic that exists; NO_SUCH_TOPIC otherwise (reads never
         create topics)."""
-        log = self.topics.get(topic)
-        if log is not None:
-            return succeed(log)
+        topic_log = self.topics.get(topic)
+        if topic_log is not None:
+            return succeed(topic_log)
 
         def opened(exists):
             if not exists:
@@ -170,15 +170,17 @@ class Hub:
         max_bytes = min(request.max_bytes or limit, limit)
         to_seq = request.to_seq
 
-        def read(log):
-            last_seq = log.last_seq
+        def read(topic_log):
+            last_seq = topic_log.last_seq
             end = min(to_seq, last_seq) if to_seq else last_seq
             if request.from_seq > end:
-                return read_range_reply_parts(log.first_seq, last_seq, [])
+                return read_range_reply_parts(topic_log.first_seq, last_seq, [])
             max_entries = min(end - request.from_seq + 1, MAX_READ_RANGE_ENTRIES)
-            return log.read(request.from_seq, max_entries, max_bytes).addCallback(slice_entries, log, end)
+            return topic_log.read(request.from_seq, max_entries, max_bytes).addCallback(
+                slice_entries, topic_log, end
+            )
 
-        def slice_entries(entries, log, end):
+        def slice_entries(entries, topic_log, end):
             selected = []
             total = 0
             from_seq = request.from_seq
@@ -192,7 +194,7 @@ class Hub:
                 start = from_seq - entry.first_seq if from_seq > entry.first_seq else 0
                 stop = min(entry.last_seq, end) - entry.first_seq + 1
                 selected.append((start, stop, entry.data))
-            return read_range_reply_parts(log.first_seq, log.last_seq, selected)
+            return read_range_reply_parts(topic_log.first_seq, topic_log.last_seq, selected)
 
         return self._existing(request.topic).addCallback(read)
 
@@ -200,9 +202,9 @@ class Hub:
         return self.topics.list_topics()
 
     def describe_topic(self, topic: str) -> Deferred:
-        def describe(log):
+        def describe(topic_log):
             description = {"topic": topic, "owner": self.name}
-            description.update(log.describe())
+            description.update(topic_log.describe())
             description["subscribers"] = self.delivery.describe(topic)
             if self.regions is not None:
                 relays = self.regions.describe_relays(topic, description["subscribers"])

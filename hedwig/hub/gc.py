@@ -47,14 +47,14 @@ class GarbageCollector(Service):
         """Roll by age and collect every open topic once; Deferred[int] ledgers deleted."""
         deleted = 0
         for topic in self.topics.open_topics():
-            log = self.topics.get(topic)
-            if log is None:
+            topic_log = self.topics.get(topic)
+            if topic_log is None:
                 continue
             try:
-                if (yield log.roll_if_aged()):
+                if (yield topic_log.roll_if_aged()):
                     self.ledgers_rolled += 1
                 min_consumed = self.delivery.min_consumed(topic)
-                deleted += yield log.collect_garbage(min_consumed or 0)
+                deleted += yield topic_log.collect_garbage(min_consumed or 0)
             except Exception:
                 self.log.failure("garbage collection of {topic} failed", topic=topic)
         self.runs += 1

@@ -51,7 +51,9 @@ def _u32_array(values) -> array:
     return lengths
 
 
-def _read_u32_array(buf, offset: int, count: int) -> array:
+def read_u32_array(buf, offset: int, count: int) -> array:
+    """`count` big-endian u32s at `offset` (a message set's lengths) as an array, in one
+    copy: what decoders of message sets and entries all read."""
     lengths = array("I")
     lengths.frombytes(buf[offset : offset + 4 * count])
     if _SWAP:
@@ -145,11 +147,11 @@ def _read_lengths(buf, offset: int):
     position = offset + _SET_HEADER.size
     if end - position < 4 * count * (2 if has_properties else 1):
         raise MessageSetError(Status.MALFORMED_REQUEST, "message set truncated in its length arrays")
-    payload_lengths = _read_u32_array(buf, position, count)
+    payload_lengths = read_u32_array(buf, position, count)
     position += 4 * count
     property_lengths = None
     if has_properties:
-        property_lengths = _read_u32_array(buf, position, count)
+        property_lengths = read_u32_array(buf, position, count)
         position += 4 * count
     return count, payload_lengths, property_lengths, position
 

@@ -7,17 +7,14 @@ one's length arrays and bytes, with no Python loop over its messages.
 """
 
 import struct
-from array import array
-from sys import byteorder
 
 from hedwig.protocol.entry import decode_entry_header
-from hedwig.protocol.messageset import FLAG_PROPERTIES, MessageSetError
+from hedwig.protocol.messageset import FLAG_PROPERTIES, MessageSetError, read_u32_array
 from hedwig.protocol.status import Status
 
 # The entry header up to the origin region's length byte (hedwig.protocol.entry).
 _ORIGIN_LENGTH_AT = 30
 _SET_HEADER = struct.Struct("!BBI")
-_SWAP = byteorder == "little"
 
 
 def via_filter(region: str):
@@ -39,13 +36,6 @@ def entry_via(data) -> str:
     return decode_entry_header(data).via
 
 
-def _lengths(buf, offset: int, count: int) -> array:
-    values = array("I")
-    values.frombytes(buf[offset : offset + 4 * count])
-    if _SWAP:
-        values.byteswap()
-    return values
-
 
 def slice_message_set(buf, start: int, stop: int) -> bytes:
     """Messages [start, stop) of a (validated) message set, as a message set of their own."""
@@ -58,7 +48,7 @@ def slice_message_set(buf, start: int, stop: int) -> bytes:
     payload_at = _SET_HEADER.size
     property_at = payload_at + 4 * count
     data_at = property_at + (4 * count if has_properties else 0)
-    payload_lengths = _lengths(buf, payload_at, count)
+    payload_lengths = read_u32_array(buf, payload_at, count)
     skipped = sum(payload_lengths[:start])
     kept = sum(payload_lengths[start:stop])
     total_payload = skipped + kept + sum(payload_lengths[stop:])
@@ -70,7 +60,7 @@ def slice_message_set(buf, start: int, stop: int) -> bytes:
         parts.append(buf[property_at + 4 * start : property_at + 4 * stop])
     parts.append(buf[data_at + skipped : data_at + skipped + kept])
     if has_properties:
-        property_lengths = _lengths(buf, property_at, count)
+        property_lengths = read_u32_array(buf, property_at, count)
         blobs_at = data_at + total_payload + sum(property_lengths[:start])
         parts.append(buf[blobs_at : blobs_at + sum(property_lengths[start:stop])])
     return b"".join(parts)

@@ -30,13 +30,13 @@ _MAX_SPAN = 1 << 24
 class HighWater:
     """Marks of one TopicLog (a reopened topic gets a new HighWater)."""
 
-    def __init__(self, log, clock):
-        self.log = log
+    def __init__(self, topic_log, clock):
+        self.topic_log = topic_log
         self._clock = clock
         self.marks: dict[str, int] = {}
         # Every entry above `floor` is accounted for in `marks`: those appended through
         # here since, and those a scan has read.
-        self.floor = log.last_seq
+        self.floor = topic_log.last_seq
         self.entries_scanned = 0
         self.scans = 0
         self.steps = 0
@@ -48,7 +48,7 @@ class HighWater:
         mark = self.marks.get(origin)
         if mark is not None:
             return mark
-        if self.floor < self.log.first_seq:
+        if self.floor < self.topic_log.first_seq:
             return 0  # the whole retained log was scanned
         return None
 
@@ -72,14 +72,14 @@ class HighWater:
     def _step_down(self):
         """Read the entries of seq-ids [floor - span + 1, floor] and learn their origins."""
         self.steps += 1
-        log = self.log
+        topic_log = self.topic_log
         floor = self.floor
-        low = max(log.first_seq, floor - self._span + 1)
+        low = max(topic_log.first_seq, floor - self._span + 1)
         headers = []  # (first_seq, origin, origin seq-id of its last message), in log order
         seq = low
         try:
             while seq <= floor:
-                entries = yield log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
+                entries = yield topic_log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
                 if not entries:
                     break
                 for entry in entries:
@@ -91,7 +91,7 @@ class HighWater:
         except SeqOutOfRange:
             # Garbage collection removed the bottom meanwhile: what is left was read.
             headers.clear()
-            self.floor = log.first_seq - 1
+            self.floor = topic_log.first_seq - 1
             return
         marks = self.marks
         for _first_seq, entry_origin, origin_last in reversed(headers):

@@ -109,19 +109,19 @@ class TopicInbox:
         inboxes = self._inboxes
         queue = self._queue
         while queue:
-            log = self._log
-            if log is None or not log.is_open:
+            topic_log = self._log
+            if topic_log is None or not topic_log.is_open:
                 self._log = inboxes.hub.topics.get(self.topic)
                 if self._log is None:
                     self._block(inboxes.hub.topics.acquire(self.topic), self._opened)
                     return
                 continue
             high = self._high
-            if high is None or high.log is not log:
+            if high is None or high.topic_log is not topic_log:
                 if self._inflight:
                     self._block(self._until_drained(), None)  # marks must see every append
                     return
-                high = self._high = HighWater(log, inboxes.clock)
+                high = self._high = HighWater(topic_log, inboxes.clock)
             item = queue[0]
             if item.source.broken is not None:
                 queue.popleft()
@@ -166,9 +166,7 @@ class TopicInbox:
         high.appended(part.origin, part.origin_last)
         self._inflight += 1
         inboxes = self._inboxes
-        d = inboxes.hub.publish(
-            self.topic, message_set, part.origin, part.origin_first, item.source.name
-        )
+        d = inboxes.hub.publish(self.topic, message_set, part.origin, part.origin_first, item.source.name)
         d.addCallbacks(self._appended, self._append_failed, (item,), None, (item,))
 
     def _appended(self, entry, item) -> None:
@@ -215,8 +213,8 @@ class TopicInbox:
 
         d.addCallbacks(unblocked, failed)
 
-    def _opened(self, log) -> None:
-        self._log = log
+    def _opened(self, topic_log) -> None:
+        self._log = topic_log
 
     # -- outcomes ---------------------------------------------------------------------------
 

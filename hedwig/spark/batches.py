@@ -14,7 +14,6 @@ added means the hub skipped messages, and that is refused rather than written ou
 """
 
 import struct
-import sys
 from array import array
 from itertools import accumulate
 
@@ -22,11 +21,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hedwig.protocol.entry import decode_entry_header
-from hedwig.protocol.messageset import FLAG_PROPERTIES, SET_VERSION, MessageSetError, decode_properties
+from hedwig.protocol.messageset import (
+    FLAG_PROPERTIES,
+    SET_VERSION,
+    MessageSetError,
+    decode_properties,
+    read_u32_array,
+)
 from hedwig.spark.schema import ARROW_SCHEMA, PROPERTIES_TYPE, PUBLISH_TIME_TYPE
 
 _SET_HEADER = struct.Struct("!BBI")
-_SWAP = sys.byteorder == "little"  # the wire's u32s are big-endian
 _ONE = pa.scalar(1, pa.int64())
 _ZERO32 = pa.scalar(0, pa.int32())
 _NO_KEYS = pa.array([], pa.string())
@@ -38,13 +42,6 @@ _MAX_OFFSET = 2**31 - 1  # Arrow binary/string columns use int32 offsets
 class CorruptEntry(ValueError):
     """An entry whose bytes do not hold what its header and length arrays say."""
 
-
-def _u32s(buf, offset: int, count: int) -> array:
-    values = array("I")
-    values.frombytes(buf[offset : offset + 4 * count])
-    if _SWAP:
-        values.byteswap()
-    return values
 
 
 class RecordBatchBuilder:
@@ -98,8 +95,8 @@ class RecordBatchBuilder:
         arrays_end = position + 4 * count * (2 if has_properties else 1)
         if arrays_end > len(entry):
             raise CorruptEntry(f"{where}: truncated in its length arrays")
-        lengths = _u32s(entry, position, count)
-        property_lengths = _u32s(entry, position + 4 * count, count) if has_properties else None
+        lengths = read_u32_array(entry, position, count)
+        property_lengths = read_u32_array(entry, position + 4 * count, count) if has_properties else None
         payload_total = sum(lengths)
         data_end = arrays_end + payload_total + (sum(property_lengths) if has_properties else 0)
         if data_end != len(entry):

@@ -1,4 +1,4 @@
-"""tests/hubprocess.py, the helper every integration test and benchmark starts hubs with:
+"""hedwig/testing/hubprocess.py, the helper every integration test and benchmark starts hubs with:
 a hub that cannot start is reported with its own words, never taken for a started one."""
 
 import pytest

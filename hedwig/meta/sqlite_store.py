@@ -319,7 +319,8 @@ class SqliteMetadataStore:
             return succeed(None)
         self._closed = True
         if self._worker is None:
-            return succeed(self._close_database())
+            self._closed_database(self._close_database(), None)
+            return succeed(None)
         closed = Deferred()
         reactor, worker = self._reactor, self._worker
 
@@ -339,12 +340,11 @@ class SqliteMetadataStore:
         except sqlite3.Error as e:
             warning = e
         self._db.close()
-        if warning is not None and self._worker is None:
-            self._warn_checkpoint(warning)
         return warning
 
     def _closed_database(self, warning, worker) -> None:
-        worker.stop()  # (idle now: the join is immediate)
+        if worker is not None:
+            worker.stop()  # (idle now: the join is immediate)
         if warning is not None:
             self._warn_checkpoint(warning)
 

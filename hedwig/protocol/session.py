@@ -106,9 +106,6 @@ class HubSession:
 
     # -- requests out ----------------------------------------------------------------------
 
-    def next_request_id(self) -> int:
-        return self._ids.next()
-
     def request(self, op: Op, body: bytes, context=None) -> tuple[int, bytes]:
         """(request id, whole frame) for a request whose reply goes to `context`."""
         request_id = self._ids.next()

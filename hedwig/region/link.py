@@ -303,33 +303,34 @@ class ParentLink:
 
     def request(self, op: Op, body: bytes) -> Deferred:
         """Deferred[(status, message, payload)]; fails with LinkDropped if the connection ends."""
-        pending = self._pending_reply()
-        request_id, frame = self._protocol.channel.request(op, body, pending)
-        self._expect(request_id, op, pending)
-        self._protocol.transport.write(frame)
-        return pending[0]
+        return self._send_request(op, self._protocol_channel().request, body)
 
     def request_parts(self, op: Op, make_parts) -> Deferred:
         """As request, for a frame built by make_parts(request_id) as chunks."""
-        pending = self._pending_reply()
-        request_id, parts = self._protocol.channel.request_parts(op, make_parts, pending)
-        self._expect(request_id, op, pending)
-        self._protocol.transport.writeSequence(parts)
+        return self._send_request(op, self._protocol_channel().request_parts, make_parts)
+
+    def _protocol_channel(self):
+        if self._protocol is None:
+            raise LinkDropped("the region link is not connected")
+        return self._protocol.channel
+
+    def _send_request(self, op: Op, build, argument) -> Deferred:
+        """build(op, argument, pending) -> (request id, frame or chunks), written at once;
+        the reply (or LinkDropped) goes to pending's Deferred, and a reply later than
+        link_timeout_s drops the link."""
+        pending = [Deferred(), None]
+        request_id, frame = build(op, argument, pending)
+        pending[1] = self._reactor.callLater(self.timeout, self._timed_out, request_id, op)
+        if isinstance(frame, list):
+            self._protocol.transport.writeSequence(frame)
+        else:
+            self._protocol.transport.write(frame)
         return pending[0]
 
     def send(self, op: Op, body: bytes) -> None:
         """A request answered only when it fails (CONSUME)."""
         if self._protocol is not None:
             self._protocol.transport.write(self._protocol.channel.send(op, body))
-
-    def _pending_reply(self) -> list:
-        """[Deferred, timeout call]: what a reply to a request of the link goes to."""
-        if self._protocol is None:
-            raise LinkDropped("the region link is not connected")
-        return [Deferred(), None]
-
-    def _expect(self, request_id: int, op: Op, pending: list) -> None:
-        pending[1] = self._reactor.callLater(self.timeout, self._timed_out, request_id, op)
 
     def _timed_out(self, request_id: int, op: Op) -> None:
         protocol = self._protocol

@@ -32,9 +32,9 @@ class Recorder:
 
 def test_request_ids_count_up_and_wrap_past_zero():
     channel = HubSession(Recorder())
-    assert [channel.next_request_id() for _ in range(3)] == [1, 2, 3]
+    assert [channel.request(Op.STATS, b"")[0] for _ in range(3)] == [1, 2, 3]
     channel._ids.last = 0xFFFFFFFF  # (the counter hedwig.protocol.request_ids.RequestIds)
-    assert channel.next_request_id() == 1
+    assert channel.request(Op.STATS, b"")[0] == 1
 
 
 def test_publish_frame_is_what_the_hub_decodes():

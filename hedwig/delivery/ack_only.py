@@ -12,14 +12,22 @@ channel's set), so this class answers the few things the manager asks of a curso
 never touches the cache.
 """
 
+from dataclasses import dataclass
+
 ACK_ONLY = "ack_only"
 STOPPED = "stopped"
 
 
+@dataclass(slots=True, eq=False)
 class AckOnlyAttachment:
-    """Stands for an attached subscriber that acknowledges but receives nothing."""
+    """Stands for an attached subscriber that acknowledges but receives nothing. Compared
+    by identity (eq=False), as a Cursor is: the manager keeps it in its channel's set."""
 
-    __slots__ = ("active", "channel", "handle", "paused", "subscription")
+    subscription: object  # the delivery Subscription it holds
+    channel: object  # the IDeliveryChannel it is attached on
+    handle: int
+    active: bool = False
+    paused: bool = False
 
     delivers = False  # the delivery manager caps its CONSUME at the topic's last seq-id
     window = 0  # nothing is ever in flight
@@ -32,13 +40,6 @@ class AckOnlyAttachment:
     skipped = 0
     pulls = 0
     push_waits = 0
-
-    def __init__(self, subscription, channel, handle):
-        self.subscription = subscription
-        self.channel = channel
-        self.handle = handle
-        self.active = False
-        self.paused = False
 
     @property
     def delivered_seq(self) -> int:

@@ -93,17 +93,20 @@ class MemoryLedgerStore:
 
     # -- ILedgerStore ----------------------------------------------------------------------
 
-    def _ledger(self, ledger_id) -> _Ledger:
+    def _check_open(self) -> None:
+        """Every call of the store fails alike once it is closed."""
         if self._closed:
             raise LedgerError("the ledger store is closed")
-        ledger = self._ledgers.get(ledger_id)
-        if ledger is None:
-            raise NoSuchLedger(f"ledger {ledger_id} does not exist")
-        return ledger
+
+    def _ledger(self, ledger_id) -> _Ledger:
+        self._check_open()
+        try:
+            return self._ledgers[ledger_id]
+        except KeyError:
+            raise NoSuchLedger(f"ledger {ledger_id} does not exist") from None
 
     def create(self) -> int:
-        if self._closed:
-            raise LedgerError("the ledger store is closed")
+        self._check_open()
         ledger_id = self._next_id
         self._next_id += 1
         self._ledgers[ledger_id] = _Ledger()
@@ -193,8 +196,7 @@ class MemoryLedgerStore:
         return succeed(None)
 
     def list_ledgers(self) -> list[int]:
-        if self._closed:
-            raise LedgerError("the ledger store is closed")
+        self._check_open()
         return sorted(self._ledgers)
 
     def close(self):

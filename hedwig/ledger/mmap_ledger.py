@@ -7,6 +7,7 @@ a ledger's directory: header fields, page files, cutting a closed ledger to its 
 
 import os
 import time
+from dataclasses import dataclass
 
 from hedwig.ledger.layout import (
     COUNTS,
@@ -34,64 +35,39 @@ ID_RESERVATION = 1024  # ledger ids reserved (durably) per write of the id file
 MIN_PAGE_BYTES = 4 * KIB
 
 
+@dataclass(slots=True, eq=False)
 class Ledger:
-    """What the store keeps in memory about one ledger."""
+    """What the store keeps in memory about one ledger. The first eight fields come from
+    its header (or a new ledger's settings); the rest start the same for every ledger.
+    Compared by identity (eq=False): the store and its syncer hold ledgers as objects."""
 
-    __slots__ = (
-        "broken",
-        "bytes",
-        "closed",
-        "closing",
-        "count",
-        "data_mm",
-        "data_off",
-        "data_page",
-        "data_stream",
-        "deleted",
-        "data_map_page",
-        "durable",
-        "header_mm",
-        "id",
-        "index_map_page",
-        "index_mm",
-        "index_stream",
-        "new",
-        "page_bytes",
-        "path",
-        "records_per_page",
-        "synced_data_page",
-        "synced_index_page",
-        "synced_pages_created",
-    )
-
-    def __init__(self, ledger_id, path, page_bytes, records_per_page, count, data_bytes, durable, closed):
-        self.id = ledger_id
-        self.path = path
-        self.page_bytes = page_bytes
-        self.records_per_page = records_per_page
-        self.count = count
-        self.bytes = data_bytes
-        self.durable = durable
-        self.closed = closed
-        self.closing = None  # while a close is on its way: Deferreds of later close calls
-        self.deleted = False
-        self.broken = None  # why the ledger takes no more appends (a failed fsync)
-        self.new = False  # created since the last sync: its directory entry is not durable
-        # The writer (open ledgers only): where the next entry goes, its page files, and
-        # the pages it has mapped (None once the mapped-page budget unmapped them).
-        self.data_page = 0
-        self.data_off = 0
-        self.data_stream = None
-        self.index_stream = None
-        self.header_mm = None
-        self.data_mm = None
-        self.data_map_page = -1
-        self.index_mm = None
-        self.index_map_page = -1
-        # What the next sync starts from.
-        self.synced_data_page = 0
-        self.synced_index_page = 0
-        self.synced_pages_created = 0
+    id: int
+    path: str
+    page_bytes: int
+    records_per_page: int
+    count: int  # entries appended
+    bytes: int  # data bytes appended
+    durable: int  # entries durable on disk
+    closed: bool
+    closing: list | None = None  # while a close is on its way: Deferreds of later close calls
+    deleted: bool = False
+    broken: str | None = None  # why the ledger takes no more appends (a failed fsync)
+    new: bool = False  # created since the last sync: its directory entry is not durable
+    # The writer (open ledgers only): where the next entry goes, its page files, and
+    # the pages it has mapped (None once the mapped-page budget unmapped them).
+    data_page: int = 0
+    data_off: int = 0
+    data_stream: object = None
+    index_stream: object = None
+    header_mm: object = None
+    data_mm: object = None
+    data_map_page: int = -1
+    index_mm: object = None
+    index_map_page: int = -1
+    # What the next sync starts from.
+    synced_data_page: int = 0
+    synced_index_page: int = 0
+    synced_pages_created: int = 0
 
     @property
     def index_page_bytes(self) -> int:

@@ -1,29 +1,24 @@
 """The message as applications see it."""
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 
+@dataclass(slots=True)
 class Message:
-    """One delivered message. `publish_time` is a UTC datetime made on first use."""
+    """One delivered message. `publish_time` is a UTC datetime made on first use.
 
-    __slots__ = (
-        "topic",
-        "seq",
-        "payload",
-        "publish_time_us",
-        "properties",
-        "origin_region",
-        "origin_seq",
-    )
+    A slotted dataclass: one is made per message on the client, and its generated
+    __init__ is the plain assignments a hand-written one would be. Equal when every
+    field is; unhashable, as the properties dict is."""
 
-    def __init__(self, topic, seq, payload, publish_time_us, properties, origin_region, origin_seq):
-        self.topic = topic
-        self.seq = seq
-        self.payload = payload
-        self.publish_time_us = publish_time_us
-        self.properties = properties
-        self.origin_region = origin_region
-        self.origin_seq = origin_seq
+    topic: str
+    seq: int
+    payload: bytes
+    publish_time_us: int
+    properties: dict
+    origin_region: str
+    origin_seq: int
 
     @property
     def publish_time(self) -> datetime:
@@ -34,10 +29,3 @@ class Message:
             f"Message(topic={self.topic!r}, seq={self.seq}, payload={self.payload[:40]!r}, "
             f"origin={self.origin_region}:{self.origin_seq})"
         )
-
-    def __eq__(self, other):
-        if not isinstance(other, Message):
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
-    __hash__ = None

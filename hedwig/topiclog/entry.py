@@ -1,17 +1,20 @@
 """A topic log entry as the layers above the log see it."""
 
+from dataclasses import dataclass
 
+
+@dataclass(slots=True, eq=False)
 class LogEntry:
     """One stored entry: seq-ids first_seq..last_seq, and `data`, the entry's bytes
-    (protocol entry header + the publisher's message set), delivered as they are."""
+    (protocol entry header + the publisher's message set), delivered as they are.
 
-    __slots__ = ("data", "first_seq", "last_seq", "publish_time_us")
+    Compared by identity (eq=False): the cache and cursors hold entries as objects, and
+    comparing two entries' bytes would be a cost nobody asks for."""
 
-    def __init__(self, first_seq: int, last_seq: int, data: bytes, publish_time_us: int):
-        self.first_seq = first_seq
-        self.last_seq = last_seq
-        self.data = data
-        self.publish_time_us = publish_time_us
+    first_seq: int
+    last_seq: int
+    data: bytes
+    publish_time_us: int
 
     @property
     def count(self) -> int:

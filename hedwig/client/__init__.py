@@ -7,7 +7,8 @@ gap, and raise the typed exceptions of hedwig.client.errors.
 """
 
 from hedwig.client.blocking import AckOnlySubscription, Client, Subscription
-from hedwig.client.errors import (
+from hedwig.protocol import Message, Status
+from hedwig.protocol.errors import (
     ClientAlreadySubscribed,
     ClientClosed,
     ClientNotSubscribed,
@@ -35,7 +36,6 @@ from hedwig.client.errors import (
     TopicBusy,
     UnsupportedVersion,
 )
-from hedwig.protocol import Message, Status
 
 __all__ = [
     "AckOnlySubscription",

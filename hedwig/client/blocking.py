@@ -7,7 +7,7 @@ between a reply and its caller.
 Requests are sent again to the owner a hub names in NOT_RESPONSIBLE_FOR_TOPIC (at most
 `max_redirects` times, never to a hub already asked). A lost connection is opened again
 on next use; a subscription on it resumes from its last acknowledged seq-id (see
-resume.py). A publish in flight when a connection drops raises ConnectionLost: it may
+hedwig.protocol.position). A publish in flight when a connection drops raises ConnectionLost: it may
 have been stored, and sending it again could store it twice.
 
 `subscribe(..., deliver=False)` gives an AckOnlySubscription: the hub delivers nothing
@@ -20,7 +20,8 @@ import threading
 import time
 from collections import deque
 
-from hedwig.client.addresses import parse_addresses
+from zope.interface import implementer
+
 from hedwig.client.connection import BlockingConnection, TlsConnection
 from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
@@ -29,7 +30,13 @@ from hedwig.client.defaults import (
     DEFAULT_TIMEOUT,
     DEFAULT_WINDOW,
 )
-from hedwig.client.errors import (
+from hedwig.client.operations import ClientOperations
+from hedwig.client.reads import ReadCollector
+from hedwig.client.start import position_as_asked
+from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
+from hedwig.protocol import Op, Status, encode_message_set
+from hedwig.protocol.addresses import parse_addresses
+from hedwig.protocol.errors import (
     ClientClosed,
     ClientNotSubscribed,
     ConnectionLost,
@@ -41,21 +48,16 @@ from hedwig.client.errors import (
     SubscriptionClosed,
     TopicBusy,
 )
-from hedwig.client.operations import ClientOperations
-from hedwig.client.reads import ReadCollector
-from hedwig.client.redirects import Routes
-from hedwig.client.resume import SubscriptionPosition, seq_of
-from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
-from hedwig.protocol import Op, Status, encode_message_set
-from hedwig.protocol.requests import (
-    encode_close_subscription,
-    encode_consume,
-)
+from hedwig.protocol.position import SubscriptionPosition, seq_of
+from hedwig.protocol.redirects import Routes
+from hedwig.protocol.requests import encode_close_subscription
+from hedwig.protocol.session import ISubscriber
 
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
 
 
+@implementer(ISubscriber)
 class Subscription(PositionedSubscription):
     """A live subscription: iterate it, or `receive(timeout)`; `ack` what you processed.
 
@@ -77,18 +79,17 @@ class Subscription(PositionedSubscription):
     def closed(self) -> bool:
         return self._closed is not None
 
-    # -- called by the connection, on the reading thread ------------------------------------
+    # -- ISubscriber: called by the connection's session, on the reading thread ----------------
 
-    def _attached(self, connection, subscribed) -> None:
+    def on_attached(self, connection, subscribed) -> None:
         self._connection = connection
         self._handle = subscribed.handle
         self._detached_at = None
-        self._position.on_subscribed(subscribed)
 
-    def _delivered(self, start, stop, entry) -> None:
+    def on_delivery(self, start, stop, entry) -> None:
         self._queue.extend(self._position.messages(start, stop, entry))
 
-    def _detached(self, topic_moved: bool = False) -> None:
+    def on_detached(self, topic_moved: bool = False) -> None:
         self._connection = None
         self._handle = None
         self._detached_at = time.monotonic()
@@ -166,7 +167,7 @@ class Subscription(PositionedSubscription):
         if handle is None:
             return
         try:
-            connection.send(Op.CONSUME, encode_consume(handle, seq))
+            connection.consume(handle, seq)
         except HedwigError:
             # Resubscribing sends the pointer again (sent_ack drops to the hub's value).
             self._position.not_sent(seq)
@@ -183,7 +184,7 @@ class Subscription(PositionedSubscription):
         if connection is None or handle is None:
             return
         self._flush_ack(connection)
-        connection.subscriptions.pop(handle, None)
+        connection.release(handle)
         self._connection = None
         try:
             connection.call(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
@@ -233,7 +234,7 @@ class AckOnlySubscription(AcknowledgesOnly, Subscription):
         if seq is None:
             return
         try:
-            self._connection.send(Op.CONSUME, encode_consume(self._handle, seq))
+            self._connection.consume(self._handle, seq)
         except HedwigError:
             self._position.not_sent(seq)
             raise
@@ -404,7 +405,7 @@ class Client(ClientOperations):
         `window`: delivered-but-unacknowledged messages at most (None: the client's).
         `deliver=False`: acknowledgement only; returns an AckOnlySubscription.
         """
-        position = SubscriptionPosition.asked(
+        position = position_as_asked(
             self, topic, subscriber_id, mode, start, window, force_attach, deliver
         )
         subscription = (Subscription if deliver else AckOnlySubscription)(self, position)

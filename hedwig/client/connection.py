@@ -23,10 +23,9 @@ import struct
 import threading
 import time
 
-from hedwig.client.addresses import format_address
-from hedwig.client.errors import ClientClosed, ConnectionLost, CouldNotConnect, RequestTimeout, error_for
-from hedwig.client.handles import SubscriptionHandles
 from hedwig.protocol import Op, Status
+from hedwig.protocol.addresses import format_address
+from hedwig.protocol.errors import ClientClosed, ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.protocol.requests import encode_hello
 from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.tls import ssl_failure
@@ -50,11 +49,10 @@ def _timeval(seconds: float) -> bytes:
 class _Reply:
     """Where the reader thread leaves a response for the thread that asked."""
 
-    __slots__ = ("response", "subscription")
+    __slots__ = ("response",)
 
-    def __init__(self, subscription=None):
+    def __init__(self):
         self.response = None
-        self.subscription = subscription
 
     def done(self) -> bool:
         return self.response is not None
@@ -69,8 +67,8 @@ class BlockingConnection:
         self._sock = self._open_socket(connect_timeout)
         self._read_buffer = bytearray(_RECV_BYTES)
         self._read_view = memoryview(self._read_buffer)
-        self._channel = HubSession(self)  # request ids, replies matched to their _Reply
-        self.subscriptions = SubscriptionHandles()
+        # Request ids, replies matched to their _Reply, subscriptions by handle
+        self._channel = HubSession(self)
         self._cond = threading.Condition()
         self._read_lock = threading.Lock()
         self._waiters = 0
@@ -104,24 +102,31 @@ class BlockingConnection:
     # -- frames in (called by the channel, on the reading thread) ---------------------------
 
     def response_received(self, request_id, response, reply):
-        if reply is None:
-            return  # its caller gave up waiting
-        self.subscriptions.answered(self, reply.subscription, response)
-        reply.response = response
-
-    def delivery_received(self, handle, start, stop, entry):
-        self.subscriptions.delivered(handle, start, stop, entry)
-
-    def event_received(self, handle, event):
-        self.subscriptions.event(handle, event)
+        if reply is not None:  # (None: its caller gave up waiting)
+            reply.response = response
 
     # -- requests --------------------------------------------------------------------------
 
-    def call(self, op: Op, body: bytes, subscription=None, timeout=None):
+    def call(self, op: Op, body: bytes, timeout=None):
         """Send a request and wait for its Response."""
-        reply = _Reply(subscription)
+        reply = _Reply()
         request_id, frame = self._channel.request(op, body, reply)
         return self._exchange(request_id, reply, [frame], timeout)
+
+    def subscribe(self, subscription):
+        """SUBSCRIBE as the subscription's position asks; a SUCCESS attaches it (the
+        session calls its on_attached) before the Response is returned."""
+        reply = _Reply()
+        request_id, frame = self._channel.subscribe(subscription._position, subscription, reply)
+        return self._exchange(request_id, reply, [frame], None)
+
+    def consume(self, handle: int, seq: int) -> None:
+        """Move the consumed seq-id of the subscription `handle` (no reply on success)."""
+        self._send([self._channel.consume(handle, seq)])
+
+    def release(self, handle: int) -> None:
+        """The subscription `handle` is closed here: its frames go to nobody."""
+        self._channel.release(handle)
 
     def publish(self, topic: str, message_set: bytes):
         reply = _Reply()
@@ -249,7 +254,7 @@ class BlockingConnection:
             return
         self.lost = ConnectionLost(message=reason)
         self._close_socket()
-        self.subscriptions.lost()
+        self._channel.detach_all()
 
     def _close_socket(self) -> None:
         try:

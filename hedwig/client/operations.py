@@ -14,7 +14,6 @@ from hedwig.protocol import Op
 from hedwig.protocol.requests import (
     encode_describe_topic,
     encode_read_range,
-    encode_subscribe,
     encode_unsubscribe,
 )
 
@@ -27,10 +26,7 @@ class ClientOperations:
     def _subscribe(self, subscription):
         """SUBSCRIBE as the subscription's position says (first as asked, later to resume);
         a reply that attaches it reaches the subscription before the caller."""
-        body = encode_subscribe(**subscription._position.subscribe_args())
-        return self._request(
-            subscription.topic, lambda c: c.call(Op.SUBSCRIBE, body, subscription), retry=True
-        )
+        return self._request(subscription.topic, lambda c: c.subscribe(subscription), retry=True)
 
     def unsubscribe(self, topic: str, subscriber_id: str):
         """Delete the durable subscription: its consumed seq-id is forgotten (one attached

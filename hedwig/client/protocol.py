@@ -1,17 +1,16 @@
 """One Twisted client connection to one hub: requests answered through Deferreds (each
-with a timeout on the client's clock), deliveries and events handed to the subscription
-that owns the handle."""
+with a timeout on the client's clock), deliveries and events handed (by the protocol
+session) to the subscription that owns the handle."""
 
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.client.addresses import format_address
 from hedwig.client.defaults import DEFAULT_TIMEOUT
-from hedwig.client.errors import ConnectionLost, CouldNotConnect, RequestTimeout, error_for
-from hedwig.client.handles import SubscriptionHandles
 from hedwig.protocol import Op, Status
+from hedwig.protocol.addresses import format_address
+from hedwig.protocol.errors import ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.protocol.requests import encode_hello
 from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.tls import handshake_failure
@@ -28,9 +27,8 @@ class HubProtocol(Protocol):
         self._clock = clock
         self._client_name = client_name
         self._timeout = timeout
-        # Request ids, replies matched to their [Deferred, subscription or None, timeout call]
+        # Request ids, replies matched to their [Deferred, timeout call], subscriptions
         self._channel = HubSession(self)
-        self.subscriptions = SubscriptionHandles()
         self.hello = None
         self.lost = None
         self.ready = Deferred()  # fires with the protocol once HELLO is answered
@@ -77,14 +75,14 @@ class HubProtocol(Protocol):
                 self.lost = refused
             else:
                 self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
-        for deferred, _subscription, timer in self._channel.take_pending():
+        for deferred, timer in self._channel.take_pending():
             if timer is not None and timer.active():
                 timer.cancel()
             deferred.errback(Failure(self.lost))
         if self.ready is not None:
             ready, self.ready = self.ready, None
             ready.errback(Failure(self.lost))
-        self.subscriptions.lost()
+        self._channel.detach_all()
         if self.on_lost is not None:
             self.on_lost(self)
         waiters, self._lost_waiters = self._lost_waiters, []
@@ -113,50 +111,52 @@ class HubProtocol(Protocol):
         self.transport.loseConnection()
         return d
 
-    # -- frames in -------------------------------------------------------------------------
+    # -- replies in -------------------------------------------------------------------------
 
     def response_received(self, request_id, response, pending):
         if pending is None:
             return  # timed out, or a CONSUME's failure: nobody waits for it
-        deferred, subscription, timer = pending
+        deferred, timer = pending
         if timer is not None and timer.active():
             timer.cancel()
-        self.subscriptions.answered(self, subscription, response)
         deferred.callback(response)
-
-    def delivery_received(self, handle, start, stop, entry):
-        self.subscriptions.delivered(handle, start, stop, entry)
-
-    def event_received(self, handle, event):
-        self.subscriptions.event(handle, event)
 
     # -- requests --------------------------------------------------------------------------
 
-    def call(self, op: Op, body: bytes, subscription=None) -> Deferred:
+    def call(self, op: Op, body: bytes) -> Deferred:
         """Send a request; a Deferred firing with its Response."""
-        return self._send_request(self._channel.request, (op, body), subscription)
+        return self._send_request(self._channel.request, (op, body))
 
     def publish(self, topic: str, message_set: bytes) -> Deferred:
-        return self._send_request(self._channel.publish, (topic, message_set), None)
+        return self._send_request(self._channel.publish, (topic, message_set))
 
-    def _send_request(self, build, arguments, subscription) -> Deferred:
+    def subscribe(self, subscription) -> Deferred:
+        """SUBSCRIBE as the subscription's position asks; a SUCCESS attaches it (the
+        session calls its on_attached) before the Deferred fires."""
+        return self._send_request(self._channel.subscribe, (subscription._position, subscription))
+
+    def _send_request(self, build, arguments) -> Deferred:
         """build(*arguments, pending) -> (request id, frame or frame parts), sent at once;
         the Deferred of its Response (RequestTimeout past the client's timeout)."""
         if self.lost is not None:
             return fail(self.lost)
-        pending = [Deferred(), subscription, None]
+        pending = [Deferred(), None]
         request_id, frame = build(*arguments, pending)
-        pending[2] = self._clock.callLater(self._timeout, self._timed_out, request_id)
+        pending[1] = self._clock.callLater(self._timeout, self._timed_out, request_id)
         if isinstance(frame, list):
             self.transport.writeSequence(frame)
         else:
             self.transport.write(frame)
         return pending[0]
 
-    def send(self, op: Op, body: bytes) -> None:
-        """A request answered only when it fails (CONSUME)."""
+    def consume(self, handle: int, seq: int) -> None:
+        """Move the consumed seq-id of the subscription `handle` (no reply on success)."""
         if self.lost is None:
-            self.transport.write(self._channel.send(op, body))
+            self.transport.write(self._channel.consume(handle, seq))
+
+    def release(self, handle: int) -> None:
+        """The subscription `handle` is closed here: its frames go to nobody."""
+        self._channel.release(handle)
 
     def _timed_out(self, request_id):
         pending = self._channel.forget(request_id)

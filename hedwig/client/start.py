@@ -9,6 +9,8 @@ digits, or an ISO-8601 time.
 
 from datetime import datetime
 
+from hedwig.protocol.position import SubscriptionPosition
+
 
 def wire_start(start):
     """The protocol's start value (see hedwig.protocol.requests.encode_subscribe)."""
@@ -36,3 +38,18 @@ def parse_start(text: str):
         raise ValueError(
             f"--from {text!r}: expected earliest, latest, a seq-id or an ISO-8601 time"
         ) from None
+
+
+def position_as_asked(client, topic, subscriber_id, mode, start, window, force_attach, deliver):
+    """The SubscriptionPosition of a subscription as an application asks either client
+    for it: `start` in any form wire_start takes, `window` None for the client's own."""
+    return SubscriptionPosition(
+        topic,
+        subscriber_id,
+        mode,
+        wire_start(start),
+        client.window if window is None else window,
+        force_attach,
+        client.ack_every,
+        deliver,
+    )

@@ -1,17 +1,20 @@
 """What both clients' subscriptions share, whatever way they wait.
 
-A subscription of either client keeps its SubscriptionPosition (resume.py) and is
-handed frames by its connection's SubscriptionHandles (handles.py). Its names and its
-acknowledged seq-id are read from the position, here once; an acknowledgement-only
-subscription (deliver=False) refuses a delivery the same way in both clients.
+A subscription of either client keeps its SubscriptionPosition
+(hedwig.protocol.position) and is an ISubscriber of its connection's protocol session
+(hedwig.protocol.session), which hands it the frames of its handle. Its names and its
+acknowledged seq-id are read from the position, here once, and so is what the hub's
+events mean; an acknowledgement-only subscription (deliver=False) refuses a delivery
+the same way in both clients.
 """
 
-from hedwig.client.errors import NoDeliveries
+from hedwig.protocol.errors import NoDeliveries, SubscriptionClosed
 from hedwig.protocol.session import ProtocolViolation
+from hedwig.protocol.status import SubscriptionEvent
 
 
 class PositionedSubscription:
-    """The parts of a subscription that are its position's."""
+    """The parts of a subscription that are its position's, and the hub's events."""
 
     __slots__ = ()
 
@@ -24,6 +27,15 @@ class PositionedSubscription:
         first attached, then every ack (sent or still due)."""
         return self._position.acked
 
+    def on_event(self, event) -> None:
+        """A forced close ends the subscription (another connection attached it);
+        TOPIC_MOVED, or an event newer than this client, detaches it to subscribe again
+        where the topic lives now."""
+        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
+            self._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
+        else:
+            self.on_detached(topic_moved=True)
+
 
 class AcknowledgesOnly:
     """Mixed into an acknowledgement-only subscription: the hub delivers nothing on it."""
@@ -34,7 +46,7 @@ class AcknowledgesOnly:
         """The error for asking it for messages."""
         return NoDeliveries(self.topic, self.subscriber_id)
 
-    def _delivered(self, start, stop, entry) -> None:
+    def on_delivery(self, start, stop, entry) -> None:
         # No hub sends this: one that did is not to be trusted (the connection drops).
         raise ProtocolViolation(
             f"the hub delivered to {self.topic}/{self.subscriber_id}, attached with deliver=False"

@@ -27,7 +27,6 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrap
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.client.addresses import format_address, parse_addresses
 from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
     DEFAULT_HUB,
@@ -35,7 +34,14 @@ from hedwig.client.defaults import (
     DEFAULT_TIMEOUT,
     DEFAULT_WINDOW,
 )
-from hedwig.client.errors import (
+from hedwig.client.operations import ClientOperations
+from hedwig.client.protocol import HubProtocol
+from hedwig.client.reads import ReadCollector
+from hedwig.client.start import position_as_asked
+from hedwig.client.twisted_subscriptions import AckOnlySubscription, Subscription
+from hedwig.protocol import Status, encode_message_set
+from hedwig.protocol.addresses import format_address, parse_addresses
+from hedwig.protocol.errors import (
     ClientClosed,
     ClientNotSubscribed,
     ConnectionLost,
@@ -45,13 +51,7 @@ from hedwig.client.errors import (
     PublishQueueFull,
     SubscriptionClosed,
 )
-from hedwig.client.operations import ClientOperations
-from hedwig.client.protocol import HubProtocol
-from hedwig.client.reads import ReadCollector
-from hedwig.client.redirects import Routes
-from hedwig.client.resume import SubscriptionPosition
-from hedwig.client.twisted_subscriptions import AckOnlySubscription, Subscription
-from hedwig.protocol import Status, encode_message_set
+from hedwig.protocol.redirects import Routes
 
 __all__ = ["AckOnlySubscription", "Client", "Subscription"]
 _BACKOFF_FIRST = 0.05
@@ -398,7 +398,7 @@ class Client(ClientOperations):
         if not deliver and handler is not None:
             return fail(ValueError("a subscription with deliver=False receives nothing: give no handler"))
         try:
-            position = SubscriptionPosition.asked(
+            position = position_as_asked(
                 self, topic, subscriber_id, mode, start, window, force_attach, deliver
             )
         except ValueError as e:

@@ -3,25 +3,25 @@ move the hub's consumed seq-id, and the acknowledgement-only kind (deliver=False
 
 The client (twisted.py) makes them and routes each delivery to its subscription by the
 channel-local handle; a subscription keeps its position so a reconnect resumes it from
-its last acknowledgement (resume.py).
+its last acknowledgement (hedwig.protocol.position).
 """
 
 
 from twisted.internet.defer import Deferred, DeferredQueue, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
-from hedwig.client.resume import SubscriptionPosition, seq_of
 from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
 from hedwig.protocol import Op
-from hedwig.protocol.requests import (
-    encode_close_subscription,
-    encode_consume,
-)
+from hedwig.protocol.position import SubscriptionPosition, seq_of
+from hedwig.protocol.requests import encode_close_subscription
+from hedwig.protocol.session import ISubscriber
 
 log = Logger()
 
 
+@implementer(ISubscriber)
 class Subscription(PositionedSubscription):
     """A live subscription. Messages go to the handler, or to `queue` (a DeferredQueue:
     `await subscription.queue.get()`). `ack` is cumulative; `closed` fires when the
@@ -48,14 +48,13 @@ class Subscription(PositionedSubscription):
     def attached(self) -> bool:
         return self._protocol is not None
 
-    # -- called by the protocol ---------------------------------------------------------------
+    # -- ISubscriber: called by the connection's protocol session -------------------------------
 
-    def _attached(self, protocol, subscribed) -> None:
+    def on_attached(self, protocol, subscribed) -> None:
         self._protocol = protocol
         self._handle = subscribed.handle
-        self._position.on_subscribed(subscribed)
 
-    def _delivered(self, start, stop, entry) -> None:
+    def on_delivery(self, start, stop, entry) -> None:
         messages = self._position.messages(start, stop, entry)
         if self._handler is not None:
             handler = self._handler
@@ -66,7 +65,7 @@ class Subscription(PositionedSubscription):
             for message in messages:
                 put(message)
 
-    def _detached(self, topic_moved: bool = False) -> None:
+    def on_detached(self, topic_moved: bool = False) -> None:
         self._protocol = None
         self._handle = None
         if not self._done:
@@ -110,7 +109,7 @@ class Subscription(PositionedSubscription):
     def _send_consume(self, seq) -> None:
         if self._protocol is None:
             return  # resubscribing from acked+1 tells the hub
-        self._protocol.send(Op.CONSUME, encode_consume(self._handle, seq))
+        self._protocol.consume(self._handle, seq)
 
     def close(self) -> Deferred:
         """Flush acknowledgements and detach; the subscription stays (durable)."""
@@ -125,8 +124,8 @@ class Subscription(PositionedSubscription):
             return succeed(None)
         to_send = self._position.unsent_ack()
         if to_send is not None:
-            protocol.send(Op.CONSUME, encode_consume(handle, to_send))
-        protocol.subscriptions.pop(handle, None)
+            protocol.consume(handle, to_send)
+        protocol.release(handle)
         self._protocol = None
         d = protocol.call(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
         d.addErrback(lambda _failure: None)  # a lost connection detached it anyway
@@ -152,8 +151,8 @@ class AckOnlySubscription(AcknowledgesOnly, Subscription):
     def queue(self):
         raise self._no_deliveries()
 
-    def _attached(self, protocol, subscribed) -> None:
-        super()._attached(protocol, subscribed)
+    def on_attached(self, protocol, subscribed) -> None:
+        super().on_attached(protocol, subscribed)
         self._flush_ack()  # what was acknowledged while it was detached
 
     def ack(self, message_or_seq) -> None:

@@ -1,16 +1,26 @@
-"""One connection's hub protocol, without I/O: request ids, pending replies, frames in and out.
+"""One connection's hub protocol, without I/O: request ids, pending replies, subscription
+handles and positions, frames in and out.
 
 The model is h11 / hyper-h2: a HubSession owns no socket, no reactor, no thread and no
 clock. A driver hands it the bytes its transport received (`data_received`) and writes
 the bytes it returns for each request; the session parses frames and calls its receiver
-(ISessionReceiver) once per frame, with the context the driver gave when it sent the
-request a reply answers. Three drivers share it: the blocking client
+(ISessionReceiver) once per reply or request, with the context the driver gave when it
+sent the request a reply answers. Three drivers share it: the blocking client
 (hedwig/client/connection.py), the Twisted client (hedwig/client/protocol.py) and the
-region link (hedwig/region/link.py), so request numbering, reply matching and frame
-parsing live in one place, tested by feeding it bytes (tests/protocol/test_session.py).
+region link (hedwig/region/link.py), so request numbering, reply matching, frame
+parsing and the subscriptions of a connection live in one place, tested by feeding it
+bytes (tests/protocol/test_session.py).
+
+Subscriptions: `subscribe(position, subscriber)` sends the SUBSCRIBE its
+SubscriptionPosition (position.py: the client's side of the window, acks, resuming)
+asks for. When the hub attaches it, the session moves the position, keeps the
+connection-local handle, and from then on hands the subscriber (ISubscriber) the
+DELIVERY and EVENT frames of that handle; a lost connection detaches every subscriber.
+Which hub to ask is the redirect rule's (redirects.py), the same for every driver.
 
 What stays with the drivers is what needs I/O or time: waiting, timeouts (they `forget`
-a request that timed out), and what to do with a lost connection (`take_pending`).
+a request that timed out), and what to do with a lost connection (`take_pending`,
+`detach_all`).
 
 Frames are cut straight out of the received bytes: an entry is copied once (the slice
 handed to the receiver), never through an intermediate buffer; only a frame split across
@@ -26,8 +36,9 @@ from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES, frame_header
 from hedwig.protocol.layouts import RequestError
 from hedwig.protocol.ops import Op
 from hedwig.protocol.request_ids import RequestIds
-from hedwig.protocol.requests import publish_prefix
+from hedwig.protocol.requests import decode_subscribed, encode_consume, encode_subscribe, publish_prefix
 from hedwig.protocol.responses import decode_response, split_response
+from hedwig.protocol.status import Status
 
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
 _ONE_MESSAGE_SET = struct.Struct("!BBII")  # version, flags, count 1, the payload's length
@@ -44,7 +55,7 @@ class ProtocolViolation(Exception):
 
 
 class ISessionReceiver(Interface):
-    """What a HubSession calls for each frame from the hub."""
+    """What a HubSession calls for each reply, and each request the peer may send."""
 
     def response_received(request_id, response, context):
         """A RESPONSE to request `request_id`: a hedwig.protocol.responses.Response (its
@@ -53,14 +64,29 @@ class ISessionReceiver(Interface):
         gave with the request; None for a request the session does not know (one the
         driver forgot after a timeout, or one sent without expecting a reply)."""
 
-    def delivery_received(handle, start, stop, entry):
-        """Messages [start, stop) of a stored entry, for the subscription `handle`."""
-
-    def event_received(handle, event):
-        """A SubscriptionEvent for the subscription `handle`."""
-
     def request_received(op, request_id, body):
         """A request the peer sent (only ops the session was told to accept)."""
+
+
+class ISubscriber(Interface):
+    """A subscription as the session sees it: what it calls for the frames of its handle.
+    Both clients' subscriptions and the region link's relay subscriptions provide it."""
+
+    def on_attached(driver, subscribed):
+        """The hub attached it (SUBSCRIBE answered SUCCESS; `subscribed` is the reply's
+        hedwig.protocol.requests.Subscribed, its position already moved). Called before
+        the reply reaches the driver, and before any delivery of the handle: `driver` is
+        the session's receiver, the connection to send CONSUMEs on."""
+
+    def on_delivery(start, stop, entry):
+        """Messages [start, stop) of a stored entry."""
+
+    def on_event(event):
+        """The hub ended the subscription on this connection (a SubscriptionEvent:
+        forced closed, topic moved, or one newer than this code); its handle is free."""
+
+    def on_detached():
+        """The connection is gone: the subscription is attached nowhere now."""
 
 
 class HubSession:
@@ -78,6 +104,8 @@ class HubSession:
         "_prefixes",
         "_raw_responses",
         "_receiver",
+        "_subscribers",
+        "_subscribing",
     )
 
     def __init__(
@@ -103,6 +131,8 @@ class HubSession:
         self._ids = RequestIds()
         self._pending = {}  # request id -> the driver's context, until answered or forgotten
         self._prefixes = {}  # topic -> its str8, for publish_one
+        self._subscribing = {}  # request id of a SUBSCRIBE -> (position, subscriber)
+        self._subscribers = {}  # handle -> the ISubscriber attached with it
 
     # -- requests out ----------------------------------------------------------------------
 
@@ -143,10 +173,62 @@ class HubSession:
         head = _PUBLISH_ONE_HEAD.pack(5 + len(prefix) + 10 + len(payload), Op.PUBLISH, request_id)
         return request_id, head + prefix + _ONE_MESSAGE_SET.pack(1, 0, 1, len(payload)) + payload
 
+    # -- subscriptions ---------------------------------------------------------------------
+
+    def subscribe(self, position, subscriber, context=None) -> tuple[int, bytes]:
+        """(request id, whole frame) of the SUBSCRIBE `position` asks for: as asked the
+        first time, to resume from its last acknowledgement later. A SUCCESS reply
+        attaches `subscriber` (an ISubscriber) under the handle the hub gave."""
+        body = encode_subscribe(**position.subscribe_args())
+        request_id, frame = self.request(Op.SUBSCRIBE, body, context)
+        self._subscribing[request_id] = (position, subscriber)
+        return request_id, frame
+
+    def consume(self, handle: int, seq: int) -> bytes:
+        """The CONSUME frame moving the consumed seq-id of the subscription `handle`."""
+        return self.send(Op.CONSUME, encode_consume(handle, seq))
+
+    def release(self, handle: int) -> None:
+        """The driver closed the subscription `handle`: its frames go to nobody now."""
+        self._subscribers.pop(handle, None)
+
+    def subscriber(self, handle: int):
+        """The ISubscriber attached with `handle`, or None."""
+        return self._subscribers.get(handle)
+
+    def detach_all(self) -> None:
+        """The connection is gone: every subscriber on it is told, and none is kept."""
+        subscribers = list(self._subscribers.values())
+        self._subscribers.clear()
+        self._subscribing.clear()
+        for subscriber in subscribers:
+            subscriber.on_detached()
+
+    def _attach(self, request_id: int, response) -> None:
+        """A reply to a SUBSCRIBE: on SUCCESS, move its position and keep its handle."""
+        position, subscriber = self._subscribing.pop(request_id)
+        if self._raw_responses:
+            _op, status, _message, payload = response
+            if status is not Status.SUCCESS:
+                return
+            try:
+                subscribed = decode_subscribed(payload)
+            except RequestError as e:
+                raise ProtocolViolation(f"bad SUBSCRIBE reply from the hub: {e}") from None
+        else:
+            if response.status is not Status.SUCCESS:
+                return
+            subscribed = response.value
+        position.on_subscribed(subscribed)
+        self._subscribers[subscribed.handle] = subscriber
+        subscriber.on_attached(self._receiver, subscribed)
+
     # -- pending replies -------------------------------------------------------------------
 
     def forget(self, request_id: int):
-        """Stop waiting for a reply (its caller gave up); its context, or None."""
+        """Stop waiting for a reply (its caller gave up); its context, or None. A
+        SUBSCRIBE forgotten attaches nothing, even if the hub answers it later."""
+        self._subscribing.pop(request_id, None)
         return self._pending.pop(request_id, None)
 
     def waiting(self, request_id: int) -> bool:
@@ -156,6 +238,7 @@ class HubSession:
     def take_pending(self) -> list:
         """The contexts of every request still waiting (the connection is gone)."""
         pending, self._pending = self._pending, {}
+        self._subscribing.clear()
         return list(pending.values())
 
     @property
@@ -188,14 +271,18 @@ class HubSession:
                 if length < 17:
                     raise ProtocolViolation("DELIVERY shorter than its header")
                 handle, start, stop = _DELIVERY.unpack_from(data, position + 9)
-                receiver.delivery_received(handle, start, stop, data[position + 21 : end])
+                subscriber = self._subscribers.get(handle)
+                if subscriber is not None:  # (else one the driver released meanwhile)
+                    subscriber.on_delivery(start, stop, data[position + 21 : end])
             elif op == Op.RESPONSE:
                 self._response(request_id, data[position + 9 : end])
             elif op == Op.EVENT:
                 if length < 10:
                     raise ProtocolViolation("EVENT shorter than its body")
                 handle, event = _EVENT.unpack_from(data, position + 9)
-                receiver.event_received(handle, event)
+                subscriber = self._subscribers.pop(handle, None)
+                if subscriber is not None:
+                    subscriber.on_event(event)
             elif op in self._accepts:
                 receiver.request_received(op, request_id, data[position + 9 : end])
             else:
@@ -213,4 +300,6 @@ class HubSession:
         except (RequestError, ValueError) as e:
             raise ProtocolViolation(f"bad RESPONSE from the hub: {e}") from None
         context = self._pending.pop(request_id, _UNKNOWN)
+        if self._subscribing and request_id in self._subscribing:
+            self._attach(request_id, response)
         self._receiver.response_received(request_id, response, None if context is _UNKNOWN else context)

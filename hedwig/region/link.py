@@ -15,12 +15,13 @@ unanswered `link_timeout_s` drops the connection. None of this blocks anything l
 publishes and local deliveries never wait on a link.
 """
 
+from functools import partial
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.protocol import ClientFactory, Protocol
 from twisted.logger import Logger
 
-from hedwig.client.addresses import format_address, parse_addresses
+from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import RequestError, encode_hello
 from hedwig.protocol.session import HubSession, ProtocolViolation
@@ -72,19 +73,12 @@ class LinkProtocol(Protocol):
     def connectionLost(self, reason):
         self.link._lost(self, reason)
 
-    # -- ISessionReceiver: each frame, while this is the link's connection ------------------
+    # -- ISessionReceiver: replies and requests, while this is the link's connection ---------
+    # (Deliveries and events go by handle to the relay subscriptions, session.py's _Down.)
 
     def response_received(self, request_id, response, pending):
         if self.link._protocol is self:
             self.link._answered(request_id, response, pending)
-
-    def delivery_received(self, handle, start, stop, entry):
-        if self.link._protocol is self:
-            self.link._delivered(handle, start, stop, entry)
-
-    def event_received(self, handle, event):
-        if self.link._protocol is self and self.link.session is not None:
-            self.link.session.event(handle, event)
 
     def request_received(self, op, request_id, body):
         if self.link._protocol is self and self.link.session is not None:
@@ -303,23 +297,32 @@ class ParentLink:
 
     def request(self, op: Op, body: bytes) -> Deferred:
         """Deferred[(status, message, payload)]; fails with LinkDropped if the connection ends."""
-        return self._send_request(op, self._protocol_channel().request, body)
+        channel = self._protocol_channel()
+        return self._send_request(op, partial(channel.request, op, body))
 
     def request_parts(self, op: Op, make_parts) -> Deferred:
         """As request, for a frame built by make_parts(request_id) as chunks."""
-        return self._send_request(op, self._protocol_channel().request_parts, make_parts)
+        channel = self._protocol_channel()
+        return self._send_request(op, partial(channel.request_parts, op, make_parts))
+
+    def subscribe(self, position, subscriber) -> Deferred:
+        """SUBSCRIBE at the parent as `position` asks (hedwig.protocol.position); the
+        protocol session attaches `subscriber` (an ISubscriber) when the parent agrees.
+        Deferred[(status, message, payload)] as `request`."""
+        channel = self._protocol_channel()
+        return self._send_request(Op.SUBSCRIBE, partial(channel.subscribe, position, subscriber))
 
     def _protocol_channel(self):
         if self._protocol is None:
             raise LinkDropped("the region link is not connected")
         return self._protocol.channel
 
-    def _send_request(self, op: Op, build, argument) -> Deferred:
-        """build(op, argument, pending) -> (request id, frame or chunks), written at once;
-        the reply (or LinkDropped) goes to pending's Deferred, and a reply later than
-        link_timeout_s drops the link."""
+    def _send_request(self, op: Op, build) -> Deferred:
+        """build(pending) -> (request id, frame or chunks), written at once; the reply (or
+        LinkDropped) goes to pending's Deferred, and a reply later than link_timeout_s
+        drops the link."""
         pending = [Deferred(), None]
-        request_id, frame = build(op, argument, pending)
+        request_id, frame = build(pending)
         pending[1] = self._reactor.callLater(self.timeout, self._timed_out, request_id, op)
         if isinstance(frame, list):
             self._protocol.transport.writeSequence(frame)
@@ -327,10 +330,16 @@ class ParentLink:
             self._protocol.transport.write(frame)
         return pending[0]
 
-    def send(self, op: Op, body: bytes) -> None:
-        """A request answered only when it fails (CONSUME)."""
+    def consume(self, handle: int, seq: int) -> None:
+        """Move the consumed seq-id of the relay subscription `handle` at the parent (a
+        CONSUME is answered only when it fails)."""
         if self._protocol is not None:
-            self._protocol.transport.write(self._protocol.channel.send(op, body))
+            self._protocol.transport.write(self._protocol.channel.consume(handle, seq))
+
+    def release(self, handle: int) -> None:
+        """The relay subscription `handle` is given up: its frames go to nobody."""
+        if self._protocol is not None:
+            self._protocol.channel.release(handle)
 
     def _timed_out(self, request_id: int, op: Op) -> None:
         protocol = self._protocol
@@ -356,12 +365,6 @@ class ParentLink:
             d.callback((status, message, payload))
         elif status is not Status.SUCCESS:  # a CONSUME refused
             self.drop(f"the parent refused request {request_id}: {status.name}: {message}")
-
-    def _delivered(self, handle: int, start: int, stop: int, entry) -> None:
-        if self.session is None:
-            self.drop("the parent sent something no hub sends: unexpected DELIVERY")
-            return
-        self.session.delivered(handle, start, stop, entry)
 
     def _lost(self, protocol, reason) -> None:
         if protocol is not self._protocol:

@@ -16,17 +16,17 @@ import struct
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from hedwig.protocol.ops import Op
+from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.requests import (
     RequestError,
     decode_json,
-    decode_subscribed,
-    encode_consume,
     encode_describe_topic,
-    encode_subscribe,
     encode_unsubscribe,
 )
+from hedwig.protocol.session import ISubscriber
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.region.inbox import RelaySource
 from hedwig.region.settings import late_start, relay_subscriber_id
@@ -42,17 +42,42 @@ class RelayFailed(Exception):
     pass
 
 
-class _Down:
-    """This region's relay subscription of one topic at the parent."""
+@implementer(ISubscriber)
+class RelaySubscription:
+    """This region's relay subscription of one topic at the parent, as the link's protocol
+    session sees it: its position says what to ask for and what is acknowledged there
+    (the parent's seq-ids stored here), and the session hands it its frames."""
 
-    __slots__ = ("consumed_seq", "delivered_seq", "handle", "next_seq", "topic")
+    __slots__ = ("delivered_seq", "handle", "link_session", "position")
 
-    def __init__(self, topic: str, handle: int, consumed_seq: int, next_seq: int):
-        self.topic = topic
-        self.handle = handle
-        self.consumed_seq = consumed_seq  # the parent's seq-id, stored here and consumed there
-        self.delivered_seq = consumed_seq
-        self.next_seq = next_seq
+    def __init__(self, link_session, position: SubscriptionPosition):
+        self.link_session = link_session
+        self.position = position
+        self.handle = None
+        self.delivered_seq = 0
+
+    @property
+    def topic(self) -> str:
+        return self.position.topic
+
+    @property
+    def consumed_seq(self) -> int:
+        """The parent's seq-id up to which everything is stored here (consumed there)."""
+        return self.position.acked
+
+    def on_attached(self, _driver, subscribed) -> None:
+        self.handle = subscribed.handle
+        self.delivered_seq = self.position.acked
+        self.link_session._attached(self)
+
+    def on_delivery(self, start, stop, entry) -> None:
+        self.link_session.delivered(self, start, stop, entry)
+
+    def on_event(self, event) -> None:
+        self.link_session.event(self, event)
+
+    def on_detached(self) -> None:
+        pass  # the link session ends with its connection (ParentLink._lost closes it)
 
 
 class LinkSession:
@@ -68,9 +93,8 @@ class LinkSession:
         self._clock_margin_ms = manager.settings.clock_margin_ms
         self._reactor = manager.reactor
         # down
-        self._down: dict[str, _Down] = {}
-        self._by_handle: dict[int, _Down] = {}
-        self._consumes: dict[int, int] = {}  # handle -> seq-id to consume at the parent
+        self._down: dict[str, RelaySubscription] = {}  # attached at the parent
+        self._consumes: set[RelaySubscription] = set()  # with stored entries to consume at the parent
         self._consume_call = None
         self._reading_paused = False
         self.down = TopicSwitch(self._subscribe_down, self._unsubscribe_down, self._switch_failed)
@@ -95,7 +119,7 @@ class LinkSession:
             self._consume_call.cancel()
         self._consume_call = None
         self._down.clear()
-        self._by_handle.clear()
+        self._consumes.clear()
         return self.up_channel.close()
 
     def _switch_failed(self, topic: str, failure) -> None:
@@ -113,30 +137,35 @@ class LinkSession:
     def _subscribe_down(self, topic: str) -> Deferred:
         """Attach this region's relay subscription at the parent; create it if it is not
         there, starting when this region's interest began (see interest.py)."""
-        body = encode_subscribe(topic, self.relay_id, "attach", None, 0, True)
-        return self.link.request(Op.SUBSCRIBE, body).addCallback(self._subscribed, topic)
+        return self._request_down(topic, "attach", None, True, may_create=True)
 
     def _create_down(self, topic: str) -> Deferred:
         start = late_start(self.manager.interest.since(topic, self.parent), self._clock_margin_ms)
-        body = encode_subscribe(topic, self.relay_id, "create", start, 0, False)
-        return self.link.request(Op.SUBSCRIBE, body).addCallback(self._subscribed, topic, False)
+        return self._request_down(topic, "create", start, False, may_create=False)
 
-    def _subscribed(self, reply, topic: str, may_create: bool = True):
-        status, message, payload = reply
+    def _request_down(self, topic: str, mode: str, start, force_attach: bool, may_create: bool):
+        # Window 0 (the inboxes bound what is in flight); every stored entry is acknowledged.
+        position = SubscriptionPosition(topic, self.relay_id, mode, start, 0, force_attach, ack_every=1)
+        d = self.link.subscribe(position, RelaySubscription(self, position))
+        return d.addCallback(self._subscribed, topic, may_create)
+
+    def _subscribed(self, reply, topic: str, may_create: bool):
+        status, message, _payload = reply
         if status is Status.CLIENT_NOT_SUBSCRIBED and may_create:
             return self._create_down(topic)
         if status is not Status.SUCCESS:
             raise RelayFailed(f"the parent refused SUBSCRIBE: {status.name}: {message}")
-        subscribed = decode_subscribed(payload)
-        down = _Down(topic, subscribed.handle, subscribed.consumed_seq, subscribed.next_seq)
-        self._down[topic] = down
-        self._by_handle[subscribed.handle] = down
+        # (The protocol session attached it before this reply came: _attached.)
+
+    def _attached(self, down: RelaySubscription) -> None:
+        if not self.closed:
+            self._down[down.topic] = down
 
     def _unsubscribe_down(self, topic: str) -> Deferred:
         down = self._down.pop(topic, None)
         if down is not None:
-            self._by_handle.pop(down.handle, None)
-            self._consumes.pop(down.handle, None)
+            self.link.release(down.handle)
+            self._consumes.discard(down)
         body = encode_unsubscribe(topic, self.relay_id)
         return self.link.request(Op.UNSUBSCRIBE, body).addCallback(self._unsubscribed)
 
@@ -148,9 +177,8 @@ class LinkSession:
 
     # -- down: entries -------------------------------------------------------------------------
 
-    def delivered(self, handle: int, start: int, stop: int, entry) -> None:
-        down = self._by_handle.get(handle)
-        if down is None or self.closed:
+    def delivered(self, down: RelaySubscription, start: int, stop: int, entry) -> None:
+        if self.closed or self._down.get(down.topic) is not down:
             return
         if len(entry) < 10:
             raise RequestError(Status.MALFORMED_REQUEST, "a delivered entry shorter than its header")
@@ -171,31 +199,32 @@ class LinkSession:
         if not self.closed:
             self.link.resume_reading()
 
-    def _stored(self, _outcome, down: _Down, last: int) -> None:
-        if self.closed or self._by_handle.get(down.handle) is not down:
+    def _stored(self, _outcome, down: RelaySubscription, last: int) -> None:
+        if self.closed or self._down.get(down.topic) is not down:
             return
-        down.consumed_seq = last
-        self._consumes[down.handle] = last
+        down.position.acknowledge(last)
+        self._consumes.add(down)
         if self._consume_call is None:
             self._consume_call = self._reactor.callLater(0, self._send_consumes)
 
-    def _store_failed(self, failure, down: _Down) -> None:
+    def _store_failed(self, failure, down: RelaySubscription) -> None:
         if not self.closed:
             self.link.drop(f"storing a relayed entry of {down.topic} failed: {failure.getErrorMessage()}")
 
     def _send_consumes(self) -> None:
         """One CONSUME per topic per reactor turn, however many entries were stored."""
         self._consume_call = None
-        consumes, self._consumes = self._consumes, {}
-        for handle, seq in consumes.items():
-            self.link.send(Op.CONSUME, encode_consume(handle, seq))
+        consumes, self._consumes = self._consumes, set()
+        for down in consumes:
+            seq = down.position.unsent_ack()
+            if seq is not None:
+                self.link.consume(down.handle, seq)
 
-    def event(self, handle: int, event: int) -> None:
-        down = self._by_handle.pop(handle, None)
-        if down is None or self.closed:
+    def event(self, down: RelaySubscription, event: int) -> None:
+        if self.closed or self._down.get(down.topic) is not down:
             return
-        self._down.pop(down.topic, None)
-        self._consumes.pop(handle, None)
+        del self._down[down.topic]
+        self._consumes.discard(down)
         self.down.on.discard(down.topic)
         if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
             _logger.error(

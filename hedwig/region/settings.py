@@ -9,7 +9,7 @@ refuses those (see path.py).
 
 import re
 
-from hedwig.client.addresses import parse_addresses
+from hedwig.protocol.addresses import parse_addresses
 from hedwig.settings import Config, ConfigError
 
 # Relay subscriptions: the neighbour region N relays a topic from this hub as `__region__N`.

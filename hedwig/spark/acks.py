@@ -16,7 +16,7 @@ dies before an acknowledgement reached the hub, the next run acknowledges what t
 checkpoint says was committed before it reads anything.
 """
 
-from hedwig.client.errors import ClientAlreadySubscribed, NoSuchTopic
+from hedwig.protocol.errors import ClientAlreadySubscribed, NoSuchTopic
 from hedwig.spark.hubs import UnknownTopic
 
 

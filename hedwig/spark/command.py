@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from hedwig.client.errors import HedwigError
+from hedwig.protocol.errors import HedwigError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
 from hedwig.spark.checkpoint import CheckpointError
 from hedwig.spark.hubs import HubUnreachable, UnknownTopic

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 
 from hedwig.client.blocking import Client
-from hedwig.client.errors import CouldNotConnect, HedwigError
+from hedwig.protocol.errors import CouldNotConnect, HedwigError
 from hedwig.spark.acks import DrainSubscriptions
 from hedwig.spark.checkpoint import checkpoint_files, last_committed
 from hedwig.spark.hubs import HubUnreachable

@@ -2,7 +2,7 @@
 say what a Spark user needs to know (which hub, which topic) rather than a status code."""
 
 from hedwig.client.blocking import Client
-from hedwig.client.errors import CouldNotConnect, NoSuchTopic
+from hedwig.protocol.errors import CouldNotConnect, NoSuchTopic
 from hedwig.spark.offsets import TopicBounds
 
 

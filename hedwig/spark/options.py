@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hedwig.client.addresses import format_address, parse_address
+from hedwig.protocol.addresses import format_address, parse_address
 from hedwig.protocol.names import InvalidName, check_topic
 
 EARLIEST = "earliest"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from hedwig.client.errors import SeqOutOfRange
+from hedwig.protocol.errors import SeqOutOfRange
 from hedwig.spark.batches import RecordBatchBuilder
 from hedwig.spark.offsets import TopicBounds, skip_lost
 

@@ -1,18 +1,18 @@
 """The small parts both clients share: addresses, start points, typed errors, redirects and
-routes, reads over several replies, and subscriptions by handle."""
+routes, reads over several replies, and what the hub's events mean to a subscription."""
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from hedwig.client import errors
-from hedwig.client.addresses import format_address, parse_address, parse_addresses
-from hedwig.client.handles import SubscriptionHandles
 from hedwig.client.reads import ReadCollector
-from hedwig.client.redirects import Routes, next_owner
 from hedwig.client.start import parse_start, wire_start
+from hedwig.client.subscription_base import PositionedSubscription
 from hedwig.protocol import Op, Status, SubscriptionEvent, encode_entry_header, encode_message_set
-from hedwig.protocol.requests import Published, ReadRangeReply, Subscribed
+from hedwig.protocol.addresses import format_address, parse_address, parse_addresses
+from hedwig.protocol.redirects import Routes, next_owner
+from hedwig.protocol.requests import ReadRangeReply
 from hedwig.protocol.responses import Response
 
 
@@ -147,44 +147,28 @@ def test_a_read_stops_at_to_seq_at_an_empty_reply_and_when_nothing_moves():
     assert stuck.next_range() is None
 
 
-class _Subscription:
-    """Records what SubscriptionHandles tells a subscription."""
+class _Subscription(PositionedSubscription):
+    """Records what PositionedSubscription.on_event makes of the hub's events."""
 
     def __init__(self):
         self.calls = []
 
-    def _attached(self, connection, subscribed):
-        self.calls.append(("attached", connection, subscribed.handle))
-
-    def _delivered(self, start, stop, entry):
-        self.calls.append(("delivered", start, stop, entry))
-
     def _ended(self, error):
         self.calls.append(("ended", type(error)))
 
-    def _detached(self, topic_moved=False):
+    def on_detached(self, topic_moved=False):
         self.calls.append(("detached", topic_moved))
 
 
-def test_handles_route_replies_deliveries_and_events_to_their_subscription():
-    handles = SubscriptionHandles()
-    a, b, c = _Subscription(), _Subscription(), _Subscription()
-    handles.answered("conn", a, Response(Op.SUBSCRIBE, Status.SUCCESS, "", Subscribed(4, 0, 1)))
-    handles.answered("conn", b, Response(Op.SUBSCRIBE, Status.SUCCESS, "", Subscribed(5, 0, 1)))
-    handles.answered("conn", c, Response(Op.SUBSCRIBE, Status.TOPIC_BUSY, "busy", None))
-    handles.answered("conn", None, Response(Op.PUBLISH, Status.SUCCESS, "", Published(1, 1)))
-    assert dict(handles) == {4: a, 5: b} and c.calls == []
-    handles.delivered(4, 0, 2, b"entry")
-    handles.delivered(99, 0, 2, b"for nobody")
-    handles.event(4, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
-    handles.event(4, SubscriptionEvent.TOPIC_MOVED)  # (the handle is free: ignored)
-    assert a.calls == [
-        ("attached", "conn", 4),
-        ("delivered", 0, 2, b"entry"),
-        ("ended", errors.SubscriptionClosed),
-    ]
-    handles.answered("conn", a, Response(Op.SUBSCRIBE, Status.SUCCESS, "", Subscribed(6, 2, 3)))
-    handles.event(5, SubscriptionEvent.TOPIC_MOVED)
-    assert b.calls[-1] == ("detached", True) and 5 not in handles
-    handles.lost()
-    assert a.calls[-1] == ("detached", False) and dict(handles) == {}
+@pytest.mark.parametrize(
+    "event, call",
+    [
+        (SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED, ("ended", errors.SubscriptionClosed)),
+        (SubscriptionEvent.TOPIC_MOVED, ("detached", True)),
+        (99, ("detached", True)),  # an event newer than the client: subscribe again
+    ],
+)
+def test_hub_events_end_or_detach_a_subscription(event, call):
+    subscription = _Subscription()
+    subscription.on_event(event)
+    assert subscription.calls == [call]

@@ -1,13 +1,17 @@
 """HubSession, the sans-IO protocol session: request ids, pending replies matched to the
-driver's context, frames out, and every kind of frame in, fed as bytes."""
+driver's context, subscriptions by handle with their positions, frames out, and every
+kind of frame in, fed as bytes."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from zope.interface import implementer
+from zope.interface.verify import verifyObject
 
 from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry, encode_frame
+from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.requests import Published
-from hedwig.protocol.session import HubSession, ProtocolViolation
+from hedwig.protocol.session import HubSession, ISubscriber, ProtocolViolation
 from tests.client.hubscript import HubScript
 
 
@@ -23,11 +27,43 @@ class Recorder:
     def request_received(self, op, request_id, body):
         self.frames.append(("request", op, request_id, bytes(body)))
 
-    def delivery_received(self, handle, start, stop, entry):
-        self.frames.append(("delivery", handle, start, stop, bytes(entry)))
 
-    def event_received(self, handle, event):
-        self.frames.append(("event", handle, event))
+@implementer(ISubscriber)
+class Subscriber:
+    """An ISubscriber recording its frames in a Recorder's list, named by the handle the
+    hub gave it."""
+
+    def __init__(self, recorder):
+        self.frames = recorder.frames
+        self.handle = None
+
+    def on_attached(self, driver, subscribed):
+        self.handle = subscribed.handle
+        self.frames.append(("attached", driver, subscribed.handle))
+
+    def on_delivery(self, start, stop, entry):
+        self.frames.append(("delivery", self.handle, start, stop, bytes(entry)))
+
+    def on_event(self, event):
+        self.frames.append(("event", self.handle, event))
+
+    def on_detached(self):
+        self.frames.append(("detached", self.handle))
+
+
+def position(topic="t", mode="create_or_attach", start="earliest", window=0):
+    return SubscriptionPosition(topic, "s", mode, start, window, False, ack_every=10)
+
+
+def attach(session, recorder, handle, consumed=0, next_seq=1, topic="t"):
+    """A subscriber attached with `handle`, as the hub answers its SUBSCRIBE; the frames
+    recorded so far are cleared."""
+    subscriber = Subscriber(recorder)
+    request_id, _frame = session.subscribe(position(topic), subscriber)
+    session.data_received(HubScript.subscribed(request_id, handle, consumed, next_seq))
+    recorder.frames.clear()
+    recorder.contexts.clear()
+    return subscriber
 
 
 def test_request_ids_count_up_and_wrap_past_zero():
@@ -55,6 +91,7 @@ def test_frames_in_reach_the_receiver_in_order_whatever_the_chunking():
     for cut in (1, 5, 13, len(stream)):
         recorder = Recorder()
         channel = HubSession(recorder)
+        attach(channel, recorder, 2)
         for i in range(0, len(stream), cut):
             channel.data_received(stream[i : i + cut])
         kinds = [frame[0] for frame in recorder.frames]
@@ -109,11 +146,12 @@ def test_any_chunking_of_any_deliveries_gives_the_same_frames(sizes, cuts):
     stream = b"".join(frames) + hub.published(3, 1, 1)
     recorder = Recorder()
     channel = HubSession(recorder)
-    position = 0
+    attach(channel, recorder, 7)
+    offset = 0
     for cut in cuts:
-        channel.data_received(stream[position : position + cut])
-        position += cut
-    channel.data_received(stream[position:])
+        channel.data_received(stream[offset : offset + cut])
+        offset += cut
+    channel.data_received(stream[offset:])
     deliveries = [f for f in recorder.frames if f[0] == "delivery"]
     assert [decode_entry("t", f[4])[0].payload for f in deliveries] == [
         bytes([i % 256]) * size for i, size in enumerate(sizes)
@@ -181,3 +219,96 @@ def test_requests_from_the_peer_only_for_the_ops_the_session_accepts():
     assert recorder.frames == [("request", Op.STATS, 12, b"body")]
     with pytest.raises(ProtocolViolation, match="unexpected op"):
         HubSession(Recorder()).data_received(encode_frame(Op.STATS, 12, b"body"))
+
+
+# -- subscriptions ---------------------------------------------------------------------------
+
+
+def test_subscribe_sends_what_the_position_asks_and_attaches_before_the_reply():
+    recorder = Recorder()
+    session = HubSession(recorder)
+    asked = position("orders", mode="create", start=("seq", 5), window=7)
+    subscriber = Subscriber(recorder)
+    verifyObject(ISubscriber, subscriber)
+    request_id, frame = session.subscribe(asked, subscriber, context="caller")
+    [(op, rid, subscribe)] = HubScript().requests(frame)
+    assert (op, rid) == (Op.SUBSCRIBE, request_id)
+    assert (subscribe.topic, subscribe.subscriber_id, subscribe.mode, subscribe.window) == (
+        "orders",
+        "s",
+        "create",
+        7,
+    )
+    hub = HubScript()
+    # The reply and a delivery of its handle in one read: the delivery is the subscriber's.
+    session.data_received(hub.subscribed(request_id, 9, 4, 5) + hub.delivery(9, 5, [b"m"]))
+    assert [f[0] for f in recorder.frames] == ["attached", "response", "delivery"]
+    assert recorder.frames[0] == ("attached", recorder, 9) and recorder.contexts == ["caller"]
+    assert (asked.subscribed, asked.acked, asked.received_through) == (True, 4, 4)
+    assert session.subscriber(9) is subscriber
+    # Resuming asks for the first seq-id not acknowledged.
+    asked.ack(6)
+    _rid, again = session.subscribe(asked, Subscriber(recorder))
+    [(_op, _rid2, resubscribe)] = hub.requests(again)
+    assert resubscribe.mode == "attach" and resubscribe.start == ("seq", 7)
+
+
+def test_a_refused_or_forgotten_subscribe_attaches_nothing():
+    recorder = Recorder()
+    session = HubSession(recorder)
+    refused, forgotten = position(), position()
+    refused_id, _ = session.subscribe(refused, Subscriber(recorder), context="a")
+    forgotten_id, _ = session.subscribe(forgotten, Subscriber(recorder), context="b")
+    assert session.forget(forgotten_id) == "b"
+    hub = HubScript()
+    session.data_received(
+        HubScript.error(refused_id, Op.SUBSCRIBE, Status.TOPIC_BUSY, "busy")
+        + hub.subscribed(forgotten_id, 3, 0, 1)  # answered after its caller gave up
+        + hub.delivery(3, 1, [b"for nobody"])
+    )
+    assert [f[0] for f in recorder.frames] == ["response", "response"]
+    assert recorder.contexts == ["a", None]
+    assert not refused.subscribed and not forgotten.subscribed and session.subscriber(3) is None
+
+
+def test_events_release_and_a_lost_connection_end_what_reaches_a_subscriber():
+    recorder = Recorder()
+    session = HubSession(recorder)
+    moved = attach(session, recorder, 1)
+    released = attach(session, recorder, 2)
+    attach(session, recorder, 3)
+    hub = HubScript()
+    session.release(released.handle)
+    session.data_received(
+        hub.event(1, SubscriptionEvent.TOPIC_MOVED)
+        + hub.delivery(1, 1, [b"after the event"])  # the handle is free: nobody's
+        + hub.delivery(2, 1, [b"after release"])
+        + hub.delivery(3, 1, [b"x"])
+    )
+    assert recorder.frames == [
+        ("event", 1, SubscriptionEvent.TOPIC_MOVED),
+        ("delivery", 3, 0, 1, recorder.frames[1][4]),
+    ]
+    recorder.frames.clear()
+    session.detach_all()
+    session.detach_all()  # (once only)
+    assert recorder.frames == [("detached", 3)]
+    assert moved.handle == 1 and session.subscriber(3) is None
+
+
+def test_raw_responses_attach_too_and_a_bad_subscribe_reply_is_a_violation():
+    recorder = Recorder()
+    session = HubSession(recorder, raw_responses=True)
+    subscriber = Subscriber(recorder)
+    request_id, _ = session.subscribe(position(), subscriber, context="link")
+    session.data_received(HubScript.subscribed(request_id, 4, 0, 1))
+    assert recorder.frames[0] == ("attached", recorder, 4) and recorder.frames[1][0] == "response"
+    bad_id, _ = session.subscribe(position(), Subscriber(recorder))
+    with pytest.raises(ProtocolViolation, match="SUBSCRIBE reply"):
+        session.data_received(HubScript.ok(bad_id, Op.SUBSCRIBE, b"short"))
+
+
+def test_consume_frames_name_the_handle_and_seq():
+    session = HubSession(Recorder())
+    [(op, _rid, consume)] = HubScript().requests(session.consume(5, 42))
+    assert (op, consume.handle, consume.seq) == (Op.CONSUME, 5, 42)

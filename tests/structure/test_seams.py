@@ -4,13 +4,17 @@ from twisted.internet.task import Clock
 from zope.interface.verify import verifyClass, verifyObject
 
 from hedwig.cache import CachedTopicLog, ICachedTopicLog, ReadAheadCache
+from hedwig.client.blocking import Subscription as BlockingSubscription
+from hedwig.client.twisted_subscriptions import Subscription as TwistedSubscription
 from hedwig.delivery import DeliveryManager
 from hedwig.delivery.interface import IDeliveryManager
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.relays import IRelays
 from hedwig.hub.topics import TopicManager
 from hedwig.protocol.messageset import encode_message_set
+from hedwig.protocol.session import ISubscriber
 from hedwig.region.manager import RegionManager
+from hedwig.region.session import RelaySubscription
 from hedwig.testing.deferreds import fired
 from hedwig.topiclog.interface import ITopicLog
 from hedwig.topiclog.topic_log import TopicLog
@@ -23,6 +27,9 @@ def test_the_parts_declare_their_interfaces():
     assert verifyClass(IDeliveryManager, DeliveryManager)
     assert verifyClass(ITopicManager, TopicManager)
     assert verifyClass(IRelays, RegionManager)
+    # Every subscription a protocol session hands frames to: both clients' and the link's.
+    for subscription in (BlockingSubscription, TwistedSubscription, RelaySubscription):
+        assert verifyClass(ISubscriber, subscription)
 
 
 def test_the_cache_decorates_the_topic_log_and_hands_out_one_decorator_per_log(tmp_path):

@@ -1,4 +1,6 @@
-"""Following NOT_RESPONSIBLE_FOR_TOPIC: one rule, and one routing table, for both clients.
+"""Following NOT_RESPONSIBLE_FOR_TOPIC: one rule, and one routing table, for every driver
+of the protocol session (both clients now; the region link once a parent region runs on
+several hubs).
 
 A hub that does not own a topic names the owner ("host:port") in its status message. The
 client goes there, at most `max_redirects` times for one request, and never back to a
@@ -7,9 +9,9 @@ between them for ever. The owner it was sent to is remembered for the topic's la
 requests (`Routes`) until that hub cannot be reached or the topic moves.
 """
 
-from hedwig.client.addresses import format_address, parse_address
-from hedwig.client.errors import TooManyRedirects, error_for
-from hedwig.protocol import Status
+from hedwig.protocol.addresses import format_address, parse_address
+from hedwig.protocol.errors import TooManyRedirects, error_for
+from hedwig.protocol.status import Status
 
 
 def next_owner(topic: str, owner: str, asked: list, max_redirects: int) -> tuple[str, int]:

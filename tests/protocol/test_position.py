@@ -1,7 +1,7 @@
 """SubscriptionPosition: resuming after a reconnect without gap or duplicate; ack batching."""
 
-from hedwig.client.resume import SubscriptionPosition
 from hedwig.protocol import encode_entry_header, encode_message_set
+from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.requests import Subscribed
 
 

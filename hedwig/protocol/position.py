@@ -9,17 +9,22 @@ duplicate; only messages that were never acknowledged are sent by the hub twice.
 Acknowledgements are cumulative and batched as Hedwig's client batches them: a CONSUME
 goes out once `ack_every` seq-ids are acknowledged beyond the last one sent, and whenever
 the client would otherwise wait (so a window reopens and an idle subscriber's pointer is
-current). Pure bookkeeping: no I/O, shared by both clients.
+current). Pure bookkeeping: no I/O. The protocol session (session.py) subscribes with a
+position and moves it when the hub answers; both clients and the region link keep one
+per subscription.
 
 A subscription made with deliver=False (acknowledgement only) receives nothing, so it
 has nothing to resume from: after a reconnect it attaches again where the hub's pointer
 is and sends its last acknowledgement as a CONSUME, and each ack goes out at once.
 """
 
-from hedwig.client.defaults import DEFAULT_ACK_EVERY
-from hedwig.client.start import wire_start
-from hedwig.protocol import Message, decode_entry, decode_entry_header
+from hedwig.protocol.entry import decode_entry, decode_entry_header
+from hedwig.protocol.message import Message
 from hedwig.protocol.requests import Subscribed
+
+# A CONSUME every this many acknowledged seq-ids, and whenever the client would wait
+# [Hedwig's client: consumed messages sent every 5].
+DEFAULT_ACK_EVERY = 100
 
 
 def seq_of(message_or_seq) -> int:
@@ -28,6 +33,9 @@ def seq_of(message_or_seq) -> int:
 
 
 class SubscriptionPosition:
+    """One subscription's window on the client side: what it asked for, what it has
+    handed over, acknowledged and told the hub."""
+
     __slots__ = (
         "topic",
         "subscriber_id",
@@ -72,21 +80,6 @@ class SubscriptionPosition:
         self.acked = 0
         self.sent_ack = 0
         self.subscribed = False
-
-    @classmethod
-    def asked(cls, client, topic, subscriber_id, mode, start, window, force_attach, deliver):
-        """The position of a subscription as an application asks either client for it:
-        `start` in any form wire_start takes, `window` None for the client's own."""
-        return cls(
-            topic,
-            subscriber_id,
-            mode,
-            wire_start(start),
-            client.window if window is None else window,
-            force_attach,
-            client.ack_every,
-            deliver,
-        )
 
     def subscribe_args(self) -> dict:
         """Arguments of encode_subscribe: the first time as asked, later to resume."""

@@ -1,0 +1,233 @@
+"""Typed exceptions for what a hub answers, so callers catch the condition, not a number.
+
+They belong to the protocol: a status means the same to every speaker of it (both
+clients, the region link, the Spark source); applications import them as
+hedwig.client.errors.
+
+Every exception carries the hub's `Status` and its message. `error_for(status, message)`
+picks the most specific class for a status; statuses without a class of their own fall
+back to the family they belong to (client error, hub condition).
+"""
+
+from hedwig.protocol.status import Status
+
+__all__ = [
+    "ClientAlreadySubscribed",
+    "ClientClosed",
+    "ClientNotSubscribed",
+    "ConnectionLost",
+    "CouldNotConnect",
+    "HedwigError",
+    "HubError",
+    "InvalidSubscriberId",
+    "InvalidTopic",
+    "MalformedRequest",
+    "MessageTooLarge",
+    "NoDeliveries",
+    "NoSuchTopic",
+    "NotResponsibleForTopic",
+    "PublishQueueFull",
+    "RequestError",
+    "RequestTimeout",
+    "SeqOutOfRange",
+    "ServiceDown",
+    "StorageError",
+    "StorageFull",
+    "SubscriptionClosed",
+    "TooManyRedirects",
+    "TooManySubscriptions",
+    "TopicBusy",
+    "UnsupportedVersion",
+    "error_for",
+]
+
+
+class HedwigError(Exception):
+    """A request the hub (or the way to it) could not serve; `status` says why."""
+
+    status = Status.UNEXPECTED_CONDITION
+
+    def __init__(self, status: Status | int | None = None, message: str = ""):
+        if status is not None:
+            try:
+                status = Status(status)
+            except ValueError:
+                pass  # a status newer than this client: keep the number
+            self.status = status
+        self.message = message
+        label = getattr(self.status, "name", str(self.status))
+        super().__init__(f"{label}: {message}" if message else label)
+
+
+class RequestError(HedwigError):
+    """The request itself is at fault (4xx): retrying it unchanged will fail again."""
+
+    status = Status.MALFORMED_REQUEST
+
+
+class MalformedRequest(RequestError):
+    status = Status.MALFORMED_REQUEST
+
+
+class UnsupportedVersion(RequestError):
+    status = Status.UNSUPPORTED_VERSION
+
+
+class NoSuchTopic(RequestError):
+    status = Status.NO_SUCH_TOPIC
+
+
+class InvalidTopic(RequestError):
+    status = Status.INVALID_TOPIC
+
+
+class InvalidSubscriberId(RequestError):
+    status = Status.INVALID_SUBSCRIBER_ID
+
+
+class MessageTooLarge(RequestError):
+    status = Status.MESSAGE_TOO_LARGE
+
+
+class ClientAlreadySubscribed(RequestError):
+    status = Status.CLIENT_ALREADY_SUBSCRIBED
+
+
+class ClientNotSubscribed(RequestError):
+    status = Status.CLIENT_NOT_SUBSCRIBED
+
+
+class TopicBusy(RequestError):
+    """The subscription is attached on another connection (use force_attach to take it)."""
+
+    status = Status.TOPIC_BUSY
+
+
+class TooManySubscriptions(RequestError):
+    status = Status.TOO_MANY_SUBSCRIPTIONS
+
+
+class SeqOutOfRange(RequestError):
+    """The seq-ids asked for were garbage collected (or are not published yet)."""
+
+    status = Status.SEQ_OUT_OF_RANGE
+
+
+class HubError(HedwigError):
+    """The hub could not serve the request (5xx); it may succeed later or elsewhere."""
+
+    status = Status.SERVICE_DOWN
+
+
+class ServiceDown(HubError):
+    status = Status.SERVICE_DOWN
+
+
+class NotResponsibleForTopic(HubError):
+    """Another hub owns the topic; `owner` is its "host:port" (None when unknown)."""
+
+    status = Status.NOT_RESPONSIBLE_FOR_TOPIC
+
+    def __init__(self, status=None, message: str = ""):
+        super().__init__(status, message)
+        self.owner = message.strip() or None
+
+
+class TooManyRedirects(HubError):
+    """Redirects went on past the limit, or came back to a hub already asked."""
+
+    status = Status.NOT_RESPONSIBLE_FOR_TOPIC
+
+
+class StorageError(HubError):
+    status = Status.STORAGE_ERROR
+
+
+class StorageFull(StorageError):
+    status = Status.STORAGE_FULL
+
+
+class CouldNotConnect(HubError):
+    """No hub of the address list accepted a connection."""
+
+    status = Status.COULD_NOT_CONNECT
+
+
+class ConnectionLost(HubError):
+    """The connection dropped with this request in flight: it may or may not have been
+    carried out (a publish may be stored), so the client does not retry it by itself."""
+
+    status = Status.UNCERTAIN_STATE
+
+
+class RequestTimeout(HubError):
+    """No reply within the client's timeout; like ConnectionLost, the outcome is unknown."""
+
+    status = Status.UNCERTAIN_STATE
+
+
+class SubscriptionClosed(HedwigError):
+    """The subscription ended: closed here, forced closed by another attach, or lost."""
+
+    status = Status.CLIENT_NOT_SUBSCRIBED
+
+
+class PublishQueueFull(HedwigError):
+    """The client already holds its limit of unsent messages: slow down (wait for
+    earlier publishes, or let the client pause a registered producer)."""
+
+    status = Status.SERVICE_DOWN
+
+
+class ClientClosed(HedwigError):
+    """The client was closed; make a new one."""
+
+    status = Status.SERVICE_DOWN
+
+
+class NoDeliveries(TypeError):
+    """receive, iteration or the queue of a subscription made with deliver=False: the hub
+    delivers nothing on it (it exists to acknowledge); read the topic another way."""
+
+    def __init__(self, topic: str, subscriber_id: str):
+        super().__init__(
+            f"{topic}/{subscriber_id} was subscribed with deliver=False: the hub delivers "
+            "nothing on it; read the topic with read_range, and ack(seq) here"
+        )
+
+
+_BY_STATUS = {
+    cls.status: cls
+    for cls in (
+        MalformedRequest,
+        UnsupportedVersion,
+        NoSuchTopic,
+        InvalidTopic,
+        InvalidSubscriberId,
+        MessageTooLarge,
+        ClientAlreadySubscribed,
+        ClientNotSubscribed,
+        TopicBusy,
+        TooManySubscriptions,
+        SeqOutOfRange,
+        ServiceDown,
+        NotResponsibleForTopic,
+        StorageError,
+        StorageFull,
+        CouldNotConnect,
+    )
+}
+_BY_STATUS[Status.UNKNOWN_OPERATION] = MalformedRequest
+_BY_STATUS[Status.FRAME_TOO_LARGE] = MalformedRequest
+
+
+def error_for(status: int, message: str = "") -> HedwigError:
+    """The exception for a hub's error status (an unknown status still gets one)."""
+    try:
+        status = Status(status)
+    except ValueError:
+        pass
+    cls = _BY_STATUS.get(status)
+    if cls is None:
+        cls = RequestError if 400 <= int(status) < 500 else HubError
+    return cls(status, message)

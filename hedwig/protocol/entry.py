@@ -82,8 +82,13 @@ def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
     body_offset = via_start + buf[via_length_at]
     if body_offset > len(buf):
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry truncated in its via region")
-    origin_region = bytes(buf[region_start:via_length_at]).decode("utf-8")
-    via = bytes(buf[via_start:body_offset]).decode("utf-8") if body_offset > via_start else ""
+    try:
+        origin_region = bytes(buf[region_start:via_length_at]).decode("utf-8")
+        via = bytes(buf[via_start:body_offset]).decode("utf-8") if body_offset > via_start else ""
+    except UnicodeDecodeError:
+        # A relayed entry's header comes from another hub: a name that is not UTF-8 is a
+        # malformed request (MessageSetError), never an error nothing expects.
+        raise MessageSetError(Status.MALFORMED_REQUEST, "entry region names are not UTF-8") from None
     return EntryHeader(first_seq, count, publish_time_us, origin_seq, origin_region, body_offset, via)
 
 

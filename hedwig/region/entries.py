@@ -9,12 +9,19 @@ one's length arrays and bytes, with no Python loop over its messages.
 import struct
 
 from hedwig.protocol.entry import decode_entry_header
-from hedwig.protocol.messageset import FLAG_PROPERTIES, MessageSetError, read_u32_array
+from hedwig.protocol.messageset import (
+    FLAG_PROPERTIES,
+    MessageSetError,
+    read_u32_array,
+    validate_message_set,
+)
 from hedwig.protocol.status import Status
+from hedwig.region.settings import is_region_name
 
 # The entry header up to the origin region's length byte (hedwig.protocol.entry).
 _ORIGIN_LENGTH_AT = 30
 _SET_HEADER = struct.Struct("!BBI")
+SEQ_LIMIT = 1 << 64  # seq-ids are u64 and never 0
 
 
 def via_filter(region: str):
@@ -66,21 +73,40 @@ def slice_message_set(buf, start: int, stop: int) -> bytes:
     return b"".join(parts)
 
 
+def _malformed(reason: str) -> MessageSetError:
+    return MessageSetError(Status.MALFORMED_REQUEST, reason)
+
+
 class RelayedPart:
     """The part of a relayed entry a region appends: messages [start, stop) of it, their
-    origin and origin seq-ids. Built once per entry from its header."""
+    origin and origin seq-ids. Built once per entry from its header.
+
+    Building one checks every field of the entry, and its message set completely, raising
+    MessageSetError (nothing else) for any that is out of range: an entry comes from
+    another hub, and what is queued or stored here must never fail later, where nothing
+    could answer for it (a stuck inbox, a topic no reader can read)."""
 
     __slots__ = ("body_offset", "count", "origin", "origin_first", "start", "stop")
 
-    def __init__(self, data, start: int, stop: int):
-        header = decode_entry_header(data)
+    def __init__(self, data, start: int, stop: int, max_message_bytes: int | None = None):
+        header = decode_entry_header(data)  # MessageSetError: truncated, not UTF-8
         if not 0 <= start < stop <= header.count:
-            raise MessageSetError(
-                Status.MALFORMED_REQUEST,
-                f"messages [{start}, {stop}) are not within an entry of {header.count}",
-            )
+            raise _malformed(f"messages [{start}, {stop}) are not within an entry of {header.count}")
         if not header.origin_region:
-            raise MessageSetError(Status.MALFORMED_REQUEST, "a relayed entry names no origin region")
+            raise _malformed("a relayed entry names no origin region")
+        if not is_region_name(header.origin_region):
+            raise _malformed(f"a relayed entry's origin {header.origin_region[:60]!r} is not a region name")
+        if header.via and not is_region_name(header.via):
+            raise _malformed(f"a relayed entry's via {header.via[:60]!r} is not a region name")
+        if data[1]:
+            raise _malformed(f"a relayed entry has reserved flags {data[1]:#x} set")
+        for name, first in (("seq-id", header.first_seq), ("origin seq-id", header.origin_seq)):
+            if not 1 <= first <= SEQ_LIMIT - header.count:
+                last = first + header.count - 1
+                raise _malformed(f"a relayed entry's {name}s {first}..{last} are not 1..{SEQ_LIMIT - 1}")
+        count = validate_message_set(data, header.body_offset, max_message_bytes)
+        if count != header.count:
+            raise _malformed(f"the entry header counts {header.count} messages, its message set {count}")
         self.origin = header.origin_region
         self.count = header.count
         self.body_offset = header.body_offset

@@ -11,18 +11,18 @@ once it and every entry before it are stored here, so a crash never loses an ent
 a neighbour was told was stored. The first failure from a source (one link incarnation)
 breaks that source: its later entries fail too until it reconnects and re-reads from its
 consumed seq-id, so an entry can never be stored after one that failed before it.
-Work is per entry: a header decode, a length-array check, one append.
+Work is per entry: a header decode, a complete check of the entry (entries.RelayedPart),
+one append.
 """
 
 from collections import deque
 
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.concurrency import Waiters
-from hedwig.protocol.messageset import MessageSetError, validate_message_set
-from hedwig.protocol.status import Status
+from hedwig.protocol.messageset import MessageSetError
 from hedwig.region.entries import RelayedPart, slice_message_set
 from hedwig.region.highwater import HighWater
 
@@ -78,26 +78,25 @@ class TopicInbox:
 
     def receive(self, data, start: int, stop: int, source: RelaySource) -> Deferred:
         inboxes = self._inboxes
+        # Every field is checked before anything is queued: an entry that failed later,
+        # with an error nothing expects, would hold every later outcome of the topic
+        # (and the bytes counted pending) for ever. One that fails the check takes its
+        # place in the order already failed, so outcomes still resolve in arrival order.
+        try:
+            part = RelayedPart(data, start, stop, inboxes.max_message_bytes)
+        except MessageSetError as e:
+            part = Failure(e)
         item = _Item(data, source, len(data))
         inboxes.pending_bytes += item.size
         self._order.append(item)
         if source.broken is not None:
             self._fail(item, Failure(SourceBroken(f"an earlier entry from {source.name} failed")))
+        elif isinstance(part, Failure):
+            self._fail(item, part)
         else:
-            try:
-                part = RelayedPart(data, start, stop)
-                count = validate_message_set(data, part.body_offset, inboxes.max_message_bytes)
-                if count != part.count:
-                    raise MessageSetError(
-                        Status.MALFORMED_REQUEST,
-                        f"the entry header counts {part.count} messages, its message set {count}",
-                    )
-            except MessageSetError as e:
-                self._fail(item, Failure(e))
-            else:
-                item.part = part
-                self._queue.append(item)
-                self._run()
+            item.part = part
+            self._queue.append(item)
+            self._run()
         self._resolve()
         return item.deferred
 
@@ -166,7 +165,10 @@ class TopicInbox:
         high.appended(part.origin, part.origin_last)
         self._inflight += 1
         inboxes = self._inboxes
-        d = inboxes.hub.publish(self.topic, message_set, part.origin, part.origin_first, item.source.name)
+        try:
+            d = inboxes.hub.publish(self.topic, message_set, part.origin, part.origin_first, item.source.name)
+        except Exception:
+            d = fail()  # (checked already: never left unresolved, should it raise after all)
         d.addCallbacks(self._appended, self._append_failed, (item,), None, (item,))
 
     def _appended(self, entry, item) -> None:

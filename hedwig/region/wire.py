@@ -16,10 +16,12 @@ import struct
 from enum import IntEnum
 
 from hedwig.protocol.framing import frame_header
+from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.names import InvalidName, check_topic
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
+from hedwig.region.entries import RelayedPart
 
 _U8 = struct.Struct("!B")
 _U32 = struct.Struct("!I")
@@ -119,14 +121,23 @@ def relay_publish_parts(request_id: int, topic: str, start: int, stop: int, entr
 
 
 def decode_relay_publish(body) -> tuple[str, int, int, memoryview]:
-    """(topic, start, stop, entry): messages [start, stop) of the stored entry are relayed."""
+    """(topic, start, stop, entry): messages [start, stop) of the stored entry are relayed.
+
+    Every field is checked here, the entry's header and message set too (RelayedPart):
+    a request refused here never reaches the topic's inbox, so it breaks nothing there,
+    and the link's later relays of the topic are stored and answered as usual."""
     topic, offset = _read_topic(body, 0)
     if offset + _RANGE.size > len(body):
         raise RequestError(Status.MALFORMED_REQUEST, "RELAY_PUBLISH ends before its message range")
     start, stop = _RANGE.unpack_from(body, offset)
     if not start < stop:
         raise RequestError(Status.MALFORMED_REQUEST, f"RELAY_PUBLISH of an empty range [{start}, {stop})")
-    return topic, start, stop, memoryview(body)[offset + _RANGE.size :]
+    entry = memoryview(body)[offset + _RANGE.size :]
+    try:
+        RelayedPart(entry, start, stop)
+    except MessageSetError as e:
+        raise RequestError(e.status, f"RELAY_PUBLISH of a malformed entry: {e.reason}") from None
+    return topic, start, stop, entry
 
 
 # -- REGION_INTEREST -----------------------------------------------------------------------------

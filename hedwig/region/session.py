@@ -202,7 +202,11 @@ class LinkSession:
     def _stored(self, _outcome, down: RelaySubscription, last: int) -> None:
         if self.closed or self._down.get(down.topic) is not down:
             return
-        down.position.acknowledge(last)
+        position = down.position
+        position.acknowledge(last)
+        # Consumed there even when told before: a parent that delivers an entry again
+        # (re-reading after a reconnect) may hold an older pointer than we sent.
+        position.not_sent(last)
         self._consumes.add(down)
         if self._consume_call is None:
             self._consume_call = self._reactor.callLater(0, self._send_consumes)

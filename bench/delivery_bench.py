@@ -42,6 +42,7 @@ from hedwig.delivery import DeliveryManager, IDeliveryChannel
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
+from hedwig.protocol.requests import Subscribe
 from hedwig.settings import CacheSettings, DeliverySettings, LogSettings
 from hedwig.testing.deferreds import fired
 from hedwig.testing.reactors import InlineThreadsReactor
@@ -105,7 +106,8 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None, **
         topic_log = stack.cache.wrap(stack.open("push"))  # the cache in the log, as a hub has it
         channels = [CountingChannel() for _ in range(subscribers)]
         for i, channel in enumerate(channels):
-            fired(stack.manager.subscribe(topic_log, f"s{i}", channel, i + 1))
+            request = Subscribe(topic_log.topic, f"s{i}", "create_or_attach", None, None, False)
+            fired(stack.manager.subscribe(topic_log, channel, i + 1, request))
         stack.clock.advance(0)  # cursors start on the next turn
         payload = message_set()
         publish = topic_log.append
@@ -157,7 +159,8 @@ def bench_catch_up(store_kind, backlog_messages, profile=None):
             fired(log.append(payload, MESSAGES))
         build = time.perf_counter() - build
         channel = CountingChannel()
-        fired(stack.manager.subscribe(stack.cache.wrap(log), "late", channel, 1, start="earliest"))
+        request = Subscribe(log.topic, "late", "create_or_attach", "earliest", None, False)
+        fired(stack.manager.subscribe(stack.cache.wrap(log), channel, 1, request))
         gc.collect()
         if profile:
             profile.enable()

@@ -71,12 +71,11 @@ class IDeliveryManager(Interface):
     def load_topic(topic_log):
         """Deferred[None] once the topic's durable subscriptions are known here."""
 
-    def subscribe(topic_log, subscriber_id, channel, handle, *, mode, start, window, force_attach,
-                  deliver):
-        """Create and/or attach a subscription (mode "create" | "attach" |
-        "create_or_attach", start as hedwig.protocol.requests.StartKind and its value) on
-        `channel` under the channel-local `handle`. Deferred[dict] {"consumed_seq",
-        "next_seq"}; fails with SubscribeError (its status goes on the wire)."""
+    def subscribe(topic_log, channel, handle, request):
+        """Create and/or attach the subscription a SUBSCRIBE `request`
+        (hedwig.protocol.requests.Subscribe: its mode, start, window, force_attach and
+        deliver) names on `channel` under the channel-local `handle`. Deferred[dict]
+        {"consumed_seq", "next_seq"}; fails with SubscribeError (its status goes on the wire)."""
 
     def consume(topic, subscriber_id, seq):
         """Everything up to `seq` is consumed (cumulative, idempotent); raises

@@ -118,50 +118,30 @@ class DeliveryManager(DescribingSubscriptions):
 
     # -- subscribe ---------------------------------------------------------------------
 
-    def subscribe(
-        self,
-        topic_log,
-        subscriber_id: str,
-        channel,
-        handle: int,
-        *,
-        mode: str = "create_or_attach",
-        start=None,
-        window: int | None = None,
-        force_attach: bool = False,
-        deliver: bool = True,
-    ) -> Deferred:
-        """Attach `channel` (an IDeliveryChannel) to subscription (log.topic, subscriber_id)
-        under `handle`. Deferred[{"consumed_seq", "next_seq"}], or fails with SubscribeError.
-        Delivery begins on the next reactor turn, after the hub has answered.
+    def subscribe(self, topic_log, channel, handle: int, request) -> Deferred:
+        """Attach `channel` (an IDeliveryChannel) under `handle` to the subscription that
+        `request`, a SUBSCRIBE (hedwig.protocol.requests.Subscribe), names on `topic_log`.
+        Deferred[{"consumed_seq", "next_seq"}], or fails with SubscribeError. Delivery
+        begins on the next reactor turn, after the hub has answered. The request is taken
+        whole so that its fields and their defaults are declared once, by the protocol.
 
         `deliver=False` attaches for acknowledgements only: nothing is delivered, a
         CONSUME may reach the topic's last seq-id, and `window` is not recorded (it is a
         bound on deliveries)."""
+        mode, window = request.mode, request.window
         if mode not in MODES:
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"unknown subscribe mode {mode!r}"))
         if window is not None and (not isinstance(window, int) or window < 0):
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
-        if not deliver:
+        if not request.deliver:
             window = None
         d = self._table(topic_log)
-        d.addCallback(
-            self._subscribe,
-            topic_log,
-            subscriber_id,
-            channel,
-            handle,
-            mode,
-            start,
-            window,
-            force_attach,
-            deliver,
-        )
+        d.addCallback(self._subscribe, topic_log, channel, handle, request, window)
         return d
 
-    def _subscribe(
-        self, table, topic_log, subscriber_id, channel, handle, mode, start, window, force_attach, deliver
-    ):
+    def _subscribe(self, table, topic_log, channel, handle, request, window):
+        subscriber_id, mode, start = request.subscriber_id, request.mode, request.start
+        deliver = request.deliver
         if subscriber_id in table.busy:
             raise SubscribeError(
                 Status.TOPIC_BUSY, f"{subscriber_id} on {topic_log.topic} is being (un)subscribed"
@@ -186,7 +166,7 @@ class DeliveryManager(DescribingSubscriptions):
                     Status.CLIENT_ALREADY_SUBSCRIBED,
                     f"{subscriber_id} on {topic_log.topic} is already attached on this connection",
                 )
-            if not force_attach:
+            if not request.force_attach:
                 raise SubscribeError(
                     Status.TOPIC_BUSY,
                     f"{subscriber_id} on {topic_log.topic} is attached on another connection",

@@ -106,20 +106,8 @@ class Hub:
                 )
             )
 
-        def attach(topic_log):
-            return self.delivery.subscribe(
-                topic_log,
-                request.subscriber_id,
-                channel,
-                handle,
-                mode=request.mode,
-                start=request.start,
-                window=request.window,
-                force_attach=request.force_attach,
-                deliver=request.deliver,
-            )
-
-        return self.topics.acquire(request.topic).addCallback(attach)
+        d = self.topics.acquire(request.topic)
+        return d.addCallback(self.delivery.subscribe, channel, handle, request)
 
     def unsubscribe(self, channel, topic: str, subscriber_id: str) -> Deferred:
         """Delete the durable subscription; a connection it is attached on (this one or

@@ -5,11 +5,26 @@ from twisted.internet.task import Clock
 from hedwig.cache import ReadAheadCache
 from hedwig.delivery import DeliveryManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
+from hedwig.protocol.requests import Subscribe
 from hedwig.settings import CacheSettings, DeliverySettings
 from hedwig.testing.deferreds import failure_of as failure_of
 from hedwig.testing.deferreds import fired
 from tests.cache.controllable_log import ControllableLog
 from tests.delivery.channels import RecordingChannel
+
+
+def subscribe_request(
+    topic,
+    subscriber_id,
+    *,
+    mode="create_or_attach",
+    start=None,
+    window=None,
+    force_attach=False,
+    deliver=True,
+):
+    """A SUBSCRIBE as the hub decodes it, with a client's defaults for what a test leaves out."""
+    return Subscribe(topic, subscriber_id, mode, start, window, force_attach, deliver)
 
 
 class TurnClock(Clock):
@@ -37,9 +52,12 @@ class Harness:
     def channel(self, high_water=None):
         return RecordingChannel(self.manager, high_water)
 
+    def request(self, sid, **kw):
+        """A SUBSCRIBE of `sid` to the harness's topic."""
+        return subscribe_request(self.log.topic, sid, **kw)
+
     def subscribe(self, sid, channel, handle=1, **kw):
-        result = fired(self.manager.subscribe(self.topic_log, sid, channel, handle, **kw))
-        return result
+        return fired(self.manager.subscribe(self.topic_log, channel, handle, self.request(sid, **kw)))
 
     def publish(self, count=1, size=100):
         return fired(self.topic_log.append(bytes(size), count))

@@ -10,7 +10,7 @@ from tests.delivery.harness import Harness, failure_of, fired
 
 
 def refused(h, sid, channel, **kw):
-    failure = failure_of(h.manager.subscribe(h.topic_log, sid, channel, 1, **kw))
+    failure = failure_of(h.manager.subscribe(h.topic_log, channel, 1, h.request(sid, **kw)))
     assert failure.check(SubscribeError)
     return failure.value.status
 

@@ -125,7 +125,8 @@ def test_unsubscribe_deletes_the_durable_subscription(tmp_path):
     h, channel = subscribed(tmp_path)
     fired(h.manager.unsubscribe("t", "s"))
     assert h.record("s") is None
-    status = failure_of(h.manager.subscribe(h.topic_log, "s", channel, 1, mode="attach")).value.status
+    attach = h.request("s", mode="attach")
+    status = failure_of(h.manager.subscribe(h.topic_log, channel, 1, attach)).value.status
     assert status == Status.CLIENT_NOT_SUBSCRIBED
     assert h.cache.stats()["entries"] == 0, "no subscriber is left to need the cached entries"
 

@@ -1,8 +1,9 @@
 """The `hedwig` command: `hedwig hub` runs a hub; the other subcommands are clients.
 
 Each subcommand is a pair of functions: `add_<name>(subparsers, client_options)` makes its
-parser and sets `run` to `<name>(args) -> exit status`. A new subcommand is one more
-pair and one more line in SUBCOMMANDS. A failure prints one line to stderr and exits 1
+parser and sets `run` to `<name>(args) -> exit status`; a client subcommand's help is
+`<name>`'s docstring (_client_command). A new subcommand is one more pair and one more
+line in SUBCOMMANDS. A failure prints one line to stderr and exits 1
 (2 for a usage error, as argparse does).
 """
 
@@ -55,6 +56,15 @@ def _client(args):
     return Client(args.hub, client_name=f"hedwig {args.command}", tls=_client_tls(args))
 
 
+def _client_command(subparsers, client_options, run):
+    """The parser of the client subcommand that calls `run(args)`: named after `run` and
+    helped by its docstring, so each subcommand's name and help are written once. It takes
+    --hub and the TLS options after its name too (client_options)."""
+    parser = subparsers.add_parser(run.__name__, parents=[client_options], help=run.__doc__)
+    parser.set_defaults(run=run)
+    return parser
+
+
 def _parse_properties(pairs) -> dict | None:
     properties = {}
     for pair in pairs or ():
@@ -86,11 +96,7 @@ def hub(args) -> int:
 
 
 def add_publish(subparsers, client_options):
-    parser = subparsers.add_parser(
-        "publish",
-        parents=[client_options],
-        help="publish messages (the arguments, or else one per line of standard input)",
-    )
+    parser = _client_command(subparsers, client_options, publish)
     parser.add_argument("topic", metavar="TOPIC")
     parser.add_argument("messages", nargs="*", metavar="MESSAGE")
     parser.add_argument(
@@ -99,7 +105,6 @@ def add_publish(subparsers, client_options):
         metavar="KEY=VALUE",
         help="a property set on every message (repeatable)",
     )
-    parser.set_defaults(run=publish)
 
 
 def _stdin_batches(stream):
@@ -117,6 +122,7 @@ def _stdin_batches(stream):
 
 
 def publish(args) -> int:
+    """publish messages (the arguments, or else one per line of standard input)"""
     properties = _parse_properties(args.property)
     if args.messages:
         batches = [[os.fsencode(message) for message in args.messages]]
@@ -145,11 +151,7 @@ def publish(args) -> int:
 
 
 def add_subscribe(subparsers, client_options):
-    parser = subparsers.add_parser(
-        "subscribe",
-        parents=[client_options],
-        help="print a subscription's messages (one per line) and acknowledge them",
-    )
+    parser = _client_command(subparsers, client_options, subscribe)
     parser.add_argument("topic", metavar="TOPIC")
     parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
     parser.add_argument(
@@ -166,10 +168,10 @@ def add_subscribe(subparsers, client_options):
     parser.add_argument(
         "--show-seq", action="store_true", help="print 'SEQ<TAB>TIME<TAB>' before each payload"
     )
-    parser.set_defaults(run=subscribe)
 
 
 def subscribe(args) -> int:
+    """print a subscription's messages (one per line) and acknowledge them"""
     from hedwig.client.start import parse_start
 
     if args.count is not None and args.count < 1:
@@ -236,15 +238,13 @@ class _StopOnSignal:
 
 
 def add_unsubscribe(subparsers, client_options):
-    parser = subparsers.add_parser(
-        "unsubscribe", parents=[client_options], help="delete a durable subscription"
-    )
+    parser = _client_command(subparsers, client_options, unsubscribe)
     parser.add_argument("topic", metavar="TOPIC")
     parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
-    parser.set_defaults(run=unsubscribe)
 
 
 def unsubscribe(args) -> int:
+    """delete a durable subscription"""
     with _client(args) as client:
         client.unsubscribe(args.topic, args.subscriber_id)
     print(f"unsubscribed {args.subscriber_id} from {args.topic}")
@@ -255,12 +255,12 @@ def unsubscribe(args) -> int:
 
 
 def add_topics(subparsers, client_options):
-    parser = subparsers.add_parser("topics", parents=[client_options], help="list the hub's topics")
+    parser = _client_command(subparsers, client_options, topics)
     parser.add_argument("--json", action="store_true", help="print the hub's JSON reply")
-    parser.set_defaults(run=topics)
 
 
 def topics(args) -> int:
+    """list the hub's topics"""
     with _client(args) as client:
         names = client.topics()
     if args.json:
@@ -272,14 +272,9 @@ def topics(args) -> int:
 
 
 def add_describe(subparsers, client_options):
-    parser = subparsers.add_parser(
-        "describe",
-        parents=[client_options],
-        help="a topic's seq-ids, ledgers and subscribers (consumed seq-id, backlog)",
-    )
+    parser = _client_command(subparsers, client_options, describe)
     parser.add_argument("topic", metavar="TOPIC")
     parser.add_argument("--json", action="store_true", help="print the hub's JSON reply")
-    parser.set_defaults(run=describe)
 
 
 def format_description(info: dict) -> list[str]:
@@ -322,6 +317,7 @@ def format_description(info: dict) -> list[str]:
 
 
 def describe(args) -> int:
+    """a topic's seq-ids, ledgers and subscribers (consumed seq-id, backlog)"""
     with _client(args) as client:
         info = client.describe(args.topic)
     if args.json:
@@ -332,11 +328,11 @@ def describe(args) -> int:
 
 
 def add_stats(subparsers, client_options):
-    parser = subparsers.add_parser("stats", parents=[client_options], help="the hub's counters (JSON)")
-    parser.set_defaults(run=stats)
+    _client_command(subparsers, client_options, stats)
 
 
 def stats(args) -> int:
+    """the hub's counters (JSON)"""
     with _client(args) as client:
         counters = client.stats()
     print(json.dumps(counters, indent=2, sort_keys=True))
@@ -349,14 +345,12 @@ def stats(args) -> int:
 def add_drain(subparsers, client_options):
     from hedwig.spark.command import add_drain_arguments
 
-    parser = subparsers.add_parser(
-        "drain", parents=[client_options], help="drain topics into Parquet with Spark (exactly once)"
-    )
+    parser = _client_command(subparsers, client_options, drain)
     add_drain_arguments(parser, hub_option=False)
-    parser.set_defaults(run=drain)
 
 
 def drain(args) -> int:
+    """drain topics into Parquet with Spark (exactly once)"""
     if _client_tls(args) is not None:
         raise UsageError("drain reaches hubs over plain TCP only: leave out the --tls options")
     from hedwig.spark.command import run_drain

@@ -75,37 +75,38 @@ class SourceOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
 
 
-def parse_hubs(text: str) -> tuple:
-    """ "host:port[,host:port...]" -> ("host:port", ...), each checked."""
-    hubs = []
+def _parse_list(option: str, text: str, check, error, wanted: str) -> tuple:
+    """The items of a comma-separated option, each through `check` (which raises `error`
+    for a bad one), in the order given and without repeats; blank items are passed over,
+    but an option naming none fails, saying what it `wanted`."""
+    items = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         try:
-            address = format_address(parse_address(part))
-        except ValueError as e:
-            raise OptionError(f"option 'hub': {e}") from None
-        if address not in hubs:
-            hubs.append(address)
-    if not hubs:
-        raise OptionError("option 'hub' names no address: give host:port[,host:port...]")
-    return tuple(hubs)
+            item = check(part)
+        except error as e:
+            raise OptionError(f"option {option!r}: {e}") from None
+        if item not in items:
+            items.append(item)
+    if not items:
+        raise OptionError(f"option {option!r} names no {wanted}")
+    return tuple(items)
+
+
+def parse_hubs(text: str) -> tuple:
+    """ "host:port[,host:port...]" -> ("host:port", ...), each checked."""
+    return _parse_list(
+        "hub",
+        text,
+        lambda part: format_address(parse_address(part)),
+        ValueError,
+        "address: give host:port[,host:port...]",
+    )
 
 
 def parse_topics(text: str) -> tuple:
-    topics = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        try:
-            topic = check_topic(part)
-        except InvalidName as e:
-            raise OptionError(f"option 'topics': {e}") from None
-        if topic not in topics:
-            topics.append(topic)
-    if not topics:
-        raise OptionError("option 'topics' names no topic: give a,b,c")
-    return tuple(topics)
+    return _parse_list("topics", text, check_topic, InvalidName, "topic: give a,b,c")
 
 
 def _positive_int(name: str, raw: str) -> int:

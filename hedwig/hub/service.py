@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from twisted.application.service import MultiService, Service
-from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks, maybeDeferred
+from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks, maybeDeferred, succeed
 from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 from twisted.logger import Logger
 
@@ -28,6 +28,11 @@ from hedwig.settings import Config
 
 class DataDirLocked(RuntimeError):
     """Another hub process serves this data directory."""
+
+
+class MetadataLost(RuntimeError):
+    """The ledgers hold messages but the metadata describing them is missing or empty:
+    serving would begin every topic again at seq-id 1, so the hub does not start."""
 
 
 class ListenerService(Service):
@@ -85,16 +90,24 @@ class HubService(MultiService):
 
     def startService(self):
         self._build()
-        if self._embedded_ledgers:
-            self._sweep_orphan_ledgers()
-        super().startService()
+        Service.startService(self)  # the children (listeners, GC) start once the sweep is done
+        sweeping = self._sweep_ledgers() if self._embedded_ledgers else succeed(None)
+        # Fires once every listener listens, or fails with the first error (`hedwig hub` exits).
+        self.listening = sweeping.addCallback(self._serve)
+
+    def _serve(self, _):
+        """Start listening (and GC) after the start-up sweep: no topic opens while it
+        looks at the ledgers, so it never mistakes a ledger being created for unknown."""
+        if not self.running:  # stopped during the sweep
+            return None
+        for service in self:
+            service.startService()
         self.listener.listening.addCallback(self._listening)
         if self.tls_listener is not None:
             self.tls_listener.listening.addCallback(self._listening_tls)
-        # Fires once every listener listens, or fails with the first error (`hedwig hub` exits).
-        self.listening = gatherResults([s.listening for s in self.listeners], consumeErrors=True)
-        self.listening.addErrback(lambda f: f.value.subFailure)
-        self.listening.addCallback(self._start_regions)
+        listening = gatherResults([s.listening for s in self.listeners], consumeErrors=True)
+        listening.addErrback(lambda f: f.value.subFailure)
+        return listening.addCallback(self._start_regions)
 
     @property
     def listeners(self) -> list:
@@ -120,9 +133,7 @@ class HubService(MultiService):
                     str(data_dir / "ledgers"), config.ledger, reactor
                 )
             if self.metadata is None:
-                from hedwig.meta.sqlite_store import SqliteMetadataStore
-
-                self.metadata = SqliteMetadataStore(str(data_dir / "metadata.sqlite3"), reactor=reactor)
+                self.metadata = self._open_metadata(data_dir)
         parts = assemble_hub(
             config, reactor, ledgers=self.ledgers, metadata=self.metadata, data_dir=own_data_dir
         )
@@ -142,17 +153,61 @@ class HubService(MultiService):
         self.gc = parts.gc
         self.gc.setServiceParent(self)
 
-    def _sweep_orphan_ledgers(self) -> None:
-        """A hub killed between creating a ledger and recording it in a topic's ranges
-        leaves that ledger behind; only this hub writes the embedded store, so before any
-        topic opens, every ledger no topic names is garbage."""
+    def _open_metadata(self, data_dir: Path):
+        """The embedded metadata store, refused when it cannot describe the ledgers: with
+        messages in the ledgers, a missing, zero-byte or recordless database is damage
+        (opening it would start every topic afresh, reuse seq-ids and leave the ledgers
+        unknown), so the hub stops with one line saying what is wrong and what to do."""
+        from hedwig.meta.interface import MetadataMissing
+        from hedwig.meta.sqlite_store import SqliteMetadataStore
 
-        def swept(orphans):
-            if orphans:
-                self.log.info("deleted {count} orphan ledgers {ids}", count=len(orphans), ids=orphans)
+        ledgers = self.ledgers
+        holding = [i for i in ledgers.list_ledgers() if ledgers.last_entry_id(i) >= 0]
+        path = data_dir / "metadata.sqlite3"
+        try:
+            return SqliteMetadataStore(str(path), reactor=self.reactor, expect_records=bool(holding))
+        except MetadataMissing as e:
+            self._give_up()
+            where = data_dir / "ledgers" if self._embedded_ledgers else "the ledger store"
+            raise MetadataLost(
+                f"{e}, yet {where} holds {len(holding)} ledger(s) with messages: serving would start"
+                f" every topic again at seq-id 1. Restore {path.name} from a backup, or move {where}"
+                " aside to start an empty hub (docs/operations.md, 'Damaged or lost metadata')"
+            ) from None
 
-        sweeping = self._logs.delete_orphan_ledgers()
-        sweeping.addCallbacks(swept, lambda f: self.log.failure("sweeping orphan ledgers failed", f))
+    def _give_up(self) -> None:
+        """Release what _build took before a start it refuses (the ledger store it opened
+        and the data directory's lock); nothing was written meanwhile."""
+        if self._embedded_ledgers and self.ledgers is not None:
+            self.ledgers.close().addErrback(lambda f: self.log.failure("closing the ledger store failed", f))
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+    def _sweep_ledgers(self):
+        """Finish deleting the ledgers the metadata records as garbage (a hub stopped or
+        killed between dropping them from a topic and deleting them). A ledger the
+        metadata does not know is kept and reported: it may hold a topic's messages whose
+        record was lost, and only an operator can tell (docs/operations.md). Deferred
+        firing when done (a failed sweep is logged, and the hub serves all the same)."""
+
+        def swept(sweep):
+            if sweep.deleted:
+                self.log.info(
+                    "deleted {count} ledger(s) the metadata records as garbage: {ids}",
+                    count=len(sweep.deleted),
+                    ids=sweep.deleted,
+                )
+            if sweep.unknown:
+                self.log.warn(
+                    "kept {count} ledger(s) that no topic names and the metadata does not record"
+                    " as garbage: {ledgers}; see docs/operations.md, 'Unknown ledgers'",
+                    count=len(sweep.unknown),
+                    ledgers=", ".join(f"{i} ({what})" for i, what in sweep.described.items()),
+                )
+
+        sweeping = self._logs.sweep_ledgers()
+        return sweeping.addCallbacks(swept, lambda f: self.log.failure("sweeping ledgers failed", f))
 
     def _lock(self, data_dir: Path) -> None:
         """One hub per data directory: a second would corrupt the first one's ledgers."""

@@ -7,6 +7,7 @@ from hedwig.meta.interface import (
     IMetadataStore,
     LedgerRange,
     MetadataError,
+    MetadataMissing,
     SubscriptionState,
     Versioned,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "IMetadataStore",
     "LedgerRange",
     "MetadataError",
+    "MetadataMissing",
     "SqliteMetadataStore",
     "SubscriptionState",
     "Versioned",

@@ -14,8 +14,14 @@ class BadRecord(MetadataError, ValueError):
     """A record that is not what the schema says (refused on write, reported on read)."""
 
 
+# The largest integer a record may hold: SQLite's INTEGER (and ZooKeeper's JSON readers)
+# stop at a signed 64-bit value; a bigger one must be refused here, as a bad record, and
+# not fail deep inside the driver (sqlite3 raises OverflowError, no MetadataError).
+MAX_INT = 2**63 - 1
+
+
 def _is_int(value) -> bool:
-    return type(value) is int
+    return type(value) is int and value <= MAX_INT
 
 
 def check_ranges(ranges) -> list[LedgerRange]:
@@ -28,7 +34,9 @@ def check_ranges(ranges) -> list[LedgerRange]:
             raise BadRecord(f"ledger range {i}: expected (ledger_id, first_seq, last_seq), got {item!r}")
         ledger_id, first_seq, last_seq = item
         if not _is_int(ledger_id) or ledger_id < 0 or not _is_int(first_seq) or first_seq < 1:
-            raise BadRecord(f"ledger range {i}: ledger id >= 0 and first seq-id >= 1 are integers: {item!r}")
+            raise BadRecord(
+                f"ledger range {i}: ledger id >= 0 and first seq-id >= 1 are integers <= {MAX_INT}: {item!r}"
+            )
         if last_seq is None:
             if i != len(ranges) - 1:
                 raise BadRecord(f"ledger range {i}: only the last range may be open")
@@ -40,6 +48,20 @@ def check_ranges(ranges) -> list[LedgerRange]:
             )
         out.append(LedgerRange(ledger_id, first_seq, last_seq))
     return out
+
+
+def check_garbage(ledger_ids, ranges) -> list[int]:
+    """Ledger ids recorded as garbage: integers >= 0, none of them named by `ranges` (a
+    ledger a topic still names is never garbage)."""
+    if not isinstance(ledger_ids, (list, tuple, set, frozenset)):
+        raise BadRecord(f"garbage ledgers are a list of ids, not {type(ledger_ids).__name__}")
+    ids = sorted(set(ledger_ids)) if all(_is_int(i) for i in ledger_ids) else None
+    if ids is None or (ids and ids[0] < 0):
+        raise BadRecord(f"garbage ledger ids are integers >= 0: {sorted(ledger_ids, key=repr)!r}")
+    named = {r.ledger_id for r in ranges}.intersection(ids)
+    if named:
+        raise BadRecord(f"ledgers {sorted(named)} are named by the ranges: they are not garbage")
+    return ids
 
 
 def encode_ranges(ranges) -> str:
@@ -58,7 +80,7 @@ def check_subscription(state) -> SubscriptionState:
         raise BadRecord(f"a subscription state is (consumed_seq, preferences), not {state!r}")
     consumed_seq, preferences = state
     if not _is_int(consumed_seq) or consumed_seq < 0:
-        raise BadRecord(f"consumed seq-id must be an integer >= 0, not {consumed_seq!r}")
+        raise BadRecord(f"consumed seq-id must be an integer in 0..{MAX_INT}, not {consumed_seq!r}")
     if not isinstance(preferences, dict) or not all(isinstance(k, str) for k in preferences):
         raise BadRecord("subscription preferences are a dict with str keys")
     return SubscriptionState(consumed_seq, preferences)

@@ -15,6 +15,12 @@ class MetadataError(Exception):
     pass
 
 
+class MetadataMissing(MetadataError):
+    """The metadata is missing or records nothing while the caller holds data it must
+    describe: serving from it would start every topic afresh (reusing seq-ids) and take
+    the existing ledgers for garbage."""
+
+
 class BadVersion(MetadataError):
     """A compare-and-set named a version that is no longer current (or the record exists
     when creating, or is missing when updating)."""
@@ -46,9 +52,13 @@ class IMetadataStore(Interface):
     def get_topic(topic):
         """Deferred[Versioned[list[LedgerRange]] | None]."""
 
-    def put_topic(topic, ranges, version):
+    def put_topic(topic, ranges, version, garbage=()):
         """Write the ledger ranges if the stored version is `version` (NEW: absent).
-        Deferred[int new version]; fails with BadVersion."""
+        Deferred[int new version]; fails with BadVersion.
+
+        `garbage`: ids of ledgers this write drops from the topic, recorded as garbage in
+        the same transaction, so a crash between the write and their deletion leaves them
+        positively known as garbage (nothing else ever lets a sweep delete a ledger)."""
 
     def delete_topic(topic, version):
         """Deferred[None]; fails with BadVersion."""
@@ -67,6 +77,14 @@ class IMetadataStore(Interface):
 
     def list_subscriptions(topic):
         """Deferred[dict[str, Versioned[SubscriptionState]]]."""
+
+    def list_garbage():
+        """Deferred[dict[int, str]]: ledger id -> the topic that dropped it, for every
+        ledger recorded as garbage and not yet forgotten."""
+
+    def forget_garbage(ledger_ids):
+        """Deferred[None]: drop the garbage records of these ledgers (their files are
+        gone); unknown ids are ignored."""
 
     def close():
         """Deferred[None]."""

@@ -20,6 +20,17 @@ one worker thread of its own, in call order (so a read sees every write made bef
 and compare-and-set keeps its meaning), and fires each Deferred on the reactor thread.
 Without a reactor (tools, unit tests under task.Clock) statements run at once on the
 calling thread and the Deferreds come back fired.
+
+Garbage: a write that drops ledgers from a topic's ranges records them in the `garbage`
+table in the same transaction; they are forgotten once their files are gone. The hub's
+start-up sweep deletes only ledgers recorded there (hedwig.topiclog.manager), so a
+ledger the metadata does not know is never taken for garbage. Schema 2 added that table;
+a schema-1 database gets it (empty) when it is opened, and keeps working.
+
+`expect_records`: the hub opens its database saying whether its ledgers hold entries.
+If they do, a missing, zero-byte or recordless database is refused (MetadataMissing)
+rather than created afresh: that would be a damaged metadata file, and serving from it
+would start every topic again at seq-id 1.
 """
 
 import os
@@ -32,6 +43,7 @@ from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
 from hedwig.meta.codec import (
+    check_garbage,
     check_ranges,
     check_subscription,
     check_version,
@@ -40,11 +52,20 @@ from hedwig.meta.codec import (
     encode_preferences,
     encode_ranges,
 )
-from hedwig.meta.interface import NEW, BadVersion, IMetadataStore, MetadataError, SubscriptionState, Versioned
+from hedwig.meta.interface import (
+    NEW,
+    BadVersion,
+    IMetadataStore,
+    MetadataError,
+    MetadataMissing,
+    SubscriptionState,
+    Versioned,
+)
 
 _logger = Logger()
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READABLE_SCHEMAS = (0, 1, SCHEMA_VERSION)  # 0: a new database; 1: before the garbage table
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS topics (
     topic   TEXT PRIMARY KEY,
@@ -59,6 +80,10 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     version       INTEGER NOT NULL,
     PRIMARY KEY (topic, subscriber_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS garbage (
+    ledger_id INTEGER PRIMARY KEY,
+    topic     TEXT NOT NULL
+);
 """
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -81,9 +106,12 @@ class SqliteMetadataStore:
         subscription_synchronous: str = "NORMAL",
         busy_timeout_ms: int = 2000,
         reactor=None,
+        expect_records: bool = False,
     ):
         """`reactor` (IReactorFromThreads): run the database on a worker thread and answer
-        through the reactor; None: run it on the calling thread."""
+        through the reactor; None: run it on the calling thread. `expect_records`: the
+        caller holds data this database must describe; refuse (MetadataMissing) a database
+        that is missing, empty or records nothing, and leave it as it is."""
         for name, value in (
             ("synchronous", synchronous),
             ("subscription_synchronous", subscription_synchronous),
@@ -93,6 +121,8 @@ class SqliteMetadataStore:
         self._topic_sync = synchronous.upper()
         self._subscription_sync = subscription_synchronous.upper()
         self.path = os.fspath(path)
+        if expect_records:
+            self._check_present()
         directory = os.path.dirname(os.path.abspath(self.path))
         try:
             os.makedirs(directory, exist_ok=True)
@@ -105,15 +135,18 @@ class SqliteMetadataStore:
         except (OSError, sqlite3.Error) as e:
             raise MetadataError(f"cannot open the metadata database {self.path}: {e}") from None
         try:
+            # Read only, before anything below writes the file: a refused database stays as it was.
+            if expect_records and not self._holds_records():
+                raise MetadataMissing(f"the metadata database {self.path} records nothing")
             mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise MetadataError(f"{self.path}: SQLite refused WAL mode (journal mode {mode})")
             self._sync = None
             self._use_sync(self._topic_sync)
             found = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if found not in (0, SCHEMA_VERSION):
+            if found not in _READABLE_SCHEMAS:
                 raise MetadataError(
-                    f"{self.path}: schema version {found}; this hedwig reads {SCHEMA_VERSION}"
+                    f"{self.path}: schema version {found}; this hedwig reads up to {SCHEMA_VERSION}"
                 )
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -129,6 +162,30 @@ class SqliteMetadataStore:
         if reactor is not None:
             self._worker = ThreadPool(minthreads=1, maxthreads=1, name=f"metadata {self.path}")
             self._worker.start()
+
+    def _check_present(self) -> None:
+        """Refuse a missing or zero-byte database before SQLite would create one over it
+        (a zero-byte file with a write-ahead log beside it is left to SQLite to read)."""
+
+        def size(path):
+            try:
+                return os.stat(path).st_size
+            except FileNotFoundError:
+                return None
+
+        main = size(self.path)
+        if main is None:
+            raise MetadataMissing(f"the metadata database {self.path} is missing")
+        if main == 0 and not size(self.path + "-wal"):
+            raise MetadataMissing(f"the metadata database {self.path} is empty (0 bytes)")
+
+    def _holds_records(self) -> bool:
+        """Whether any table of ours holds a row (a table that is not there holds none)."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for table in ("topics", "subscriptions", "garbage"):
+            if table in tables and self._db.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+                return True
+        return False
 
     def _use_sync(self, mode: str) -> None:
         """Set the durability of the next commits (a connection setting: cheap to switch)."""
@@ -185,14 +242,35 @@ class SqliteMetadataStore:
         ).fetchone()
         return None if row is None else Versioned(decode_ranges(row[0]), row[1])
 
-    def put_topic(self, topic, ranges, version):
-        return self._run(self._put_topic, topic, ranges, version)
+    def put_topic(self, topic, ranges, version, garbage=()):
+        return self._run(self._put_topic, topic, ranges, version, garbage)
 
-    def _put_topic(self, topic, ranges, version):
+    def _put_topic(self, topic, ranges, version, garbage=()):
         topic = _check_name("topic", topic)
-        text = encode_ranges(check_ranges(ranges))
+        ranges = check_ranges(ranges)
+        text = encode_ranges(ranges)
+        garbage = check_garbage(garbage, ranges)
+        check_version(version)
         self._use_sync(self._topic_sync)
-        if check_version(version) == NEW:
+        if not garbage:
+            return self._write_ranges(topic, text, version)
+        # One transaction: the ranges that drop the ledgers and the record that they are
+        # garbage commit together or not at all.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            new_version = self._write_ranges(topic, text, version)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO garbage (ledger_id, topic) VALUES (?, ?)",
+                [(ledger_id, topic) for ledger_id in garbage],
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        return new_version
+
+    def _write_ranges(self, topic, text, version):
+        if version == NEW:
             try:
                 self._db.execute(
                     "INSERT INTO topics (topic, ranges, version) VALUES (?, ?, 0)", (topic, text)
@@ -295,6 +373,23 @@ class SqliteMetadataStore:
             )
             for subscriber_id, consumed_seq, preferences, version in rows
         }
+
+    # -- garbage ---------------------------------------------------------------------------
+
+    def list_garbage(self):
+        return self._run(
+            lambda: dict(self._db.execute("SELECT ledger_id, topic FROM garbage ORDER BY ledger_id"))
+        )
+
+    def forget_garbage(self, ledger_ids):
+        return self._run(self._forget_garbage, ledger_ids)
+
+    def _forget_garbage(self, ledger_ids):
+        ids = check_garbage(list(ledger_ids), [])
+        # Cheap durability is enough: a forget lost in a power cut only brings the record
+        # back, and the next sweep forgets it again (its ledger is gone by then).
+        self._use_sync(self._subscription_sync)
+        self._db.executemany("DELETE FROM garbage WHERE ledger_id = ?", [(i,) for i in ids])
 
     # -- lifecycle -------------------------------------------------------------------------
 

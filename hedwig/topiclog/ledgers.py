@@ -8,6 +8,7 @@ from twisted.internet.defer import (
     fail,
     inlineCallbacks,
     maybeDeferred,
+    succeed,
 )
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -20,6 +21,7 @@ from hedwig.topiclog.pending import LogState, OpenLedger
 from hedwig.topiclog.retention import ledgers_to_delete
 
 _logger = Logger()
+_NOT_DELETED = object()  # what _delete_quietly fires with when the deletion failed
 
 
 class LedgerLifecycle:
@@ -144,12 +146,14 @@ class LedgerLifecycle:
             roll_waiters.fire()
 
     @inlineCallbacks
-    def _write_ranges(self, change, then=None):
+    def _write_ranges(self, change, then=None, garbage=()):
         """Compare-and-set the topic's ranges to change(current), then call then(): at once,
-        before the lock passes to the next writer. Call under the lock."""
+        before the lock passes to the next writer. Call under the lock. `garbage`: ledgers
+        the change drops, recorded as garbage with it (so a sweep may finish deleting them)."""
         ranges = change(list(self._ranges))
+        extra = (list(garbage),) if garbage else ()
         try:
-            version = yield self._metadata.put_topic(self.topic, ranges, self._version)
+            version = yield self._metadata.put_topic(self.topic, ranges, self._version, *extra)
         except BadVersion:
             raise TopicFenced(
                 f"topic {self.topic}: its ledger ranges changed under this hub (another hub acquired it)"
@@ -159,10 +163,28 @@ class LedgerLifecycle:
             then()
 
     def _delete_quietly(self, ledger_id: int):
-        d = maybeDeferred(self._ledgers.delete, ledger_id)
+        """Deferred firing once the ledger is deleted, or with _NOT_DELETED (logged)."""
+
+        def failed(failure):
+            _logger.warn(
+                "could not delete ledger {ledger_id}: {error}", ledger_id=ledger_id, error=failure.value
+            )
+            return _NOT_DELETED
+
+        return maybeDeferred(self._ledgers.delete, ledger_id).addErrback(failed)
+
+    def _forget_garbage(self, ledger_ids):
+        """Drop the garbage records of deleted ledgers; a failure only leaves the records
+        for the next sweep (which forgets records of ledgers already gone), so log it."""
+        if not ledger_ids:
+            return succeed(None)
+        d = maybeDeferred(self._metadata.forget_garbage, ledger_ids)
         d.addErrback(
             lambda f: _logger.warn(
-                "could not delete ledger {ledger_id}: {error}", ledger_id=ledger_id, error=f.value
+                "topic {topic}: could not forget deleted ledgers {ids}: {error}",
+                topic=self.topic,
+                ids=ledger_ids,
+                error=f.value,
             )
         )
         return d
@@ -192,14 +214,19 @@ class LedgerLifecycle:
         if not doomed:
             return 0
         gone = ranges[:doomed]
+        gone_ids = [r.ledger_id for r in gone]
         try:
-            yield self._write_ranges(lambda current: current[doomed:])
+            yield self._write_ranges(lambda current: current[doomed:], garbage=gone_ids)
         except TopicFenced as e:
             self._fail(e)
             raise
+        deleted = []
         for r in gone:
             self._locator.forget(r.ledger_id)
-            yield self._delete_quietly(r.ledger_id)
+            if (yield self._delete_quietly(r.ledger_id)) is not _NOT_DELETED:
+                deleted.append(r.ledger_id)
+        # A ledger whose deletion failed stays recorded: the next start-up sweep retries it.
+        yield self._forget_garbage(deleted)
         _logger.info(
             "topic {topic}: deleted {count} ledger(s) holding seq-ids {first}..{last}",
             topic=self.topic,

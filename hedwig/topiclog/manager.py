@@ -5,15 +5,34 @@ one acquisition, and an open topic's log is returned as it is. A log that closes
 and closes itself) leaves the manager, so the next open acquires the topic afresh.
 """
 
+from dataclasses import dataclass, field
+
 from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
+from twisted.logger import Logger
 
 from hedwig.concurrency import OpQueue, SharedOperations
+from hedwig.ledger.interface import LedgerError
+from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.names import InvalidName, check_topic
 from hedwig.settings import LogSettings
 from hedwig.topiclog.acquire import acquire_topic
 from hedwig.topiclog.errors import LogClosed, LogError
 from hedwig.topiclog.locator import EntryLocator
 from hedwig.topiclog.topic_log import TopicLog
+
+_logger = Logger()
+
+
+@dataclass
+class Sweep:
+    """What sweep_ledgers did: ledgers deleted (recorded as garbage), and ledgers kept
+    because no topic names them and the metadata does not record them as garbage, with
+    what each holds."""
+
+    deleted: list = field(default_factory=list)
+    unknown: list = field(default_factory=list)
+    described: dict = field(default_factory=dict)
 
 
 class TopicLogManager:
@@ -83,25 +102,59 @@ class TopicLogManager:
         return self.metadata.list_topics()
 
     @inlineCallbacks
-    def delete_orphan_ledgers(self):
-        """Delete the store's ledgers that no topic's ranges name: a process that dies
-        between creating a ledger and writing the ranges naming it (in an acquire or a
-        roll) leaves one behind. Deferred[list[int]]: the ledgers deleted.
+    def sweep_ledgers(self):
+        """Delete the ledgers the metadata records as garbage (a topic dropped them, and
+        the process died or failed before their files were gone); report the others no
+        topic names. Deferred[Sweep].
 
-        Only safe while nobody is between those two steps: call it at startup, before
-        opening any topic, on a ledger store this hub alone writes (the embedded mmap
-        store); never on a store shared with other hubs."""
+        A ledger is deleted only on the metadata's positive word: a ledger the metadata
+        does not know may be a topic's data whose record was lost (a damaged or restored
+        metadata file), so it is kept, and reported for an operator to look at (a
+        process that dies between creating a ledger and recording it in a topic's ranges
+        leaves an empty one of those). Call it before opening any topic, so that no
+        ledger is between its creation and the ranges naming it."""
         if self._logs or self._opening:
-            raise LogError("orphan ledgers can only be swept before any topic is opened")
+            raise LogError("ledgers can only be swept before any topic is opened")
         named = set()
         for topic in (yield self.metadata.list_topics()):
             versioned = yield self.metadata.get_topic(topic)
             if versioned is not None:
                 named.update(r[0] for r in versioned.value)
-        orphans = [ledger_id for ledger_id in self.ledgers.list_ledgers() if ledger_id not in named]
-        for ledger_id in orphans:
-            yield maybeDeferred(self.ledgers.delete, ledger_id)
-        return orphans
+        garbage = yield self.metadata.list_garbage()
+        stored = set(self.ledgers.list_ledgers())
+        sweep = Sweep()
+        for ledger_id in sorted(stored - named):
+            if ledger_id in garbage:
+                try:
+                    yield maybeDeferred(self.ledgers.delete, ledger_id)
+                except LedgerError as e:  # its record stays: the next start tries again
+                    _logger.warn(
+                        "could not delete garbage ledger {ledger_id}: {error}", ledger_id=ledger_id, error=e
+                    )
+                    continue
+                sweep.deleted.append(ledger_id)
+            else:
+                sweep.unknown.append(ledger_id)
+        # Records of ledgers deleted now or before (a crash after the deletion); a record
+        # of a ledger some topic names (never written so) is left alone.
+        done = sorted(set(garbage) - named - set(self.ledgers.list_ledgers()))
+        if done:
+            yield self.metadata.forget_garbage(done)
+        sweep.described = {ledger_id: self._describe(ledger_id) for ledger_id in sweep.unknown}
+        return sweep
+
+    def _describe(self, ledger_id: int) -> str:
+        """What an unknown ledger holds, for the operator: its seq-ids, or that it is empty."""
+        try:
+            last = self.ledgers.last_entry_id(ledger_id)
+            if last < 0:
+                return "empty"
+            (first_data,) = self.ledgers.read(ledger_id, 0, 0, 1)
+            (last_data,) = self.ledgers.read(ledger_id, last, last, 1)
+            first, final = decode_entry_header(first_data), decode_entry_header(last_data)
+        except (LedgerError, MessageSetError) as e:
+            return f"unreadable ({e})"
+        return f"seq-ids {first.first_seq}..{final.last_seq} in {last + 1} entries"
 
     @inlineCallbacks
     def close(self):

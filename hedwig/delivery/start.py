@@ -3,6 +3,12 @@
 A subscription delivers from consumed + 1, so every starting point is expressed as the
 consumed seq-id it implies: "earliest" retained, "latest" (the next publish), a seq-id,
 or a timestamp (the first message published at or after it, via the log's binary search).
+
+A seq-id start is bounded by the topic: past its last seq-id + 1 is refused
+(SEQ_OUT_OF_RANGE naming the last seq-id) rather than kept, since such a subscription
+would silently skip every message published up to it; this is also where a start no
+integer column can hold (the wire carries a u64) stops before it reaches the metadata
+store. Before the first retained seq-id, delivery begins at the first retained one.
 """
 
 from hedwig.delivery.interface import SubscribeError
@@ -22,13 +28,16 @@ def consumed_for_start(topic_log, start) -> int:
                 raise SubscribeError(
                     Status.MALFORMED_REQUEST, f"start seq-id {value!r} is not a positive integer"
                 )
-            if value < topic_log.first_seq:
+            last = topic_log.last_seq
+            if value > last + 1:
                 raise SubscribeError(
                     Status.SEQ_OUT_OF_RANGE,
-                    f"seq-id {value} of {topic_log.topic} was removed;"
-                    f" the earliest retained is {topic_log.first_seq}",
+                    f"start seq-id {value} is past the end of {topic_log.topic}: its last seq-id is"
+                    f" {last}, so a subscription starts at {last + 1} at the latest",
                 )
-            return value - 1
+            # Before the first retained seq-id: from the first retained one (what "earliest"
+            # gives), as a subscription whose consumed seq-id was collected resumes there.
+            return max(value, topic_log.first_seq) - 1
         if kind == "time":
             if not isinstance(value, int) or value < 0:
                 raise SubscribeError(Status.MALFORMED_REQUEST, f"start time {value!r} is not a time in us")

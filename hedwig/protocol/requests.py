@@ -189,6 +189,11 @@ def encode_subscribe(
     )
 
 
+# The largest start a hub can act on: seq-ids and times (us) are signed 64-bit integers
+# wherever they are stored, while the wire's field is a u64.
+MAX_START = 2**63 - 1
+
+
 def decode_subscribe(body) -> Subscribe:
     topic, offset = read_topic(body, 0)
     subscriber_id, offset = read_subscriber(body, offset)
@@ -205,10 +210,17 @@ def decode_subscribe(body) -> Subscribe:
     elif kind == StartKind.LATEST:
         start = "latest"
     elif kind == StartKind.SEQ:
+        # Only the lower bound is the request's own: the upper one is the topic's last
+        # seq-id + 1, known once the topic is acquired, and the refusal names it
+        # (hedwig.delivery.start), for a u64 beyond any seq-id (> MAX_START) too.
         if value < 1:
             raise RequestError(Status.MALFORMED_REQUEST, "seq-ids start at 1")
         start = ("seq", value)
     elif kind == StartKind.TIME:
+        if value > MAX_START:
+            raise RequestError(
+                Status.MALFORMED_REQUEST, f"start time {value} us is not a time (at most {MAX_START})"
+            )
         start = ("time", value)
     else:
         raise RequestError(Status.MALFORMED_REQUEST, f"unknown start kind {kind}")

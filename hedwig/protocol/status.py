@@ -24,7 +24,9 @@ class Status(IntEnum):
     FRAME_TOO_LARGE = 414
     TOO_MANY_SUBSCRIPTIONS = 415
     INVALID_SUBSCRIBER_ID = 416
-    SEQ_OUT_OF_RANGE = 417  # asked for seq-ids that garbage collection removed
+    # Seq-ids the topic does not hold: READ_RANGE of ones garbage collection removed, or a
+    # SUBSCRIBE starting past the last seq-id + 1 (the message names the last seq-id).
+    SEQ_OUT_OF_RANGE = 417
     REGION_REFUSED = 418  # a region link refused: a cycle, a region named twice, a relay off a link
     # Hub-side conditions, Hedwig's numbers.
     NOT_RESPONSIBLE_FOR_TOPIC = 501  # message: the owner's "host:port"

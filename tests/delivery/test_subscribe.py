@@ -56,15 +56,16 @@ def test_starting_points(tmp_path, start, first_delivered):
     assert channel.last_seq(1) == 33
 
 
-def test_a_start_beyond_the_tail_waits_for_it(tmp_path):
+def test_a_start_at_the_next_publish_waits_for_it(tmp_path):
     h = Harness(tmp_path)
-    channel = h.channel()
-    h.subscribe("s", channel, start=("seq", 6))
-    h.turn()
     h.publish(count=4)
+    channel = h.channel()
+    assert refused(h, "s", channel, start=("seq", 6)) == Status.SEQ_OUT_OF_RANGE  # it would skip 5
+    h.subscribe("s", channel, start=("seq", 5))
+    h.turn()
     assert channel.deliveries == []
-    h.publish(count=4)  # 5..8: delivered from 6
-    assert [(f, last) for _, f, last, _ in channel.deliveries] == [(6, 8)]
+    h.publish(count=4)  # 5..8
+    assert [(f, last) for _, f, last, _ in channel.deliveries] == [(5, 8)]
 
 
 def test_bad_requests_get_clear_statuses(tmp_path):
@@ -76,7 +77,7 @@ def test_bad_requests_get_clear_statuses(tmp_path):
     assert refused(h, "s", channel, window=-1) == Status.MALFORMED_REQUEST
     assert refused(h, "s", channel, start=("seq", 0)) == Status.MALFORMED_REQUEST
     assert refused(h, "s", channel, start="yesterday") == Status.MALFORMED_REQUEST
-    assert refused(h, "s", channel, start=("seq", 2)) == Status.SEQ_OUT_OF_RANGE
+    assert refused(h, "s", channel, start=("seq", 12)) == Status.SEQ_OUT_OF_RANGE
     assert refused(h, "s", channel, mode="attach") == Status.CLIENT_NOT_SUBSCRIBED
     assert h.record("s") is None, "a refused subscribe leaves nothing behind"
 

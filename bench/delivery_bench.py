@@ -17,7 +17,13 @@ the path: what a hub's reactor thread would spend. The channel counts what it is
 pointer cost: K = 10 consuming every entry with the metadata store at its default
 (synchronous=FULL), with consume_write_gap_ms 0 and 100: what consume-pointer writes cost.
 
-Usage: python bench/delivery_bench.py [--store mmap|memory] [--quick] [--profile] [--no-save]
+Allocator: the process runs with the C heap thresholds a hub sets at start
+(hedwig.hub.main.tune_allocator), since these figures stand for a hub's reactor thread;
+--allocator glibc leaves glibc's defaults, whose heap trimming after each cache prune
+depends on the process's allocation history (fresh pages for every entry's copy or not).
+
+Usage: python bench/delivery_bench.py [--store mmap|memory] [--allocator hub|glibc] [--quick]
+       [--profile] [--no-save]
 Prints JSON and writes bench/results/delivery.json.
 """
 
@@ -27,6 +33,7 @@ import gc
 import io
 import os
 import pstats
+import resource
 import sys
 import tempfile
 import time
@@ -39,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.figures import RESULTS_DIR, emit, median
 from hedwig.cache import ReadAheadCache
 from hedwig.delivery import DeliveryManager, IDeliveryChannel
+from hedwig.hub.main import tune_allocator
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
@@ -115,6 +123,7 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None, **
         consume = stack.manager.consume
         ids = [f"s{i}" for i in range(subscribers)]
         gc.collect()
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         if profile:
             profile.enable()
         started = time.perf_counter()
@@ -125,6 +134,7 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None, **
                 for sid, channel in zip(ids, channels, strict=True):
                     consume("push", sid, channel.last_seq)
         elapsed = time.perf_counter() - started
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         if profile:
             profile.disable()
         delivered = sum(c.delivered for c in channels)
@@ -143,6 +153,8 @@ def bench_push(store_kind, subscribers, entries, consume_every, profile=None, **
         "messages_per_s": round(delivered / elapsed),
         "deliveries_per_s": round(subscribers * entries / elapsed),
         "publishes_per_s": round(entries / elapsed),
+        # Pages first touched while timed: fresh heap pages for entries show up here.
+        "minor_page_faults": faults,
         "ledger_reads": cache_stats["range_reads"],
         "cache_bytes_at_end": cache_stats["bytes"],
     }
@@ -208,7 +220,14 @@ def main():
     parser.add_argument("--consume-every", type=int, default=10, help="entries between consumes")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case (the median is reported)")
     parser.add_argument("--profile", action="store_true", help="add the top functions by own time")
+    parser.add_argument(
+        "--allocator",
+        choices=["hub", "glibc"],
+        default="hub",
+        help="C heap thresholds: as a hub sets them (default), or glibc's defaults",
+    )
     args = parser.parse_args()
+    allocator_tuned = args.allocator == "hub" and tune_allocator()
     scale = 10 if args.quick else 1
     push = []
     profiles = {}
@@ -240,6 +259,7 @@ def main():
         "consume_every_entries": args.consume_every,
         "repeat": args.repeat,
         "python": sys.version.split()[0],
+        "allocator": "hub thresholds" if allocator_tuned else "as found (glibc defaults or environment)",
         "load_average": os.getloadavg(),
         "push": push,
         "catch_up": catch_up,

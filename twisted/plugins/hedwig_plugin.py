@@ -29,9 +29,10 @@ class HedwigServiceMaker:
     def makeService(self, options):
         from types import SimpleNamespace
 
-        from hedwig.hub.main import config_from_args
+        from hedwig.hub.main import config_from_args, tune_allocator
         from hedwig.hub.service import HubService
 
+        tune_allocator()  # as `hedwig hub` does: see its docstring
         args = SimpleNamespace(
             conf=options["conf"], host=options["host"], port=options["port"], data_dir=options["data-dir"]
         )

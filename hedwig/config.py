@@ -10,6 +10,7 @@ import configparser
 import dataclasses
 from pathlib import Path
 
+from hedwig.observe.settings import check_http_settings
 from hedwig.region.settings import check_region_settings
 from hedwig.settings import (
     GIB,
@@ -19,6 +20,7 @@ from hedwig.settings import (
     Config,
     ConfigError,
     DeliverySettings,
+    HttpSettings,
     HubSettings,
     LedgerSettings,
     LogSettings,
@@ -35,6 +37,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "DeliverySettings",
+    "HttpSettings",
     "HubSettings",
     "LedgerSettings",
     "LogSettings",
@@ -82,4 +85,5 @@ def load_config(path=None, overrides=None) -> Config:
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
     check_region_settings(config)
     check_tls_settings(config)
+    check_http_settings(config)
     return config

@@ -1,7 +1,7 @@
 """Every hub setting with its default: one dataclass a section of hub.conf.
 
-Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region], and
-[tls] for the TLS listener and region links. This module imports nothing of hedwig, so
+Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region],
+[tls] for the TLS listener and region links, and [http] for the status page and metrics. This module imports nothing of hedwig, so
 every layer can take its settings from here without depending on the loader
 (hedwig.config), which checks sections with the region and TLS code.
 """
@@ -92,6 +92,16 @@ class TlsSettings:
 
 
 @dataclass
+class HttpSettings:
+    # The status page, /metrics and /api on [hub] host (0: no HTTP listener); HTTPS with
+    # the [tls] certificate when [tls] is enabled.
+    port: int = 4081
+    max_topic_labels: int = 100  # topics named in /metrics' labels; the others are summed together
+    sample_interval_s: float = 2.0  # the status page's charts: one sample of the rates this often ...
+    history_s: float = 600.0  # ... kept this long
+
+
+@dataclass
 class Config:
     hub: HubSettings = field(default_factory=HubSettings)
     ledger: LedgerSettings = field(default_factory=LedgerSettings)
@@ -100,6 +110,7 @@ class Config:
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     region: RegionSettings = field(default_factory=RegionSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
 
 
 class ConfigError(ValueError):

@@ -126,6 +126,11 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
     def subscription_count(self) -> int:
         return len(self._subscriptions)
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of an incomplete request frame read and held (observed by /metrics)."""
+        return self._decoder.buffered
+
     # -- frames in --------------------------------------------------------------------------
 
     def dataReceived(self, data):

@@ -16,9 +16,11 @@ class DeliveryFlow:
     def deliver(self, handle, entry, start, stop):
         data = entry.data
         header = delivery_header(handle, start, stop, len(data))
-        stats = self.hub.stats
+        hub = self.hub
+        stats = hub.stats
         stats.entries_delivered += 1
         stats.messages_delivered += stop - start
+        stats.delivery_latency.record(True, hub.clock.seconds() - entry.publish_time_us * 1e-6)
         held = self._held.get(handle)
         if held is None:
             if handle in self._subscriptions:

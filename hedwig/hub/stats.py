@@ -75,11 +75,51 @@ class OpStats:
         }
 
 
+class TopicCounters:
+    """Messages, message sets and bytes published, per topic, for /metrics.
+
+    The first `max_topics` topics published to are counted under their own name, every
+    later one together under OTHER: the memory held and the exposition stay bounded
+    however many topics clients make, and each series only grows (a topic never moves
+    between a label of its own and OTHER), as a Prometheus counter must. Updated once
+    per stored entry, never per message."""
+
+    OTHER = "_other"
+
+    __slots__ = ("max_topics", "counts", "other")
+
+    def __init__(self, max_topics: int = 100):
+        self.max_topics = max_topics
+        self.counts = {}  # topic -> [messages, message sets, bytes]
+        self.other = [0, 0, 0]
+
+    def add(self, topic: str, messages: int, size: int) -> None:
+        row = self.counts.get(topic)
+        if row is None:
+            if len(self.counts) >= self.max_topics:
+                row = self.other
+            else:
+                row = self.counts[topic] = [0, 0, 0]
+        row[0] += messages
+        row[1] += 1
+        row[2] += size
+
+    def rows(self):
+        """(topic, messages, message sets, bytes), the labelled topics then OTHER."""
+        for topic, (messages, sets, size) in self.counts.items():
+            yield topic, messages, sets, size
+        if self.other[1]:
+            yield (self.OTHER, *self.other)
+
+
 class HubStats:
     """Every counter of one hub, by op name (lower case, as STATS reports them)."""
 
-    def __init__(self, op_names):
+    def __init__(self, op_names, max_topic_labels: int = 100):
         self.ops = {name: OpStats() for name in op_names}
+        self.topics = TopicCounters(max_topic_labels)
+        # Publish-to-delivery latency of every entry written to a subscriber.
+        self.delivery_latency = OpStats()
         self.connections_opened = 0
         self.connections_closed = 0
         self.protocol_errors = 0  # framing errors and wrong versions: connections closed by the hub

@@ -83,7 +83,23 @@ def load_config(path=None, overrides=None) -> Config:
         setattr(settings, key, value)
     if config.ledger.fsync not in ("never", "interval", "always"):
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
+    _check_request_limits(config.hub)
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
     return config
+
+
+def _check_request_limits(hub: HubSettings) -> None:
+    """The partial-request budget must hold the largest frame (or that frame could never
+    be read), and every timeout must be a positive time: none of them may be switched
+    off, as each bounds what a client can make the hub keep."""
+    if hub.max_partial_request_bytes < hub.max_frame_bytes + 4:
+        raise ConfigError(
+            f"[hub] max_partial_request_bytes = {hub.max_partial_request_bytes}: must hold the largest"
+            f" frame, max_frame_bytes ({hub.max_frame_bytes}) plus its 4-byte length"
+        )
+    for key in ("frame_timeout_s", "hello_timeout_s", "client_error_log_interval_s"):
+        value = getattr(hub, key)
+        if not 0 < value < float("inf"):
+            raise ConfigError(f"[hub] {key} = {value}: expected a positive number of seconds")

@@ -22,6 +22,13 @@ class HubSettings:
     max_message_bytes: int = 1 * MIB
     max_subscriptions_per_connection: int = 1000
     shutdown_timeout_s: float = 10.0
+    # Partial requests: one budget of bytes for every connection's frame in progress
+    # (hedwig/hub/intake.py), how long a frame may stop arriving, and how long a new
+    # connection may take to say HELLO.
+    max_partial_request_bytes: int = 128 * MIB
+    frame_timeout_s: float = 30.0
+    hello_timeout_s: float = 10.0
+    client_error_log_interval_s: float = 10.0  # client errors: one line per peer per interval
 
 
 @dataclass

@@ -55,6 +55,22 @@ class FrameDecoder:
         """Bytes received but not yet part of a whole frame (a peer that stops mid-frame)."""
         return len(self._buffer)
 
+    @property
+    def frame_in_progress(self) -> int:
+        """What the frame being received will hold once whole: its length prefix and what
+        the prefix announces (checked against the limit when it was read), or the bytes
+        buffered while the prefix itself is incomplete; 0 between frames. A hub reserves
+        this much of its intake budget before reading on (hedwig.hub.intake)."""
+        buffer = self._buffer
+        if len(buffer) < 4:
+            return len(buffer)
+        return 4 + _PREFIX.unpack_from(buffer, 0)[0]
+
+    def clear(self) -> None:
+        """Drop the incomplete frame and give its memory back at once (a connection that
+        closed or timed out), rather than when the decoder itself is collected."""
+        self._buffer = bytearray()
+
     def feed(self, data) -> list:
         buffer = self._buffer
         buffer += data

@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from hedwig.observe.settings import check_http_settings
+from hedwig.auth.settings import check_auth_settings
 from hedwig.region.settings import check_region_settings
 from hedwig.settings import (
     GIB,
@@ -87,6 +88,7 @@ def load_config(path=None, overrides=None) -> Config:
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
+    check_auth_settings(config)
     return config
 
 

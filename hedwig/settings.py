@@ -109,6 +109,15 @@ class HttpSettings:
 
 
 @dataclass
+class AuthSettings:
+    enabled: bool = False  # off: every connection may do everything (the embedded default)
+    users_file: str = ""  # JSON, written by `hedwig user` (hedwig/auth/users.py)
+    allow_anonymous: bool = False  # connections that send no AUTH act as the user "anonymous"
+    failure_delay_s: float = 1.0  # a wrong AUTH is answered this late, then the connection closed
+    max_concurrent_checks: int = 2  # password checks (scrypt) running at once, hub-wide
+
+
+@dataclass
 class Config:
     hub: HubSettings = field(default_factory=HubSettings)
     ledger: LedgerSettings = field(default_factory=LedgerSettings)
@@ -117,6 +126,7 @@ class Config:
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     region: RegionSettings = field(default_factory=RegionSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
 
 

@@ -1,0 +1,135 @@
+"""`hedwig user add|remove|list`: the operator's tool for the users file.
+
+The password is read from $HEDWIG_PASSWORD or asked for twice at a prompt, never taken
+from the command line (where `ps` and shell histories would keep it). The file is
+[auth] users_file of --conf, or --users-file. A running hub reads the file again when it
+changes, for connections that authenticate afterwards.
+"""
+
+import getpass
+import os
+import sys
+
+from hedwig.auth.hashing import hash_password
+from hedwig.auth.principal import ACTIONS
+from hedwig.auth.users import UsersFile, UsersFileError
+
+PASSWORD_VARIABLE = "HEDWIG_PASSWORD"
+
+
+class UserCommandError(Exception):
+    """A failure to report as one line."""
+
+
+def add_user_command(subparsers, client_options=None) -> None:
+    """Register `hedwig user` on the `hedwig` command's subparsers."""
+    parser = subparsers.add_parser("user", help="manage the users file ([auth] users_file)")
+    parser.add_argument("--conf", metavar="FILE", help="the hub's configuration: its [auth] users_file")
+    parser.add_argument("--users-file", metavar="FILE", help="the users file (instead of --conf)")
+    actions = parser.add_subparsers(dest="user_action", required=True, metavar="ACTION")
+    add = actions.add_parser(
+        "add", help=f"add a user, or replace one (password: ${PASSWORD_VARIABLE} or a prompt)"
+    )
+    add.add_argument("name", metavar="NAME")
+    for action in ACTIONS:
+        add.add_argument(
+            f"--{action}", action="append", default=[], metavar="PATTERN",
+            help=f"topics the user may {action} (a name pattern with * and ?; repeatable)",
+        )  # fmt: skip
+    add.add_argument(
+        "--admin", action="store_true", help="every permission, admin reads, others' subscriptions"
+    )
+    add.add_argument("--region", default="", help="the region this user's region link may link as")
+    add.add_argument(
+        "--relay-origin", action="append", default=[], metavar="PATTERN",
+        help="origin regions the region's relays may carry (default: the region alone); repeatable",
+    )  # fmt: skip
+    add.add_argument("--certificate", action="append", default=[], metavar="NAME",
+                     help="a TLS client certificate name standing for this user; repeatable")  # fmt: skip
+    add.add_argument("--no-password", action="store_true", help="certificates only (or the anonymous user)")
+    remove = actions.add_parser("remove", help="remove a user")
+    remove.add_argument("name", metavar="NAME")
+    actions.add_parser("list", help="the users and their permissions (never the hashes)")
+    parser.set_defaults(run=run_user_command)
+
+
+def users_file_path(args) -> str:
+    if args.users_file:
+        return args.users_file
+    if args.conf:
+        from hedwig.config import load_config
+
+        path = load_config(args.conf).auth.users_file
+        if path:
+            return path
+        raise UserCommandError(f"{args.conf} names no [auth] users_file")
+    raise UserCommandError("name the users file: --users-file FILE, or --conf FILE with [auth] users_file")
+
+
+def read_password(name: str) -> str:
+    password = os.environ.get(PASSWORD_VARIABLE)
+    if password is not None:
+        return password
+    if not sys.stdin.isatty():
+        raise UserCommandError(f"no terminal to ask for {name}'s password: set ${PASSWORD_VARIABLE}")
+    first = getpass.getpass(f"password for {name}: ")
+    if getpass.getpass("again: ") != first:
+        raise UserCommandError("the passwords differ")
+    return first
+
+
+def record_from(args) -> dict:
+    record = {action: getattr(args, action) for action in ACTIONS if getattr(args, action)}
+    if args.admin:
+        record["admin"] = True
+    if args.region:
+        record["region"] = args.region
+    if args.relay_origin:
+        record["relay_origins"] = args.relay_origin
+    if args.certificate:
+        record["certificates"] = args.certificate
+    if not args.no_password:
+        try:
+            record["password"] = hash_password(read_password(args.name))
+        except ValueError as e:
+            raise UserCommandError(str(e)) from None
+    return record
+
+
+def describe(name: str, record: dict) -> str:
+    parts = [name]
+    if record.get("admin"):
+        parts.append("admin")
+    for action in ACTIONS:
+        if record.get(action):
+            parts.append(f"{action}={','.join(record[action])}")
+    if record.get("region"):
+        parts.append(f"region={record['region']}")
+        parts.append(f"relay_origins={','.join(record.get('relay_origins', [record['region']]))}")
+    if record.get("certificates"):
+        parts.append(f"certificates={','.join(record['certificates'])}")
+    parts.append("password" if "password" in record else "no password")
+    return "  ".join(parts)
+
+
+def run_user_command(args) -> int:
+    try:
+        path = users_file_path(args)
+        users = UsersFile.load(path, missing_ok=args.user_action == "add")
+        if args.user_action == "list":
+            for name, record in sorted(users.users.items()):
+                print(describe(name, record))
+            return 0
+        if args.user_action == "remove":
+            if not users.remove(args.name):
+                raise UserCommandError(f"{path} has no user {args.name}")
+            users.save()
+            print(f"removed {args.name}", file=sys.stderr)
+            return 0
+        users.put(args.name, record_from(args))
+        users.save()
+        print(f"{args.name}: {describe(args.name, users.users[args.name])}", file=sys.stderr)
+        return 0
+    except (UserCommandError, UsersFileError, ValueError, OSError) as e:
+        print(f"hedwig user: {e}", file=sys.stderr)
+        return 1

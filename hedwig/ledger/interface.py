@@ -25,6 +25,17 @@ class StorageFull(LedgerError):
     """No space could be allocated; nothing of the failed append was stored."""
 
 
+class EntryDamaged(LedgerError):
+    """An entry cannot be read back: its index record points outside its ledger's pages,
+    or its page is missing or unreadable. The message is for the operator: it names the
+    ledger, the entry and where it was looked for (page and offset), never a file path."""
+
+    def __init__(self, ledger_id: int, entry_id: int, where: str):
+        super().__init__(f"ledger {ledger_id} entry {entry_id}: {where}")
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+
+
 class ILedgerStore(Interface):
     fsync_policy = Attribute("'never' | 'interval' | 'always'")
 
@@ -39,7 +50,8 @@ class ILedgerStore(Interface):
 
     def read(ledger_id, first_entry, last_entry, max_bytes=None):
         """Entries first_entry..last_entry (inclusive) as a list of bytes, stopping early
-        once `max_bytes` is reached (always at least one entry). Synchronous."""
+        once `max_bytes` is reached (always at least one entry) or before a damaged entry.
+        Raises EntryDamaged when the first entry asked for is damaged. Synchronous."""
 
     def last_entry_id(ledger_id):
         """The last appended entry id, -1 when the ledger is empty."""

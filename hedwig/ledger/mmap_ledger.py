@@ -31,6 +31,7 @@ DATA_CHUNK_BYTES = 1 * MIB  # allocated (and pre-touched) per step
 INDEX_CHUNK_BYTES = 64 * KIB
 MAX_DATA_LOOKAHEAD = 16 * MIB  # how far the preparer runs ahead of a busy writer
 MAX_INDEX_LOOKAHEAD = 1 * MIB
+MIN_LOOKAHEAD = 4 * KIB  # ... and of a new one (it runs about as far ahead as the ledger holds)
 ID_RESERVATION = 1024  # ledger ids reserved (durably) per write of the id file
 MIN_PAGE_BYTES = 4 * KIB
 
@@ -59,7 +60,8 @@ class Ledger:
     data_off: int = 0
     data_stream: object = None
     index_stream: object = None
-    header_mm: object = None
+    header_mm: object = None  # mapped while in the store's OpenHeaders (open_headers.py)
+    header_used: bool = False  # appended to since OpenHeaders last looked (its second chance)
     data_mm: object = None
     data_map_page: int = -1
     index_mm: object = None

@@ -41,7 +41,10 @@ class MappingPages:
                 ),
             )
         except (OSError, ValueError) as e:
-            raise LedgerError(f"ledger {ledger.id}: cannot map its pages: {e}") from None
+            raise LedgerError(
+                f"ledger {ledger.id}: cannot map data page {page} or index page {index_page}: "
+                f"{getattr(e, 'strerror', None) or e}"
+            ) from None
         if data_map is not None:
             ledger.data_mm, ledger.data_map_page = data_map, page
         ledger.index_mm, ledger.index_map_page = index_map, index_page
@@ -92,4 +95,5 @@ class MappingPages:
                 (ledger.id, kind, page), lambda: map_file(os.path.join(ledger.path, name), length, writable)
             )
         except (OSError, ValueError) as e:
-            raise LedgerError(f"ledger {ledger.id}: cannot map {name}: {e}") from None
+            reason = getattr(e, "strerror", None) or e
+            raise LedgerError(f"ledger {ledger.id}: cannot map {name}: {reason}") from None

@@ -26,7 +26,7 @@ from hedwig.ledger.mmap_ledger import (
     Ledger,
     write_header_fields,
 )
-from hedwig.ledger.pagefiles import PageStream, map_file
+from hedwig.ledger.pagefiles import PageStream
 from hedwig.ledger.recovery import clear_records_after, recover_tail
 
 
@@ -150,9 +150,6 @@ class OpeningLedgers:
             ledger.count * RECORD_BYTES,
             sync_zeros=syncing,
         )
-        try:
-            ledger.header_mm = map_file(os.path.join(ledger.path, HEADER_FILE), HEADER_BYTES, True)
-        except (OSError, ValueError) as e:
-            raise LedgerError(f"ledger {ledger.id}: cannot map its header: {e}") from None
-        BOOT.pack_into(ledger.header_mm, BOOT_OFFSET, current_boot_id())
+        header_map = self._headers.map(ledger)
+        BOOT.pack_into(header_map, BOOT_OFFSET, current_boot_id())
         self._writable[ledger.id] = ledger

@@ -1,7 +1,7 @@
 """Reading a ledger: entries by id, their times and sizes, a search by time, and what the
 store holds (MmapLedgerStore's read side; reads return copies, never views)."""
 
-from hedwig.ledger.interface import LedgerError
+from hedwig.ledger.interface import EntryDamaged, LedgerError
 from hedwig.ledger.layout import (
     RECORD,
     RECORD_BYTES,
@@ -18,38 +18,68 @@ class ReadingLedgers:
 
     def read(self, ledger_id, first_entry, last_entry, max_bytes=None):
         ledger = self._ledger(ledger_id)
-        if not 0 <= first_entry <= last_entry < ledger.count:
+        count = ledger.count
+        if not 0 <= first_entry <= last_entry < count:
             raise LedgerError(
-                f"ledger {ledger_id}: entries {first_entry}..{last_entry} outside 0..{ledger.count - 1}"
+                f"ledger {ledger_id}: entries {first_entry}..{last_entry} outside 0..{count - 1}"
             )
         out = []
         total = 0
         per_page = ledger.records_per_page
         entry = first_entry
-        while entry <= last_entry:
-            index_page, slot = divmod(entry, per_page)
-            stop = min(last_entry + 1, (index_page + 1) * per_page)
-            # Copy the records out first: mapping data pages may unmap the index page.
-            records = self._map(ledger, INDEX, index_page)[
-                slot * RECORD_BYTES : (stop - index_page * per_page) * RECORD_BYTES
-            ]
-            mapped_page = -1
-            data_map = None
-            for page, off, length, _crc, _time in RECORD.iter_unpack(records):
-                if not length:
-                    out.append(b"")  # nothing to map (a closed ledger's page may be empty)
+        try:
+            while entry <= last_entry:
+                index_page, slot = divmod(entry, per_page)
+                stop = min(last_entry + 1, (index_page + 1) * per_page)
+                # Copy the records out first: mapping data pages may unmap the index page.
+                records = self._map_page(ledger, INDEX, index_page, entry)[
+                    slot * RECORD_BYTES : (stop - index_page * per_page) * RECORD_BYTES
+                ]
+                mapped_page = -1
+                data_map = None
+                limit = 0
+                for page, off, length, _crc, _time in RECORD.iter_unpack(records):
+                    if not length:
+                        out.append(b"")  # nothing to map (a closed ledger's page may be empty)
+                        entry += 1
+                        if max_bytes is not None and total >= max_bytes:
+                            return out
+                        continue
+                    if page != mapped_page:
+                        # Entries never span pages and each page holds one at least, so an
+                        # entry's page is at most its id: a larger one is garbage, never a
+                        # file name.
+                        if page > entry:
+                            raise EntryDamaged(
+                                ledger_id, entry, f"its index record names data page {page} (index page "
+                                f"{index_page} offset {(entry % per_page) * RECORD_BYTES})"
+                            )
+                        data_map = self._map_page(ledger, DATA, page, entry)
+                        limit = len(data_map)
+                        mapped_page = page
+                    if off + length > limit:
+                        raise EntryDamaged(
+                            ledger_id, entry, f"its {length} bytes at data page {page} offset {off} "
+                            f"pass the page's end ({limit} bytes)"
+                        )
+                    out.append(data_map[off : off + length])
+                    entry += 1
+                    total += length
                     if max_bytes is not None and total >= max_bytes:
                         return out
-                    continue
-                if page != mapped_page:
-                    data_map = self._map(ledger, DATA, page)
-                    mapped_page = page
-                out.append(data_map[off : off + length])
-                total += length
-                if max_bytes is not None and total >= max_bytes:
-                    return out
-            entry = stop
+        except EntryDamaged:
+            if out:
+                return out  # what precedes the damage; the next read starts at it and raises
+            raise
         return out
+
+    def _map_page(self, ledger: Ledger, kind: str, page: int, entry: int):
+        """A page an entry is read from; a page that cannot be mapped (missing, unreadable)
+        damages the entry."""
+        try:
+            return self._map(ledger, kind, page)
+        except LedgerError as e:
+            raise EntryDamaged(ledger.id, entry, str(e).partition(": ")[2]) from None
 
     def _record(self, ledger: Ledger, entry_id: int):
         index_page, slot = divmod(entry_id, ledger.records_per_page)

@@ -14,8 +14,10 @@ fsync policy. What survives a crash of the machine depends on the policy:
 
 At most `max_mapped_pages` data and index pages are mapped at any time, least recently
 used unmapped first, so a log much larger than memory is read with bounded address space
-and RSS. (The 4 KiB header of each writable ledger stays mapped on top of that.) Reads
-return copies, never views: a page may be unmapped by the next lookup.
+and RSS. The 4 KiB headers of writable ledgers are mapped on top of that, at most
+`max_open_ledgers` of them (open_headers.py): a mapping holds a descriptor, and idle
+topics must not hold one each. Reads return copies, never views: a page may be unmapped
+by the next lookup.
 
 Space is allocated for real (posix_fallocate) before anything is stored into it, mostly
 by a preparer thread running ahead of the writer, so a full disk fails an append with
@@ -54,6 +56,7 @@ from hedwig.ledger.mmap_ledger import (
     ID_RESERVATION,
     MAX_DATA_LOOKAHEAD,
     MAX_INDEX_LOOKAHEAD,
+    MIN_LOOKAHEAD,
     MIN_PAGE_BYTES,
     Ledger,
     cut_closed_ledger,
@@ -63,6 +66,7 @@ from hedwig.ledger.mmap_mapping import MappingPages
 from hedwig.ledger.mmap_opening import OpeningLedgers
 from hedwig.ledger.mmap_reading import ReadingLedgers
 from hedwig.ledger.mmap_syncing import SyncingLedgers
+from hedwig.ledger.open_headers import OpenHeaders
 from hedwig.ledger.pagefiles import storage_error, sync_paths
 from hedwig.ledger.threads import in_thread
 from hedwig.settings import MIB
@@ -86,6 +90,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         page_bytes: int = 64 * MIB,
         index_page_records: int = 1 << 20,
         max_mapped_pages: int = 64,
+        max_open_ledgers: int = 256,
         fsync: str = "never",
         fsync_interval_ms: int = 1000,
     ):
@@ -109,6 +114,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         self._writable: dict[int, Ledger] = {}
         self._dirty: set[Ledger] = set()
         self._pages = MappedPages(max_mapped_pages, self._unmapped)
+        self._headers = OpenHeaders(max_open_ledgers)
         self._commit = GroupCommit(reactor, self._snapshot, self._sync_one, self._synced, self._sync_failed)
         self._jobs = set()  # Deferreds of thread work still running (waited for by close)
         self._closed = False
@@ -134,6 +140,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             page_bytes=settings.page_bytes,
             index_page_records=settings.index_page_records,
             max_mapped_pages=settings.max_mapped_pages,
+            max_open_ledgers=getattr(settings, "max_open_ledgers", 256),
             fsync=settings.fsync,
             fsync_interval_ms=settings.fsync_interval_ms,
         )
@@ -144,6 +151,11 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
     def mapped_pages(self) -> int:
         """Data and index pages mapped right now (never above max_mapped_pages)."""
         return len(self._pages)
+
+    @property
+    def mapped_headers(self) -> int:
+        """Headers of writable ledgers mapped right now (never above max_open_ledgers)."""
+        return len(self._headers)
 
     @property
     def mapped_pages_high_water(self) -> int:
@@ -202,7 +214,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
                 os.rename(staging, target)
                 sync_paths([self._dir])
             except OSError as e:
-                raise storage_error(e, f"creating a ledger: reserving ids in {self._dir}") from None
+                raise storage_error(e, "creating a ledger: reserving ids") from None
             self._reserved_until = until
         ledger_id = self._next_id
         self._next_id += 1
@@ -248,12 +260,12 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         end = page * page_bytes + off + n
         stream = ledger.data_stream
         if end > stream.ready:
-            stream.ensure(end - n, end, f"ledger {ledger.id}: data page {page}")
+            stream.ensure(end - n, end, f"ledger {ledger.id}: data page {page}", ledger.bytes)
         entry = ledger.count
         index_end = (entry + 1) * RECORD_BYTES
         index_stream = ledger.index_stream
         if index_end > index_stream.ready:
-            index_stream.ensure(index_end - RECORD_BYTES, index_end, f"ledger {ledger.id}: index")
+            index_stream.ensure(index_end - RECORD_BYTES, index_end, f"ledger {ledger.id}: index", index_end)
         index_page, slot = divmod(entry, ledger.records_per_page)
         data_map = ledger.data_mm
         index_map = ledger.index_mm
@@ -267,6 +279,11 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
                 data_map, index_map = self._writer_maps(ledger, page, index_page)
             else:  # an empty entry touches no data page (its page may not exist yet)
                 index_map = self._writer_maps(ledger, -1, index_page)[1]
+        header_map = ledger.header_mm
+        if header_map is None:
+            header_map = self._headers.map(ledger)
+        else:
+            ledger.header_used = True
         if not n:
             crc = 0
         elif chunks is None:
@@ -284,22 +301,24 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         RECORD.pack_into(index_map, slot * RECORD_BYTES, page, off, n, check, time_us)
         count = entry + 1
         total = ledger.bytes + n
-        COUNTS.pack_into(ledger.header_mm, COUNTS_OFFSET, count, total)
+        COUNTS.pack_into(header_map, COUNTS_OFFSET, count, total)
         ledger.count = count
         ledger.bytes = total
         ledger.data_page = page
         ledger.data_off = off + n
         self._dirty.add(ledger)
+        # The preparer runs ahead by about what the ledger holds (a chunk at most is left
+        # before it starts again), so a small topic's pages stay small.
         if end + stream.chunk_bytes > stream.ready and not stream.preparing and not stream.full:
-            lookahead = min(MAX_DATA_LOOKAHEAD, 2 * page_bytes, max(stream.chunk_bytes, total))
-            self._prepare(stream, end + lookahead)
+            lookahead = min(MAX_DATA_LOOKAHEAD, 2 * page_bytes, max(MIN_LOOKAHEAD, total))
+            if end + min(stream.chunk_bytes, lookahead >> 1) > stream.ready:
+                self._prepare(stream, end + lookahead)
         if index_end + index_stream.chunk_bytes > index_stream.ready and not (
             index_stream.preparing or index_stream.full
         ):
-            lookahead = min(
-                MAX_INDEX_LOOKAHEAD, 2 * ledger.index_page_bytes, max(index_stream.chunk_bytes, index_end)
-            )
-            self._prepare(index_stream, index_end + lookahead)
+            lookahead = min(MAX_INDEX_LOOKAHEAD, 2 * ledger.index_page_bytes, max(MIN_LOOKAHEAD, index_end))
+            if index_end + min(index_stream.chunk_bytes, lookahead >> 1) > index_stream.ready:
+                self._prepare(index_stream, index_end + lookahead)
         return entry
 
     def _not_writable(self, ledger_id) -> LedgerError:
@@ -369,9 +388,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         ledger.data_mm = ledger.index_mm = None
         ledger.data_map_page = ledger.index_map_page = -1
         ledger.durable = ledger.count
-        if ledger.header_mm is not None:
-            ledger.header_mm.close()
-            ledger.header_mm = None
+        self._headers.discard(ledger)
         data_end = (ledger.data_page, ledger.data_off) if ledger.count else None
         index_end = divmod(ledger.count - 1, ledger.records_per_page) if ledger.count else None
         return in_thread(self._reactor, cut_closed_ledger, ledger.path, ledger.count, data_end, index_end)
@@ -389,14 +406,12 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             ledger.index_stream.stop()
         self._pages.discard_ledger(ledger_id)
         ledger.data_mm = ledger.index_mm = None
-        if ledger.header_mm is not None:
-            ledger.header_mm.close()
-            ledger.header_mm = None
+        self._headers.discard(ledger)
         grave = ledger.path + ".deleted"
         try:
             os.rename(ledger.path, grave)
         except OSError as e:
-            raise LedgerError(f"ledger {ledger_id}: cannot delete {ledger.path}: {e.strerror}") from None
+            raise LedgerError(f"ledger {ledger_id}: cannot delete it: {e.strerror}") from None
         return self._job(in_thread(self._reactor, shutil.rmtree, grave))
 
     # -- syncs ------------------------------------------------------------------------------
@@ -431,9 +446,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             self._pages.clear()
             for ledger in self._writable.values():
                 ledger.data_mm = ledger.index_mm = None
-                if ledger.header_mm is not None:
-                    ledger.header_mm.close()
-                    ledger.header_mm = None
+            self._headers.clear()
             self._writable.clear()
             return result
 

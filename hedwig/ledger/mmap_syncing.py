@@ -67,7 +67,7 @@ class SyncingLedgers:
         for ledger, count in marks:
             if count > ledger.durable:
                 ledger.durable = count
-                if ledger.header_mm is not None:
+                if ledger.header_mm is not None:  # (an unmapped one gets it when mapped again)
                     DURABLE.pack_into(ledger.header_mm, DURABLE_OFFSET, count)
 
     def _sync_failed(self, token, failure) -> None:
@@ -78,3 +78,4 @@ class SyncingLedgers:
         for ledger, _count in token or ():
             ledger.broken = f"an fsync failed: {failure.getErrorMessage()}"
             self._writable.pop(ledger.id, None)
+            self._headers.discard(ledger)

@@ -12,6 +12,12 @@ time, writing zeros as it goes so the page cache already holds those pages (firs
 faults are slow here, and `pwrite` does that work without the GIL); when the writer
 outruns it, the writer allocates what it needs itself. The two share a lock, so zeros are
 never written below `ready`, where the writer may already have stored entries.
+
+Allocation grows with the ledger: the writer allocates what an append needs, rounded up
+to a block, plus at most what the ledger already holds (up to a chunk), and the preparer
+runs ahead by about what the ledger holds. A topic with one small message costs a block
+of data and a block of index, not a megabyte of each; a busy writer still allocates and
+pre-touches a chunk at a time. Page files are sparse: only allocated blocks use disk.
 """
 
 import errno
@@ -23,6 +29,7 @@ from hedwig.ledger.interface import LedgerError, StorageFull
 
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _ZEROS = bytes(1 << 20)
+BLOCK_BYTES = 4096  # the smallest step of allocation: a file system block
 
 
 def storage_error(exc: OSError, what: str) -> LedgerError:
@@ -101,10 +108,13 @@ class PageStream:
 
     # -- called with the lock held --------------------------------------------------
 
-    def _allocate_chunk(self, touch: bool) -> None:
+    def _allocate_chunk(self, touch: bool, target: int) -> None:
+        """Allocate from `ready` towards `target`: at most a chunk, never past the page's
+        end, rounded up to a block."""
         pos = self.ready
         page, offset = divmod(pos, self.page_bytes)
-        length = min(self.chunk_bytes, self.page_bytes - offset)
+        want = -(-(target - pos) // BLOCK_BYTES) * BLOCK_BYTES
+        length = min(self.chunk_bytes, self.page_bytes - offset, max(BLOCK_BYTES, want))
         # Opened per chunk, not kept: a hub with thousands of open ledgers would otherwise
         # hold thousands of descriptors for files it touches once a megabyte.
         fd = os.open(self.page_path(page), os.O_RDWR | os.O_CREAT, 0o644)
@@ -123,10 +133,11 @@ class PageStream:
 
     # -- reactor thread -------------------------------------------------------------
 
-    def ensure(self, start: int, end: int, what: str) -> None:
-        """Allocate [start, end) if the preparer has not; raise StorageFull if it cannot.
-        Anything between `ready` and `start` (the unused tail of a page the writer left)
-        is skipped, never allocated."""
+    def ensure(self, start: int, end: int, what: str, ahead: int = 0) -> None:
+        """Allocate [start, end) if the preparer has not, and up to `ahead` bytes past it
+        (within the page); raise StorageFull if [start, end) cannot be. Anything between
+        `ready` and `start` (the unused tail of a page the writer left) is skipped, never
+        allocated."""
         with self.lock:
             if self.stopped:
                 raise LedgerError(f"{what}: the ledger is no longer writable")
@@ -134,7 +145,7 @@ class PageStream:
                 self.ready = start
             try:
                 while self.ready < end:
-                    self._allocate_chunk(touch=False)
+                    self._allocate_chunk(False, end + ahead)
             except OSError as exc:
                 raise storage_error(exc, what) from None
             self.full = False
@@ -155,7 +166,7 @@ class PageStream:
                 if self.stopped or self.ready >= target:
                     return
                 try:
-                    self._allocate_chunk(touch=True)
+                    self._allocate_chunk(True, target)
                 except OSError:
                     self.full = True
                     return

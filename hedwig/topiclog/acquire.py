@@ -92,9 +92,16 @@ def acquire_topic(
         try:
             ledgers.is_closed(r.ledger_id)
         except NoSuchLedger:
-            raise LogCorrupt(
-                f"topic {topic}: ledger {r.ledger_id} is missing from the ledger store"
-            ) from None
+            # The topic serves what remains; reads of these seq-ids fail with
+            # EntriesUnreadable, which names them.
+            _logger.error(
+                "topic {topic}: ledger {ledger_id} is missing from the ledger store (or could not "
+                "be opened): seq-ids {first}..{last} are lost; the rest is served",
+                topic=topic,
+                ledger_id=r.ledger_id,
+                first=r.first_seq,
+                last=r.last_seq,
+            )
     last_time_us = 0
     empty_ledger = None
     if ranges and ranges[-1].last_seq is None:
@@ -115,7 +122,10 @@ def acquire_topic(
     next_seq = ranges[-1].last_seq + 1 if ranges else (previous.first_seq if empty_ledger is not None else 1)
     if not last_time_us and ranges:
         last = ranges[-1].ledger_id
-        last_time_us = ledgers.entry_time(last, ledgers.last_entry_id(last))
+        try:
+            last_time_us = ledgers.entry_time(last, ledgers.last_entry_id(last))
+        except NoSuchLedger:  # lost (logged above): publish times start from the clock
+            last_time_us = 0
     new_id = ledgers.create()
     ranges.append(LedgerRange(new_id, next_seq, None))
     try:

@@ -27,6 +27,21 @@ class LogCorrupt(LogError):
     the seq-ids its range says): the topic cannot be served until an operator looks."""
 
 
+class EntriesUnreadable(LogCorrupt):
+    """Seq-ids from `first_seq` (to `last_seq`, None when unknown) cannot be read: their
+    entry is damaged or their ledger is missing. The message is the client's: the topic
+    and the seq-ids, never a server path; `detail` is the operator's (ledger, entry,
+    page and offset), logged where the damage is found."""
+
+    def __init__(self, topic: str, first_seq: int, last_seq: int | None, why: str, detail: str = ""):
+        seqs = f"seq-ids {first_seq}..{last_seq}" if last_seq is not None else f"seq-id {first_seq}"
+        super().__init__(f"topic {topic}: {seqs} cannot be read ({why})")
+        self.topic = topic
+        self.first_seq = first_seq
+        self.last_seq = last_seq
+        self.detail = detail
+
+
 class LogUnavailable(LogError, LedgerError):
     """The log takes no more appends; open the topic again to continue."""
 

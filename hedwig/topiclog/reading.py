@@ -9,11 +9,15 @@ from twisted.internet.defer import (
     fail,
     succeed,
 )
+from twisted.logger import Logger
 
+from hedwig.ledger.interface import EntryDamaged, NoSuchLedger
 from hedwig.protocol.entry import ENTRY_VERSION
 from hedwig.topiclog.entry import LogEntry
-from hedwig.topiclog.entry_head import ENTRY_HEAD, entry_head
-from hedwig.topiclog.errors import LogCorrupt, SeqOutOfRange
+from hedwig.topiclog.entry_head import ENTRY_HEAD
+from hedwig.topiclog.errors import EntriesUnreadable, LogCorrupt, SeqOutOfRange
+
+_logger = Logger()
 
 
 class ReadingEntries:
@@ -22,7 +26,9 @@ class ReadingEntries:
     def read(self, from_seq: int, max_entries: int, max_bytes: int) -> Deferred:
         """The entry holding from_seq and those after it, at most max_entries; entries are
         added while their total stays within max_bytes, but the first always is. [] when
-        from_seq > last_seq; SeqOutOfRange when from_seq < first_seq."""
+        from_seq > last_seq; SeqOutOfRange when from_seq < first_seq. A read stops before
+        seq-ids it cannot read (a damaged entry, a missing ledger) and returns what precedes
+        them; EntriesUnreadable when from_seq is one of them."""
         if type(from_seq) is not int or from_seq < 1:
             return fail(ValueError(f"seq-ids start at 1, not {from_seq!r}"))
         if type(max_entries) is not int or max_entries < 1 or type(max_bytes) is not int or max_bytes < 1:
@@ -51,30 +57,40 @@ class ReadingEntries:
         while True:
             r = ranges[i]
             ledger_id = r.ledger_id
-            if i == open_index:
-                index = self._open.index
-                entry_id = index.find(seq)
-                last_entry = index.find(last)
-            else:
-                last_entry = store.last_entry_id(ledger_id)
-                entry_id = locator.locate(ledger_id, seq, r.first_seq, last_entry)
-            want = min(last_entry - entry_id + 1, max_entries - len(out))
-            chunk = store.read(ledger_id, entry_id, entry_id + want - 1, max(1, max_bytes - total))
+            try:
+                if i == open_index:
+                    index = self._open.index
+                    entry_id = index.find(seq)
+                    last_entry = index.find(last)
+                else:
+                    last_entry = store.last_entry_id(ledger_id)
+                    entry_id = locator.locate(ledger_id, seq, r.first_seq, last_entry)
+                want = min(last_entry - entry_id + 1, max_entries - len(out))
+                chunk = store.read(ledger_id, entry_id, entry_id + want - 1, max(1, max_bytes - total))
+            except NoSuchLedger:
+                return self._stop_at_damage(
+                    out, seq, r.last_seq, "their ledger is missing", f"ledger {ledger_id} is missing"
+                )
+            except (EntryDamaged, LogCorrupt) as e:
+                return self._stop_at_damage(out, seq, None, "a damaged entry", str(e))
             if not chunk:
                 raise LogCorrupt(f"topic {self.topic}: ledger {ledger_id} returned no entry {entry_id}")
             full = False
             for data in chunk:
                 if len(data) < head_size:
-                    entry_head(data, ledger_id, entry_id)  # raises LogCorrupt
+                    return self._stop_at_damage(
+                        out, seq, None, "a damaged entry", f"ledger {ledger_id} entry {entry_id}: "
+                        f"{len(data)} bytes, shorter than an entry header",
+                    )
                 version, _flags, first, count, time_us = unpack(data)
                 if (
                     (first != seq if out else not first <= seq < first + count)
                     or version != ENTRY_VERSION
                     or not count
                 ):
-                    raise LogCorrupt(
-                        f"topic {self.topic}: ledger {ledger_id} entry {entry_id} holds seq-ids "
-                        f"{first}..{first + count - 1}, expected {seq}"
+                    return self._stop_at_damage(
+                        out, seq, None, "a damaged entry", f"ledger {ledger_id} entry {entry_id} holds "
+                        f"seq-ids {first}..{first + count - 1} (version {version}), expected {seq}",
                     )
                 if out and total + len(data) > max_bytes:
                     full = True
@@ -89,6 +105,16 @@ class ReadingEntries:
                 return out
             if entry_id > last_entry:
                 i += 1
+
+    def _stop_at_damage(self, out: list, seq: int, last_lost: int | None, why: str, detail: str) -> list:
+        """A read met seq-ids it cannot read: it returns what precedes them (the next read
+        starts there and fails), or fails with EntriesUnreadable when nothing does. The
+        operator's log line names the ledger and where; the error names seq-ids only."""
+        if out:
+            return out
+        error = EntriesUnreadable(self.topic, seq, last_lost, why, detail)
+        _logger.error("{error}: {detail}", error=error, detail=detail)
+        raise error
 
     def find_by_time(self, time_us: int) -> int:
         """The first seq-id published at or after time_us (last_seq + 1 when none), by

@@ -165,12 +165,12 @@ def test_losing_the_compare_and_set_on_acquire_fails_the_open_and_leaves_no_ledg
     assert set(stack.ledgers.list_ledgers()) == before
 
 
-def test_ranges_naming_a_missing_ledger_fail_the_open_clearly(make_stack):
+def test_ranges_naming_a_missing_open_ledger_fail_the_open_clearly(make_stack):
     stack = make_stack()
     settle(stack, stack.metadata.put_topic("t", [LedgerRange(999, 1, 5), LedgerRange(1000, 6, None)], NEW))
     failure = failure_of(stack, stack.manager().open("t"))
     assert failure.check(LogCorrupt)
-    assert "ledger 999 is missing" in str(failure.value)
+    assert "open ledger 1000 is missing" in str(failure.value)
     assert ranges_in_metadata(stack).version == 0  # nothing was written
 
 

@@ -156,6 +156,7 @@ class Client(ClientOperations):
         tls = {}
         if self._ssl_context is not None:
             tls = {"ssl": self._ssl_context, "server_hostname": self.tls.name_for(host)}
+        where = format_address(address)
         try:
             _transport, protocol = await asyncio.wait_for(
                 loop.create_connection(
@@ -163,13 +164,15 @@ class Client(ClientOperations):
                 ),
                 self.connect_timeout,
             )
+        except TimeoutError:
+            raise CouldNotConnect(message=f"{where}: no answer in {self.connect_timeout} s") from None
+        except OSError as e:
+            raise CouldNotConnect(message=f"{where}: {e.strerror or e}") from None
+        try:
             await asyncio.wait_for(asyncio.shield(protocol.ready), self.connect_timeout)
         except TimeoutError:
-            raise CouldNotConnect(
-                message=f"{format_address(address)}: no answer in {self.connect_timeout} s"
-            ) from None
-        except OSError as e:
-            raise CouldNotConnect(message=f"{format_address(address)}: {e.strerror or e}") from None
+            protocol.close()  # connected, but HELLO went unanswered
+            raise CouldNotConnect(message=f"{where}: HELLO unanswered in {self.connect_timeout} s") from None
         protocol.on_lost = self._lost
         self._protocols[address] = protocol
         return protocol

@@ -33,6 +33,8 @@ class AioHubProtocol(asyncio.Protocol):
         self.hello = None
         self.lost = None  # the ConnectionLost once the connection is gone
         self.ready = loop.create_future()  # the HELLO reply's value, or why it failed
+        # (Read here too: a connection given up before HELLO fails it with nobody waiting.)
+        self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.on_lost = None  # called with the protocol when the connection ends
 
     # -- connection ------------------------------------------------------------------------

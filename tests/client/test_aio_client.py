@@ -3,6 +3,7 @@ fourth driver of the protocol session, with the other clients' positions, redire
 typed errors. Each test runs its own event loop (asyncio.run)."""
 
 import asyncio
+import socket
 
 import pytest
 
@@ -16,8 +17,10 @@ from hedwig.client.errors import (
     SubscriptionClosed,
     TooManyRedirects,
 )
+from hedwig.testing.certificates import Authority
 from hedwig.testing.hubprocess import refusing_port
 from tests.client.redirector import Redirector
+from tests.client.test_tls_clients import TlsHub
 
 WAIT_S = 20.0  # a hub restart may stand between two messages
 
@@ -158,3 +161,31 @@ def test_no_hub_reachable_is_could_not_connect():
                 await Client(f"127.0.0.1:{port}", connect_timeout=2).connect()
 
         run(scenario())
+
+
+def test_a_hub_that_never_answers_hello_is_could_not_connect():
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+
+        async def scenario():
+            with pytest.raises(CouldNotConnect, match="HELLO unanswered"):
+                await Client(f"127.0.0.1:{port}", connect_timeout=0.5).connect()
+
+        run(scenario())
+
+
+def test_publish_and_subscribe_over_tls(tmp_path):
+    hub = TlsHub(tmp_path / "hub", Authority(tmp_path / "pki")).start()
+    try:
+
+        async def scenario():
+            async with Client(hub.tls_address, tls=hub.trust()) as client:
+                subscription = await client.subscribe("aio-tls", "s", start="earliest")
+                assert await client.publish_many("aio-tls", [b"secret", b"too"]) == [1, 2]
+                return [m.payload for m in await take(subscription, 2)]
+
+        assert run(scenario()) == [b"secret", b"too"]
+    finally:
+        hub.stop()

@@ -66,6 +66,12 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="port to listen on (default 4080; 0 picks a free one)")
     parser.add_argument("--data-dir", metavar="DIR", help="where ledgers and metadata live (default ./data)")
     parser.add_argument(
+        "--http-port",
+        type=int,
+        metavar="PORT",
+        help="port of the status page, /metrics and /api (default 4081; 0 turns it off)",
+    )
+    parser.add_argument(
         "--log-level",
         choices=sorted(_LEVELS),
         default="info",
@@ -76,7 +82,12 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args) -> Config:
     """The configuration file (if any) with the command line's options over it."""
     overrides = {}
-    for option, setting in (("host", "hub.host"), ("port", "hub.port"), ("data_dir", "hub.data_dir")):
+    for option, setting in (
+        ("host", "hub.host"),
+        ("port", "hub.port"),
+        ("data_dir", "hub.data_dir"),
+        ("http_port", "http.port"),
+    ):
         value = getattr(args, option, None)
         if value is not None:
             overrides[setting] = value

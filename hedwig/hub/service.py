@@ -4,7 +4,9 @@ HubService owns the lifecycle. Starting opens the embedded stores under the data
 directory (memory-mapped ledgers, SQLite metadata; or takes stores given by the caller),
 has the hub assembled over them (assembly.py: the one place that wires its parts), then
 listens: on `[hub] port`, and with `[tls] enabled` on `[tls] port` too (the same
-requests over TLS; region links from children that authenticate come in there).
+requests over TLS; region links from children that authenticate come in there), and
+with `[http] port` set on that port for the status page, /metrics and /api
+(hedwig.observe; HTTPS with [tls] enabled).
 Stopping is the graceful shutdown SIGTERM and SIGINT lead to, one step after the other:
 stop accepting, stop reading requests and let pending replies out, close the connections
 (which flushes their consume pointers), stop GC, flush every consume pointer, close the
@@ -66,9 +68,10 @@ class ListenerService(Service):
 class HubService(MultiService):
     log = Logger()
 
-    def __init__(self, config: Config, reactor=None, *, ledgers=None, metadata=None):
+    def __init__(self, config: Config, reactor=None, *, ledgers=None, metadata=None, http_guard=None):
         """`ledgers` / `metadata`: stores to serve from instead of the embedded ones under
-        `[hub] data_dir` (the caller keeps ownership of the data they hold)."""
+        `[hub] data_dir` (the caller keeps ownership of the data they hold). `http_guard`:
+        an IRequestGuard (hedwig.observe.interface) asked before every HTTP request."""
         super().__init__()
         if reactor is None:
             from twisted.internet import reactor
@@ -79,6 +82,9 @@ class HubService(MultiService):
         self.hub = None
         self.listener = None
         self.tls_listener = None  # with [tls] enabled
+        self.http_listener = None  # with [http] port set
+        self.observer = None  # hedwig.observe.listener.HttpObserver, with [http] port set
+        self.http_guard = http_guard
         self.listening = None  # see startService
         self.gc = None
         self.regions = None  # hedwig.region.manager.RegionManager
@@ -105,13 +111,15 @@ class HubService(MultiService):
         self.listener.listening.addCallback(self._listening)
         if self.tls_listener is not None:
             self.tls_listener.listening.addCallback(self._listening_tls)
+        if self.http_listener is not None:
+            self.http_listener.listening.addCallback(self._listening_http)
         listening = gatherResults([s.listening for s in self.listeners], consumeErrors=True)
         listening.addErrback(lambda f: f.value.subFailure)
         return listening.addCallback(self._start_regions)
 
     @property
     def listeners(self) -> list:
-        return [s for s in (self.listener, self.tls_listener) if s is not None]
+        return [s for s in (self.listener, self.tls_listener, self.http_listener) if s is not None]
 
     def _start_regions(self, port):
         started = self.regions.start()
@@ -152,6 +160,15 @@ class HubService(MultiService):
             self.tls_listener.setServiceParent(self)
         self.gc = parts.gc
         self.gc.setServiceParent(self)
+        if config.http.port:
+            from hedwig.observe.listener import HttpObserver
+
+            self.observer = HttpObserver(
+                self.hub, self.ledgers, self.gc, config, reactor, guard=self.http_guard
+            )
+            self.observer.history.setServiceParent(self)
+            self.http_listener = ListenerService(self.observer.endpoint(), self.observer.site)
+            self.http_listener.setServiceParent(self)
 
     def _open_metadata(self, data_dir: Path):
         """The embedded metadata store, refused when it cannot describe the ledgers: with
@@ -249,6 +266,17 @@ class HubService(MultiService):
         )
         return port
 
+    def _listening_http(self, port):
+        address = port.getHost()
+        self.log.info(
+            "hedwig hub {name}: HTTP on {scheme}://{host}:{port}/ (status page, /metrics, /api)",
+            name=self.hub.name,
+            scheme=self.observer.scheme,
+            host=address.host,
+            port=address.port,
+        )
+        return port
+
     @property
     def tls_port(self) -> int | None:
         """The TLS port listened on; None without [tls] enabled or before it listens."""
@@ -276,6 +304,8 @@ class HubService(MultiService):
             "stop accepting connections",
             DeferredList([maybeDeferred(s.stopService) for s in self.listeners], consumeErrors=True),
         )
+        if self.observer is not None:
+            self.observer.history.stopService()
         yield self._step("close the region link", self.regions.stop(), timeout)
         connections = list(hub.connections)
         yield self._step(

@@ -22,6 +22,7 @@ import threading
 
 SERVING = re.compile(r"hedwig hub (\S+):(\d+) .*serving")
 TLS_LISTENING = re.compile(r"hedwig hub \S+: TLS on (\S+):(\d+) ")
+HTTP_LISTENING = re.compile(r"hedwig hub \S+: HTTP on https?://(\S+):(\d+)/")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 LOG_LINES = 10_000
@@ -41,11 +42,14 @@ class HubProcess:
         env=None,
         log_on_stdout: bool = False,
         tls: bool = False,
+        http: bool = False,
     ):
         """`extra_args` follow the standard options (e.g. "--conf", path); `host` None
         leaves --host out (the hub's default); `log_on_stdout` for a launcher that logs
         there (twistd); `tls`: the configuration enables the TLS listener, whose port
-        (`tls_port`, 0 in the configuration: a free one) is read from the log too."""
+        (`tls_port`, 0 in the configuration: a free one) is read from the log too; `http`:
+        serve the status page and /metrics on a free port (`http_port`, read from the log;
+        without it the hub runs with --http-port 0, so hubs never contend for 4081)."""
         self.data_dir = str(data_dir)
         self.port = port
         self.extra_args = list(extra_args)
@@ -56,6 +60,8 @@ class HubProcess:
         self.env = env
         self.tls = tls
         self.tls_port = None
+        self.http = http
+        self.http_port = free_port() if http else 0
         self.log_on_stdout = log_on_stdout
         self.process = None
         self.log = collections.deque(maxlen=LOG_LINES)
@@ -66,6 +72,11 @@ class HubProcess:
         return f"{self.host}:{self.port}"
 
     @property
+    def http_url(self) -> str:
+        """The hub's HTTP listener (with `http`): its status page is this URL."""
+        return f"http://{self.host}:{self.http_port}/"
+
+    @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
@@ -73,7 +84,8 @@ class HubProcess:
         command = list(self.launcher)
         if self._host_option is not None:
             command += ["--host", self._host_option]
-        return [*command, "--port", str(self.port), "--data-dir", self.data_dir, *self.extra_args]
+        http = ["--http-port", str(self.http_port)]
+        return [*command, "--port", str(self.port), "--data-dir", self.data_dir, *http, *self.extra_args]
 
     def start(self) -> "HubProcess":
         """Start the hub and wait until it serves; RuntimeError with its log if it does not."""
@@ -81,6 +93,7 @@ class HubProcess:
         serving = threading.Event()
         found = []  # (host, port), once the hub said it serves
         tls_found = []  # its TLS port, once it said it listens for TLS
+        http_found = []  # its HTTP port, once it said it listens for HTTP
         self.process = subprocess.Popen(
             self.command(),
             cwd=self.cwd,
@@ -103,7 +116,10 @@ class HubProcess:
                 tls_match = TLS_LISTENING.search(line)
                 if tls_match and not tls_found:
                     tls_found.append(int(tls_match.group(2)))
-                if found and (tls_found or not self.tls):
+                http_match = HTTP_LISTENING.search(line)
+                if http_match and not http_found:
+                    http_found.append(int(http_match.group(2)))
+                if found and (tls_found or not self.tls) and (http_found or not self.http):
                     serving.set()
             serving.set()  # the process ended: wake the starter to see that
 
@@ -155,6 +171,14 @@ class HubProcess:
 
     def __exit__(self, *exc_info):
         self.stop()
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listened on a moment ago (for listeners whose
+    port 0 means "off", like [http] port)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager

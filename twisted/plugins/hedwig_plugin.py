@@ -1,4 +1,5 @@
-"""twistd plugin: `twistd -n hedwig [--conf FILE] [--host H] [--port P] [--data-dir DIR]`.
+"""twistd plugin: `twistd -n hedwig [--conf FILE] [--host H] [--port P] [--data-dir DIR]
+[--http-port P]`.
 
 twistd runs the HubService under its own logging, daemonisation and signal handling;
 SIGTERM and SIGINT stop the service gracefully (see hedwig.hub.service). For the hub's
@@ -17,6 +18,7 @@ class Options(usage.Options):
         ["host", None, None, "address to listen on (default 127.0.0.1)"],
         ["port", "p", None, "port to listen on (default 4080)", int],
         ["data-dir", "d", None, "where ledgers and metadata live (default ./data)"],
+        ["http-port", None, None, "port of the status page and /metrics (default 4081; 0: off)", int],
     ]
 
 
@@ -34,7 +36,11 @@ class HedwigServiceMaker:
 
         tune_allocator()  # as `hedwig hub` does: see its docstring
         args = SimpleNamespace(
-            conf=options["conf"], host=options["host"], port=options["port"], data_dir=options["data-dir"]
+            conf=options["conf"],
+            host=options["host"],
+            port=options["port"],
+            data_dir=options["data-dir"],
+            http_port=options["http-port"],
         )
         return HubService(config_from_args(args))
 

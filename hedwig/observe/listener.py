@@ -1,0 +1,50 @@
+"""HttpObserver: the hub's HTTP listener's parts, built once for HubService.
+
+It holds the HubView of the hub, the History sampling it for the charts (a Service:
+HubService runs it beside the listener), the hub's own prometheus-client registry, and
+the twisted.web site serving them. HubService listens on `endpoint()`: plain TCP on
+[hub] host and [http] port, or TLS with the [tls] certificate when [tls] is enabled (an
+HTTPS listener, so a hub that encrypts its protocol does not expose its state in clear).
+`guard` (IRequestGuard, optional) is asked before every request: the trust work's
+credentials plug in there.
+"""
+
+from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
+
+from hedwig.observe.history import History
+from hedwig.observe.interface import IRequestGuard
+from hedwig.observe.metrics import hub_registry
+from hedwig.observe.resources import ObservationSite, RootResource
+from hedwig.observe.view import HubView
+from hedwig.settings import Config
+
+
+class HttpObserver:
+    def __init__(self, hub, ledgers, gc, config: Config, reactor, guard=None):
+        if guard is not None and not IRequestGuard.providedBy(guard):
+            raise TypeError(f"{guard!r} does not provide IRequestGuard")
+        self.config = config
+        self.reactor = reactor
+        self.view = HubView(hub, ledgers, gc)
+        http = config.http
+        self.history = History(self.view, reactor, http.sample_interval_s, http.history_s)
+        self.registry = hub_registry(self.view, http.max_topic_labels)
+        self.site = ObservationSite(RootResource(self, self.registry, guard), reactor)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.config.tls.enabled else "http"
+
+    def status(self) -> dict:
+        history = self.history
+        return self.view.status(history.topic_rates, history.samples)
+
+    def endpoint(self):
+        config = self.config
+        if config.tls.enabled:
+            from hedwig.tls import server_options
+
+            return SSL4ServerEndpoint(
+                self.reactor, config.http.port, server_options(config.tls), interface=config.hub.host
+            )
+        return TCP4ServerEndpoint(self.reactor, config.http.port, interface=config.hub.host)

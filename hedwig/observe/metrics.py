@@ -1,0 +1,245 @@
+"""The hub's Prometheus metrics: a prometheus-client collector over its counters.
+
+HubCollector reads the hub when Prometheus scrapes (through a HubView) and hands
+prometheus-client metric families, which it renders in the text format; nothing is
+recorded per message and nothing here runs on the publish or delivery path. Each hub has
+a CollectorRegistry of its own (`hub_registry`), never the process-wide default one, so
+two hubs in one process (tests, benchmarks) never mix their series.
+
+Per-topic series are bounded: the counters carry a `topic` label for the first
+`[http] max_topic_labels` topics published to (hedwig.hub.stats.TopicCounters) and sum the
+others under topic="_other"; the backlog gauge labels the same topics (and more, by name,
+up to the cap) and sums the rest likewise. METRICS lists every family with its help:
+docs/operations.md documents each, and a test holds the two together.
+"""
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from hedwig.hub.stats import LATENCY_BUCKETS_US, TopicCounters
+
+# name -> (type, help). Counter names are given without prometheus-client's "_total".
+METRICS = {
+    "hedwig_info": ("gauge", "Always 1: the hub's name, region and version as labels."),
+    "hedwig_uptime_seconds": ("gauge", "Seconds since the hub started."),
+    "hedwig_messages_published": ("counter", "Messages published by clients, by topic."),
+    "hedwig_message_sets_published": (
+        "counter",
+        "Message sets (publish requests, one entry each) stored, by topic.",
+    ),
+    "hedwig_published_bytes": ("counter", "Bytes of message sets stored from clients' publishes, by topic."),
+    "hedwig_publish_latency_seconds": ("histogram", "From a PUBLISH read to its entry durable and answered."),
+    "hedwig_delivery_latency_seconds": (
+        "histogram",
+        "From an entry's publish to its delivery to a subscriber.",
+    ),
+    "hedwig_requests": ("counter", "Requests answered, by op and outcome (ok or failed)."),
+    "hedwig_messages_delivered": ("counter", "Messages delivered to subscribers (each subscriber counts)."),
+    "hedwig_entries_delivered": ("counter", "Entries (message sets) delivered to subscribers."),
+    "hedwig_subscription_backlog_messages": (
+        "gauge",
+        "Messages published and not yet consumed, by topic and subscriber.",
+    ),
+    "hedwig_subscriptions": ("gauge", "Durable subscriptions of the open topics."),
+    "hedwig_subscriptions_attached": ("gauge", "Subscriptions attached to a connection now."),
+    "hedwig_topics_owned": ("gauge", "Topics this hub owns and has open."),
+    "hedwig_connections_open": ("gauge", "Client and region connections open now."),
+    "hedwig_connections_opened": ("counter", "Connections accepted since the hub started."),
+    "hedwig_protocol_errors": (
+        "counter",
+        "Connections closed for a framing error or a wrong protocol version.",
+    ),
+    "hedwig_partial_request_bytes": (
+        "gauge",
+        "Bytes of incomplete request frames buffered, over all connections.",
+    ),
+    "hedwig_cache_bytes": ("gauge", "Bytes of entries held by the read-ahead cache."),
+    "hedwig_cache_max_bytes": ("gauge", "The read-ahead cache's byte budget ([cache] cache_bytes)."),
+    "hedwig_cache_entries": ("gauge", "Entries held by the read-ahead cache."),
+    "hedwig_cache_hits": ("counter", "Cache lookups answered from memory."),
+    "hedwig_cache_misses": ("counter", "Cache lookups that read from the ledgers."),
+    "hedwig_cache_evictions": ("counter", "Entries dropped from the cache, by reason (consumed or fifo)."),
+    "hedwig_ledgers": ("gauge", "Ledgers in the ledger store."),
+    "hedwig_ledger_bytes": ("gauge", "Bytes of entry data in the ledger store."),
+    "hedwig_gc_runs": ("counter", "Garbage collection passes completed."),
+    "hedwig_gc_ledgers_deleted": ("counter", "Ledgers deleted by garbage collection and retention."),
+    "hedwig_relay_lag_messages": (
+        "gauge",
+        "Messages stored here not yet relayed to a neighbour region, by region.",
+    ),
+    "hedwig_relayed_messages": ("counter", "Messages relayed into this region and stored."),
+    "hedwig_region_parent_link_up": (
+        "gauge",
+        "1 while the link to the parent region is up, else 0 (child regions only).",
+    ),
+    "hedwig_zookeeper_session_state": (
+        "gauge",
+        "1 for the ZooKeeper session's current state (regions on ZooKeeper only).",
+    ),
+    "hedwig_zookeeper_owned_topics": (
+        "gauge",
+        "Topics whose ZooKeeper owner znode this hub holds (regions on ZooKeeper only).",
+    ),
+}
+
+
+def _counter(name, labels=None):
+    return CounterMetricFamily(name, METRICS[name][1], labels=labels)
+
+
+def _gauge(name, value=None, labels=None):
+    return GaugeMetricFamily(name, METRICS[name][1], value=value, labels=labels)
+
+
+def histogram_of(name: str, op_stats, labels=(), label_names=None):
+    """A histogram family from an OpStats (hedwig.hub.stats): its fixed microsecond
+    buckets, made cumulative and given in seconds as Prometheus expects."""
+    family = HistogramMetricFamily(name, METRICS[name][1], labels=label_names)
+    buckets, seen = [], 0
+    for bound_us, count in zip(LATENCY_BUCKETS_US, op_stats.buckets, strict=False):
+        seen += count
+        buckets.append((repr(bound_us / 1e6), seen))
+    buckets.append(("+Inf", op_stats.ok + op_stats.failed))
+    family.add_metric(list(labels), buckets, op_stats.total_us / 1e6)
+    return family
+
+
+class HubCollector:
+    """Everything /metrics shows of one hub (a prometheus-client custom collector)."""
+
+    def __init__(self, view, max_topic_labels: int):
+        self.view = view
+        self.max_topic_labels = max_topic_labels
+
+    def collect(self):
+        view, hub = self.view, self.view.hub
+        stats = hub.stats
+        identity = view.identity()
+        info = _gauge("hedwig_info", labels=["name", "region", "version"])
+        info.add_metric([identity["name"], identity["region"], identity["version"]], 1)
+        yield info
+        yield _gauge("hedwig_uptime_seconds", identity["uptime_s"])
+        yield from self._published(stats.topics)
+        yield histogram_of("hedwig_publish_latency_seconds", stats.ops["publish"])
+        yield histogram_of("hedwig_delivery_latency_seconds", stats.delivery_latency)
+        requests = _counter("hedwig_requests", ["op", "outcome"])
+        for op, op_stats in sorted(stats.ops.items()):
+            requests.add_metric([op, "ok"], op_stats.ok)
+            requests.add_metric([op, "failed"], op_stats.failed)
+        yield requests
+        delivered = _counter("hedwig_messages_delivered")
+        delivered.add_metric([], stats.messages_delivered)
+        yield delivered
+        entries = _counter("hedwig_entries_delivered")
+        entries.add_metric([], stats.entries_delivered)
+        yield entries
+        subscriptions = view.subscriptions()
+        yield self._backlog(subscriptions, stats.topics)
+        delivery = hub.delivery.stats()
+        yield _gauge("hedwig_subscriptions", len(subscriptions))
+        yield _gauge("hedwig_subscriptions_attached", delivery["attached"])
+        yield _gauge("hedwig_topics_owned", len(hub.topics.open_topics()))
+        yield from self._connections(hub)
+        yield from self._cache(hub.cache.stats())
+        ledgers = view.ledger_totals()
+        yield _gauge("hedwig_ledgers", ledgers["count"])
+        yield _gauge("hedwig_ledger_bytes", ledgers["bytes"])
+        gc = view.gc
+        runs = _counter("hedwig_gc_runs")
+        runs.add_metric([], gc.runs)
+        yield runs
+        deleted = _counter("hedwig_gc_ledgers_deleted")
+        deleted.add_metric([], gc.ledgers_deleted)
+        yield deleted
+        yield from self._regions(view.regions(subscriptions))
+        yield from self._zookeeper(hub.topics)
+
+    def _published(self, counters: TopicCounters):
+        messages = _counter("hedwig_messages_published", ["topic"])
+        sets = _counter("hedwig_message_sets_published", ["topic"])
+        size = _counter("hedwig_published_bytes", ["topic"])
+        for topic, count, set_count, byte_count in counters.rows():
+            messages.add_metric([topic], count)
+            sets.add_metric([topic], set_count)
+            size.add_metric([topic], byte_count)
+        return messages, sets, size
+
+    def _backlog(self, subscriptions, counters: TopicCounters):
+        """Backlog by (topic, subscriber) for at most max_topic_labels topics: those the
+        publish counters label, then others by name; the rest summed under _other."""
+        labelled = [t for t in counters.counts if t != TopicCounters.OTHER][: self.max_topic_labels]
+        chosen = set(labelled)
+        for topic in sorted({row["topic"] for row in subscriptions}):
+            if len(chosen) >= self.max_topic_labels:
+                break
+            chosen.add(topic)
+        family = _gauge("hedwig_subscription_backlog_messages", labels=["topic", "subscriber"])
+        other = 0
+        others = False
+        for row in subscriptions:
+            if row["topic"] in chosen:
+                family.add_metric([row["topic"], row["subscriber_id"]], row["backlog"])
+            else:
+                other += row["backlog"]
+                others = True
+        if others:
+            family.add_metric([TopicCounters.OTHER, TopicCounters.OTHER], other)
+        return family
+
+    def _connections(self, hub):
+        connections = list(hub.connections)
+        yield _gauge("hedwig_connections_open", len(connections))
+        opened = _counter("hedwig_connections_opened")
+        opened.add_metric([], hub.stats.connections_opened)
+        yield opened
+        errors = _counter("hedwig_protocol_errors")
+        errors.add_metric([], hub.stats.protocol_errors)
+        yield errors
+        yield _gauge("hedwig_partial_request_bytes", sum(c.buffered_bytes for c in connections))
+
+    def _cache(self, cache: dict):
+        yield _gauge("hedwig_cache_bytes", cache["bytes"])
+        yield _gauge("hedwig_cache_max_bytes", cache["max_bytes"])
+        yield _gauge("hedwig_cache_entries", cache["entries"])
+        for name, key in (("hedwig_cache_hits", "hits"), ("hedwig_cache_misses", "misses")):
+            family = _counter(name)
+            family.add_metric([], cache[key])
+            yield family
+        evictions = _counter("hedwig_cache_evictions", ["reason"])
+        evictions.add_metric(["consumed"], cache["evicted_pruned"])
+        evictions.add_metric(["fifo"], cache["evicted_fifo"])
+        yield evictions
+
+    def _regions(self, regions):
+        if regions is None:
+            return
+        lag = _gauge("hedwig_relay_lag_messages", labels=["region"])
+        for region, messages in sorted(regions["relay_lag"].items()):
+            lag.add_metric([region], messages)
+        yield lag
+        relayed = _counter("hedwig_relayed_messages")
+        relayed.add_metric([], regions["relayed"].get("appended_messages", 0))
+        yield relayed
+        parent = regions["parent"]
+        if parent is not None:
+            yield _gauge("hedwig_region_parent_link_up", 1 if parent.get("state") == "relaying" else 0)
+
+    def _zookeeper(self, topics):
+        """Only for a topic manager on ZooKeeper: one that says its session's state
+        (`session_state`, a kazoo KazooState name) and `owned_topics()`."""
+        state = getattr(topics, "session_state", None)
+        if state is None:
+            return
+        family = _gauge("hedwig_zookeeper_session_state", labels=["state"])
+        for name in ("CONNECTED", "SUSPENDED", "LOST"):
+            family.add_metric([name], 1 if str(state).upper() == name else 0)
+        yield family
+        owned = getattr(topics, "owned_topics", None)
+        yield _gauge("hedwig_zookeeper_owned_topics", len(owned()) if owned else len(topics.open_topics()))
+
+
+def hub_registry(view, max_topic_labels: int) -> CollectorRegistry:
+    """A registry of the hub's own, holding its HubCollector only."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(HubCollector(view, max_topic_labels))
+    return registry

@@ -1,0 +1,180 @@
+"""The twisted.web resources of the hub's HTTP listener, and the site that bounds them.
+
+    /               the status page (page.py)
+    /metrics        Prometheus text format (metrics.py, rendered by prometheus-client)
+    /api/status     everything the page shows, as JSON
+    /api/topics, /api/subscriptions, /api/connections, /api/regions, /api/history, /api/stats
+                    one part each
+
+Hostile peers cost little: every answer is computed from memory on the reactor and is
+bounded (tables cut to view.MAX_ROWS, metric labels capped); a request announcing a body
+(these resources take none) is answered 413 and its connection closed before any of it
+is kept; an idle or slow connection is dropped after IDLE_TIMEOUT_S; past
+MAX_CONNECTIONS open at once, new ones are closed at once.
+"""
+
+import json
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from twisted.web.http import HTTPChannel
+from twisted.web.resource import Resource
+from twisted.web.server import Request, Site
+
+from hedwig.observe.page import render_page
+
+IDLE_TIMEOUT_S = 30
+MAX_CONNECTIONS = 64
+MAX_BODY_BYTES = 0  # nothing here reads a body
+
+
+def _json(request, value) -> bytes:
+    request.setHeader(b"content-type", b"application/json; charset=utf-8")
+    request.setHeader(b"cache-control", b"no-store")
+    return json.dumps(value, sort_keys=True).encode()
+
+
+class MetricsResource(Resource):
+    isLeaf = True  # noqa: N815 - twisted.web's name
+
+    def __init__(self, registry):
+        super().__init__()
+        self.registry = registry
+
+    def render_GET(self, request):
+        request.setHeader(b"content-type", CONTENT_TYPE_LATEST.encode())
+        return generate_latest(self.registry)
+
+
+class ApiResource(Resource):
+    """/api/<part>: the status page's JSON, whole (status) or one part of it."""
+
+    isLeaf = True  # noqa: N815 - twisted.web's name
+
+    def __init__(self, observer):
+        super().__init__()
+        self.observer = observer
+
+    def render_GET(self, request):
+        part = request.postpath[0].decode("ascii", "replace") if request.postpath else "status"
+        observer = self.observer
+        view = observer.view
+        parts = {
+            "status": observer.status,
+            "topics": lambda: view.topics(observer.history.topic_rates),
+            "subscriptions": view.subscriptions,
+            "connections": view.connections,
+            "regions": view.regions,
+            "history": lambda: list(observer.history.samples),
+            "stats": view.counters,
+        }
+        read = parts.get(part)
+        if read is None or len(request.postpath) > 1:
+            request.setResponseCode(404)
+            return _json(request, {"error": f"no such part: {part}", "parts": sorted(parts)})
+        return _json(request, read())
+
+
+class PageResource(Resource):
+    isLeaf = True  # noqa: N815 - twisted.web's name
+
+    def __init__(self, observer):
+        super().__init__()
+        self.observer = observer
+
+    def render_GET(self, request):
+        if request.postpath not in ([], [b""]):
+            request.setResponseCode(404)
+            request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+            return b"not found\n"
+        request.setHeader(b"content-type", b"text/html; charset=utf-8")
+        request.setHeader(b"cache-control", b"no-store")
+        observer = self.observer
+        return render_page(observer.status(), observer.history.interval_s).encode()
+
+
+class Refused(Resource):
+    isLeaf = True  # noqa: N815 - twisted.web's name
+
+    def render(self, request):
+        request.setResponseCode(401)
+        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+        return b"not authorized\n"
+
+
+class RootResource(Resource):
+    """Routes to the page, /metrics and /api, asking the guard (IRequestGuard) first."""
+
+    def __init__(self, observer, registry, guard=None):
+        super().__init__()
+        self.guard = guard
+        self.page = PageResource(observer)
+        self.putChild(b"metrics", MetricsResource(registry))
+        self.putChild(b"api", ApiResource(observer))
+
+    def getChildWithDefault(self, path, request):
+        if self.guard is not None and not self.guard.allows(request):
+            return Refused()
+        if path == b"":
+            return self.page
+        return super().getChildWithDefault(path, request)
+
+    def getChild(self, path, request):
+        return self.page  # a path of its own: PageResource answers 404
+
+
+class BoundedRequest(Request):
+    """A request that may carry no body: one announced (or chunked) is refused with 413
+    and the connection closed, before a byte of it is buffered."""
+
+    def gotLength(self, length):
+        if length is None or length > MAX_BODY_BYTES:
+            transport = self.channel.transport
+            transport.write(
+                b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            transport.loseConnection()
+            self.channel._requests_refused = True
+            length = 0
+        super().gotLength(length)
+
+
+class BoundedChannel(HTTPChannel):
+    """An HTTP/1.1 channel counted by its site, reading nothing after a refused body."""
+
+    _requests_refused = False
+
+    def dataReceived(self, data):
+        if self._requests_refused:
+            return
+        super().dataReceived(data)
+
+    def connectionLost(self, reason):
+        self.site.open_connections -= 1
+        super().connectionLost(reason)
+
+
+class ObservationSite(Site):
+    """The listener's site: bounded requests, an idle timeout, a connection cap, and no
+    access log (Prometheus scrapes every few seconds; the hub's log is for events)."""
+
+    protocol = BoundedChannel
+    requestFactory = BoundedRequest  # noqa: N815
+    displayTracebacks = False  # noqa: N815
+    noisy = False
+
+    def __init__(
+        self, resource, reactor, max_connections: int = MAX_CONNECTIONS, timeout: float = IDLE_TIMEOUT_S
+    ):
+        super().__init__(resource, timeout=timeout, reactor=reactor)  # idle timeouts on the hub's clock
+        self.max_connections = max_connections
+        self.open_connections = 0
+
+    def buildProtocol(self, addr):
+        if self.open_connections >= self.max_connections:
+            return None  # the connection is closed at once
+        channel = super().buildProtocol(addr)
+        self.open_connections += 1
+        return channel
+
+    def log(self, request):
+        pass

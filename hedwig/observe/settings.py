@@ -18,5 +18,6 @@ def check_http_settings(config: Config) -> None:
         raise ConfigError(f"[http] sample_interval_s = {http.sample_interval_s}: expected more than 0")
     if http.history_s < http.sample_interval_s:
         raise ConfigError(
-            f"[http] history_s = {http.history_s}: expected at least sample_interval_s ({http.sample_interval_s})"
+            f"[http] history_s = {http.history_s}: expected at least"
+            f" sample_interval_s ({http.sample_interval_s})"
         )

@@ -7,7 +7,7 @@ its last acknowledgement (hedwig.protocol.position).
 """
 
 
-from twisted.internet.defer import Deferred, DeferredQueue, succeed
+from twisted.internet.defer import Deferred, DeferredQueue, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -21,6 +21,27 @@ from hedwig.protocol.session import ISubscriber
 log = Logger()
 
 
+class MessageQueue(DeferredQueue):
+    """A subscription's DeferredQueue that can end: once the hub ended the subscription,
+    readers waiting fail with the reason at once, and so does every later `get()` when
+    the messages that came before are taken (a reader never waits for ever on a
+    subscription that is gone)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ended = None  # the Failure the subscription ended with
+
+    def end(self, reason: Failure) -> None:
+        self.ended = reason
+        while self.waiting:
+            self.waiting.pop(0).errback(reason)
+
+    def get(self) -> Deferred:
+        if self.ended is not None and not self.pending:
+            return fail(self.ended)
+        return super().get()
+
+
 @implementer(ISubscriber)
 class Subscription(PositionedSubscription):
     """A live subscription. Messages go to the handler, or to `queue` (a DeferredQueue:
@@ -32,7 +53,7 @@ class Subscription(PositionedSubscription):
         self._client = client
         self._position = position
         self._handler = handler
-        self._queue = None if handler is not None else DeferredQueue()
+        self._queue = None if handler is not None else MessageQueue()
         self._protocol = None
         self._handle = None
         self._ack_call = None
@@ -84,11 +105,8 @@ class Subscription(PositionedSubscription):
             self._ack_call.cancel()
         self._client._subscriptions.discard(self)
         self.closed.callback(None if result is None else result.value)
-        queue = self._queue
-        if queue is not None and isinstance(result, Failure):
-            # Wake readers blocked on the queue with the reason.
-            while queue.waiting:
-                queue.waiting.pop(0).errback(result)
+        if self._queue is not None and isinstance(result, Failure):
+            self._queue.end(result)
 
     # -- the application's side --------------------------------------------------------------
 

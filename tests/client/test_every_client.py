@@ -1,0 +1,81 @@
+"""One black-box suite, run against the blocking, Twisted and asyncio clients alike
+(tests/client/every_client.py gives them one face), each against a real hub process:
+what a user of any of them relies on behaves the same in all three."""
+
+import pytest
+
+from hedwig.client.errors import InvalidTopic, SubscriptionClosed, TooManyRedirects
+from tests.client.every_client import CLIENTS
+from tests.client.redirector import Redirector
+
+
+@pytest.fixture(params=CLIENTS, ids=lambda kind: kind.name)
+def connect(request, hub):
+    """connect(address=the hub, **options) -> a client of the parametrised kind, closed
+    after the test; topics are named per kind, since the hub is shared."""
+    opened = []
+
+    def make(address=None, **options):
+        client = request.param(address or hub.address, **options)
+        opened.append(client)
+        return client
+
+    make.kind = request.param.name
+    yield make
+    for client in opened:
+        client.close()
+
+
+def test_published_messages_arrive_in_order_with_their_properties(connect):
+    client = connect()
+    topic = f"every-order-{connect.kind}"
+    subscription = client.subscribe(topic, "s", start="earliest")
+    assert client.call("publish", topic, b"one", {"k": b"v"}) == 1
+    assert client.call("publish_many", topic, [b"two", b"three"]) == [2, 3]
+    got = [subscription.receive() for _ in range(3)]
+    assert [(m.seq, m.payload, m.properties) for m in got] == [
+        (1, b"one", {"k": b"v"}),
+        (2, b"two", {}),
+        (3, b"three", {}),
+    ]
+    assert all(m.topic == topic for m in got)
+
+
+def test_a_durable_subscription_resumes_after_its_last_ack(connect):
+    client = connect()
+    topic = f"every-resume-{connect.kind}"
+    client.call("publish_many", topic, [b"%d" % i for i in range(1, 7)])
+    first = client.subscribe(topic, "worker", start="earliest")
+    for _ in range(3):
+        message = first.receive()
+        first.ack(message)
+    first.close()
+    again = connect().subscribe(topic, "worker")
+    assert again.receive().seq == 4
+
+
+def test_reads_need_no_subscription(connect):
+    client = connect()
+    topic = f"every-read-{connect.kind}"
+    client.call("publish_many", topic, [b"a", b"b", b"c"])
+    assert [m.payload for m in client.call("read", topic, 2)] == [b"b", b"c"]
+    assert client.call("describe", topic)["subscribers"] == []
+
+
+def test_errors_are_the_same_typed_errors(connect):
+    client = connect()
+    with pytest.raises(InvalidTopic):
+        client.call("publish", "not a topic", b"x")
+    topic = f"every-forced-{connect.kind}"
+    taken = client.subscribe(topic, "s")
+    connect().subscribe(topic, "s", force_attach=True)
+    with pytest.raises(SubscriptionClosed):
+        taken.receive()
+
+
+def test_redirects_are_followed_and_a_loop_is_refused(connect, hub):
+    with Redirector(hub.address) as redirector, Redirector("") as nowhere:
+        client = connect(redirector.address)
+        assert client.call("publish", f"every-redirected-{connect.kind}", b"x") >= 1
+        with pytest.raises(TooManyRedirects):
+            connect(nowhere.address).call("publish", f"every-nowhere-{connect.kind}", b"x")

@@ -9,6 +9,10 @@ spawn). The six figures, each with its target:
 - publish_many: one producer, message sets of 1000 (blocking client): >= 1,000,000 msg/s
 - twisted_publish: the Twisted client, one message per publish() call, 1000 in flight:
   >= 200,000 msg/s
+- aio_publish: the asyncio client, the same way (1000 tasks each awaiting its publish):
+  >= 200,000 msg/s
+- aio_subscribe: one asyncio subscriber (`async for`, every message acknowledged) from the
+  earliest of 2,000,000 messages just published: >= 500,000 msg/s
 - blocking_publish: the blocking client, one publish at a time (median of three runs):
   >= 10,000 msg/s
 - latency: one subscriber, 10,000 msg/s published as they fall due (blocking client: one
@@ -40,6 +44,7 @@ from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.aio_processes import aio_publish_worker, aio_subscribe_worker
 from bench.client_processes import (
     PAYLOAD,
     PAYLOAD_BYTES,
@@ -70,6 +75,8 @@ TARGETS = {
         "Redis pipelined XADD ~77,000/s; Kafka single producer 821,557/s",
     ),
     "twisted_publish": (">=", 200_000, "msg/s", ""),
+    "aio_publish": (">=", 200_000, "msg/s", "the Twisted client's twisted_publish, same run"),
+    "aio_subscribe": (">=", 500_000, "msg/s", ""),
     "blocking_publish": (">=", 10_000, "msg/s", "Redis one XADD per round trip ~3,300/s"),
     "latency_p50_us": ("<=", 300, "us", "Redis XADD->XREAD ~600 us; raw TCP between processes ~50 us"),
     "latency_p99_us": ("<=", 3000, "us", "Redis ~5 ms; raw TCP ~2 ms"),
@@ -272,6 +279,24 @@ def bench_twisted(ctx, hub, sizes):
     return {"twisted_publish": figure("twisted_publish", result["messages"] / result["seconds"], **result)}
 
 
+def bench_aio_publish(ctx, hub, sizes):
+    [result] = run_processes(
+        ctx, hubs=[hub], targets=[(aio_publish_worker, (hub.address, "aio", sizes["tw_count"], 1000))]
+    )
+    return {"aio_publish": figure("aio_publish", result["messages"] / result["seconds"], **result)}
+
+
+def bench_aio_subscribe(ctx, hub, sizes):
+    total = sizes["aio_sub_messages"]
+    run_processes(
+        ctx, hubs=[hub], targets=[(publish_many_worker, (hub.address, "aio-sub", total // 1000, 1000))]
+    )
+    [result] = run_processes(
+        ctx, hubs=[hub], targets=[(aio_subscribe_worker, (hub.address, "aio-sub", total))]
+    )
+    return {"aio_subscribe": figure("aio_subscribe", result["received"] / result["seconds"], **result)}
+
+
 def bench_blocking(ctx, hub, sizes):
     [result] = run_processes(
         ctx, hubs=[hub], targets=[(blocking_publish_worker, (hub.address, "bp", sizes["bp_count"]))]
@@ -353,6 +378,8 @@ def bench_catchup(ctx, hub, sizes):
 BENCHES = {
     "publish_many": bench_publish_many,
     "twisted_publish": bench_twisted,
+    "aio_publish": bench_aio_publish,
+    "aio_subscribe": bench_aio_subscribe,
     "blocking_publish": bench_blocking,
     "latency": bench_latency,
     "fanout": bench_fanout,
@@ -362,13 +389,20 @@ BENCHES = {
 FULL = dict(
     pm_batches=3000,
     tw_count=500_000,
+    aio_sub_messages=2_000_000,
     bp_count=10_000,
     lat_seconds=6,
     fan_batches=500,
     catchup_messages=10_000_000,
 )
 QUICK = dict(
-    pm_batches=300, tw_count=50_000, bp_count=3000, lat_seconds=2, fan_batches=50, catchup_messages=500_000
+    pm_batches=300,
+    tw_count=50_000,
+    aio_sub_messages=200_000,
+    bp_count=3000,
+    lat_seconds=2,
+    fan_batches=50,
+    catchup_messages=500_000,
 )
 
 

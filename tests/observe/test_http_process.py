@@ -76,9 +76,8 @@ def test_a_body_is_refused_with_413(http_hub):
 
 def test_http_port_0_turns_the_listener_off(tmp_path):
     hub = HubProcess(tmp_path / "data")  # (runs with --http-port 0)
-    with hub:
-        with Client(hub.address) as client:
-            client.publish_many("t", [b"x"])
+    with hub, Client(hub.address) as client:
+        client.publish_many("t", [b"x"])
     log = hub.output()
     assert "hedwig hub" in log and "stopped" in log  # the whole log, to its last line
     assert "HTTP on" not in log

@@ -148,7 +148,7 @@ def test_every_metric_is_exposed_or_conditional_and_documented(tmp_path):
         "hedwig_zookeeper_session_state",
         "hedwig_zookeeper_owned_topics",
     }
-    for metric, (kind, _help) in METRICS.items():
+    for metric in METRICS:
         exposed = {f"{metric}_total", f"{metric}_count", metric}
         assert metric in conditional or names & exposed, metric
     operations = (DOCS / "operations.md").read_text()

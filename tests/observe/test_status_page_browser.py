@@ -63,9 +63,8 @@ def test_the_page_shows_the_topic_just_published_to_and_refreshes(tmp_path, brow
         # Live: a publish after the page loaded shows up without reloading it.
         with Client(hub.address) as client:
             client.publish_many("browser-topic", [b"m"] * 8)
-        wait.until(
-            lambda d: d.find_element(By.CSS_SELECTOR, 'tr[data-topic="browser-topic"] td.messages').text == "50"
-        )
+        cell = 'tr[data-topic="browser-topic"] td.messages'
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, cell).text == "50")
         assert int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-refreshes")) >= 1
         errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []

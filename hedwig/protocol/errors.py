@@ -12,6 +12,7 @@ back to the family they belong to (client error, hub condition).
 from hedwig.protocol.status import Status
 
 __all__ = [
+    "AuthenticationFailed",
     "ClientAlreadySubscribed",
     "ClientClosed",
     "ClientNotSubscribed",
@@ -25,6 +26,7 @@ __all__ = [
     "MessageTooLarge",
     "NoDeliveries",
     "NoSuchTopic",
+    "NotAuthorized",
     "NotResponsibleForTopic",
     "PublishQueueFull",
     "RequestError",
@@ -147,6 +149,20 @@ class StorageFull(StorageError):
     status = Status.STORAGE_FULL
 
 
+class AuthenticationFailed(RequestError):
+    """Wrong user name or password, an unmapped certificate, or a request before AUTH on
+    a hub that requires it; the hub closes the connection."""
+
+    status = Status.AUTHENTICATION_FAILED
+
+
+class NotAuthorized(RequestError):
+    """The user may not do this: a permission it lacks on the topic, an admin request, a
+    subscription another user owns, or a region link or relay it may not make."""
+
+    status = Status.NOT_AUTHORIZED
+
+
 class CouldNotConnect(HubError):
     """No hub of the address list accepted a connection."""
 
@@ -215,6 +231,8 @@ _BY_STATUS = {
         StorageError,
         StorageFull,
         CouldNotConnect,
+        AuthenticationFailed,
+        NotAuthorized,
     )
 }
 _BY_STATUS[Status.UNKNOWN_OPERATION] = MalformedRequest

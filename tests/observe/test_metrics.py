@@ -140,10 +140,13 @@ def test_each_hub_has_its_own_registry_and_the_global_one_holds_none(tmp_path):
 
 def test_every_metric_is_exposed_or_conditional_and_documented(tmp_path):
     harness = HubHarness(tmp_path, relays=True)
-    harness.connect().publish("t", [b"m"])
+    peer = harness.connect()
+    peer.send(Op.SUBSCRIBE, encode_subscribe("t", "reader"))
+    peer.publish("t", [b"m"])
     harness.clock.advance(0)
     names = {name for name, _labels in scrape(harness)}
-    conditional = {  # only with a parent region, or on ZooKeeper
+    conditional = {  # only with relay subscriptions, with a parent region, or on ZooKeeper
+        "hedwig_relay_lag_messages",
         "hedwig_region_parent_link_up",
         "hedwig_zookeeper_session_state",
         "hedwig_zookeeper_owned_topics",
@@ -154,3 +157,35 @@ def test_every_metric_is_exposed_or_conditional_and_documented(tmp_path):
     operations = (DOCS / "operations.md").read_text()
     missing = [m for m in METRICS if m not in operations]
     assert missing == []
+
+
+def test_the_grafana_dashboard_asks_only_for_metrics_the_hub_has():
+    import json
+    import re
+
+    dashboard = json.loads((DOCS / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {m for e in exprs for m in re.findall(r"\bhedwig_[a-z_]+", e)}
+    known = set()
+    for name, (kind, _help) in METRICS.items():
+        known |= {name, f"{name}_total"} if kind == "counter" else {name}
+        if kind == "histogram":
+            known |= {f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+    assert used - known == set()
+    assert {"hedwig_messages_published_total", "hedwig_publish_latency_seconds_bucket"} <= used
+
+
+def test_relay_lag_is_the_backlog_of_each_neighbours_relay_subscriptions(tmp_path):
+    from hedwig.region.settings import relay_subscriber_id
+
+    harness = HubHarness(tmp_path, relays=True)
+    link = harness.connect()
+    link.connection.is_hub_peer = True  # (what REGION_LINK makes a child's connection)
+    for topic in ("a", "b"):
+        link.send(Op.SUBSCRIBE, encode_subscribe(topic, relay_subscriber_id("paris"), window=1))
+    harness.clock.advance(0)
+    publisher = harness.connect()
+    publisher.publish("a", [b"m"] * 3)
+    publisher.publish("b", [b"m"] * 4)
+    harness.clock.advance(0)
+    assert scrape(harness)[("hedwig_relay_lag_messages", (("region", "paris"),))] == 7

@@ -62,4 +62,3 @@ def test_an_uncompressed_client_still_sends_plain_sets(hub, opened, kind):
     client.call("publish_many", topic, log_lines(10, "plain"))
     _, _, entry = client.call("read_range", topic, 1).entries[0]
     assert set_codec(entry, decode_entry_header(entry).body_offset) == 0
-

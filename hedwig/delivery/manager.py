@@ -259,6 +259,7 @@ class DeliveryManager(DescribingSubscriptions):
             self.clock,
             max_burst=self.settings.max_burst_entries,
             on_channel_error=self._channel_error,
+            on_unreadable=self._unreadable,
         )
         if self._relay_policy is not None:
             skip = self._relay_policy.entry_filter(subscription.subscriber_id)
@@ -317,6 +318,20 @@ class DeliveryManager(DescribingSubscriptions):
         self.channel_errors += 1
         self._detach(cursor)
         cursor.subscription.flush().addErrback(lambda f: None)
+
+    def _unreadable(self, cursor, failure) -> None:
+        """The cursor's next entry cannot be read (damaged, or its ledger lost): the
+        subscriber has everything before it; end the subscription with ENTRY_UNREADABLE
+        rather than retry in silence. Its pointer stays where the subscriber consumed."""
+        _logger.error(
+            "{topic}/{subscriber}: ending its subscription: {error}",
+            topic=cursor.subscription.topic,
+            subscriber=cursor.subscription.subscriber_id,
+            error=failure.value,
+        )
+        self._detach(cursor)
+        cursor.subscription.flush().addErrback(lambda f: None)
+        self._notify_ended(cursor, SubscriptionEvent.ENTRY_UNREADABLE)
 
     # -- consume, close, unsubscribe -----------------------------------------------------
 

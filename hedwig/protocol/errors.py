@@ -18,6 +18,7 @@ __all__ = [
     "ClientNotSubscribed",
     "ConnectionLost",
     "CouldNotConnect",
+    "EntryUnreadable",
     "HedwigError",
     "HubError",
     "InvalidSubscriberId",
@@ -186,6 +187,23 @@ class SubscriptionClosed(HedwigError):
     """The subscription ended: closed here, forced closed by another attach, or lost."""
 
     status = Status.CLIENT_NOT_SUBSCRIBED
+
+
+class EntryUnreadable(SubscriptionClosed):
+    """The hub cannot read the subscription's next entry (damaged, or its ledger lost):
+    every message before it was delivered, then the subscription ended. `seq` is the
+    first seq-id not delivered; subscribing again past it skips the damage."""
+
+    status = Status.STORAGE_ERROR
+
+    def __init__(self, topic: str, subscriber_id: str, seq: int):
+        super().__init__(
+            message=f"{topic}/{subscriber_id}: the hub cannot read seq-id {seq} (a damaged entry or a lost "
+            "ledger); everything before it was delivered"
+        )
+        self.topic = topic
+        self.subscriber_id = subscriber_id
+        self.seq = seq
 
 
 class PublishQueueFull(HedwigError):

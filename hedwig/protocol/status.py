@@ -52,3 +52,6 @@ class SubscriptionEvent(IntEnum):
 
     TOPIC_MOVED = 1
     SUBSCRIPTION_FORCED_CLOSED = 2
+    # The subscription's next entry cannot be read (damaged, or its ledger lost): every
+    # message before it was delivered; the subscription ended (its pointer stays).
+    ENTRY_UNREADABLE = 3

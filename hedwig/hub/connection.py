@@ -27,6 +27,7 @@ from hedwig.delivery.interface import IDeliveryChannel
 from hedwig.hub.errors import status_for
 from hedwig.hub.flow import DeliveryFlow
 from hedwig.hub.handlers import HANDLERS, RequestHandlers
+from hedwig.hub.partial_requests import PartialRequests
 from hedwig.hub.replies import ReplyQueue
 from hedwig.hub.stats import op_name
 from hedwig.protocol.framing import FrameDecoder, FrameError, FrameTooLarge
@@ -48,16 +49,15 @@ def _describe_peer(address) -> str:
 
 
 @implementer(IDeliveryChannel, IPushProducer)
-class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
+class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
     log = Logger()
     is_hub_peer = False  # region relays (reserved "__" subscriber ids) are hubs' own connections
 
     def __init__(self, hub):
         self.hub = hub
         self.peer = "?"
+        self.peer_host = "?"  # the peer its client errors are counted under (hub/peerlog.py)
         self.client_name = ""
-        self.principal = None  # the user it acts as, with [auth] on (hedwig.auth)
-        self.access = None if hub.auth is None else hub.auth.connection_access(self)
         self.closed = Deferred()  # fires once the connection is gone and its pointers flushed
         self._decoder = FrameDecoder(hub.max_frame_bytes)
         self._replies = None
@@ -80,13 +80,16 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
     # -- lifecycle --------------------------------------------------------------------------
 
     def connectionMade(self):
-        self.peer = _describe_peer(self.transport.getPeer())
+        address = self.transport.getPeer()
+        self.peer = _describe_peer(address)
+        self.peer_host = getattr(address, "host", None) or self.peer
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
         if set_no_delay is not None:  # deliveries are small writes: never wait on Nagle
             set_no_delay(True)
         self._replies = ReplyQueue(self.transport.write, self.transport.writeSequence, self._replies_released)
         self.transport.registerProducer(self, True)
         self._connected = True
+        self._start_hello_timer()
         self.hub.connection_made(self)
 
     def connectionLost(self, reason=None):
@@ -94,14 +97,14 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
         self._reading = False
         self._connected = False
         if was_reading and self._decoder.buffered:  # (after a framing error it was logged already)
-            self.log.warn(
+            self._client_error(
                 "{peer}: disconnected mid-frame; {count} bytes of an incomplete frame discarded",
-                peer=self.peer,
                 count=self._decoder.buffered,
             )
+        self._stop_partial_requests()
         failure = handshake_failure(reason) if reason is not None and is_tls(self.transport) else None
         if failure is not None:
-            self.log.warn("{peer}: {failure}", peer=self.peer, failure=failure)
+            self._client_error("{peer}: {failure}", failure=failure)
         self._replies.discard()
         self._subscriptions.clear()
         self._handles.clear()
@@ -138,6 +141,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
     def dataReceived(self, data):
         if not self._reading:
             return
+        self._last_read = self.hub.clock.seconds()
         framing_error = None
         try:
             frames = self._decoder.feed(data)
@@ -149,6 +153,10 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
             too_large = isinstance(framing_error, FrameTooLarge)
             status = Status.FRAME_TOO_LARGE if too_large else Status.MALFORMED_REQUEST
             self._protocol_error(0, 0, status, str(framing_error))
+        if self._reading:
+            self._reserve_frame()
+        else:  # (closing: what is left of the stream is never read)
+            self._release_frame()
 
     def _dispatch(self, frames) -> None:
         for op, request_id, body in frames:
@@ -156,9 +164,9 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
                 return
             if not self._greeted:
                 self._hello(op, request_id, body)
+                if self._greeted:
+                    self._hello_done()
                 continue
-            if self.access is not None and not self._admitted(op, request_id, body):
-                continue  # ([auth] on: AUTH, or refused, answered by the gate)
             handler = HANDLERS.get(op) or self.hub.extra_handlers.get(op)
             if handler is None:
                 self.hub.stats.unknown_operations += 1
@@ -178,9 +186,8 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
 
     def _protocol_error(self, request_id: int, op: int, status: Status, message: str) -> None:
         """Answer, then close once the earlier replies are out; read nothing more."""
-        self.log.warn(
+        self._client_error(
             "{peer}: {status}: {message}; closing the connection",
-            peer=self.peer,
             status=status.name,
             message=message,
         )
@@ -190,9 +197,8 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
         self._replies.send(response_frame(request_id, op, status, message), self.transport.loseConnection)
 
     def _refuse(self, request_id: int, op: int, status: Status, message: str) -> None:
-        self.log.warn(
+        self._client_error(
             "{peer}: request {request_id} (op {op}) refused: {status}: {message}",
-            peer=self.peer,
             request_id=request_id,
             op=op,
             status=status.name,
@@ -206,9 +212,8 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
         name = op_name(op)
         self.hub.stats.record(name, False, self.hub.clock.seconds() - started)
         if expected:
-            self.log.warn(
+            self._client_error(
                 "{peer}: {op} request {request_id} refused: {status}: {message}",
-                peer=self.peer,
                 op=name.upper(),
                 request_id=request_id,
                 status=status.name,
@@ -240,31 +245,6 @@ class HubConnection(RequestHandlers, DeliveryFlow, Protocol):
             self._replies.fill(slot, encode(result))
 
         deferred.addCallback(done).addErrback(self._failed, slot, request_id, op, started)
-
-    def _admitted(self, op: int, request_id: int, body) -> bool:
-        """[auth] on: whether the request goes on to its handler; if not, the gate
-        (hedwig.auth.gate) answered it, or refused it with a status answered here."""
-        try:
-            return self.access.admit(op, request_id, body)
-        except Exception as e:
-            self._failed(Failure(e), None, request_id, op, self.hub.clock.seconds())
-            return False
-
-    def send_reply(self, frame: bytes) -> None:
-        """Send a reply after those already queued (the gate's answer to AUTH)."""
-        self._replies.send(frame)
-
-    def refuse_and_close(self, request_id: int, op: int, status: Status, message: str, after) -> None:
-        """Read nothing more; once `after` (a Deferred: a failed AUTH's delay) fires,
-        answer with `status` and close once the earlier replies are out."""
-        self._reading = False
-        self._update_reading()
-
-        def refuse(_):
-            if self._connected:
-                self._protocol_error(request_id, op, status, message)
-
-        after.addCallback(refuse)
 
     # -- handlers ---------------------------------------------------------------------------
 

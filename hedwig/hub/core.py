@@ -11,9 +11,11 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 
 from hedwig.hub.errors import HubStopping
+from hedwig.hub.intake import RequestIntake
+from hedwig.hub.peerlog import PeerLog
 from hedwig.hub.relays import IRelays
 from hedwig.hub.stats import HubStats, op_name
-from hedwig.protocol.compression import validate_published_set
+from hedwig.protocol.messageset import validate_message_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
@@ -45,11 +47,14 @@ class Hub:
             (op_name(op) for op in Op if Op.HELLO <= op <= Op.STATS), config.http.max_topic_labels
         )
         self.connections = set()
+        # Every connection's frame in progress shares one budget (hub/intake.py); lines
+        # about clients' mistakes are written once per peer per interval (hub/peerlog.py).
+        self.intake = RequestIntake(config.hub.max_partial_request_bytes)
+        self.client_errors = PeerLog(clock, config.hub.client_error_log_interval_s)
         # op -> handler(connection, request_id, body, started) for ops served beyond the
         # core protocol (region links); see register_op.
         self.extra_handlers = {}
         self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
-        self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
         self.started_at = clock.seconds()
 
@@ -86,7 +91,7 @@ class Hub:
         relayed message set was first published; `via`: the region it came from."""
         if self.stopping:
             return fail(HubStopping())
-        count = validate_published_set(message_set, 0, self.max_message_bytes, self.max_frame_bytes)
+        count = validate_message_set(message_set, 0, self.max_message_bytes)
         topic_log = self.topics.get(topic)
         if topic_log is not None:
             return topic_log.append(message_set, count, origin_region, origin_seq, via)
@@ -110,9 +115,7 @@ class Hub:
             )
 
         d = self.topics.acquire(request.topic)
-        # With [auth] on the subscription is the channel's user's (checked and recorded there).
-        principal = getattr(channel, "principal", None)
-        return d.addCallback(self.delivery.subscribe, channel, handle, request, principal)
+        return d.addCallback(self.delivery.subscribe, channel, handle, request)
 
     def unsubscribe(self, channel, topic: str, subscriber_id: str) -> Deferred:
         """Delete the durable subscription; a connection it is attached on (this one or
@@ -138,8 +141,7 @@ class Hub:
             return self.topics.acquire(topic) if exists else None
 
         d = self.topics.exists(topic).addCallback(open_existing)
-        principal = getattr(channel, "principal", None)
-        d.addCallback(lambda _log: self.delivery.unsubscribe(topic, subscriber_id, principal))
+        d.addCallback(lambda _log: self.delivery.unsubscribe(topic, subscriber_id))
         return d.addCallback(ended)
 
     # -- reads ------------------------------------------------------------------------------
@@ -216,6 +218,8 @@ class Hub:
             "topics_open": len(self.topics.open_topics()),
             "stopping": self.stopping,
         }
+        snapshot["intake"] = self.intake.stats()
+        snapshot["intake"]["client_error_lines_left_out"] = self.client_errors.lines_left_out
         snapshot["cache"] = self.cache.stats()
         snapshot["delivery"] = self.delivery.stats()
         if self.regions is not None:

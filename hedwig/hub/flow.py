@@ -95,14 +95,16 @@ class DeliveryFlow:
             self._update_reading()
 
     def _update_reading(self) -> None:
-        """Read requests unless closing, the socket is full, or too much is in flight."""
-        pause = not self._reading or self._transport_full or self._too_busy
+        """Read requests unless closing, the socket is full, too much is in flight, or the
+        frame in progress waits for the hub's intake budget (partial_requests.py)."""
+        pause = not self._reading or self._transport_full or self._too_busy or self._awaiting_intake
         if pause == self._read_paused or not self._connected or self.transport.disconnecting:
             return
         self._read_paused = pause
         if pause:
             self.transport.pauseProducing()
         else:
+            self._reading_resumed()
             self.transport.resumeProducing()
 
     def _update_delivery_pause(self) -> None:

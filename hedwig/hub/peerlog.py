@@ -28,15 +28,16 @@ class PeerLog:
         self._interval_end = None  # the DelayedCall ending this interval, while any peer erred
         self.lines_left_out = 0  # over the hub's life, for STATS
 
-    def warn(self, logger: Logger, peer: str, format: str, **fields) -> bool:
-        """Write `format` with `fields` through `logger` at warn level if it is `peer`'s
-        first line of this interval, else count it. Whether it was written."""
-        left_out = self._left_out.get(peer)
+    def warn(self, logger: Logger, source: str, format: str, **fields) -> bool:
+        """Write `format` with `fields` through `logger` at warn level if it is the first
+        line of `source` (a peer's host) in this interval, else count it. Whether it was
+        written."""
+        left_out = self._left_out.get(source)
         if left_out is not None:
-            self._left_out[peer] = left_out + 1
+            self._left_out[source] = left_out + 1
             self.lines_left_out += 1
             return False
-        self._left_out[peer] = 0
+        self._left_out[source] = 0
         if self._interval_end is None:
             self._interval_end = self._clock.callLater(self.interval_s, self._end_interval)
         logger.emit(LogLevel.warn, format, **fields)

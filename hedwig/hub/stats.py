@@ -124,6 +124,8 @@ class HubStats:
         self.connections_closed = 0
         self.protocol_errors = 0  # framing errors and wrong versions: connections closed by the hub
         self.unknown_operations = 0
+        self.frame_timeouts = 0  # connections closed for a frame that stopped arriving
+        self.hello_timeouts = 0  # connections closed for saying no HELLO in time
         self.messages_published = 0
         self.bytes_published = 0
         self.entries_delivered = 0
@@ -143,6 +145,8 @@ class HubStats:
                 "open": self.connections_opened - self.connections_closed,
                 "protocol_errors": self.protocol_errors,
                 "unknown_operations": self.unknown_operations,
+                "frame_timeouts": self.frame_timeouts,
+                "hello_timeouts": self.hello_timeouts,
             },
             "published": {"messages": self.messages_published, "bytes": self.bytes_published},
             "delivered": {"entries": self.entries_delivered, "messages": self.messages_delivered},

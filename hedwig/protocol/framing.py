@@ -4,6 +4,7 @@ The length counts everything after itself (5 + body). Pure code, no I/O: the hub
 the clients feed it whatever the transport delivered.
 """
 
+import mmap
 import struct
 
 from hedwig.protocol.ops import Op
@@ -13,6 +14,11 @@ FRAME_HEADER_SIZE = _FRAME_HEADER.size
 _PREFIX = struct.Struct("!I")
 _OP_AND_ID = struct.Struct("!BI")
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+# A frame this large or larger is gathered in an anonymous memory map of its announced
+# size instead of the growing buffer: no copy per read as it grows, pages taken only as
+# bytes arrive, and all of them handed back to the kernel the moment the frame completes
+# or is dropped (the C heap would keep a freed buffer for its next allocations).
+LARGE_FRAME_BYTES = 1024 * 1024
 
 
 class FrameError(ValueError):
@@ -49,10 +55,13 @@ class FrameDecoder:
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
         self.max_frame_bytes = max_frame_bytes
         self._buffer = bytearray()
+        self._large = None  # the memory map gathering a large frame (LARGE_FRAME_BYTES)
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a whole frame (a peer that stops mid-frame)."""
+        if self._large is not None:
+            return self._large.tell()
         return len(self._buffer)
 
     @property
@@ -61,6 +70,8 @@ class FrameDecoder:
         the prefix announces (checked against the limit when it was read), or the bytes
         buffered while the prefix itself is incomplete; 0 between frames. A hub reserves
         this much of its intake budget before reading on (hedwig.hub.intake)."""
+        if self._large is not None:
+            return len(self._large)
         buffer = self._buffer
         if len(buffer) < 4:
             return len(buffer)
@@ -70,8 +81,13 @@ class FrameDecoder:
         """Drop the incomplete frame and give its memory back at once (a connection that
         closed or timed out), rather than when the decoder itself is collected."""
         self._buffer = bytearray()
+        if self._large is not None:
+            self._large.close()
+            self._large = None
 
     def feed(self, data) -> list:
+        if self._large is not None:
+            return self._feed_large(data)
         buffer = self._buffer
         buffer += data
         frames = []
@@ -90,12 +106,37 @@ class FrameDecoder:
                 raise error
             end = position + 4 + length
             if end > available:
+                if 4 + length >= LARGE_FRAME_BYTES:
+                    self._large = large = mmap.mmap(-1, 4 + length)
+                    large.write(memoryview(buffer)[position:])
+                    position = available
                 break
             op, request_id = _OP_AND_ID.unpack_from(buffer, position + 4)
             frames.append((op, request_id, bytes(buffer[position + 9 : end])))
             position = end
         if position:
             del buffer[:position]
+        return frames
+
+    def _feed_large(self, data) -> list:
+        """Go on gathering a large frame; once whole, decode it and what follows."""
+        large = self._large
+        room = len(large) - large.tell()
+        if len(data) < room:
+            large.write(data)
+            return []
+        data = memoryview(data)
+        large.write(data[:room])
+        op, request_id = _OP_AND_ID.unpack_from(large, 4)
+        frames = [(op, request_id, large[9:])]
+        large.close()
+        self._large = None
+        if len(data) > room:
+            try:
+                frames += self.feed(data[room:])
+            except FrameError as e:
+                e.frames = frames + e.frames
+                raise
         return frames
 
 

@@ -15,6 +15,7 @@ import sys
 import time
 
 from hedwig.auth.command import add_user_command
+from hedwig.cli_top import add_top
 from hedwig.client.defaults import DEFAULT_HUB
 from hedwig.client.errors import HedwigError
 
@@ -362,7 +363,7 @@ def drain(args) -> int:
 # -- the command --------------------------------------------------------------------------------
 
 SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_unsubscribe, add_topics, add_describe, add_stats,
-               add_drain, add_user_command]  # fmt: skip
+               add_drain, add_user_command, add_top]  # fmt: skip
 
 
 # The client's TLS options: (option, environment variable, metavar, help).

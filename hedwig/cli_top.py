@@ -1,0 +1,136 @@
+"""`hedwig top`: a live terminal view of one hub, read from its HTTP listener.
+
+It fetches /api/status (hedwig.observe: the status page's JSON) every --interval and shows
+the hub's rates, then its topics by publish rate and its subscriptions by lag. On a
+terminal it redraws in place (the alternate screen, as top does, left on exit); on a pipe
+or a file it prints plain lines, one block per refresh, so `hedwig top --count 1` is a
+snapshot a script can read. A hub that cannot be reached is one line and exit status 1
+(an OSError, which the command's main reports). Registered in hedwig/cli.py.
+"""
+
+import json
+import os
+import shutil
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+
+DEFAULT_URL = "http://127.0.0.1:4081/"
+FETCH_TIMEOUT_S = 10.0
+
+_ENTER, _LEAVE, _HOME_CLEAR = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l", "\x1b[H\x1b[2J"
+
+
+def add_top(subparsers, client_options):
+    parser = subparsers.add_parser("top", parents=[client_options], help=top.__doc__)
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("HEDWIG_HTTP", DEFAULT_URL),
+        metavar="URL",
+        help=f"the hub's HTTP listener ([http] port; default {DEFAULT_URL}, or $HEDWIG_HTTP); "
+        "https:// verifies with --tls-ca",
+    )
+    parser.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between refreshes")
+    parser.add_argument("--count", type=int, metavar="N", help="stop after N refreshes")
+    parser.add_argument("--rows", type=int, default=20, metavar="N", help="rows of each table (default 20)")
+    parser.set_defaults(run=top)
+
+
+def fetch_status(url: str, ca_file: str = "") -> dict:
+    """The hub's /api/status; ConnectionError (one line) when it cannot be had."""
+    context = ssl.create_default_context(cafile=ca_file or None) if url.startswith("https:") else None
+    target = url.rstrip("/") + "/api/status"
+    try:
+        with urllib.request.urlopen(target, timeout=FETCH_TIMEOUT_S, context=context) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        raise ConnectionError(f"{target}: HTTP {e.code} {e.reason}") from None
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        raise ConnectionError(f"could not read {target}: {reason}") from None
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _table(headers, rows, width: int) -> list:
+    cells = [headers, *rows]
+    widths = [max(len(str(row[i])) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        padded = [
+            str(value).ljust(w) if i == 0 else str(value).rjust(w)
+            for i, (value, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(padded)[:width])
+    return lines
+
+
+def _topic_row(r: dict) -> tuple:
+    seq_ids = f"{r['first_seq']}..{r['last_seq']}"
+    size = _size(r["bytes"])
+    return r["topic"], f"{r['rate']:,.0f}", seq_ids, f"{r['messages']:,}", size, r["subscriptions"]
+
+
+def _subscription_row(r: dict) -> tuple:
+    return r["topic"], r["subscriber_id"], f"{r['backlog']:,}", r["consumed_seq"], r["state"]
+
+
+def render(status: dict, rows: int = 20, width: int = 120) -> list:
+    """The lines of one refresh."""
+    hub, totals = status["hub"], status["totals"]
+    last = status["history"][-1] if status["history"] else {}
+    publish, deliver = last.get("publish_rate", 0), last.get("delivery_rate", 0)
+    rates = f"publish {publish:,.0f} msg/s  deliver {deliver:,.0f} msg/s"
+    lines = [
+        f"hedwig {hub['name']}  region {hub['region']}  version {hub['version']}  up {hub['uptime_s']:.0f}s",
+        f"{rates}  backlog {totals['backlog']:,}  topics {totals['topics']}"
+        f"  subscriptions {totals['subscriptions']}  connections {totals['connections']}"
+        f"  cache {_size(totals['cache_bytes'])}",
+    ]
+    lines = [line[:width] for line in lines] + [""]
+    topics = sorted(status["topics"], key=lambda r: (-r["rate"], r["topic"]))[:rows]
+    headers = ("TOPIC", "MSG/S", "SEQ-IDS", "MESSAGES", "SIZE", "SUBS")
+    lines += _table(headers, [_topic_row(r) for r in topics], width)
+    lines.append("")
+    subscriptions = sorted(status["subscriptions"], key=lambda r: (-r["backlog"], r["topic"]))[:rows]
+    headers = ("TOPIC", "SUBSCRIBER", "LAG", "CONSUMED", "STATE")
+    lines += _table(headers, [_subscription_row(r) for r in subscriptions], width)
+    return lines
+
+
+def top(args) -> int:
+    """a live view of a hub: topics by rate, subscriptions by lag (from its HTTP listener)"""
+    if args.interval <= 0 or (args.count is not None and args.count < 1) or args.rows < 1:
+        raise ValueError("--interval must be more than 0, --count and --rows at least 1")
+    out = sys.stdout
+    on_terminal = out.isatty()
+    ca_file = getattr(args, "tls_ca", "") or ""
+    shown = 0
+    if on_terminal:
+        out.write(_ENTER)
+    try:
+        while True:
+            status = fetch_status(args.url, ca_file)
+            width = shutil.get_terminal_size().columns if on_terminal else 200
+            lines = render(status, args.rows, width)
+            if on_terminal:
+                out.write(_HOME_CLEAR + "\n".join(lines) + "\n")
+            else:
+                out.write(time.strftime("%Y-%m-%dT%H:%M:%S ") + "\n".join(lines) + "\n\n")
+            out.flush()
+            shown += 1
+            if args.count is not None and shown >= args.count:
+                return 0
+            time.sleep(args.interval)
+    finally:
+        if on_terminal:
+            out.write(_LEAVE)
+            out.flush()

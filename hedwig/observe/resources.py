@@ -83,13 +83,20 @@ class PageResource(Resource):
 
     def render_GET(self, request):
         if request.postpath not in ([], [b""]):
-            request.setResponseCode(404)
-            request.setHeader(b"content-type", b"text/plain; charset=utf-8")
-            return b"not found\n"
+            return NotFound().render(request)
         request.setHeader(b"content-type", b"text/html; charset=utf-8")
         request.setHeader(b"cache-control", b"no-store")
         observer = self.observer
         return render_page(observer.status(), observer.history.interval_s).encode()
+
+
+class NotFound(Resource):
+    isLeaf = True  # noqa: N815
+
+    def render(self, request):
+        request.setResponseCode(404)
+        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+        return b"not found: the status page is /, metrics /metrics, JSON /api/status\n"
 
 
 class Refused(Resource):
@@ -119,7 +126,7 @@ class RootResource(Resource):
         return super().getChildWithDefault(path, request)
 
     def getChild(self, path, request):
-        return self.page  # a path of its own: PageResource answers 404
+        return NotFound()
 
 
 class BoundedRequest(Request):

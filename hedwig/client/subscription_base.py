@@ -8,7 +8,7 @@ events mean; an acknowledgement-only subscription (deliver=False) refuses a deli
 the same way in both clients.
 """
 
-from hedwig.protocol.errors import NoDeliveries, SubscriptionClosed
+from hedwig.protocol.errors import EntryUnreadable, NoDeliveries, SubscriptionClosed
 from hedwig.protocol.session import ProtocolViolation
 from hedwig.protocol.status import SubscriptionEvent
 
@@ -28,11 +28,16 @@ class PositionedSubscription:
         return self._position.acked
 
     def on_event(self, event) -> None:
-        """A forced close ends the subscription (another connection attached it);
-        TOPIC_MOVED, or an event newer than this client, detaches it to subscribe again
-        where the topic lives now."""
+        """A forced close ends the subscription (another connection attached it); so does
+        an unreadable entry (EntryUnreadable, after every message before it); TOPIC_MOVED,
+        or an event newer than this client, detaches it to subscribe again where the topic
+        lives now."""
         if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
             self._ended(SubscriptionClosed(message="forced closed: attached on another connection"))
+        elif event == SubscriptionEvent.ENTRY_UNREADABLE:
+            position = self._position
+            unread = position.received_through + 1
+            self._ended(EntryUnreadable(position.topic, position.subscriber_id, unread))
         else:
             self.on_detached(topic_moved=True)
 

@@ -11,12 +11,19 @@ A cursor may carry a `skip` predicate (region relays: entries that came from the
 neighbour the subscriber relays to): an entry it accepts is passed over, not delivered,
 and `on_skip` tells the delivery manager, which counts it consumed once everything
 before it is. One call per entry, never per message.
+
+A failed read is retried after the back-off, except when the entry cannot be read at all
+(damaged, or its ledger lost: EntriesUnreadable): everything before it was delivered,
+and `on_unreadable` tells the delivery manager, which ends the subscription with an event
+saying so, instead of retrying in silence for ever.
 """
 
 from functools import partial
 
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
+
+from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
 
@@ -37,6 +44,7 @@ class Cursor:
         "_clock",
         "_max_burst",
         "_on_channel_error",
+        "_on_unreadable",
         "_pumping",
         "_retry_s",
         "_timer",
@@ -67,7 +75,17 @@ class Cursor:
     delivers = True  # (an AckOnlyAttachment, held in the same places, does not)
 
     def __init__(
-        self, subscription, topic_log, channel, handle, window, clock, *, max_burst, on_channel_error
+        self,
+        subscription,
+        topic_log,
+        channel,
+        handle,
+        window,
+        clock,
+        *,
+        max_burst,
+        on_channel_error,
+        on_unreadable=None,
     ):
         self.subscription = subscription
         self.topic_log = topic_log  # an ICachedTopicLog
@@ -100,6 +118,7 @@ class Cursor:
         self._retry_s = cache.settings.retry_backoff_ms / 1000.0
         self._max_burst = max_burst
         self._on_channel_error = on_channel_error
+        self._on_unreadable = on_unreadable  # called (cursor, failure); None: retry as for any failure
         self._waiting = None
         self._timer = None
         self._pumping = False
@@ -240,6 +259,9 @@ class Cursor:
     def _failed(self, failure) -> None:
         self._waiting = None
         if not self.active or failure.check(CancelledError):
+            return None
+        if self._on_unreadable is not None and failure.check(EntriesUnreadable):
+            self._on_unreadable(self, failure)
             return None
         self.read_retries += 1
         self.retrying = True

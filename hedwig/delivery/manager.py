@@ -26,6 +26,7 @@ from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.interface import IDeliveryManager, IRelayPolicy, SubscribeError
 from hedwig.delivery.observation import DescribingSubscriptions
+from hedwig.delivery.ownership import check_owner
 from hedwig.delivery.start import consumed_for_start
 from hedwig.delivery.subscription import Subscription
 from hedwig.delivery.topic_table import TopicTable
@@ -118,7 +119,7 @@ class DeliveryManager(DescribingSubscriptions):
 
     # -- subscribe ---------------------------------------------------------------------
 
-    def subscribe(self, topic_log, channel, handle: int, request) -> Deferred:
+    def subscribe(self, topic_log, channel, handle: int, request, principal=None) -> Deferred:
         """Attach `channel` (an IDeliveryChannel) under `handle` to the subscription that
         `request`, a SUBSCRIBE (hedwig.protocol.requests.Subscribe), names on `topic_log`.
         Deferred[{"consumed_seq", "next_seq"}], or fails with SubscribeError. Delivery
@@ -136,10 +137,10 @@ class DeliveryManager(DescribingSubscriptions):
         if not request.deliver:
             window = None
         d = self._table(topic_log)
-        d.addCallback(self._subscribe, topic_log, channel, handle, request, window)
+        d.addCallback(self._subscribe, topic_log, channel, handle, request, window, principal)
         return d
 
-    def _subscribe(self, table, topic_log, channel, handle, request, window):
+    def _subscribe(self, table, topic_log, channel, handle, request, window, principal=None):
         subscriber_id, mode, start = request.subscriber_id, request.mode, request.start
         deliver = request.deliver
         if subscriber_id in table.busy:
@@ -153,7 +154,10 @@ class DeliveryManager(DescribingSubscriptions):
                     Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {topic_log.topic}"
                 )
             consumed = topic_log.last_seq if start is None else consumed_for_start(topic_log, start)
-            return self._create(table, topic_log, subscriber_id, consumed, channel, handle, window, deliver)
+            return self._create(
+                table, topic_log, subscriber_id, consumed, channel, handle, window, deliver, principal
+            )
+        check_owner(subscription, principal)
         if mode == "create":
             raise SubscribeError(
                 Status.CLIENT_ALREADY_SUBSCRIBED,
@@ -192,8 +196,10 @@ class DeliveryManager(DescribingSubscriptions):
 
         return subscription.flush().addCallbacks(lambda _: self._result(subscription), not_written)
 
-    def _create(self, table, topic_log, subscriber_id, consumed, channel, handle, window, deliver):
+    def _create(self, table, topic_log, subscriber_id, consumed, channel, handle, window, deliver, principal):
         preferences = {} if window is None else {"window": window}
+        if principal is not None:  # ([auth] on) the subscription belongs to its creator
+            preferences["owner"] = principal.name
         # When the subscription began, kept with it: a region relays what was published
         # since then even when its link comes up after a restart (hedwig/region/manager.py).
         preferences["created_us"] = int(self.clock.seconds() * 1_000_000)
@@ -253,6 +259,7 @@ class DeliveryManager(DescribingSubscriptions):
             self.clock,
             max_burst=self.settings.max_burst_entries,
             on_channel_error=self._channel_error,
+            on_unreadable=self._unreadable,
         )
         if self._relay_policy is not None:
             skip = self._relay_policy.entry_filter(subscription.subscriber_id)
@@ -312,6 +319,20 @@ class DeliveryManager(DescribingSubscriptions):
         self._detach(cursor)
         cursor.subscription.flush().addErrback(lambda f: None)
 
+    def _unreadable(self, cursor, failure) -> None:
+        """The cursor's next entry cannot be read (damaged, or its ledger lost): the
+        subscriber has everything before it; end the subscription with ENTRY_UNREADABLE
+        rather than retry in silence. Its pointer stays where the subscriber consumed."""
+        _logger.error(
+            "{topic}/{subscriber}: ending its subscription: {error}",
+            topic=cursor.subscription.topic,
+            subscriber=cursor.subscription.subscriber_id,
+            error=failure.value,
+        )
+        self._detach(cursor)
+        cursor.subscription.flush().addErrback(lambda f: None)
+        self._notify_ended(cursor, SubscriptionEvent.ENTRY_UNREADABLE)
+
     # -- consume, close, unsubscribe -----------------------------------------------------
 
     def _subscription(self, topic: str, subscriber_id: str):
@@ -357,10 +378,12 @@ class DeliveryManager(DescribingSubscriptions):
             self._detach(subscription.cursor)
         return subscription.flush()
 
-    def unsubscribe(self, topic: str, subscriber_id: str) -> Deferred:
-        """Delete the durable subscription (its cursor stops first)."""
+    def unsubscribe(self, topic: str, subscriber_id: str, principal=None) -> Deferred:
+        """Delete the durable subscription (its cursor stops first); with [auth] on, only
+        as its owner or an admin (`principal`)."""
         try:
             table, subscription = self._subscription(topic, subscriber_id)
+            check_owner(subscription, principal)
         except SubscribeError:
             return fail()
         if subscriber_id in table.busy:

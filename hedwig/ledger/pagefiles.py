@@ -50,7 +50,14 @@ def map_file(path: str, length: int, writable: bool) -> mmap.mmap:
         if writable and length and os.fstat(fd).st_size < length:
             os.ftruncate(fd, length)
         access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
-        return mmap.mmap(fd, length, access=access)
+        mm = mmap.mmap(fd, length, access=access)
+        if writable:
+            # No read-ahead on a fault: a writer's first store into a fresh page would
+            # otherwise make the kernel fill (zero) a large folio around it, about 27 ms of
+            # system time per new topic. The preparer's pwrite has put the pages of a busy
+            # writer in the page cache already, so nothing is read ahead for it either.
+            mm.madvise(mmap.MADV_RANDOM)
+        return mm
     finally:
         os.close(fd)
 

@@ -12,11 +12,13 @@ back to the family they belong to (client error, hub condition).
 from hedwig.protocol.status import Status
 
 __all__ = [
+    "AuthenticationFailed",
     "ClientAlreadySubscribed",
     "ClientClosed",
     "ClientNotSubscribed",
     "ConnectionLost",
     "CouldNotConnect",
+    "EntryUnreadable",
     "HedwigError",
     "HubError",
     "InvalidSubscriberId",
@@ -25,6 +27,7 @@ __all__ = [
     "MessageTooLarge",
     "NoDeliveries",
     "NoSuchTopic",
+    "NotAuthorized",
     "NotResponsibleForTopic",
     "PublishQueueFull",
     "RequestError",
@@ -147,6 +150,20 @@ class StorageFull(StorageError):
     status = Status.STORAGE_FULL
 
 
+class AuthenticationFailed(RequestError):
+    """Wrong user name or password, an unmapped certificate, or a request before AUTH on
+    a hub that requires it; the hub closes the connection."""
+
+    status = Status.AUTHENTICATION_FAILED
+
+
+class NotAuthorized(RequestError):
+    """The user may not do this: a permission it lacks on the topic, an admin request, a
+    subscription another user owns, or a region link or relay it may not make."""
+
+    status = Status.NOT_AUTHORIZED
+
+
 class CouldNotConnect(HubError):
     """No hub of the address list accepted a connection."""
 
@@ -170,6 +187,23 @@ class SubscriptionClosed(HedwigError):
     """The subscription ended: closed here, forced closed by another attach, or lost."""
 
     status = Status.CLIENT_NOT_SUBSCRIBED
+
+
+class EntryUnreadable(SubscriptionClosed):
+    """The hub cannot read the subscription's next entry (damaged, or its ledger lost):
+    every message before it was delivered, then the subscription ended. `seq` is the
+    first seq-id not delivered; subscribing again past it skips the damage."""
+
+    status = Status.STORAGE_ERROR
+
+    def __init__(self, topic: str, subscriber_id: str, seq: int):
+        super().__init__(
+            message=f"{topic}/{subscriber_id}: the hub cannot read seq-id {seq} (a damaged entry or a lost "
+            "ledger); everything before it was delivered"
+        )
+        self.topic = topic
+        self.subscriber_id = subscriber_id
+        self.seq = seq
 
 
 class PublishQueueFull(HedwigError):
@@ -215,6 +249,8 @@ _BY_STATUS = {
         StorageError,
         StorageFull,
         CouldNotConnect,
+        AuthenticationFailed,
+        NotAuthorized,
     )
 }
 _BY_STATUS[Status.UNKNOWN_OPERATION] = MalformedRequest

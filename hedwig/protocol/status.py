@@ -28,6 +28,9 @@ class Status(IntEnum):
     # SUBSCRIBE starting past the last seq-id + 1 (the message names the last seq-id).
     SEQ_OUT_OF_RANGE = 417
     REGION_REFUSED = 418  # a region link refused: a cycle, a region named twice, a relay off a link
+    # Authentication and authorization ([auth] enabled; docs/protocol.md "AUTH").
+    AUTHENTICATION_FAILED = 430  # wrong credentials, or a request before AUTH: the hub closes
+    NOT_AUTHORIZED = 431  # a permission the user lacks, or another user's subscription
     # Hub-side conditions, Hedwig's numbers.
     NOT_RESPONSIBLE_FOR_TOPIC = 501  # message: the owner's "host:port"
     SERVICE_DOWN = 502
@@ -49,3 +52,6 @@ class SubscriptionEvent(IntEnum):
 
     TOPIC_MOVED = 1
     SUBSCRIPTION_FORCED_CLOSED = 2
+    # The subscription's next entry cannot be read (damaged, or its ledger lost): every
+    # message before it was delivered; the subscription ended (its pointer stays).
+    ENTRY_UNREADABLE = 3

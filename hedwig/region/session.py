@@ -230,6 +230,18 @@ class LinkSession:
         del self._down[down.topic]
         self._consumes.discard(down)
         self.down.on.discard(down.topic)
+        if event == SubscriptionEvent.ENTRY_UNREADABLE:
+            # Subscribing again would meet the same entry at once: relaying the topic
+            # waits for the operator (and the link's next connection).
+            _logger.error(
+                "region {region}'s relay of {topic} at {parent} stopped: the parent cannot read "
+                "seq-id {seq} (a damaged entry or a lost ledger); it resumes when the link reconnects",
+                region=self.manager.name,
+                topic=down.topic,
+                parent=self.parent,
+                seq=down.delivered_seq + 1,
+            )
+            return
         if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
             _logger.error(
                 "region {region}'s relay of {topic} at {parent} was attached elsewhere (another hub "

@@ -12,7 +12,9 @@ the reader's next read finds.
 
 from cachetools import LRUCache
 
+from hedwig.ledger.interface import EntryDamaged
 from hedwig.topiclog.entry_head import entry_head
+from hedwig.topiclog.errors import LogCorrupt
 from hedwig.topiclog.ledger_index import LedgerIndex
 
 _INDEX_OVERHEAD = 128  # the LedgerIndex and array objects themselves
@@ -66,11 +68,24 @@ class EntryLocator:
         lo, hi = 0, last_entry_id
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self._first_seq_of(ledger_id, mid) <= seq:
-                lo = mid
+            probe, first = self._readable_probe(ledger_id, mid, hi)
+            if probe is not None and first <= seq:
+                lo = probe
             else:
                 hi = mid - 1
         return lo
+
+    def _readable_probe(self, ledger_id: int, entry_id: int, hi: int):
+        """(entry id, first seq-id) of the first entry from entry_id to hi whose header
+        reads, (None, None) when none does: a damaged entry on the search's path must not
+        hide the readable entries around it (a seq-id inside the damage is found at an
+        entry before it, and the read from there stops at the damage)."""
+        for probe in range(entry_id, hi + 1):
+            try:
+                return probe, self._first_seq_of(ledger_id, probe)
+            except (EntryDamaged, LogCorrupt):
+                continue
+        return None, None
 
     def first_seq_of(self, ledger_id: int, entry_id: int) -> int:
         index = self._indexes.get(ledger_id)

@@ -2,30 +2,39 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# What a hub needs (the package and its dependencies, no extras); the tests add their
+# tools, Spark and ZooKeeper on top. Both are editable installs of this checkout.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: run test lint bench clean
 
-$(STAMP): setup.cfg pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): setup.cfg pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e . --config-settings editable_mode=compat
+	touch $(RUN_STAMP)
+
+$(TEST_STAMP): setup.cfg pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test,spark,zk]' --config-settings editable_mode=compat
-	touch $(STAMP)
+	touch $(TEST_STAMP) $(RUN_STAMP)
 
 # A hub on 127.0.0.1:4080 with its data under ./data (embedded: mmap ledgers + SQLite).
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/hedwig hub --data-dir ./data
 
 # Lint, then every test: unit tests and integration tests with real hubs and Spark.
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	for b in bench/*_bench.py; do $(PY) $$b || exit 1; done
 
 clean:

@@ -12,10 +12,11 @@ import platform
 import sys
 
 from twisted.logger import Logger, globalLogBeginner
-from twisted.python.failure import Failure
 
 from hedwig.config import Config, ConfigError, load_config
+from hedwig.config_file import check_port
 from hedwig.hub import logs
+from hedwig.hub.startup import StartWatch
 
 log = Logger()
 
@@ -61,7 +62,23 @@ def tune_allocator() -> bool:
 
 
 def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--conf", metavar="FILE", help="configuration file (see conf/hub.conf)")
+    from hedwig.installed import docs_dir
+
+    docs = docs_dir()
+    if docs is not None:
+        parser.epilog = f"Operating a hub: {docs / 'operations.md'}"
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter  # a path to copy, unwrapped
+    parser.add_argument(
+        "--conf",
+        metavar="FILE",
+        help="configuration file (--example-conf prints one with every setting); paths in it are "
+        "relative to it",
+    )
+    parser.add_argument(
+        "--example-conf",
+        action="store_true",
+        help="print the example configuration (every setting at its default) and exit",
+    )
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 4080; 0 picks a free one)")
     parser.add_argument("--data-dir", metavar="DIR", help="where ledgers and metadata live (default ./data)")
@@ -81,6 +98,8 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args) -> Config:
     """The configuration file (if any) with the command line's options over it."""
+    if getattr(args, "port", None) is not None:
+        check_port(args.port, f"--port {args.port}")
     overrides = {}
     for option, setting in (
         ("host", "hub.host"),
@@ -100,7 +119,14 @@ def start_logging(level: str = "info", stream=None) -> None:
 
 
 def run_hub(args, reactor=None) -> int:
-    """Run a hub until it is told to stop; the process's exit status."""
+    """Run a hub until it is told to stop; the process's exit status. A hub that cannot
+    start exits 1 with the cause as the last line on standard error (hedwig.hub.startup);
+    a configuration that cannot work exits 2 with one line naming the setting."""
+    if getattr(args, "example_conf", False):
+        from hedwig.installed import example_conf
+
+        sys.stdout.write(example_conf().read_text(encoding="utf-8"))
+        return 0
     try:
         config = config_from_args(args)
     except ConfigError as e:
@@ -114,29 +140,15 @@ def run_hub(args, reactor=None) -> int:
     if not tune_allocator():
         log.info("C allocator thresholds left as they are (not glibc, or set by the environment)")
     service = HubService(config, reactor)
-    status = [0]
-
-    def failed(failure):
-        log.critical(
-            "hedwig hub could not start: {error}", error=failure.getErrorMessage() or failure.type.__name__
-        )
-        status[0] = 1
-        if reactor.running:
-            reactor.stop()
-
-    def start():
-        try:
-            service.startService()
-        except Exception:
-            failed(Failure())
-            return
-        service.listening.addErrback(failed)
-
+    watch = StartWatch(reactor)
     # reactor.run() turns SIGTERM and SIGINT into reactor.stop(); the shutdown waits for this.
     reactor.addSystemEventTrigger("before", "shutdown", service.stopService)
-    reactor.callWhenRunning(start)
+    reactor.callWhenRunning(watch.start, service)
     reactor.run()
-    return status[0]
+    if watch.cause is not None:
+        print(f"hedwig hub: could not start: {watch.cause}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv=None) -> int:

@@ -6,12 +6,9 @@ hedwig.tls_settings), which take the setting classes from hedwig.settings, not f
 so this loader imports them and nothing imports it back.
 """
 
-import configparser
-import dataclasses
-from pathlib import Path
-
-from hedwig.observe.settings import check_http_settings
 from hedwig.auth.settings import check_auth_settings
+from hedwig.config_file import check_port, read_config_file
+from hedwig.observe.settings import check_http_settings
 from hedwig.region.settings import check_region_settings
 from hedwig.settings import (
     GIB,
@@ -48,35 +45,24 @@ __all__ = [
 ]
 
 
-def _convert(section: str, key: str, raw: str, kind):
-    try:
-        if kind is bool:
-            return raw.strip().lower() in ("1", "true", "yes", "on")
-        if kind is int:
-            return int(raw.strip().replace("_", ""), 0)
-        return kind(raw.strip())
-    except ValueError:
-        raise ConfigError(f"[{section}] {key} = {raw!r}: expected {kind.__name__}") from None
-
-
 def load_config(path=None, overrides=None) -> Config:
-    """Read `path` (if given) over the defaults, then apply `overrides` {"hub.port": 4081}."""
+    """Read `path` (if given) over the defaults, then apply `overrides` {"hub.port": 4081}.
+    A ConfigError is one line, and names the file when there is one."""
+    try:
+        return _load_config(path, overrides)
+    except ConfigError as e:
+        if path is None or str(e).startswith((str(path), "configuration file ")):
+            raise
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def _load_config(path, overrides) -> Config:
     config = Config()
-    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#", ";"))
     if path is not None:
-        if not Path(path).is_file():
-            raise ConfigError(f"configuration file {path} does not exist")
-        parser.read(path)
-    for section in parser.sections():
-        if not hasattr(config, section):
-            raise ConfigError(f"unknown section [{section}] in {path}")
-        settings = getattr(config, section)
-        kinds = {f.name: type(f.default) for f in dataclasses.fields(settings)}
-        for key, raw in parser.items(section):
-            if key not in kinds:
-                raise ConfigError(f"unknown setting [{section}] {key} in {path}")
-            setattr(settings, key, _convert(section, key, raw, kinds[key]))
+        read_config_file(config, path)  # hedwig.config_file: its errors name file, key and value
     for dotted, value in (overrides or {}).items():
+        if dotted.endswith("port"):
+            check_port(value, f"{dotted} = {value}")
         section, key = dotted.split(".", 1)
         settings = getattr(config, section)
         if not hasattr(settings, key):

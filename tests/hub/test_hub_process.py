@@ -320,8 +320,8 @@ def test_a_second_hub_on_the_same_data_or_port_refuses_to_start(own_hub, tmp_pat
     ):
         second = subprocess.run([*hub_command, *where], capture_output=True, text=True, timeout=60)
         assert second.returncode == 1, second.stderr
-        [reason] = [line for line in second.stderr.splitlines() if "could not start" in line]
-        assert why in reason.lower(), reason
+        reason = second.stderr.splitlines()[-1]  # the cause is the last line (hedwig.hub.startup)
+        assert reason.startswith("hedwig hub: could not start: ") and why in reason.lower(), reason
     with Client(own_hub.address) as client:  # the first one never noticed
         assert client.publish("still-mine", b"x") == 1
 

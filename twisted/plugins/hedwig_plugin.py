@@ -4,6 +4,12 @@
 twistd runs the HubService under its own logging, daemonisation and signal handling;
 SIGTERM and SIGINT stop the service gracefully (see hedwig.hub.service). For the hub's
 own log format (hedwig.hub.logs): `twistd -n --logger hedwig.hub.logs.observer hedwig`.
+
+A configuration that cannot work ends twistd at once with one line naming the setting
+(exit status 2, as `hedwig hub`); a hub that cannot start (its port taken, its data
+directory held) ends it with the cause as the last line and exit status 1
+(hedwig.hub.startup). This file is installed with the package (setup.cfg): twistd finds
+it in twisted/plugins on the path.
 """
 
 from twisted.application.service import IServiceMaker
@@ -14,7 +20,7 @@ from zope.interface import implementer
 
 class Options(usage.Options):
     optParameters = [  # noqa: N815 - twisted.python.usage's name
-        ["conf", "c", None, "configuration file (see conf/hub.conf)"],
+        ["conf", "c", None, "configuration file (`hedwig hub --example-conf`); its paths are relative to it"],
         ["host", None, None, "address to listen on (default 127.0.0.1)"],
         ["port", "p", None, "port to listen on (default 4080)", int],
         ["data-dir", "d", None, "where ledgers and metadata live (default ./data)"],
@@ -29,12 +35,14 @@ class HedwigServiceMaker:
     options = Options
 
     def makeService(self, options):
+        import sys
         from types import SimpleNamespace
 
+        from hedwig.config import ConfigError
         from hedwig.hub.main import config_from_args, tune_allocator
         from hedwig.hub.service import HubService
+        from hedwig.hub.startup import WatchedHubService
 
-        tune_allocator()  # as `hedwig hub` does: see its docstring
         args = SimpleNamespace(
             conf=options["conf"],
             host=options["host"],
@@ -42,7 +50,13 @@ class HedwigServiceMaker:
             data_dir=options["data-dir"],
             http_port=options["http-port"],
         )
-        return HubService(config_from_args(args))
+        try:
+            config = config_from_args(args)
+        except ConfigError as e:
+            print(f"twistd hedwig: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+        tune_allocator()  # as `hedwig hub` does: see its docstring
+        return WatchedHubService(HubService(config))
 
 
 service_maker = HedwigServiceMaker()

@@ -32,8 +32,9 @@ from hedwig.client.defaults import (
 from hedwig.client.operations import ClientOperations
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
-from hedwig.protocol import Status, encode_message_set
+from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
+from hedwig.protocol.compression import codec_named, encode_published_set
 from hedwig.protocol.errors import (
     ClientClosed,
     ClientNotSubscribed,
@@ -67,6 +68,11 @@ class Client(ClientOperations):
 
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the hubs'
     [tls] ports), verifying its certificate with the standard library's ssl.
+
+    `compression` ("zstd", "lz4", "gzip" or None): compress every message set this
+    client publishes with that codec (hedwig/protocol/compression.py; zstd and lz4 need
+    hedwig's `compression` extra, CompressionUnavailable naming it when missing).
+    Subscribers decompress whatever they receive, whatever this is.
     """
 
     def __init__(
@@ -83,7 +89,9 @@ class Client(ClientOperations):
         ack_delay: float = 0.1,
         client_name: str = "",
         tls=None,
+        compression=None,
     ):
+        self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         self._addresses = parse_addresses(hubs)
         self.tls = tls
         self._ssl_context = tls.ssl_context() if tls is not None else None
@@ -252,7 +260,7 @@ class Client(ClientOperations):
         if self._closed:
             raise ClientClosed(message="the client is closed")
         self._check_size(topic, max(map(len, payloads)))
-        message_set = encode_message_set(payloads, properties)
+        message_set = encode_published_set(payloads, properties, self._codec)
         published = await self._request(topic, lambda p: p.publish(topic, message_set), retry=False)
         return list(range(published.first_seq, published.last_seq + 1))
 
@@ -273,7 +281,7 @@ class Client(ClientOperations):
         while waiting and self.in_flight < self.max_in_flight:
             topic, batch = waiting.popleft()
             self.in_flight += len(batch.payloads)
-            message_set = encode_message_set(batch.payloads, batch.properties)
+            message_set = encode_published_set(batch.payloads, batch.properties, self._codec)
             sent = asyncio.ensure_future(
                 self._request(topic, lambda p, t=topic, m=message_set: p.publish(t, m), retry=False)
             )

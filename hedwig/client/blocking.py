@@ -34,8 +34,9 @@ from hedwig.client.operations import ClientOperations
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
 from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
-from hedwig.protocol import Op, Status, encode_message_set
+from hedwig.protocol import Op, Status
 from hedwig.protocol.addresses import parse_addresses
+from hedwig.protocol.compression import codec_named, encode_published_set
 from hedwig.protocol.errors import (
     ClientClosed,
     ClientNotSubscribed,
@@ -251,6 +252,11 @@ class Client(ClientOperations):
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS, verifying its certificate;
     the addresses then name the hubs' [tls] ports. Its files are read here, once (a
     TlsError, naming the file, when one cannot be used), not at each connection.
+
+    `compression` ("zstd", "lz4", "gzip" or None): compress every message set this
+    client publishes with that codec (hedwig/protocol/compression.py; zstd and lz4 need
+    hedwig's `compression` extra, CompressionUnavailable naming it when missing).
+    Subscribers decompress whatever they receive, whatever this is.
     """
 
     def __init__(
@@ -265,7 +271,9 @@ class Client(ClientOperations):
         ack_every: int = DEFAULT_ACK_EVERY,
         client_name: str = "",
         tls=None,
+        compression=None,
     ):
+        self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         self._addresses = parse_addresses(hubs)
         self.tls = tls
         self._ssl_context = tls.ssl_context() if tls is not None else None
@@ -360,8 +368,8 @@ class Client(ClientOperations):
     def publish(self, topic: str, payload: bytes, properties=None) -> int:
         """Publish one message; its seq-id, once the hub has stored it."""
         self._check_size(topic, len(payload))
-        if properties:
-            message_set = encode_message_set([payload], [properties])
+        if properties or self._codec:
+            message_set = encode_published_set([payload], [properties], self._codec)
             return self._request(topic, lambda c: c.publish(topic, message_set), retry=False).first_seq
         return self._request(topic, lambda c: c.publish_one(topic, payload), retry=False).first_seq
 
@@ -373,7 +381,7 @@ class Client(ClientOperations):
         if not payloads:
             return []
         self._check_size(topic, max(map(len, payloads)))
-        message_set = encode_message_set(payloads, properties)
+        message_set = encode_published_set(payloads, properties, self._codec)
         published = self._request(topic, lambda c: c.publish(topic, message_set), retry=False)
         return list(range(published.first_seq, published.last_seq + 1))
 

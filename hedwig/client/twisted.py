@@ -39,8 +39,9 @@ from hedwig.client.protocol import HubProtocol
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
 from hedwig.client.twisted_subscriptions import AckOnlySubscription, Subscription
-from hedwig.protocol import Status, encode_message_set
+from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
+from hedwig.protocol.compression import codec_named, encode_published_set
 from hedwig.protocol.errors import (
     ClientClosed,
     ClientNotSubscribed,
@@ -79,6 +80,11 @@ class Client(ClientOperations):
     hubs' [tls] ports), verifying its certificate; needs pyOpenSSL and service_identity
     (hedwig's `tls` extra). The files are read here (TlsError naming one that cannot be
     used); a handshake that fails makes CouldNotConnect saying why.
+
+    `compression` ("zstd", "lz4", "gzip" or None): compress every message set this
+    client publishes with that codec (hedwig/protocol/compression.py; zstd and lz4 need
+    hedwig's `compression` extra, CompressionUnavailable naming it when missing).
+    Subscribers decompress whatever they receive, whatever this is.
     """
 
     def __init__(
@@ -97,7 +103,9 @@ class Client(ClientOperations):
         ack_delay: float = 0.1,
         client_name: str = "",
         tls=None,
+        compression=None,
     ):
+        self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         if tls is not None:
             from hedwig.tls import INSTALL_HINT, TlsError, tls_available
 
@@ -295,7 +303,7 @@ class Client(ClientOperations):
         largest = max(map(len, payloads))
         if limit is not None and largest > limit:
             return fail(MessageTooLarge(message=f"a message of {largest} bytes exceeds the limit of {limit}"))
-        message_set = encode_message_set(payloads, properties)
+        message_set = encode_published_set(payloads, properties, self._codec)
         count = len(payloads)
         self.in_flight += count
         d = self._request(topic, lambda p: p.publish(topic, message_set), retry=False)
@@ -326,7 +334,7 @@ class Client(ClientOperations):
             count = len(batch.payloads)
             self.queued -= count
             self.in_flight += count
-            message_set = encode_message_set(batch.payloads, batch.properties)
+            message_set = encode_published_set(batch.payloads, batch.properties, self._codec)
             d = self._request(topic, lambda p, t=topic, m=message_set: p.publish(t, m), retry=False)
             d.addCallbacks(self._published, self._publish_failed, (batch,), None, (batch,))
 

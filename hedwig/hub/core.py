@@ -15,7 +15,7 @@ from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
 from hedwig.hub.relays import IRelays
 from hedwig.hub.stats import HubStats, op_name
-from hedwig.protocol.messageset import validate_message_set
+from hedwig.protocol.compression import validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
@@ -91,7 +91,7 @@ class Hub:
         relayed message set was first published; `via`: the region it came from."""
         if self.stopping:
             return fail(HubStopping())
-        count = validate_message_set(message_set, 0, self.max_message_bytes)
+        count = validate_published_set(message_set, 0, self.max_message_bytes, self.max_frame_bytes)
         topic_log = self.topics.get(topic)
         if topic_log is not None:
             return topic_log.append(message_set, count, origin_region, origin_seq, via)

@@ -21,6 +21,7 @@ relays republish whole entries (or a tail of one), so that stays true across reg
 import struct
 from typing import NamedTuple
 
+from hedwig.protocol.compression import plain_message_set
 from hedwig.protocol.messageset import MessageSetError, decode_properties, parse_message_set
 from hedwig.protocol.status import Status
 
@@ -97,12 +98,14 @@ def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None):
     from hedwig.protocol.message import Message
 
     header = decode_entry_header(buf)
-    layout = parse_message_set(buf, header.body_offset)
+    # A compressed set (compression.py) is decompressed here, once per entry decoded.
+    message_set, offset = plain_message_set(buf, header.body_offset)
+    layout = parse_message_set(message_set, offset)
     if stop is None or stop > layout.count:
         stop = layout.count
     payload_offsets = layout.payload_offsets
     property_offsets = layout.property_offsets
-    view = buf if isinstance(buf, bytes) else bytes(buf)
+    view = message_set if isinstance(message_set, bytes) else bytes(message_set)
     first_seq = header.first_seq
     origin_seq = header.origin_seq
     region = header.origin_region

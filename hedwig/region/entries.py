@@ -8,13 +8,14 @@ one's length arrays and bytes, with no Python loop over its messages.
 
 import struct
 
-from hedwig.protocol.entry import decode_entry_header
-from hedwig.protocol.messageset import (
-    FLAG_PROPERTIES,
-    MessageSetError,
-    read_u32_array,
-    validate_message_set,
+from hedwig.protocol.compression import (
+    compress_message_set,
+    decompress_message_set,
+    set_codec,
+    validate_published_set,
 )
+from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.messageset import FLAG_PROPERTIES, MessageSetError, read_u32_array
 from hedwig.protocol.status import Status
 from hedwig.region.settings import is_region_name
 
@@ -45,7 +46,18 @@ def entry_via(data) -> str:
 
 
 def slice_message_set(buf, start: int, stop: int) -> bytes:
-    """Messages [start, stop) of a (validated) message set, as a message set of their own."""
+    """Messages [start, stop) of a (validated) message set, as a message set of their own.
+
+    A compressed set (hedwig/protocol/compression.py) cannot be cut where it lies: its
+    tail is cut from the plain set and compressed again with the same codec, so what the
+    region stores stays compressed. (Only a relay re-sending an entry that straddles what
+    the region holds does this; a whole entry is relayed as it is.)"""
+    codec = set_codec(buf)
+    if codec:
+        _, _, count = _SET_HEADER.unpack_from(buf, 0)
+        if start == 0 and stop == count:
+            return bytes(buf)
+        return compress_message_set(slice_message_set(decompress_message_set(buf), start, stop), codec)
     version, flags, count = _SET_HEADER.unpack_from(buf, 0)
     if not 0 <= start < stop <= count:
         raise ValueError(f"messages [{start}, {stop}) are not within a set of {count}")
@@ -104,7 +116,7 @@ class RelayedPart:
             if not 1 <= first <= SEQ_LIMIT - header.count:
                 last = first + header.count - 1
                 raise _malformed(f"a relayed entry's {name}s {first}..{last} are not 1..{SEQ_LIMIT - 1}")
-        count = validate_message_set(data, header.body_offset, max_message_bytes)
+        count = validate_published_set(data, header.body_offset, max_message_bytes)
         if count != header.count:
             raise _malformed(f"the entry header counts {header.count} messages, its message set {count}")
         self.origin = header.origin_region

@@ -20,6 +20,7 @@ from itertools import accumulate
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hedwig.protocol.compression import plain_message_set
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import (
     FLAG_PROPERTIES,
@@ -79,8 +80,13 @@ class RecordBatchBuilder:
             header = decode_entry_header(entry)
         except MessageSetError as e:
             raise CorruptEntry(f"topic {self.topic}: {e}") from None
-        position = header.body_offset
         where = f"topic {self.topic}, entry at seq {header.first_seq}"
+        try:
+            # A compressed set (hedwig/protocol/compression.py) is read from its plain
+            # form, decompressed once here; a plain one is read in place.
+            entry, position = plain_message_set(entry, header.body_offset)
+        except MessageSetError as e:
+            raise CorruptEntry(f"{where}: {e}") from None
         if len(entry) - position < _SET_HEADER.size:
             raise CorruptEntry(f"{where}: entry ends before its message set")
         version, flags, count = _SET_HEADER.unpack_from(entry, position)

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 
+from hedwig.auth.client_options import add_user_option, credentials_from
 from hedwig.auth.command import add_user_command
 from hedwig.cli_top import add_top
 from hedwig.client.defaults import DEFAULT_HUB
@@ -55,7 +56,12 @@ def _client_tls(args):
 def _client(args):
     from hedwig.client import Client
 
-    return Client(args.hub, client_name=f"hedwig {args.command}", tls=_client_tls(args))
+    return Client(
+        args.hub,
+        client_name=f"hedwig {args.command}",
+        tls=_client_tls(args),
+        credentials=credentials_from(args),
+    )
 
 
 def _client_command(subparsers, client_options, run):
@@ -409,6 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
     client_options.add_argument(
         "--tls", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
+    add_user_option(parser, top_level=True)
+    add_user_option(client_options, top_level=False)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in SUBCOMMANDS:
         add(subparsers, client_options)

@@ -272,9 +272,11 @@ class Client(ClientOperations):
         client_name: str = "",
         tls=None,
         compression=None,
+        credentials=None,
     ):
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         self._addresses = parse_addresses(hubs)
+        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
         self.tls = tls
         self._ssl_context = tls.ssl_context() if tls is not None else None
         self.timeout = timeout
@@ -321,9 +323,17 @@ class Client(ClientOperations):
 
     def _open(self, address) -> BlockingConnection:
         if self.tls is None:
-            return BlockingConnection(address, self.connect_timeout, self.timeout, self.client_name)
+            return BlockingConnection(
+                address, self.connect_timeout, self.timeout, self.client_name, self.credentials
+            )
         return TlsConnection(
-            address, self.connect_timeout, self.timeout, self.client_name, self.tls, self._ssl_context
+            address,
+            self.connect_timeout,
+            self.timeout,
+            self.client_name,
+            self.tls,
+            self._ssl_context,
+            self.credentials,
         )
 
     def _connection_for(self, topic) -> BlockingConnection:

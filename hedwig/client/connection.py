@@ -61,7 +61,9 @@ class _Reply:
 class BlockingConnection:
     """One socket to one hub. Every method may be called from any thread."""
 
-    def __init__(self, address, connect_timeout: float, request_timeout: float, client_name: str):
+    def __init__(
+        self, address, connect_timeout: float, request_timeout: float, client_name: str, credentials=None
+    ):
         self.address = address
         self.request_timeout = request_timeout
         self._sock = self._open_socket(connect_timeout)
@@ -80,6 +82,11 @@ class BlockingConnection:
             self.close()
             raise error_for(hello.status, hello.message)
         self.hello = hello.value
+        if credentials is not None:  # (hedwig.protocol.auth_request.Credentials)
+            authenticated = self.call(Op.AUTH, credentials.request_body())
+            if authenticated.status is not Status.SUCCESS:
+                self.close()
+                raise error_for(authenticated.status, authenticated.message)
 
     def _tcp(self, connect_timeout: float) -> socket.socket:
         try:
@@ -316,12 +323,14 @@ class TlsConnection(BlockingConnection):
     between threads.
     """
 
-    def __init__(self, address, connect_timeout, request_timeout, client_name, tls, context=None):
+    def __init__(
+        self, address, connect_timeout, request_timeout, client_name, tls, context=None, credentials=None
+    ):
         self._tls = tls
         self._context = context if context is not None else tls.ssl_context()
         self._tls_lock = threading.Lock()
         try:
-            super().__init__(address, connect_timeout, request_timeout, client_name)
+            super().__init__(address, connect_timeout, request_timeout, client_name, credentials)
         except ConnectionLost as e:
             raise CouldNotConnect(message=e.message) from None
 

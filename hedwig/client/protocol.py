@@ -22,7 +22,10 @@ class HubProtocol(Protocol):
     """One connection to one hub: requests answered through Deferreds, deliveries and
     events handed to the subscription that owns the handle."""
 
-    def __init__(self, clock, client_name: str = "", timeout: float = DEFAULT_TIMEOUT, address=None):
+    def __init__(
+        self, clock, client_name: str = "", timeout: float = DEFAULT_TIMEOUT, address=None, credentials=None
+    ):
+        self._credentials = credentials  # AUTH after HELLO (hedwig.protocol.auth_request.Credentials)
         self.address = address  # (host, port) as the client named it
         self._clock = clock
         self._client_name = client_name
@@ -49,6 +52,17 @@ class HubProtocol(Protocol):
             self._hello_failed(Failure(error_for(response.status, response.message)))
             return
         self.hello = response.value
+        if self._credentials is not None:
+            authenticated = self.call(Op.AUTH, self._credentials.request_body())
+            authenticated.addCallbacks(self._authenticated, self._hello_failed)
+            return
+        ready, self.ready = self.ready, None
+        ready.callback(self)
+
+    def _authenticated(self, response):
+        if response.status is not Status.SUCCESS:
+            self._hello_failed(Failure(error_for(response.status, response.message)))
+            return
         ready, self.ready = self.ready, None
         ready.callback(self)
 

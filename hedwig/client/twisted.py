@@ -43,6 +43,7 @@ from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
 from hedwig.protocol.errors import (
+    AuthenticationFailed,
     ClientClosed,
     ClientNotSubscribed,
     ConnectionLost,
@@ -104,8 +105,10 @@ class Client(ClientOperations):
         client_name: str = "",
         tls=None,
         compression=None,
+        credentials=None,
     ):
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
+        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
         if tls is not None:
             from hedwig.tls import INSTALL_HINT, TlsError, tls_available
 
@@ -164,6 +167,8 @@ class Client(ClientOperations):
 
             def failed(failure):
                 failure.trap(HedwigError)
+                if failure.check(AuthenticationFailed):  # (another hub would say the same)
+                    return failure
                 reasons.append(failure.value.message)
                 return attempt()
 
@@ -199,7 +204,7 @@ class Client(ClientOperations):
             if creator is None:
                 creator = self._tls_creators[host] = self.tls.creator(host)
             endpoint = wrapClientTLS(creator, endpoint)
-        protocol = HubProtocol(self._clock, self.client_name, self.timeout, address)
+        protocol = HubProtocol(self._clock, self.client_name, self.timeout, address, self.credentials)
         protocol.on_lost = self._lost
 
         def ready(protocol):

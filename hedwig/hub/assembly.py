@@ -67,6 +67,8 @@ def assemble_hub(
         delivery=delivery,
         gc=GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s),
     )
+    if config.auth.enabled:
+        hub.auth = _access_gate(config, reactor)
     if relays:
         from hedwig.region.manager import RegionManager  # (the region package builds on the hub)
 
@@ -75,3 +77,18 @@ def assemble_hub(
         )
         hub.attach_relays(parts.relays)
     return parts
+
+
+def _access_gate(config: Config, reactor):
+    """The IAuthorizer of a hub with [auth] enabled: the users file's authenticator."""
+    from hedwig.auth.authenticator import UsersFileAuthenticator
+    from hedwig.auth.gate import AccessGate
+
+    auth = config.auth
+    authenticator = UsersFileAuthenticator(
+        auth.users_file,
+        reactor,
+        max_concurrent=auth.max_concurrent_checks,
+        allow_anonymous=auth.allow_anonymous,
+    )
+    return AccessGate(authenticator, reactor, auth.failure_delay_s)

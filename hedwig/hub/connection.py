@@ -58,6 +58,8 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         self.peer = "?"
         self.peer_host = "?"  # the peer its client errors are counted under (hub/peerlog.py)
         self.client_name = ""
+        self.principal = None  # the user it acts as, with [auth] on (hedwig.auth)
+        self.access = None if hub.auth is None else hub.auth.connection_access(self)
         self.closed = Deferred()  # fires once the connection is gone and its pointers flushed
         self._decoder = FrameDecoder(hub.max_frame_bytes)
         self._replies = None
@@ -167,6 +169,8 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
                 if self._greeted:
                     self._hello_done()
                 continue
+            if self.access is not None and not self._admitted(op, request_id, body):
+                continue  # ([auth] on: AUTH, or refused, answered by the gate)
             handler = HANDLERS.get(op) or self.hub.extra_handlers.get(op)
             if handler is None:
                 self.hub.stats.unknown_operations += 1
@@ -245,6 +249,31 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             self._replies.fill(slot, encode(result))
 
         deferred.addCallback(done).addErrback(self._failed, slot, request_id, op, started)
+
+    def _admitted(self, op: int, request_id: int, body) -> bool:
+        """[auth] on: whether the request goes on to its handler; if not, the gate
+        (hedwig.auth.gate) answered it, or refused it with a status answered here."""
+        try:
+            return self.access.admit(op, request_id, body)
+        except Exception as e:
+            self._failed(Failure(e), None, request_id, op, self.hub.clock.seconds())
+            return False
+
+    def send_reply(self, frame: bytes) -> None:
+        """Send a reply after those already queued (the gate's answer to AUTH)."""
+        self._replies.send(frame)
+
+    def refuse_and_close(self, request_id: int, op: int, status: Status, message: str, after) -> None:
+        """Read nothing more; once `after` (a Deferred: a failed AUTH's delay) fires,
+        answer with `status` and close once the earlier replies are out."""
+        self._reading = False
+        self._update_reading()
+
+        def refuse(_):
+            if self._connected:
+                self._protocol_error(request_id, op, status, message)
+
+        after.addCallback(refuse)
 
     # -- handlers ---------------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ class Hub:
         # core protocol (region links); see register_op.
         self.extra_handlers = {}
         self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
+        self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
         self.started_at = clock.seconds()
 
@@ -115,7 +116,9 @@ class Hub:
             )
 
         d = self.topics.acquire(request.topic)
-        return d.addCallback(self.delivery.subscribe, channel, handle, request)
+        # With [auth] on the subscription is the channel's user's (checked and recorded there).
+        principal = getattr(channel, "principal", None)
+        return d.addCallback(self.delivery.subscribe, channel, handle, request, principal)
 
     def unsubscribe(self, channel, topic: str, subscriber_id: str) -> Deferred:
         """Delete the durable subscription; a connection it is attached on (this one or
@@ -141,7 +144,8 @@ class Hub:
             return self.topics.acquire(topic) if exists else None
 
         d = self.topics.exists(topic).addCallback(open_existing)
-        d.addCallback(lambda _log: self.delivery.unsubscribe(topic, subscriber_id))
+        principal = getattr(channel, "principal", None)
+        d.addCallback(lambda _log: self.delivery.unsubscribe(topic, subscriber_id, principal))
         return d.addCallback(ended)
 
     # -- reads ------------------------------------------------------------------------------

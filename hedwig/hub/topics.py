@@ -46,6 +46,24 @@ class TopicManager:
             return succeed(topic_log)
         return self._opening.run(topic, self._open_topic, topic)
 
+    def acquire_existing(self, topic: str, missing: Exception) -> Deferred:
+        """Deferred[TopicLog] of a topic that exists; fails with `missing` (creating
+        nothing) when it never did. Requests acquiring the topic meanwhile join this
+        opening, and fail with it: a user who may not create topics cannot create one
+        by publishing or subscribing right behind (hedwig.auth.gate)."""
+        topic_log = self.get(topic)
+        if topic_log is not None:
+            return succeed(topic_log)
+
+        def open_if_exists(versioned):
+            if versioned is None:
+                raise missing
+            return self._open_topic(topic)
+
+        return self._opening.run(
+            topic, lambda: self._metadata.get_topic(topic).addCallback(open_if_exists)
+        )
+
     def _open_topic(self, topic: str) -> Deferred:
         opened = self._logs.open(topic)
         opened.addCallback(self._cache.wrap)

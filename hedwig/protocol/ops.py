@@ -20,6 +20,8 @@ class Op(IntEnum):
     # Hub -> hub, on a region link (the child region's hub connects to its parent's).
     REGION_LINK = 11  # after HELLO: names the child region; the reply carries the parent's path
     RELAY_PUBLISH = 12  # a relayed entry, origin kept; taken only on a region link
+    # Client -> hub, right after HELLO on a hub with [auth] enabled (protocol/auth_request.py).
+    AUTH = 20
     # Hub -> client.
     RESPONSE = 64  # carries the request id of the request it answers
     DELIVERY = 65  # request id 0; body starts with the subscription handle

@@ -11,7 +11,9 @@ TLS connection whose verified client certificate names the region (a subjectAltN
 name, or the common name) may link as it: without it any client could relay, or hold a
 region's relay subscriptions, by sending REGION_LINK. A region
 that links again (its hub restarted before the old connection was seen to die) replaces
-its old link, whose connection is closed.
+its old link, whose connection is closed. With [auth] on, a child links as the region
+its user names (`region` in the users file), and relays only the origins that user's
+`relay_origins` name, never this region's or its ancestors' (check_origin).
 
 Right after the answer the parent sends the child its interest (REGION_INTEREST): the
 topics it wants relayed up, and those on which it holds a relay subscription for the
@@ -76,6 +78,11 @@ class Children:
         region = decode_region_link(body)
         if not is_region_name(region):
             raise RequestError(Status.MALFORMED_REQUEST, f"{region[:60]!r} is not a region name")
+        principal = getattr(connection, "principal", None)
+        if principal is not None and principal.region != region:  # ([auth] on: hedwig.auth)
+            problem = f"user {principal.name} may not link as region {region}"
+            self._refuse(connection, region, problem)
+            raise RequestError(Status.NOT_AUTHORIZED, problem)
         if manager.settings.require_child_certificate:
             problem = unauthenticated(connection, region)
             if problem is not None:
@@ -118,6 +125,20 @@ class Children:
             region=region,
             problem=problem,
         )
+
+    def check_origin(self, connection, origin: str) -> None:
+        """With [auth] on, a child relays only origins from its side of the tree: those
+        its user's relay_origins name (its own region by default), never this region or
+        one above it (hedwig.auth.principal). Raises RequestError(NOT_AUTHORIZED)."""
+        principal = getattr(connection, "principal", None)
+        if principal is None:
+            return
+        if origin in self.manager.path.names or not principal.may_relay_origin(origin):
+            raise RequestError(
+                Status.NOT_AUTHORIZED,
+                f"region {principal.region} may not relay messages of origin {origin[:60]!r}: "
+                "not from its side of the region tree",
+            )
 
     def source_of(self, connection) -> RelaySource | None:
         link = self._by_connection.get(connection)

@@ -20,6 +20,7 @@ from zope.interface import implementer
 
 from hedwig.concurrency import Waiters
 from hedwig.hub.relays import IRelays
+from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import RequestError, encode_published
 from hedwig.protocol.responses import response_frame
@@ -222,6 +223,7 @@ class RegionManager:
                 Status.REGION_REFUSED, "RELAY_PUBLISH is taken only on a region link (send REGION_LINK first)"
             )
         topic, start, stop, entry = decode_relay_publish(body)
+        self.children.check_origin(connection, decode_entry_header(entry).origin_region or source.name)
         return self.inboxes.receive(topic, entry, start, stop, source)
 
     # -- observation ---------------------------------------------------------------------------------

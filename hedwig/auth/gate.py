@@ -1,0 +1,210 @@
+"""The per-connection gate of a hub with [auth] on (IAuthorizer).
+
+A HubConnection asks its ConnectionAccess (`admit`) about every request it reads after
+HELLO, before the request's handler runs: AUTH is served here; a connection that has not
+authenticated (no AUTH, no certificate the users file maps, no anonymous access) is
+answered AUTHENTICATION_FAILED and closed; any other request needs its permission:
+
+    PUBLISH, SUBSCRIBE      publish / subscribe on the topic; and create, unless the
+                            topic exists (it is opened as an existing topic first, in
+                            the request's place in the order, so the request cannot
+                            create it)
+    UNSUBSCRIBE, READ_RANGE subscribe on the topic (the subscription's owner is checked
+                            by the delivery manager)
+    CONSUME, CLOSE_SUBSCRIPTION   nothing more: they name a handle this connection
+                            attached under these checks
+    REGION_LINK, RELAY_PUBLISH    a region user (which region, and which origins, are
+                            checked where those are decoded: hedwig/region)
+    every other op          admin (STATS, LIST_TOPICS, DESCRIBE_TOPIC, and ops this
+                            table does not know yet: refused rather than guessed)
+
+A refusal raises RequestError(NOT_AUTHORIZED), which the connection answers and logs
+as it does any refused request; the connection goes on. Answers are cached per user and
+topic (Principal.may), so a publisher pays the pattern match once per topic.
+"""
+
+from twisted.internet.defer import succeed
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from hedwig.auth.interface import IAuthorizer
+from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
+from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
+from hedwig.protocol.layouts import RequestError, read_topic
+from hedwig.protocol.ops import Op
+from hedwig.protocol.responses import response_frame
+from hedwig.protocol.status import Status
+from hedwig.tls import certificate_names, is_tls, peer_certificate
+
+
+def not_authorized(message: str) -> RequestError:
+    return RequestError(Status.NOT_AUTHORIZED, message)
+
+
+@implementer(IAuthorizer)
+class AccessGate:
+    """The hub-wide half: the authenticator, and how a failed attempt is paid for."""
+
+    log = Logger()
+
+    def __init__(self, authenticator, clock, failure_delay_s: float = 1.0):
+        self.authenticator = authenticator  # IAuthenticator
+        self.clock = clock
+        self.failure_delay_s = failure_delay_s
+        self.failures = 0
+        self.successes = 0
+
+    def connection_access(self, connection) -> "ConnectionAccess":
+        return ConnectionAccess(self, connection)
+
+
+class ConnectionAccess:
+    """One connection's user and the checks of its requests."""
+
+    log = Logger()
+
+    def __init__(self, gate: AccessGate, connection):
+        self.gate = gate
+        self.connection = connection
+        self.principal = None
+        self.authenticated = False  # by AUTH or certificate (anonymous access is not)
+        self._checking = False  # an AUTH is being checked: nothing else is taken meanwhile
+        self._looked = False  # certificate and anonymous access looked at (once, after HELLO)
+
+    # -- who ------------------------------------------------------------------------------
+
+    def _identify(self) -> None:
+        """After HELLO, once: a mapped TLS client certificate, else anonymous access."""
+        self._looked = True
+        authenticator = self.gate.authenticator
+        transport = self.connection.transport
+        if is_tls(transport):
+            certificate = peer_certificate(transport)
+            principal = authenticator.for_certificate(certificate_names(certificate)) if certificate else None
+            if principal is not None:
+                self._become(principal, "its client certificate")
+                return
+        self._set(authenticator.anonymous())
+
+    def _set(self, principal) -> None:
+        self.principal = principal
+        self.connection.principal = principal
+
+    def _become(self, principal, how: str) -> None:
+        self._set(principal)
+        self.authenticated = True
+        self.gate.successes += 1
+        self.log.info(
+            "{peer}: authenticated as {user} by {how}",
+            peer=self.connection.peer,
+            user=principal.name,
+            how=how,
+        )
+
+    # -- the gate -------------------------------------------------------------------------
+
+    def admit(self, op: int, request_id: int, body) -> bool:
+        """Whether the request goes on to its handler (False: it was answered here).
+        Raises RequestError for a request refused with its status."""
+        if not self._looked:
+            self._identify()
+        if op == Op.AUTH:
+            self._authenticate(request_id, body)
+            return False
+        principal = self.principal
+        if principal is None or self._checking:
+            why = "an AUTH is being checked" if self._checking else "this hub requires AUTH after HELLO"
+            self.connection.refuse_and_close(request_id, op, Status.AUTHENTICATION_FAILED, why, succeed(None))
+            return False
+        check = _CHECKS.get(op, _admin)
+        check(self, principal, op, body)
+        return True
+
+    def _authenticate(self, request_id: int, body) -> None:
+        if self.authenticated:
+            raise RequestError(Status.MALFORMED_REQUEST, f"already authenticated as {self.principal.name}")
+        request = decode_auth(body)
+        self._checking = True
+        checked = self.gate.authenticator.authenticate(request.user, request.password)
+        checked.addCallback(self._checked, request.user, request_id)
+
+    def _checked(self, principal, user: str, request_id: int) -> None:
+        self._checking = False
+        connection = self.connection
+        if principal is not None:
+            self._become(principal, "AUTH")
+            if connection.is_open:
+                connection.send_reply(
+                    response_frame(request_id, Op.AUTH, payload=encode_auth_reply(principal.name))
+                )
+            return
+        # One line per attempt (the name, never the password); the attacker pays a delay
+        # and a new connection (and HELLO) for each guess.
+        self.gate.failures += 1
+        connection.refuse_and_close(
+            request_id, Op.AUTH, Status.AUTHENTICATION_FAILED, f"wrong user name or password (user {user})",
+            deferLater(self.gate.clock, self.gate.failure_delay_s, lambda: None),
+        )  # fmt: skip
+
+    # -- permissions ----------------------------------------------------------------------
+
+    def _require(self, principal, action: str, topic: str) -> None:
+        if not principal.may(action, topic):
+            raise not_authorized(f"user {principal.name} may not {action} on topic {topic}")
+
+    def _topic_request(self, principal, op, body, action: str) -> None:
+        topic, _ = read_topic(body, 0)
+        self._require(principal, action, topic)
+        if principal.may(CREATE, topic):
+            return
+        topics = self.connection.hub.topics
+        if topics.get(topic) is not None:
+            return
+        missing = not_authorized(f"topic {topic} does not exist, and user {principal.name} may not create it")
+        opening = topics.acquire_existing(topic, missing)
+        failed = []
+        opening.addErrback(failed.append)  # the request itself joins the opening, and fails with it
+        if failed:
+            raise failed[0].value
+
+
+def _publish(access, principal, op, body):
+    access._topic_request(principal, op, body, PUBLISH)
+
+
+def _subscribe(access, principal, op, body):
+    access._topic_request(principal, op, body, SUBSCRIBE)
+
+
+def _read(access, principal, op, body):
+    topic, _ = read_topic(body, 0)
+    access._require(principal, SUBSCRIBE, topic)
+
+
+def _handle(access, principal, op, body):
+    """The handle was attached by a SUBSCRIBE this gate let through."""
+
+
+def _region(access, principal, op, body):
+    if not principal.region:
+        raise not_authorized(f"{Op(op).name} is a region link's: user {principal.name} names no region")
+
+
+def _admin(access, principal, op, body):
+    if not principal.admin:
+        name = Op(op).name if op in Op._value2member_map_ else f"op {op}"
+        raise not_authorized(f"user {principal.name} may not send {name} (admins only)")
+
+
+_CHECKS = {
+    Op.HELLO: _handle,  # (its handler refuses a second HELLO)
+    Op.PUBLISH: _publish,
+    Op.SUBSCRIBE: _subscribe,
+    Op.CONSUME: _handle,
+    Op.CLOSE_SUBSCRIPTION: _handle,
+    Op.UNSUBSCRIBE: _read,
+    Op.READ_RANGE: _read,
+    Op.REGION_LINK: _region,
+    Op.RELAY_PUBLISH: _region,
+}

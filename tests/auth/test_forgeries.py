@@ -1,0 +1,162 @@
+"""Issue 14, finding 4: every forgery, tried over raw sockets against a real hub process
+with [auth] on. Without authentication each of them succeeds (any client could attach to,
+acknowledge or unsubscribe another's subscription, link as any region, relay any origin,
+kick a child's link, create topics, read the hub's state); here each is refused with its
+own status, and what it tried to change is unchanged."""
+
+import json
+
+import pytest
+
+from hedwig.protocol import Op, Status, encode_message_set
+from hedwig.protocol.requests import (
+    encode_describe_topic,
+    encode_publish,
+    encode_subscribe,
+    encode_unsubscribe,
+)
+from hedwig.region.wire import encode_region_link, relay_publish_parts
+from hedwig.testing.hubprocess import HubProcess
+from tests.auth.peers import Peer, write_conf, write_users
+from tests.region.test_hostile_relay import relayed
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("auth-hub")
+    conf = write_conf(directory, write_users(directory / "users.json"))
+    with HubProcess(directory / "data", 0, "--conf", conf) as process:
+        yield process
+
+
+def publish(peer, topic, payload=b"m"):
+    return peer.request(Op.PUBLISH, encode_publish(topic, encode_message_set([payload])))
+
+
+def subscribe(peer, topic, subscriber_id, **options):
+    return peer.request(Op.SUBSCRIBE, encode_subscribe(topic, subscriber_id, **options))
+
+
+@pytest.fixture
+def owned(hub, request):
+    """A topic with a durable subscription alice created, detached again."""
+    topic = "t." + "".join(c if c.isalnum() else "-" for c in request.node.name[5:45])
+    alice = Peer(hub.address, "alice")
+    assert publish(alice, topic)[0] is Status.SUCCESS
+    assert subscribe(alice, topic, "alices", mode="create")[0] is Status.SUCCESS
+    alice.close()
+    return topic
+
+
+def test_attaching_to_another_users_subscription_is_refused(hub, owned):
+    bob = Peer(hub.address, "bob")
+    status, message, _ = subscribe(bob, owned, "alices", mode="attach")
+    assert status is Status.NOT_AUTHORIZED, message
+    assert "belongs to another user" in message and bob.auth_status is Status.SUCCESS
+    # The owner still attaches; an admin may too (admins excepted).
+    alice = Peer(hub.address, "alice")
+    assert subscribe(alice, owned, "alices", mode="attach")[0] is Status.SUCCESS
+
+
+def test_force_attach_cannot_take_another_users_live_subscription(hub, owned):
+    alice = Peer(hub.address, "alice")
+    assert subscribe(alice, owned, "alices", mode="attach")[0] is Status.SUCCESS
+    bob = Peer(hub.address, "bob")
+    status, message, _ = subscribe(bob, owned, "alices", mode="attach", force_attach=True)
+    assert status is Status.NOT_AUTHORIZED, message
+    # alice's attachment was not forced closed: a publish reaches her, on her connection.
+    assert publish(bob, owned, b"after")[0] is Status.SUCCESS
+    op, _request_id, body = alice.next_frame()
+    assert op == Op.DELIVERY and b"after" in body
+    root = Peer(hub.address, "root")
+    assert subscribe(root, owned, "alices", mode="attach", force_attach=True)[0] is Status.SUCCESS
+
+
+def test_acknowledging_for_another_users_subscription_is_refused(hub, owned):
+    bob = Peer(hub.address, "bob")
+    status, message, _ = subscribe(bob, owned, "alices", mode="attach", deliver=False)
+    assert status is Status.NOT_AUTHORIZED, message
+
+
+def test_unsubscribing_another_users_subscription_is_refused(hub, owned):
+    bob = Peer(hub.address, "bob")
+    status, message, _ = bob.request(Op.UNSUBSCRIBE, encode_unsubscribe(owned, "alices"))
+    assert status is Status.NOT_AUTHORIZED, message
+    alice = Peer(hub.address, "alice")
+    assert subscribe(alice, owned, "alices", mode="attach")[0] is Status.SUCCESS  # still there
+
+
+def test_creating_a_topic_without_the_permission_is_refused_and_creates_nothing(hub, owned):
+    bob = Peer(hub.address, "bob")  # publish and subscribe on t.*, create nothing
+    status, message, _ = publish(bob, "t.bobs-new")
+    assert status is Status.NOT_AUTHORIZED, message
+    status, message, _ = subscribe(bob, "t.bobs-new-2", "b")
+    assert status is Status.NOT_AUTHORIZED, message
+    assert publish(bob, owned)[0] is Status.SUCCESS  # a topic that exists takes his publish
+    root = Peer(hub.address, "root")
+    for topic in ("t.bobs-new", "t.bobs-new-2"):
+        assert root.request(Op.DESCRIBE_TOPIC, encode_describe_topic(topic))[0] is Status.NO_SUCH_TOPIC
+    status, message, _ = publish(Peer(hub.address, "alice"), "x.elsewhere")  # outside her patterns
+    assert status is Status.NOT_AUTHORIZED, message
+
+
+@pytest.mark.parametrize("op", [Op.STATS, Op.LIST_TOPICS, Op.DESCRIBE_TOPIC])
+def test_admin_reads_need_admin(hub, owned, op):
+    body = encode_describe_topic(owned) if op == Op.DESCRIBE_TOPIC else b""
+    status, message, _ = Peer(hub.address, "alice").request(op, body)
+    assert status is Status.NOT_AUTHORIZED, message
+    assert Peer(hub.address, "root").request(op, body)[0] is Status.SUCCESS
+
+
+def test_a_request_before_auth_or_with_a_wrong_password_is_refused_and_the_connection_closed(hub):
+    anonymous = Peer(hub.address, None)
+    status, message, _ = publish(anonymous, "t.anything")
+    assert status is Status.AUTHENTICATION_FAILED, message
+    assert anonymous.closed_by_hub()
+    for user, password in (("alice", "wrong"), ("nobody", "alice-pw")):
+        guess = Peer(hub.address, user, password)
+        assert guess.auth_status is Status.AUTHENTICATION_FAILED
+        assert guess.closed_by_hub()
+    assert "Traceback" not in hub.output()
+
+
+def test_region_link_needs_the_regions_user(hub):
+    alice = Peer(hub.address, "alice")
+    status, message, _ = alice.request(Op.REGION_LINK, encode_region_link("leaf"))
+    assert status is Status.NOT_AUTHORIZED, message
+    other = Peer(hub.address, "other")
+    status, message, _ = other.request(Op.REGION_LINK, encode_region_link("leaf"))
+    assert status is Status.NOT_AUTHORIZED, message
+
+
+def test_a_linked_childs_link_cannot_be_kicked_by_another_client(hub):
+    leaf = Peer(hub.address, "leaf")
+    assert leaf.request(Op.REGION_LINK, encode_region_link("leaf"))[0] is Status.SUCCESS
+    for user in ("alice", "other"):
+        status, message, _ = Peer(hub.address, user).request(Op.REGION_LINK, encode_region_link("leaf"))
+        assert status is Status.NOT_AUTHORIZED, message
+    # The child's link is still up: its next relay is stored and answered on it.
+    leaf.send(b"".join(relay_publish_parts(9, "t.kick", 0, 1, relayed([b"x"], origin=b"leaf"))))
+    assert leaf.reply(9)[0] is Status.SUCCESS
+    leaf.next_id = 10
+
+
+def test_relays_of_origins_outside_the_childs_side_of_the_tree_are_refused(hub):
+    leaf = Peer(hub.address, "leaf")
+    assert leaf.request(Op.REGION_LINK, encode_region_link("leaf"))[0] is Status.SUCCESS
+    for request_id, origin in enumerate((b"other", b"root", b"elsewhere"), start=10):
+        leaf.send(b"".join(relay_publish_parts(request_id, "t.forged", 0, 1, relayed([b"x"], origin=origin))))
+        status, message, _ = leaf.reply(request_id)
+        assert status is Status.NOT_AUTHORIZED, (origin, message)
+    leaf.send(b"".join(relay_publish_parts(20, "t.forged", 0, 1, relayed([b"x"], origin=b"leaf"))))
+    assert leaf.reply(20)[0] is Status.SUCCESS
+    root = Peer(hub.address, "root")
+    status, _message, payload = root.request(Op.DESCRIBE_TOPIC, encode_describe_topic("t.forged"))
+    assert status is Status.SUCCESS and json.loads(bytes(payload))["last_seq"] == 1  # the one from leaf
+
+
+def test_relay_publish_needs_a_region_user(hub):
+    bob = Peer(hub.address, "bob")
+    bob.send(b"".join(relay_publish_parts(5, "t.relay", 0, 1, relayed([b"x"], origin=b"leaf"))))
+    status, message, _ = bob.reply(5)
+    assert status is Status.NOT_AUTHORIZED, message

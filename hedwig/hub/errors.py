@@ -7,7 +7,7 @@ UNEXPECTED_CONDITION and logged with its traceback.
 
 from hedwig.delivery.interface import SubscribeError
 from hedwig.ledger.interface import LedgerError, StorageFull
-from hedwig.meta.interface import BadVersion, MetadataError
+from hedwig.meta.interface import BadVersion, MetadataError, MetadataFull
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
@@ -41,7 +41,7 @@ def status_for(error: BaseException) -> tuple[Status, str, bool]:
         return Status.NOT_RESPONSIBLE_FOR_TOPIC, "", True
     if isinstance(error, HubStopping):
         return Status.SERVICE_DOWN, "the hub is shutting down", True
-    if isinstance(error, StorageFull):
+    if isinstance(error, StorageFull | MetadataFull):
         return Status.STORAGE_FULL, str(error) or "the ledger store is full", True
     if isinstance(error, BadVersion):
         return Status.BAD_VERSION, str(error), True

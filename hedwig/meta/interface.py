@@ -15,6 +15,11 @@ class MetadataError(Exception):
     pass
 
 
+class MetadataFull(MetadataError):
+    """The metadata could not be written: its disk is full. Nothing was changed; the
+    same write succeeds once space returns."""
+
+
 class MetadataMissing(MetadataError):
     """The metadata is missing or records nothing while the caller holds data it must
     describe: serving from it would start every topic afresh (reusing seq-ids) and take

@@ -57,6 +57,7 @@ from hedwig.meta.interface import (
     BadVersion,
     IMetadataStore,
     MetadataError,
+    MetadataFull,
     MetadataMissing,
     SubscriptionState,
     Versioned,
@@ -86,6 +87,15 @@ CREATE TABLE IF NOT EXISTS garbage (
 );
 """
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def _disk_full(path: str) -> bool:
+    """Whether the file system holding `path` has no block left for an unprivileged write
+    (SQLite's "disk I/O error" on a full disk says no more)."""
+    try:
+        return os.statvfs(os.path.dirname(os.path.abspath(path))).f_bavail == 0
+    except OSError:
+        return False
 
 
 def _check_name(kind: str, name) -> str:
@@ -135,21 +145,27 @@ class SqliteMetadataStore:
         except (OSError, sqlite3.Error) as e:
             raise MetadataError(f"cannot open the metadata database {self.path}: {e}") from None
         try:
-            # Read only, before anything below writes the file: a refused database stays as it was.
-            if expect_records and not self._holds_records():
-                raise MetadataMissing(f"the metadata database {self.path} records nothing")
-            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                raise MetadataError(f"{self.path}: SQLite refused WAL mode (journal mode {mode})")
-            self._sync = None
-            self._use_sync(self._topic_sync)
-            found = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if found not in _READABLE_SCHEMAS:
-                raise MetadataError(
-                    f"{self.path}: schema version {found}; this hedwig reads up to {SCHEMA_VERSION}"
+            try:
+                self._set_up(expect_records)
+            except sqlite3.OperationalError as e:
+                if not _disk_full(self.path):
+                    raise
+                # A full disk: the shared-memory index of WAL mode cannot be made, so
+                # reopen in exclusive locking mode (the index on the heap; the hub holds
+                # its data directory alone): reads are served, writes fail MetadataFull
+                # until space returns.
+                _logger.warn(
+                    "metadata database {path}: the disk is full ({error}); opened in exclusive "
+                    "locking mode: reads are served, writes wait for space",
+                    path=self.path,
+                    error=e,
                 )
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                self._db.close()
+                self._db = sqlite3.connect(
+                    self.path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+                )
+                self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
+                self._set_up(expect_records)
         except sqlite3.Error as e:
             self._db.close()
             raise MetadataError(f"cannot set up the metadata database {self.path}: {e}") from None
@@ -162,6 +178,24 @@ class SqliteMetadataStore:
         if reactor is not None:
             self._worker = ThreadPool(minthreads=1, maxthreads=1, name=f"metadata {self.path}")
             self._worker.start()
+
+    def _set_up(self, expect_records: bool) -> None:
+        # Read only, before anything below writes the file: a refused database stays as it was.
+        if expect_records and not self._holds_records():
+            raise MetadataMissing(f"the metadata database {self.path} records nothing")
+        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise MetadataError(f"{self.path}: SQLite refused WAL mode (journal mode {mode})")
+        self._sync = None
+        self._use_sync(self._topic_sync)
+        found = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if found not in _READABLE_SCHEMAS:
+            raise MetadataError(
+                f"{self.path}: schema version {found}; this hedwig reads up to {SCHEMA_VERSION}"
+            )
+        if found != SCHEMA_VERSION:  # (written only when needed: a full disk takes no write)
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _check_present(self) -> None:
         """Refuse a missing or zero-byte database before SQLite would create one over it
@@ -212,7 +246,8 @@ class SqliteMetadataStore:
             reactor.callFromThread(answered.callback, outcome)
 
         self._worker.callInThread(work)
-        return answered.addCallback(self._answer)
+        # addBoth: a Failure handed to callback() runs the errbacks, and _answer must see it.
+        return answered.addBoth(self._answer)
 
     @staticmethod
     def _attempt(operation, args):
@@ -228,7 +263,10 @@ class SqliteMetadataStore:
             return succeed(outcome)
         if outcome.check(sqlite3.Error):
             _logger.error("metadata store {path}: {error}", path=self.path, error=outcome.value)
-            return fail(MetadataError(f"metadata store {self.path}: {outcome.value}"))
+            code = getattr(outcome.value, "sqlite_errorcode", None)
+            if code == sqlite3.SQLITE_FULL or _disk_full(self.path):
+                return fail(MetadataFull(f"the metadata store's disk is full: {outcome.value}"))
+            return fail(MetadataError(f"the metadata store failed: {outcome.value}"))
         return fail(outcome)
 
     # -- topics ----------------------------------------------------------------------------

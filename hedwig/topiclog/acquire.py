@@ -10,11 +10,12 @@ one wins. Rolling on every acquire means a ledger is only ever written by one ow
 from twisted.internet.defer import inlineCallbacks, maybeDeferred
 from twisted.logger import Logger
 
-from hedwig.ledger.interface import LedgerError, NoSuchLedger
-from hedwig.meta.interface import NEW, BadVersion, LedgerRange
+from hedwig.ledger.interface import LedgerError, NoSuchLedger, StorageFull
+from hedwig.meta.interface import NEW, BadVersion, LedgerRange, MetadataFull
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced
+from hedwig.topiclog.pending import NO_LEDGER
 from hedwig.topiclog.topic_log import TopicLog
 
 _logger = Logger()
@@ -126,15 +127,35 @@ def acquire_topic(
             last_time_us = ledgers.entry_time(last, ledgers.last_entry_id(last))
         except NoSuchLedger:  # lost (logged above): publish times start from the clock
             last_time_us = 0
-    new_id = ledgers.create()
-    ranges.append(LedgerRange(new_id, next_seq, None))
     try:
-        version = yield metadata.put_topic(topic, ranges, version)
-    except BaseException as e:
-        yield maybeDeferred(ledgers.delete, new_id).addErrback(lambda _f: None)
-        if isinstance(e, BadVersion):
-            raise TopicFenced(f"topic {topic}: another hub acquired it meanwhile") from None
-        raise
+        new_id = ledgers.create()
+    except StorageFull as e:
+        new_id, full = None, e
+    if new_id is not None:
+        ranges.append(LedgerRange(new_id, next_seq, None))
+        try:
+            version = yield metadata.put_topic(topic, ranges, version)
+        except BaseException as e:
+            yield maybeDeferred(ledgers.delete, new_id).addErrback(lambda _f: None)
+            if isinstance(e, BadVersion):
+                raise TopicFenced(f"topic {topic}: another hub acquired it meanwhile") from None
+            if not isinstance(e, MetadataFull):
+                raise
+            ranges.pop()
+            new_id, full = None, e
+    if new_id is None:
+        # A full disk: serve what the topic holds; its first append creates the ledger
+        # (and writes the ranges) once space returns, and fails StorageFull until then.
+        # The metadata stays as it was: its open range names the ledger recovered above.
+        _logger.warn(
+            "topic {topic}: no space for a new ledger ({error}); serving its seq-ids up to {last}, "
+            "publishes refused until space returns",
+            topic=topic,
+            error=full,
+            last=next_seq - 1,
+        )
+        ranges.append(LedgerRange(NO_LEDGER, next_seq, None))
+        empty_ledger = None
     if empty_ledger is not None:
         try:
             yield maybeDeferred(ledgers.delete, empty_ledger)

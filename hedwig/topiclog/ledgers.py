@@ -14,10 +14,10 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.concurrency import Waiters
-from hedwig.ledger.interface import LedgerError
+from hedwig.ledger.interface import LedgerError, StorageFull
 from hedwig.meta.interface import BadVersion, LedgerRange
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced
-from hedwig.topiclog.pending import LogState, OpenLedger
+from hedwig.topiclog.pending import NO_LEDGER, LogState, OpenLedger
 from hedwig.topiclog.retention import ledgers_to_delete
 
 _logger = Logger()
@@ -52,6 +52,8 @@ class LedgerLifecycle:
         def replace_open(ranges):
             if ranges[-1].ledger_id != ledger.ledger_id:
                 raise LogCorrupt(f"topic {self.topic}: the open range is not ledger {ledger.ledger_id}")
+            if ledger.ledger_id == NO_LEDGER:  # acquired on a full disk: no ledger to close
+                return [*ranges[:-1], LedgerRange(new_id, first, None)]
             return [
                 *ranges[:-1],
                 LedgerRange(ledger.ledger_id, ledger.first_seq, first - 1),
@@ -59,7 +61,8 @@ class LedgerLifecycle:
             ]
 
         def switch():
-            self._locator.keep_index(ledger.ledger_id, ledger.index)
+            if ledger.ledger_id != NO_LEDGER:
+                self._locator.keep_index(ledger.ledger_id, ledger.index)
             self._open = OpenLedger(new_id, first)
             self.rolls += 1
 
@@ -123,7 +126,7 @@ class LedgerLifecycle:
             if result.check(TopicFenced):
                 self._fail(result.value)
             else:
-                _logger.error(
+                (_logger.warn if result.check(StorageFull) else _logger.error)(
                     "topic {topic}: rolling to a new ledger failed: {error}",
                     topic=self.topic,
                     error=result.value,

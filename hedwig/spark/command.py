@@ -11,10 +11,13 @@ import sys
 from hedwig.protocol.errors import HedwigError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
 from hedwig.spark.checkpoint import CheckpointError
-from hedwig.spark.hubs import HubUnreachable, UnknownTopic
+from hedwig.spark.hubs import HubReader, HubUnreachable, UnknownTopic
 from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, OptionError, parse_hubs, parse_topics
 from hedwig.spark.settings import DEFAULT_MAX_MESSAGES_PER_TRIGGER, DEFAULT_SUBSCRIBER, DrainSettings
 from hedwig.spark.stopping import SignalStop, StopRequest
+
+# How long the check before Spark starts waits for a hub to answer.
+HUB_CHECK_TIMEOUT_S = 10.0
 
 
 def add_drain_arguments(parser: argparse.ArgumentParser, hub_option: bool = True) -> None:
@@ -82,6 +85,16 @@ def settings_from_args(args) -> DrainSettings:
     )
 
 
+def check_hubs(settings: DrainSettings, timeout: float = HUB_CHECK_TIMEOUT_S) -> None:
+    """Reach the hubs and find every topic before Spark starts: a wrong --hub or a topic
+    name's typo is one line within seconds, not a failure of the first micro-batch after
+    the JVM started (10 s or more, in a page of its warnings). HubUnreachable or
+    UnknownTopic otherwise; the drain itself checks again as it plans each batch."""
+    with HubReader(settings.hubs, timeout=timeout) as hubs:
+        for topic in settings.topics:
+            hubs.bounds(topic)
+
+
 def spark_session(master: str | None = None):
     """A session for the drain; workers run this interpreter unless PYSPARK_PYTHON says."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -100,6 +113,11 @@ def run_drain(args) -> int:
     except OptionError as e:
         print(f"hedwig drain: {e}", file=sys.stderr)
         return 2
+    try:
+        check_hubs(settings)
+    except (HubUnreachable, UnknownTopic, HedwigError) as e:
+        print(f"hedwig drain: failed: {e}", file=sys.stderr)
+        return 1
     try:
         from hedwig.spark.drain import DrainFailed, drain
     except ImportError as e:

@@ -53,7 +53,7 @@ def _client_tls(args):
     return tls
 
 
-def _client(args):
+def _client(args, **options):
     from hedwig.client import Client
 
     return Client(
@@ -61,6 +61,7 @@ def _client(args):
         client_name=f"hedwig {args.command}",
         tls=_client_tls(args),
         credentials=credentials_from(args),
+        **options,
     )
 
 
@@ -113,6 +114,13 @@ def add_publish(subparsers, client_options):
         metavar="KEY=VALUE",
         help="a property set on every message (repeatable)",
     )
+    parser.add_argument(
+        "--compression",
+        choices=("none", "zstd", "lz4", "gzip"),
+        default="none",
+        help="compress each publish with a codec (zstd and lz4 need the compression extra);"
+        " subscribers decompress whatever they receive",
+    )
 
 
 def _stdin_batches(stream):
@@ -138,7 +146,11 @@ def publish(args) -> int:
         batches = _stdin_batches(sys.stdin.buffer)
     first = last = None
     count = 0
-    with _client(args) as client:
+    try:
+        client = _client(args, compression=args.compression)
+    except ImportError as e:  # (CompressionUnavailable: names the extra to install)
+        raise CommandError(str(e)) from None
+    with client:
         for batch in batches:
             seqs = client.publish_many(
                 args.topic, batch, None if properties is None else [properties] * len(batch)

@@ -36,6 +36,7 @@ class LedgerSettings:
     page_bytes: int = 64 * MIB
     index_page_records: int = 1 << 20
     max_mapped_pages: int = 64
+    max_open_ledgers: int = 256  # writable ledgers' headers kept mapped (a descriptor each)
     fsync: str = "never"  # never | interval | always
     fsync_interval_ms: int = 1000
 

@@ -140,7 +140,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             page_bytes=settings.page_bytes,
             index_page_records=settings.index_page_records,
             max_mapped_pages=settings.max_mapped_pages,
-            max_open_ledgers=getattr(settings, "max_open_ledgers", 256),
+            max_open_ledgers=settings.max_open_ledgers,
             fsync=settings.fsync,
             fsync_interval_ms=settings.fsync_interval_ms,
         )

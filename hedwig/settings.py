@@ -87,6 +87,10 @@ class RegionSettings:
     parent_tls_name: str = ""  # the name the parent's certificate must carry (empty: each address's host)
     # Take REGION_LINK only over TLS from a client certificate naming the child region.
     require_child_certificate: bool = False
+    # With the parent's [auth] on: the user this region's link authenticates as (a users-file
+    # entry with region = this region), and a file holding its password (one line).
+    parent_user: str = ""
+    parent_password_file: str = ""
 
 
 @dataclass

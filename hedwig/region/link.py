@@ -22,12 +22,14 @@ from twisted.internet.protocol import ClientFactory, Protocol
 from twisted.logger import Logger
 
 from hedwig.protocol.addresses import format_address, parse_addresses
+from hedwig.protocol.auth_request import Credentials
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import RequestError, encode_hello
 from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.protocol.status import Status
 from hedwig.region.backoff import Backoff
 from hedwig.region.path import cycle_through
+from hedwig.region.settings import read_parent_password
 from hedwig.region.wire import decode_region_link_reply, encode_region_link
 from hedwig.tls import TlsError, handshake_failure
 
@@ -114,6 +116,10 @@ class ParentLink:
         self.parent = settings.parent
         self.addresses = parse_addresses(settings.parent_address)
         self.timeout = settings.link_timeout_s
+        # AUTH after HELLO, when the parent authenticates its children ([auth] there)
+        self.credentials = None
+        if settings.parent_user:
+            self.credentials = Credentials(settings.parent_user, read_parent_password(settings))
         self.backoff = Backoff(
             settings.retry_backoff_ms / 1000, settings.max_retry_backoff_ms / 1000, rng=rng
         )
@@ -229,6 +235,22 @@ class ParentLink:
         self.state = LINKING
         greeted = self.request(Op.HELLO, encode_hello(f"hub of region {self.region}"))
         greeted.addCallbacks(self._greeted, lambda _failure: None)
+        if self.credentials is None:
+            self._link()
+            return
+        # REGION_LINK waits for the AUTH reply: the parent takes nothing while it checks.
+        authenticated = self.request(Op.AUTH, self.credentials.request_body())
+        authenticated.addCallbacks(self._authenticated, lambda _failure: None)
+
+    def _authenticated(self, reply) -> None:
+        status, message, _payload = reply
+        if status is not Status.SUCCESS:
+            where = format_address(self.address)
+            self._close(REFUSED, f"{where} refused AUTH as {self.credentials.user}: {status.name}: {message}")
+            return
+        self._link()
+
+    def _link(self) -> None:
         linked = self.request(Op.REGION_LINK, encode_region_link(self.region))
         linked.addCallbacks(self._linked, lambda _failure: None)  # (a lost connection retries)
 

@@ -52,6 +52,21 @@ def check_region_name(name: str, setting: str) -> None:
         )
 
 
+def read_parent_password(region) -> str:
+    """The password of [region] parent_user, from parent_password_file (its first line):
+    a file, so that it is neither on a command line nor in hub.conf, which many may read."""
+    if not region.parent_password_file:
+        raise ConfigError("[region] parent_user needs parent_password_file (a file holding its password)")
+    try:
+        with open(region.parent_password_file, encoding="utf-8") as file:
+            password = file.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"[region] parent_password_file = {region.parent_password_file!r}: {e}") from None
+    if not 1 <= len(password.encode("utf-8")) <= 1024:
+        raise ConfigError(f"[region] parent_password_file = {region.parent_password_file!r}: 1 to 1024 bytes")
+    return password
+
+
 def check_region_settings(config: Config) -> None:
     """Raise ConfigError (one sentence naming the setting) for a [region] that cannot work."""
     region = config.region
@@ -78,6 +93,10 @@ def check_region_settings(config: Config) -> None:
                 f"[region] parent_address = {region.parent_address!r} names this hub's own address "
                 f"{hub.host}:{hub.port}: a region cannot relay from itself"
             )
+        if region.parent_user:
+            read_parent_password(region)
+        elif region.parent_password_file:
+            raise ConfigError("[region] parent_password_file is set but parent_user is not")
     elif region.parent_address.strip():
         raise ConfigError(
             f"[region] parent_address = {region.parent_address!r} is set but parent is not: name the "

@@ -16,6 +16,7 @@ import time
 
 from hedwig.auth.client_options import add_user_option, credentials_from
 from hedwig.auth.command import add_user_command
+from hedwig.benchtool.command import add_bench
 from hedwig.cli_top import add_top
 from hedwig.client.defaults import DEFAULT_HUB
 from hedwig.client.errors import HedwigError
@@ -381,7 +382,7 @@ def drain(args) -> int:
 # -- the command --------------------------------------------------------------------------------
 
 SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_unsubscribe, add_topics, add_describe, add_stats,
-               add_drain, add_user_command, add_top]  # fmt: skip
+               add_drain, add_user_command, add_top, add_bench]  # fmt: skip
 
 
 # The client's TLS options: (option, environment variable, metavar, help).

@@ -322,6 +322,7 @@ class HubService(MultiService):
             for connection in connections:
                 if connection.is_open:
                     connection.transport.abortConnection()
+        hub.client_errors.stop()  # the client errors counted and not yet written, written now
         yield self._step("stop garbage collection", self.gc.stopService(), timeout)
         yield self._step("flush consume pointers", hub.delivery.stop(), timeout)
         yield self._step("close topic logs", self._logs.close(), timeout)

@@ -93,7 +93,7 @@ def test_half_sent_frames_share_one_budget_and_are_closed_when_they_stop(tmp_pat
     def send_half_then_wait(sock):
         try:
             sock.sendall(half)
-            outcomes.append(("closed by the hub" if sock.recv(1) == b"" else "answered"))
+            outcomes.append("closed by the hub" if sock.recv(1) == b"" else "answered")
         except OSError as e:  # the hub aborted the connection (reset)
             outcomes.append("closed by the hub" if isinstance(e, ConnectionError) else repr(e))
 

@@ -40,8 +40,8 @@ class CachedTopicLog:
 
     # -- through the cache ----------------------------------------------------------------
 
-    def append(self, message_set, count, origin_region=None, origin_seq=None, via=None):
-        return self.cache.publish(self.inner, message_set, count, origin_region, origin_seq, via)
+    def append(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
+        return self.cache.publish(self.inner, message_set, count, origin_region, origin_seq, via, producer)
 
     def get(self, seq: int):
         return self.cache.get(self.inner, seq)

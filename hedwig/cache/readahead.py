@@ -128,15 +128,18 @@ class ReadAheadCache:
     # -- the publish path ------------------------------------------------------------
 
     def publish(
-        self, topic_log, message_set, count: int, origin_region=None, origin_seq=None, via=None
+        self, topic_log, message_set, count: int, origin_region=None, origin_seq=None, via=None, producer=None
     ) -> Deferred:
         """Append to `log`; once durable the entry enters the cache and fills the stubs
         waiting on its seq-ids (their cursors deliver before this Deferred's next callback,
         the hub's reply). Deferred[LogEntry]; append failures pass through untouched.
         Every append to a served topic must come through here: the cache learns of new
         entries from it, and the push to caught-up subscribers is its callback. Region
-        relays pass the origin they keep and `via` (see TopicLog.append)."""
-        if via is None:
+        relays pass the origin they keep and `via`, idempotent publishes their `producer`
+        (see TopicLog.append)."""
+        if producer is not None:
+            d = topic_log.append(message_set, count, origin_region, origin_seq, via, producer)
+        elif via is None:
             d = topic_log.append(message_set, count, origin_region, origin_seq)
         else:
             d = topic_log.append(message_set, count, origin_region, origin_seq, via)

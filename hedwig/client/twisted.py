@@ -38,6 +38,7 @@ from hedwig.client.operations import ClientOperations
 from hedwig.client.protocol import HubProtocol
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
+from hedwig.client.twisted_idempotent import IdempotentPublisher, IdempotentPublishing
 from hedwig.client.twisted_subscriptions import AckOnlySubscription, Subscription
 from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
@@ -74,7 +75,7 @@ class _Batch:
         self.size = 0
 
 
-class Client(ClientOperations):
+class Client(IdempotentPublishing, ClientOperations):
     """A Twisted client of one or more hubs. `reactor` gives connections and time.
 
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the
@@ -104,6 +105,7 @@ class Client(ClientOperations):
         ack_delay: float = 0.1,
         client_name: str = "",
         tls=None,
+        idempotent: bool = False,
         compression=None,
         credentials=None,
     ):
@@ -124,6 +126,7 @@ class Client(ClientOperations):
         self.connect_timeout = connect_timeout
         self.max_redirects = max_redirects
         self.max_in_flight = max_in_flight
+        self._idempotent = IdempotentPublisher(self, reactor) if idempotent else None  # numbered sets
         self.max_queued = max_queued
         self.max_batch_bytes = max_batch_bytes
         self.window = window
@@ -311,7 +314,7 @@ class Client(ClientOperations):
         message_set = encode_published_set(payloads, properties, self._codec)
         count = len(payloads)
         self.in_flight += count
-        d = self._request(topic, lambda p: p.publish(topic, message_set), retry=False)
+        d = self._publish_set(topic, message_set, count)
 
         def done(result):
             self.in_flight -= count
@@ -340,7 +343,7 @@ class Client(ClientOperations):
             self.queued -= count
             self.in_flight += count
             message_set = encode_published_set(batch.payloads, batch.properties, self._codec)
-            d = self._request(topic, lambda p, t=topic, m=message_set: p.publish(t, m), retry=False)
+            d = self._publish_set(topic, message_set, count)
             d.addCallbacks(self._published, self._publish_failed, (batch,), None, (batch,))
 
     def _published(self, published, batch) -> None:

@@ -13,6 +13,7 @@ from twisted.logger import Logger
 from hedwig.hub.errors import HubStopping
 from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
+from hedwig.hub.producers import Producers
 from hedwig.hub.relays import IRelays
 from hedwig.hub.stats import HubStats, op_name
 from hedwig.protocol.compression import validate_published_set
@@ -58,6 +59,7 @@ class Hub:
         self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
         self.started_at = clock.seconds()
+        self.producers = Producers(self)  # idempotent publishes (hub/producers.py)
 
     def register_op(self, op: int, handler) -> None:
         """Serve `op` on every connection: `handler(connection, request_id, body, started)`

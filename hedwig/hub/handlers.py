@@ -4,6 +4,7 @@ table the connection dispatches with (HubConnection's part for requests)."""
 
 from twisted.internet.defer import Deferred, maybeDeferred
 
+from hedwig.hub.producer_handlers import on_idempotent_publish, on_init_producer
 from hedwig.protocol.ops import PROTOCOL_VERSION, Op
 from hedwig.protocol.requests import (
     RequestError,
@@ -222,6 +223,8 @@ class RequestHandlers:
 HANDLERS = {
     Op.HELLO: RequestHandlers._on_hello_again,
     Op.PUBLISH: RequestHandlers._on_publish,
+    Op.INIT_PRODUCER: on_init_producer,
+    Op.IDEMPOTENT_PUBLISH: on_idempotent_publish,
     Op.SUBSCRIBE: RequestHandlers._on_subscribe,
     Op.CONSUME: RequestHandlers._on_consume,
     Op.CLOSE_SUBSCRIPTION: RequestHandlers._on_close_subscription,

@@ -4,7 +4,8 @@ The hub prefixes the publisher's message set with this header once, at publish; 
 ledger stores the result and every subscriber receives those same bytes:
 
     u8  version (1)
-    u8  flags (reserved, 0)
+    u8  flags              bit 0 (ENTRY_FLAG_PRODUCER): the producer fields below are
+                           present; every other bit is 0
     u64 first_seq          local seq-id of the first message
     u32 count              messages in the set (so last_seq = first_seq + count - 1)
     u64 publish_time_us    when the hub accepted the publish, microseconds since the epoch
@@ -12,6 +13,9 @@ ledger stores the result and every subscriber receives those same bytes:
     u8  origin_region length, then the region name in utf-8
     u8  via length, then the neighbour region the entry was relayed from (empty when
         published here): a relay forwards to a neighbour only entries not via it
+    [u64 producer_id, u32 sequence]   only with ENTRY_FLAG_PRODUCER: the idempotent
+        producer (hedwig.hub.producer_state) that published the set and its number, written
+        atomically with the entry so that a hub recovering the log knows what it acknowledged
     the message set (see messageset.py)
 
 An entry always holds messages of one origin region with consecutive origin seq-ids:
@@ -27,6 +31,8 @@ from hedwig.protocol.status import Status
 
 ENTRY_VERSION = 1
 _ENTRY_HEADER = struct.Struct("!BBQIQQB")
+ENTRY_FLAG_PRODUCER = 0x01
+_PRODUCER = struct.Struct("!QI")  # producer id, sequence
 # The header's size without its two names: the struct plus the via length byte.
 ENTRY_HEADER_FIXED_SIZE = _ENTRY_HEADER.size + 1
 
@@ -39,6 +45,8 @@ class EntryHeader(NamedTuple):
     origin_region: str
     body_offset: int  # where the message set begins
     via: str = ""  # the neighbour region this entry was relayed from; "" when published here
+    producer_id: int = 0  # the idempotent producer that published it (0: none)
+    sequence: int = 0  # that producer's number for the set
 
     @property
     def last_seq(self) -> int:
@@ -52,25 +60,29 @@ def encode_entry_header(
     origin_region: bytes,
     origin_seq: int,
     via: bytes = b"",
+    producer=None,
 ) -> bytes:
+    """`producer`: (producer id, sequence) of an idempotent publish, or None."""
     if len(origin_region) > 255 or len(via) > 255:
         raise ValueError("region names are at most 255 bytes")
-    return b"".join(
-        (
-            _ENTRY_HEADER.pack(
-                ENTRY_VERSION, 0, first_seq, count, publish_time_us, origin_seq, len(origin_region)
-            ),
-            origin_region,
-            bytes((len(via),)),
-            via,
-        )
-    )
+    flags = 0 if producer is None else ENTRY_FLAG_PRODUCER
+    parts = [
+        _ENTRY_HEADER.pack(
+            ENTRY_VERSION, flags, first_seq, count, publish_time_us, origin_seq, len(origin_region)
+        ),
+        origin_region,
+        bytes((len(via),)),
+        via,
+    ]
+    if producer is not None:
+        parts.append(_PRODUCER.pack(*producer))
+    return b"".join(parts)
 
 
 def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
     if len(buf) - offset < _ENTRY_HEADER.size:
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry shorter than its header")
-    version, _flags, first_seq, count, publish_time_us, origin_seq, region_len = (
+    version, flags, first_seq, count, publish_time_us, origin_seq, region_len = (
         _ENTRY_HEADER.unpack_from(buf, offset)
     )
     if version != ENTRY_VERSION:
@@ -83,14 +95,25 @@ def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
     body_offset = via_start + buf[via_length_at]
     if body_offset > len(buf):
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry truncated in its via region")
+    if flags & ~ENTRY_FLAG_PRODUCER:
+        raise MessageSetError(Status.MALFORMED_REQUEST, f"unknown entry flags {flags:#x}")
+    via_end = body_offset
+    producer_id = sequence = 0
+    if flags & ENTRY_FLAG_PRODUCER:
+        body_offset += _PRODUCER.size
+        if body_offset > len(buf):
+            raise MessageSetError(Status.MALFORMED_REQUEST, "entry truncated in its producer")
+        producer_id, sequence = _PRODUCER.unpack_from(buf, via_end)
     try:
         origin_region = bytes(buf[region_start:via_length_at]).decode("utf-8")
-        via = bytes(buf[via_start:body_offset]).decode("utf-8") if body_offset > via_start else ""
+        via = bytes(buf[via_start:via_end]).decode("utf-8") if via_end > via_start else ""
     except UnicodeDecodeError:
         # A relayed entry's header comes from another hub: a name that is not UTF-8 is a
         # malformed request (MessageSetError), never an error nothing expects.
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry region names are not UTF-8") from None
-    return EntryHeader(first_seq, count, publish_time_us, origin_seq, origin_region, body_offset, via)
+    return EntryHeader(
+        first_seq, count, publish_time_us, origin_seq, origin_region, body_offset, via, producer_id, sequence
+    )
 
 
 def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None):

@@ -18,6 +18,7 @@ __all__ = [
     "ClientNotSubscribed",
     "ConnectionLost",
     "CouldNotConnect",
+    "DuplicateSequence",
     "EntryUnreadable",
     "HedwigError",
     "HubError",
@@ -29,6 +30,7 @@ __all__ = [
     "NoSuchTopic",
     "NotAuthorized",
     "NotResponsibleForTopic",
+    "ProducerSequenceGap",
     "PublishQueueFull",
     "RequestError",
     "RequestTimeout",
@@ -114,6 +116,21 @@ class SeqOutOfRange(RequestError):
     """The seq-ids asked for were garbage collected (or are not published yet)."""
 
     status = Status.SEQ_OUT_OF_RANGE
+
+
+class ProducerSequenceGap(RequestError):
+    """An idempotent publish numbered past its producer's last set + 1, or from a
+    producer the topic no longer knows: nothing was stored. A client that resends in
+    order never sees it unless sets were lost to it (a bug, or the hub forgot the producer)."""
+
+    status = Status.PRODUCER_SEQUENCE_GAP
+
+
+class DuplicateSequence(RequestError):
+    """An idempotent publish that repeats a set stored long ago: not stored again, but
+    the hub no longer remembers its seq-ids."""
+
+    status = Status.DUPLICATE_SEQUENCE
 
 
 class HubError(HedwigError):
@@ -244,6 +261,8 @@ _BY_STATUS = {
         TopicBusy,
         TooManySubscriptions,
         SeqOutOfRange,
+        ProducerSequenceGap,
+        DuplicateSequence,
         ServiceDown,
         NotResponsibleForTopic,
         StorageError,

@@ -22,6 +22,9 @@ class Op(IntEnum):
     RELAY_PUBLISH = 12  # a relayed entry, origin kept; taken only on a region link
     # Client -> hub, right after HELLO on a hub with [auth] enabled (protocol/auth_request.py).
     AUTH = 20
+    # Client -> hub, idempotent publish (protocol/producer_requests.py, hub/producer_state.py).
+    INIT_PRODUCER = 24  # the reply carries a new producer id
+    IDEMPOTENT_PUBLISH = 25  # PUBLISH with (producer id, sequence): a repeat is not stored again
     # Hub -> client.
     RESPONSE = 64  # carries the request id of the request it answers
     DELIVERY = 65  # request id 0; body starts with the subscription handle

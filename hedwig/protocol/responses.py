@@ -17,6 +17,7 @@ from hedwig.protocol.layouts import (
     str16,
 )
 from hedwig.protocol.ops import Op
+from hedwig.protocol.producer_requests import decode_producer_id
 from hedwig.protocol.requests import (
     decode_hello_reply,
     decode_json,
@@ -64,6 +65,8 @@ _PAYLOAD_DECODERS = {
     Op.LIST_TOPICS: decode_json,
     Op.DESCRIBE_TOPIC: decode_json,
     Op.STATS: decode_json,
+    Op.INIT_PRODUCER: decode_producer_id,
+    Op.IDEMPOTENT_PUBLISH: decode_published,
 }
 
 

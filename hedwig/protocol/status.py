@@ -28,6 +28,13 @@ class Status(IntEnum):
     # SUBSCRIBE starting past the last seq-id + 1 (the message names the last seq-id).
     SEQ_OUT_OF_RANGE = 417
     REGION_REFUSED = 418  # a region link refused: a cycle, a region named twice, a relay off a link
+    # Idempotent publish (docs/protocol.md "IDEMPOTENT_PUBLISH"): a set numbered past the
+    # producer's last + 1, or a producer the topic does not know (evicted, or its sets
+    # collected) at a sequence other than 0; nothing was stored.
+    PRODUCER_SEQUENCE_GAP = 419
+    # A repeat older than the sets the hub remembers of its producer: it was stored, its
+    # seq-ids are forgotten; nothing was stored again.
+    DUPLICATE_SEQUENCE = 420
     # Authentication and authorization ([auth] enabled; docs/protocol.md "AUTH").
     AUTHENTICATION_FAILED = 430  # wrong credentials, or a request before AUTH: the hub closes
     NOT_AUTHORIZED = 431  # a permission the user lacks, or another user's subscription

@@ -24,10 +24,12 @@ class ITopicLog(Interface):
     last_seq = Attribute("the last seq-id assigned (0: nothing yet)")
     is_open = Attribute("True while the log takes appends")
 
-    def append(message_set, count, origin_region=None, origin_seq=None, via=None):
+    def append(message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
         """Append one entry of `count` messages (an encoded message set, stored as it
         is). Deferred[LogEntry] once durable. `origin_region`/`origin_seq`: where a
-        relayed set was first published; `via`: the neighbour region it came from."""
+        relayed set was first published; `via`: the neighbour region it came from;
+        `producer`: (producer id, sequence) of an idempotent publish, kept in the entry
+        header."""
 
     def read(from_seq, max_entries, max_bytes):
         """Deferred[list of LogEntry]: the entry holding `from_seq` and those after it,

@@ -40,11 +40,12 @@ class PendingAppend:
         "message_set",
         "origin",
         "origin_seq",
+        "producer",
         "time_us",
         "via",
     )
 
-    def __init__(self, message_set, count, origin, origin_seq, time_us, via=b""):
+    def __init__(self, message_set, count, origin, origin_seq, time_us, via=b"", producer=None):
         self.deferred = Deferred()
         self.message_set = message_set
         self.count = count
@@ -52,6 +53,7 @@ class PendingAppend:
         self.origin_seq = origin_seq
         self.time_us = time_us
         self.via = via  # encoded neighbour region a relayed entry came from (b"" when published here)
+        self.producer = producer  # (producer id, sequence) of an idempotent publish, or None
         self.entry = None
         self.failure = None
         self.done = False
@@ -78,3 +80,5 @@ class OpenLedger:
         # Publish time past which the ledger is too old to take more (its first entry's
         # time + max_ledger_age_s); set when that first entry is handed to the store.
         self.roll_after_us = NO_LIMIT
+
+

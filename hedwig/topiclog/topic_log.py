@@ -168,10 +168,13 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         origin_region: str | None = None,
         origin_seq: int | None = None,
         via: str | None = None,
+        producer=None,
     ):
         """Append one entry holding `count` messages; Deferred[LogEntry] firing in call
         order once durable. See the module docstring for failures. A region relay passes
-        the origin it keeps and `via`, the neighbour region the entry came from."""
+        the origin it keeps and `via`, the neighbour region the entry came from; an
+        idempotent publish its `producer` (producer id, sequence), kept in the entry's
+        header (hedwig.hub.producer_state derives its tables from them)."""
         try:
             origin = self._region if origin_region is None else origin_region.encode("utf-8")
             self._check_append(message_set, count, origin, origin_seq)
@@ -180,7 +183,7 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
                 raise ValueError("region names are at most 255 bytes")
         except (TypeError, ValueError, UnicodeError) as e:
             return fail(e)
-        op = PendingAppend(message_set, count, origin, origin_seq, self._now_us(), via_name)
+        op = PendingAppend(message_set, count, origin, origin_seq, self._now_us(), via_name, producer)
         if self._state != _OPEN:
             self._refuse(op, self._unavailable())
         elif self._rolling or self._waiting:
@@ -236,7 +239,7 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
             self._refuse(op, ValueError(f"topic {self.topic}: seq-ids exhausted"))
             return
         origin_seq = first if op.origin_seq is None else op.origin_seq
-        header = encode_entry_header(first, op.count, op.time_us, op.origin, origin_seq, op.via)
+        header = encode_entry_header(first, op.count, op.time_us, op.origin, origin_seq, op.via, op.producer)
         data = header + op.message_set
         op.entry = LogEntry(first, last, data, op.time_us)
         op.message_set = None

@@ -1,0 +1,111 @@
+"""One topic's idempotent publishes on the client side, without I/O: numbering, order,
+and what to send again after a lost connection, a redirect or a hub restart.
+
+Every message set gets the next sequence of the topic (0, 1, ...) once, and keeps it
+through any number of resends: the hub stores a set the first time it sees its number
+and answers a repeat with the seq-ids of that first time (hedwig.hub.producer_state), so
+a set whose answer was lost can be sent again without being stored twice.
+
+Order is the whole difficulty. The hub refuses a set numbered past its producer's last
++ 1 (PRODUCER_SEQUENCE_GAP), so sets go out in sequence order and, after a failure that
+may be undone by sending again (`retryable`), the lane stops sending new sets, waits for
+every set on the wire to come back, then sends the failed ones again from the lowest,
+before anything newer: a rewind. A gap answered while a lower set is being resent is
+part of it. A set refused for good (too large, not authorised) was not stored; the sets
+after it, refused as gaps or not yet sent, fail with it, and numbering goes on from its
+number, so the lane can be used again. At most `max_sets_in_flight` sets are on the wire:
+the hub remembers the seq-ids of a producer's last WINDOW sets, and a resend must find them.
+"""
+
+from collections import deque
+
+
+class LaneSet:
+    """One message set of the lane: `waiters` learn its outcome (the driver's objects)."""
+
+    __slots__ = ("attempts", "count", "done", "message_set", "sequence", "waiters")
+
+    def __init__(self, sequence: int, message_set: bytes, count: int, waiters):
+        self.sequence = sequence
+        self.message_set = message_set
+        self.count = count
+        self.waiters = waiters
+        self.attempts = 0
+        self.done = False
+
+
+class PublishLane:
+    def __init__(self, max_sets_in_flight: int = 32):
+        self.max_sets_in_flight = max_sets_in_flight
+        self.next_sequence = 0
+        self.unsent: deque[LaneSet] = deque()  # in sequence order
+        self.on_wire = 0  # sets sent whose answer has not come back
+        self.to_resend: list[LaneSet] = []  # failed retryably: sent again at the rewind
+        self.unanswered: dict[int, LaneSet] = {}  # sequence -> set, every set not yet done
+
+    def add(self, message_set: bytes, count: int, waiters) -> LaneSet:
+        item = LaneSet(self.next_sequence, message_set, count, waiters)
+        self.next_sequence += 1
+        self.unsent.append(item)
+        self.unanswered[item.sequence] = item
+        return item
+
+    @property
+    def rewinding(self) -> bool:
+        return bool(self.to_resend)
+
+    def ready(self) -> list[LaneSet]:
+        """The sets to send now, in order (counted on the wire from here)."""
+        out = []
+        while self.unsent and not self.to_resend and self.on_wire < self.max_sets_in_flight:
+            item = self.unsent.popleft()
+            item.attempts += 1
+            self.on_wire += 1
+            out.append(item)
+        return out
+
+    def answered(self, item: LaneSet) -> bool:
+        """The hub answered `item` with seq-ids; True when the driver should tell its
+        waiters (False: the set was already given up)."""
+        self.on_wire -= 1
+        if item.done:
+            return False
+        item.done = True
+        del self.unanswered[item.sequence]
+        return True
+
+    def failed(self, item: LaneSet, retryable: bool, gap: bool) -> list[LaneSet]:
+        """`item` failed; the sets to fail now (none when it will be sent again). `gap`:
+        the hub refused it as PRODUCER_SEQUENCE_GAP, retryable when a lower set is
+        unanswered (it is being resent)."""
+        self.on_wire -= 1
+        if item.done:
+            return []
+        if gap and any(seq < item.sequence for seq in self.unanswered):
+            retryable = True
+        if retryable:
+            self.to_resend.append(item)
+            return []
+        # Refused for good: it and everything after it (gaps, or never sent) fail.
+        given_up = [s for seq, s in sorted(self.unanswered.items()) if seq >= item.sequence]
+        for s in given_up:
+            s.done = True
+            del self.unanswered[s.sequence]
+        self.unsent = deque(s for s in self.unsent if not s.done)
+        self.to_resend = [s for s in self.to_resend if not s.done]
+        self.next_sequence = item.sequence
+        return given_up
+
+    def rewind_due(self) -> bool:
+        """True when the sets to resend should go now: nothing of the lane is on the wire."""
+        return bool(self.to_resend) and self.on_wire == 0
+
+    def rewind(self) -> None:
+        """Put the failed sets back at the front, lowest first."""
+        resend = sorted(self.to_resend, key=lambda s: s.sequence)
+        self.to_resend = []
+        self.unsent.extendleft(reversed(resend))
+
+    @property
+    def idle(self) -> bool:
+        return not self.unanswered

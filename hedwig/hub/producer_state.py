@@ -1,0 +1,248 @@
+"""What a topic knows of its idempotent producers: per producer, its last sequence and the
+seq-ids of its latest sets, so that a set sent again is answered, not stored again.
+
+The table is derived from the topic's log, not kept beside it. An idempotent set's entry
+header carries (producer id, sequence) (hedwig.protocol.entry), and the entry is the one
+record written atomically with the set: after a restart or a SIGKILL between the ledger
+append and anything else, the table is exactly what is durable, so a set the hub
+acknowledged is always recognised as a repeat. A record kept elsewhere (the metadata
+store) would cost a write per set, or lag the log after a crash and need this same scan
+to catch up: hedwig/region/highwater.py solves the relays' version of the problem so.
+
+The scan is lazy and runs backwards from the tail, as HighWater's does: when a producer
+the table does not know publishes, or repeats a set older than what the table holds of
+it, the log is read down (a step of at most SCAN_STEP_BYTES per reactor turn) until the
+producer's sets are known or the retained log ends; every producer met on the way is
+learnt too. The whole log is scanned at most once per opening of the topic.
+
+Bounds (a hostile client may invent producer ids): at most `max_producers` producers per
+topic (default MAX_PRODUCERS), the least recently used forgotten first, and at most
+`window` sets per producer (default WINDOW). A producer forgotten, or whose sets were
+garbage collected, is unknown: its next set is refused with PRODUCER_SEQUENCE_GAP unless
+it starts again at sequence 0 (a client asks for a new producer id then). A repeat older
+than the window is refused with DUPLICATE_SEQUENCE (stored once; seq-ids forgotten); the
+clients keep fewer sets than the window in flight per topic, so they never meet it.
+
+The rules for a set `s` of producer P, whose last set is L:
+  s == L + 1 (or s == 0 for a producer new to the topic): appended, and remembered at
+  once, before it is durable, so pipelined sets follow it; a repeat while it is in flight
+  waits for the same outcome; s <= L within the window: answered with the seq-ids of the
+  first time; s > L + 1: PRODUCER_SEQUENCE_GAP, nothing stored.
+A set the store refuses (STORAGE_FULL) while it is P's last is forgotten, so that it may
+be sent again; a failure that stops the log drops the whole table with the log.
+"""
+
+from collections import OrderedDict, deque
+
+from twisted.internet.defer import Deferred, inlineCallbacks
+from twisted.internet.task import deferLater
+from twisted.python.failure import Failure
+
+from hedwig.concurrency import SharedResult, Waiters
+from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.requests import RequestError
+from hedwig.protocol.status import Status
+from hedwig.topiclog.errors import SeqOutOfRange
+
+WINDOW = 64  # sets remembered per producer and topic
+MAX_PRODUCERS = 1024  # producers remembered per topic
+SCAN_STEP_BYTES = 4 << 20
+_FIRST_SPAN = 4096  # seq-ids per backward step, doubled while the producer is not found
+_MAX_SPAN = 1 << 24
+
+
+class ProducerSets:
+    """One producer's latest sets on one topic: `sets[i]` is the set numbered
+    `last_sequence - len(sets) + 1 + i`: a (first_seq, last_seq) tuple once stored, a
+    SharedResult while in flight (or failed in flight)."""
+
+    __slots__ = ("last_sequence", "sets")
+
+    def __init__(self, last_sequence: int, window: int):
+        self.last_sequence = last_sequence
+        self.sets = deque(maxlen=window)
+
+    @property
+    def lowest_sequence(self) -> int:
+        return self.last_sequence - len(self.sets) + 1
+
+
+class ProducerTable:
+    """The producers of one open topic log (a reopened topic gets a new table)."""
+
+    def __init__(self, topic_log, clock, *, window: int = WINDOW, max_producers: int = MAX_PRODUCERS):
+        self.topic_log = topic_log
+        self._clock = clock
+        self.window = window
+        self.max_producers = max_producers
+        self.producers: OrderedDict[int, ProducerSets] = OrderedDict()  # least recently used first
+        # Every entry above `floor` is accounted for: appended through here, or scanned.
+        self.floor = topic_log.last_seq
+        self.evicted = 0
+        self.entries_scanned = 0
+        self._span = _FIRST_SPAN
+        self._scan_waiters = None  # Waiters of the scan step under way
+
+    # -- the decision --------------------------------------------------------------------
+
+    @property
+    def scanned_all(self) -> bool:
+        return self.floor < self.topic_log.first_seq
+
+    def publish(self, message_set, count: int, producer_id: int, sequence: int) -> Deferred:
+        """Deferred[(first_seq, last_seq)]: the set appended, or the seq-ids it got the
+        first time; fails with RequestError (PRODUCER_SEQUENCE_GAP, DUPLICATE_SEQUENCE) or
+        the append's failure. Calls are decided in call order, scans included."""
+        if self._scan_waiters is not None:  # a scan is under way: decide after it, in order
+            return self._after_scan(message_set, count, producer_id, sequence)
+        producer = self.producers.get(producer_id)
+        if producer is None:
+            if not self.scanned_all:
+                return self._after_scan(message_set, count, producer_id, sequence)
+            if sequence != 0:
+                return _refuse(
+                    Status.PRODUCER_SEQUENCE_GAP,
+                    f"producer {producer_id} is unknown to topic {self.topic_log.topic} (forgotten, "
+                    f"or its sets were collected): set {sequence} cannot follow; start a new producer at 0",
+                )
+            producer = self._add(producer_id, -1)
+        else:
+            self.producers.move_to_end(producer_id)
+        last = producer.last_sequence
+        if sequence == last + 1:
+            return self._append(producer, message_set, count, producer_id, sequence)
+        if sequence > last + 1:
+            return _refuse(
+                Status.PRODUCER_SEQUENCE_GAP,
+                f"producer {producer_id} on topic {self.topic_log.topic}: set {sequence} after set {last}; "
+                f"expected {last + 1}",
+            )
+        lowest = producer.lowest_sequence
+        if sequence >= lowest:
+            return _answer(producer.sets[sequence - lowest])
+        if len(producer.sets) < self.window and not self.scanned_all:
+            return self._after_scan(message_set, count, producer_id, sequence)
+        return _refuse(
+            Status.DUPLICATE_SEQUENCE,
+            f"producer {producer_id} on topic {self.topic_log.topic}: set {sequence} was stored before "
+            f"set {lowest}, the oldest whose seq-ids are remembered",
+        )
+
+    def _add(self, producer_id: int, last_sequence: int) -> ProducerSets:
+        producer = self.producers[producer_id] = ProducerSets(last_sequence, self.window)
+        while len(self.producers) > self.max_producers:
+            self.producers.popitem(last=False)
+            self.evicted += 1
+        return producer
+
+    def _append(self, producer, message_set, count, producer_id, sequence) -> Deferred:
+        appended = self.topic_log.append(message_set, count, None, None, None, (producer_id, sequence))
+        shared = SharedResult(appended.addCallback(_seq_ids))
+        producer.last_sequence = sequence
+        producer.sets.append(shared)
+        result = shared.wait()
+        # Settled after the waiter above: the publisher hears first, then the slot is kept small.
+        shared.wait().addBoth(self._settled, producer, sequence, shared)
+        return result
+
+    def _settled(self, result, producer: ProducerSets, sequence: int, shared) -> None:
+        index = sequence - producer.lowest_sequence
+        if not 0 <= index < len(producer.sets) or producer.sets[index] is not shared:
+            return None  # slid out of the window, or the producer was forgotten and back
+        if not isinstance(result, Failure):
+            producer.sets[index] = result
+        elif sequence == producer.last_sequence:
+            # Refused with nothing after it: forget it, so that it may be sent again.
+            producer.sets.pop()
+            producer.last_sequence -= 1
+        return None
+
+    # -- recovery: a backward scan of the log ------------------------------------------------
+
+    def _after_scan(self, message_set, count, producer_id, sequence) -> Deferred:
+        start = self._scan_waiters is None
+        if start:
+            self._scan_waiters = Waiters()
+        d = self._scan_waiters.wait()
+        if start:  # (after the wait: a step may end at once)
+            self._step_down().addBoth(self._scan_done)
+        return d.addCallback(lambda _: self.publish(message_set, count, producer_id, sequence))
+
+    def _scan_done(self, result):
+        waiters, self._scan_waiters = self._scan_waiters, None
+        if isinstance(result, Failure):
+            waiters.fail(result)
+        else:
+            waiters.fire(None)
+
+    def step_later(self) -> Deferred:
+        return deferLater(self._clock, 0, lambda: None)
+
+    @inlineCallbacks
+    def _step_down(self):
+        """Read the entries of seq-ids [floor - span + 1, floor] and learn their producers.
+        One step per call (a reactor turn apart after the first): the publishes waiting on
+        it are decided again after it, and ask for another step if they still need one."""
+        topic_log = self.topic_log
+        floor = self.floor
+        if self.entries_scanned:
+            yield self.step_later()  # (a first step runs at once: most scans need only one)
+        low = max(topic_log.first_seq, floor - self._span + 1)
+        found = []  # (producer id, sequence, first_seq, last_seq), in log order
+        lowest_read = None
+        seq = low
+        try:
+            while seq <= floor:
+                entries = yield topic_log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
+                if not entries:
+                    break
+                for entry in entries:
+                    if entry.first_seq > floor:
+                        break
+                    if lowest_read is None:
+                        lowest_read = entry.first_seq
+                    self.entries_scanned += 1
+                    head = decode_entry_header(entry.data)
+                    if head.producer_id:
+                        found.append((head.producer_id, head.sequence, entry.first_seq, entry.last_seq))
+                seq = entries[-1].last_seq + 1
+        except SeqOutOfRange:
+            # Garbage collection removed the bottom meanwhile: nothing below is retained.
+            self.floor = topic_log.first_seq - 1
+            return
+        self._learn(reversed(found))
+        self.floor = lowest_read - 1 if lowest_read is not None else low - 1
+        self._span = min(self._span * 2, _MAX_SPAN)
+
+    def _learn(self, newest_first) -> None:
+        """Prepend what a scan found to each producer's sets (older than all it holds)."""
+        producers = self.producers
+        for producer_id, sequence, first_seq, last_seq in newest_first:
+            producer = producers.get(producer_id)
+            if producer is None:
+                if len(producers) >= self.max_producers:
+                    continue  # full of producers heard since: older ones are not learnt
+                producer = ProducerSets(sequence, self.window)
+                producers[producer_id] = producer
+                producers.move_to_end(producer_id, last=False)  # the least recently used
+            elif len(producer.sets) >= self.window or sequence != producer.lowest_sequence - 1:
+                continue
+            producer.sets.appendleft((first_seq, last_seq))
+
+
+def _seq_ids(entry):
+    return (entry.first_seq, entry.last_seq)
+
+
+def _answer(held) -> Deferred:
+    if isinstance(held, tuple):
+        d = Deferred()
+        d.callback(held)
+        return d
+    return held.wait()
+
+
+def _refuse(status: Status, reason: str) -> Deferred:
+    d = Deferred()
+    d.errback(Failure(RequestError(status, reason)))
+    return d

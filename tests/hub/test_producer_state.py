@@ -1,0 +1,187 @@
+"""The hub's idempotent producers (hedwig.hub.producer_state), through the connection
+protocol on a hub of real parts (tests/hub/harness.py): a repeated set is answered with
+its first seq-ids and not stored again, a gap is refused, and a hub started again on the
+same ledgers and metadata knows every acknowledged set from the entries' headers."""
+
+import pytest
+
+from hedwig.hub.producer_state import ProducerTable
+from hedwig.protocol import Op, Status, encode_message_set
+from hedwig.protocol.producer_requests import decode_idempotent_publish, encode_idempotent_publish
+from hedwig.protocol.requests import RequestError
+from tests.hub.harness import HubHarness
+
+PRODUCER = 0x1234_5678_9ABC
+
+
+def publish(peer, topic, sequence, payloads, producer=PRODUCER):
+    body = encode_idempotent_publish(topic, producer, sequence, encode_message_set(payloads))
+    return peer.send(Op.IDEMPOTENT_PUBLISH, body)
+
+
+def answers(peer):
+    return [(r.status, r.value if r.status is Status.SUCCESS else r.message) for _id, r in peer.responses()]
+
+
+def seq_ids(peer):
+    out = []
+    for status, value in answers(peer):
+        assert status is Status.SUCCESS, value
+        out.append((value.first_seq, value.last_seq))
+    return out
+
+
+def test_init_producer_hands_out_distinct_nonzero_ids(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    for _ in range(3):
+        peer.send(Op.INIT_PRODUCER)
+    ids = [value for _status, value in answers(peer)]
+    assert len(set(ids)) == 3 and all(isinstance(i, int) and 0 < i < 1 << 64 for i in ids)
+
+
+def test_a_repeated_set_is_answered_with_its_first_seq_ids_and_not_stored_again(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"a", b"b"])
+    publish(peer, "t", 1, [b"c"])
+    harness.clock.advance(1)
+    assert seq_ids(peer) == [(1, 2), (3, 3)]
+    stored = harness.stored_entries()
+    publish(peer, "t", 0, [b"a", b"b"])
+    publish(peer, "t", 1, [b"c"])
+    publish(peer, "t", 2, [b"d"])
+    harness.clock.advance(1)
+    assert seq_ids(peer) == [(1, 2), (3, 3), (4, 4)]
+    assert harness.stored_entries() == stored + 1
+
+
+def test_a_repeat_of_a_set_still_in_flight_waits_for_its_outcome(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    other = harness.connect()
+    publish(peer, "t", 0, [b"a"])
+    publish(other, "t", 0, [b"a"])  # (a resend on a new connection, the first not yet answered)
+    harness.clock.advance(1)
+    assert seq_ids(peer) == [(1, 1)]
+    assert seq_ids(other) == [(1, 1)]
+    assert harness.stored_entries() == 1
+
+
+def test_a_gap_is_refused_and_nothing_is_stored(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"a"])
+    publish(peer, "t", 2, [b"c"])
+    harness.clock.advance(1)
+    [first, gap] = answers(peer)
+    assert first[0] is Status.SUCCESS
+    assert gap[0] is Status.PRODUCER_SEQUENCE_GAP and "expected 1" in gap[1]
+    assert harness.stored_entries() == 1
+
+
+def test_a_producer_new_to_a_topic_starts_at_zero(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 5, [b"a"])
+    harness.clock.advance(1)
+    [(status, message)] = answers(peer)
+    assert status is Status.PRODUCER_SEQUENCE_GAP and "unknown" in message
+    assert harness.stored_entries() == 0
+
+
+def test_producers_are_counted_per_topic(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"a"])
+    publish(peer, "u", 0, [b"b"])
+    publish(peer, "t", 1, [b"c"])
+    harness.clock.advance(1)
+    assert seq_ids(peer) == [(1, 1), (1, 1), (2, 2)]
+
+
+def test_a_restarted_hub_knows_every_acknowledged_set_from_the_ledgers(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    for sequence in range(5):
+        publish(peer, "t", sequence, [b"%d" % sequence])
+    peer.publish("t", [b"plain"])  # an entry without a producer, in between
+    publish(peer, "t", 0, [b"x"], producer=PRODUCER + 1)
+    harness.clock.advance(1)
+    assert seq_ids(peer) == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]
+    stored = harness.stored_entries()
+    # Started again on the same ledgers and metadata, as after a SIGKILL.
+    again = HubHarness(tmp_path, ledgers=harness.ledgers, metadata=harness.metadata)
+    peer = again.connect()
+    publish(peer, "t", 3, [b"3"])
+    publish(peer, "t", 4, [b"4"])
+    publish(peer, "t", 0, [b"x"], producer=PRODUCER + 1)
+    publish(peer, "t", 5, [b"5"])
+    again.clock.advance(1)
+    assert seq_ids(peer) == [(4, 4), (5, 5), (7, 7), (8, 8)]
+    assert again.ledgers.appends - stored == 1
+    publish(peer, "t", 9, [b"9"])
+    again.clock.advance(1)
+    [(status, _message)] = answers(peer)
+    assert status is Status.PRODUCER_SEQUENCE_GAP
+
+
+def test_a_repeat_older_than_the_window_is_refused_as_a_duplicate(tmp_path):
+    harness = HubHarness(tmp_path)
+    harness.hub.producers.window = 4
+    peer = harness.connect()
+    for sequence in range(6):
+        publish(peer, "t", sequence, [b"m"])
+    harness.clock.advance(1)
+    assert len(seq_ids(peer)) == 6
+    publish(peer, "t", 2, [b"m"])
+    publish(peer, "t", 1, [b"m"])
+    harness.clock.advance(1)
+    [(status, value), (old, _message)] = answers(peer)
+    assert status is Status.SUCCESS and (value.first_seq, value.last_seq) == (3, 3)
+    assert old is Status.DUPLICATE_SEQUENCE
+    assert harness.stored_entries() == 6
+
+
+def test_producers_remembered_per_topic_are_capped_oldest_first(tmp_path):
+    harness = HubHarness(tmp_path)
+    harness.hub.producers.max_producers = 3
+    peer = harness.connect()
+    for producer in range(1, 5):
+        publish(peer, "t", 0, [b"m"], producer=producer)
+    harness.clock.advance(1)
+    assert len(seq_ids(peer)) == 4
+    table = harness.hub.producers.table(harness.topics.get("t"))
+    assert list(table.producers) == [2, 3, 4] and table.evicted == 1
+    publish(peer, "t", 1, [b"m"], producer=1)  # forgotten: the hub cannot tell, and refuses
+    publish(peer, "t", 1, [b"m"], producer=4)
+    harness.clock.advance(1)
+    [(forgotten, _message), (kept, _value)] = answers(peer)
+    assert forgotten is Status.PRODUCER_SEQUENCE_GAP and kept is Status.SUCCESS
+
+
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        (b"\x01t" + b"\x00" * 8 + b"\x00\x00\x00\x00" + encode_message_set([b"a"]), Status.MALFORMED_REQUEST),
+        (b"\x01t" + b"\x00" * 7, Status.MALFORMED_REQUEST),
+        (b"\x01t" + b"\x00" * 7 + b"\x01" + b"\x00" * 4, Status.MALFORMED_REQUEST),
+        (b"\x01!" + b"\x00" * 7 + b"\x01" + b"\x00" * 4 + encode_message_set([b"a"]), Status.INVALID_TOPIC),
+    ],
+    ids=["producer-0", "truncated", "no-message-set", "bad-topic"],
+)
+def test_idempotent_publish_fields_are_checked_where_decoded(body, status):
+    with pytest.raises(RequestError) as refused:
+        decode_idempotent_publish(body)
+    assert refused.value.status is status
+
+
+def test_a_hostile_set_is_refused_and_the_producer_goes_on(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    peer.send(Op.IDEMPOTENT_PUBLISH, encode_idempotent_publish("t", PRODUCER, 0, b"\x00\x01"))
+    publish(peer, "t", 0, [b"a"])
+    harness.clock.advance(1)
+    [(bad, _message), (good, _value)] = answers(peer)
+    assert bad is Status.MALFORMED_REQUEST and good is Status.SUCCESS
+    assert isinstance(harness.hub.producers.table(harness.topics.get("t")), ProducerTable)

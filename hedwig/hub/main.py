@@ -98,8 +98,6 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args) -> Config:
     """The configuration file (if any) with the command line's options over it."""
-    if getattr(args, "port", None) is not None:
-        check_port(args.port, f"--port {args.port}")
     overrides = {}
     for option, setting in (
         ("host", "hub.host"),
@@ -109,6 +107,8 @@ def config_from_args(args) -> Config:
     ):
         value = getattr(args, option, None)
         if value is not None:
+            if option.endswith("port"):  # named as typed, before the file is read
+                check_port(value, f"--{option.replace('_', '-')} {value}")
             overrides[setting] = value
     return load_config(getattr(args, "conf", None), overrides)
 

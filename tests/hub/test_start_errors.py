@@ -58,11 +58,12 @@ def test_a_conf_file_that_cannot_work_is_one_line_naming_file_section_key_and_va
     assert not (tmp_path / "d").exists(), "nothing is opened before the configuration is whole"
 
 
+@pytest.mark.parametrize("option", ["--port", "--http-port"])
 @pytest.mark.parametrize("launcher", LAUNCHERS)
-def test_a_port_out_of_range_on_the_command_line_is_one_line(tmp_path, launcher):
-    result = run([*LAUNCHERS[launcher], "--port", "99999", "--data-dir", str(tmp_path / "d")], tmp_path)
+def test_a_port_out_of_range_on_the_command_line_is_one_line(tmp_path, launcher, option):
+    result = run([*LAUNCHERS[launcher], option, "99999", "--data-dir", str(tmp_path / "d")], tmp_path)
     assert one_line(result, launcher) == (
-        f"{launcher}: --port 99999: expected a port number from 0 to 65535 (0: a free one)"
+        f"{launcher}: {option} 99999: expected a port number from 0 to 65535 (0: a free one)"
     )
 
 

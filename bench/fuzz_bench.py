@@ -10,7 +10,7 @@ connections over and over. Most connections say HELLO and AUTH (as either user, 
 a mutated AUTH, answered AUTHENTICATION_FAILED after failure_delay_s); a few fuzz the
 handshake itself (random or mutated frames before HELLO). A greeted connection gets a
 batch of frames, each one of: a valid request (publish, subscribe, consume, close,
-unsubscribe, read range, describe, list, stats, admin ops, AUTH and HELLO again), a
+unsubscribe, read range, describe, list, stats, AUTH and HELLO again), a
 mutation of one (bit flips, bytes inserted, deleted or overwritten, body truncated or
 extended, another op, the op of a request the hub sends), or random bytes with any op;
 each with a consistent length prefix so the hub reads the rest. A valid PUBLISH follows
@@ -45,12 +45,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.figures import RESULTS_DIR, emit, load
 from hedwig.auth import hash_password
 from hedwig.protocol import Op, encode_frame, encode_message_set
-from hedwig.protocol.admin_requests import (
-    encode_create_topic,
-    encode_delete_topic,
-    encode_list_subscriptions,
-    encode_reset_subscription,
-)
 from hedwig.protocol.auth_request import encode_auth
 from hedwig.protocol.framing import FrameDecoder
 from hedwig.protocol.requests import (
@@ -92,10 +86,6 @@ def valid_requests(rng: random.Random) -> list:
         (Op.DESCRIBE_TOPIC, encode_describe_topic(topic)),
         (Op.LIST_TOPICS, b""),
         (Op.STATS, b""),
-        (Op.CREATE_TOPIC, encode_create_topic(rng.choice(TOPICS))),
-        (Op.DELETE_TOPIC, encode_delete_topic("f.9", False)),
-        (Op.LIST_SUBSCRIPTIONS, encode_list_subscriptions(topic)),
-        (Op.RESET_SUBSCRIPTION, encode_reset_subscription(topic, subscriber, "earliest")),
         (Op.AUTH, encode_auth("fuzzer", "fuzz-pw")),
         (Op.HELLO, encode_hello("again")),
     ]

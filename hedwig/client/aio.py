@@ -20,6 +20,7 @@ backoff) and resubscribes every live subscription from its last acknowledgement.
 import asyncio
 from collections import deque
 
+from hedwig.client.aio_idempotent import AioIdempotentPublisher, IdempotentPublishing
 from hedwig.client.aio_protocol import AioHubProtocol
 from hedwig.client.aio_subscriptions import AckOnlySubscription, Subscription
 from hedwig.client.defaults import (
@@ -63,7 +64,7 @@ class _Batch:
         self.size = 0
 
 
-class Client(ClientOperations):
+class Client(IdempotentPublishing, ClientOperations):
     """An asyncio client of one or more hubs (the first that answers is asked first).
 
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the hubs'
@@ -89,6 +90,7 @@ class Client(ClientOperations):
         ack_delay: float = 0.1,
         client_name: str = "",
         tls=None,
+        idempotent: bool = False,
         compression=None,
     ):
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
@@ -99,6 +101,7 @@ class Client(ClientOperations):
         self.connect_timeout = connect_timeout
         self.max_redirects = max_redirects
         self.max_in_flight = max_in_flight
+        self._idempotent = AioIdempotentPublisher(self) if idempotent else None  # aio_idempotent.py
         self.max_batch_bytes = max_batch_bytes
         self.window = window
         self.ack_every = ack_every
@@ -261,7 +264,7 @@ class Client(ClientOperations):
             raise ClientClosed(message="the client is closed")
         self._check_size(topic, max(map(len, payloads)))
         message_set = encode_published_set(payloads, properties, self._codec)
-        published = await self._request(topic, lambda p: p.publish(topic, message_set), retry=False)
+        published = await self._publish_set(topic, message_set, len(payloads))
         return list(range(published.first_seq, published.last_seq + 1))
 
     def _check_size(self, topic, largest: int) -> None:
@@ -282,9 +285,7 @@ class Client(ClientOperations):
             topic, batch = waiting.popleft()
             self.in_flight += len(batch.payloads)
             message_set = encode_published_set(batch.payloads, batch.properties, self._codec)
-            sent = asyncio.ensure_future(
-                self._request(topic, lambda p, t=topic, m=message_set: p.publish(t, m), retry=False)
-            )
+            sent = asyncio.ensure_future(self._publish_set(topic, message_set, len(batch.payloads)))
             sent.add_done_callback(lambda outcome, batch=batch: self._answered(outcome, batch))
 
     def _answered(self, outcome, batch) -> None:

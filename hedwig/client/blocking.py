@@ -22,6 +22,7 @@ from collections import deque
 
 from zope.interface import implementer
 
+from hedwig.client.blocking_idempotent import BlockingIdempotence, IdempotentPublishing
 from hedwig.client.connection import BlockingConnection, TlsConnection
 from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
@@ -241,7 +242,7 @@ class AckOnlySubscription(AcknowledgesOnly, Subscription):
             raise
 
 
-class Client(ClientOperations):
+class Client(IdempotentPublishing, ClientOperations):
     """A blocking client of one or more hubs (the first that answers is asked first).
 
     `timeout` bounds every request; `reconnect_timeout` how long a subscription keeps
@@ -271,6 +272,7 @@ class Client(ClientOperations):
         ack_every: int = DEFAULT_ACK_EVERY,
         client_name: str = "",
         tls=None,
+        idempotent: bool = False,
         compression=None,
         credentials=None,
     ):
@@ -283,6 +285,7 @@ class Client(ClientOperations):
         self.connect_timeout = connect_timeout
         self.reconnect_timeout = reconnect_timeout
         self.max_redirects = max_redirects
+        self._idempotent = BlockingIdempotence(self) if idempotent else None  # blocking_idempotent.py
         self.window = window
         self.ack_every = ack_every
         self.client_name = client_name
@@ -378,9 +381,9 @@ class Client(ClientOperations):
     def publish(self, topic: str, payload: bytes, properties=None) -> int:
         """Publish one message; its seq-id, once the hub has stored it."""
         self._check_size(topic, len(payload))
-        if properties or self._codec:
+        if properties or self._codec or self._idempotent:
             message_set = encode_published_set([payload], [properties], self._codec)
-            return self._request(topic, lambda c: c.publish(topic, message_set), retry=False).first_seq
+            return self._publish_set(topic, message_set).first_seq
         return self._request(topic, lambda c: c.publish_one(topic, payload), retry=False).first_seq
 
     def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
@@ -392,7 +395,7 @@ class Client(ClientOperations):
             return []
         self._check_size(topic, max(map(len, payloads)))
         message_set = encode_published_set(payloads, properties, self._codec)
-        published = self._request(topic, lambda c: c.publish(topic, message_set), retry=False)
+        published = self._publish_set(topic, message_set)
         return list(range(published.first_seq, published.last_seq + 1))
 
     def _check_size(self, topic, largest: int) -> None:

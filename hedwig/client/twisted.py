@@ -83,10 +83,7 @@ class Client(IdempotentPublishing, ClientOperations):
     (hedwig's `tls` extra). The files are read here (TlsError naming one that cannot be
     used); a handshake that fails makes CouldNotConnect saying why.
 
-    `compression` ("zstd", "lz4", "gzip" or None): compress every message set this
-    client publishes with that codec (hedwig/protocol/compression.py; zstd and lz4 need
-    hedwig's `compression` extra, CompressionUnavailable naming it when missing).
-    Subscribers decompress whatever they receive, whatever this is.
+    `compression` ("zstd", "lz4", "gzip" or None): as the blocking client's.
     """
 
     def __init__(

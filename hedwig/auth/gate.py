@@ -200,6 +200,8 @@ def _admin(access, principal, op, body):
 _CHECKS = {
     Op.HELLO: _handle,  # (its handler refuses a second HELLO)
     Op.PUBLISH: _publish,
+    Op.IDEMPOTENT_PUBLISH: _publish,  # (its body begins with the topic, as PUBLISH's)
+    Op.INIT_PRODUCER: _handle,  # (a producer id grants nothing: each set is checked)
     Op.SUBSCRIBE: _subscribe,
     Op.CONSUME: _handle,
     Op.CLOSE_SUBSCRIPTION: _handle,

@@ -26,7 +26,8 @@ def idempotent_publish(peer, topic, producer_id, sequence):
 
 def test_a_publisher_gets_a_producer_id_and_publishes_where_it_may(hub):
     alice = Peer(hub.address, "alice")
-    assert alice.request(Op.PUBLISH, encode_publish("t.idem", encode_message_set([b"first"])))[0] is Status.SUCCESS
+    first = encode_publish("t.idem", encode_message_set([b"first"]))
+    assert alice.request(Op.PUBLISH, first)[0] is Status.SUCCESS
     bob = Peer(hub.address, "bob")
     status, message, payload = bob.request(Op.INIT_PRODUCER, b"")
     assert status is Status.SUCCESS, message

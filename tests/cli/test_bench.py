@@ -87,3 +87,15 @@ def test_options_that_cannot_work_are_one_line_and_status_2(hub, args, said):
     done = bench(hub, *args)
     assert done.returncode == 2
     assert said in done.stderr.strip().splitlines()[-1], done.stderr
+
+
+def test_percentiles_are_nearest_rank_over_every_sample():
+    from hedwig.benchtool.measure import Latencies
+
+    latencies = Latencies()
+    for millisecond in range(100, 0, -1):  # 100 samples of 1..100 ms, in any order
+        latencies.add(millisecond * 1_000_000)
+    summary = latencies.summary()
+    assert (summary["count"], summary["p50"], summary["p90"], summary["p99"]) == (100, 50.0, 90.0, 99.0)
+    assert (summary["p99.9"], summary["max"], summary["mean"]) == (100.0, 100.0, 50.5)
+    assert Latencies().summary()["p50"] is None

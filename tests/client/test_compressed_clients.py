@@ -38,13 +38,18 @@ def test_a_set_compressed_by_one_client_is_read_plain_by_another(hub, opened, pu
     properties = [{"host": b"web-%d" % (n % 3)} for n in range(50)]
     assert publisher.call("publish_many", topic, payloads, properties) == list(range(1, 51))
     assert publisher.call("publish", topic, b"one more", {"k": b"v"}) == 51
+    assert publisher.call("publish", topic, b"bare " * 20) == 52
 
-    received = [subscription.receive() for _ in range(51)]
+    received = [subscription.receive() for _ in range(52)]
     assert [(m.seq, m.payload, m.properties) for m in received] == [
         *((n + 1, payloads[n], properties[n]) for n in range(50)),
         (51, b"one more", {"k": b"v"}),
+        (52, b"bare " * 20, {}),
     ]
-    assert [m.payload for m in reader.call("read", topic, 1, 51)] == [*payloads, b"one more"]
+    assert [m.payload for m in reader.call("read", topic, 1, 52)] == [*payloads, b"one more", b"bare " * 20]
+    # A single publish is compressed too (the Twisted and asyncio clients batch it).
+    _, _, last = reader.call("read_range", topic, 52).entries[-1]
+    assert set_codec(last, decode_entry_header(last).body_offset) == CODECS_BY_NAME[codec]
 
     # Stored as the publisher sent it: compressed with its codec, and smaller than plain.
     reply = reader.call("read_range", topic, 1)

@@ -21,8 +21,9 @@ the next run acknowledges first.
 `--once` drains what the topics hold when it starts (trigger availableNow) and stops;
 otherwise the query runs until it is asked to stop (a StopRequest: the command makes
 SIGTERM and Ctrl-C one, stopping.py), which the drain acts on between its calls into Spark:
-it stops the query and acknowledges what Spark committed. Progress (messages drained,
-the rate, lag per topic) goes to stderr every few seconds.
+it stops the query and acknowledges what Spark committed. Progress goes to stderr every
+few seconds: a line per micro-batch (rows, rows/s, lag per topic) and the messages
+drained so far, or a progress bar on a terminal (progress.py); a summary at the end.
 """
 
 import json
@@ -35,6 +36,7 @@ from hedwig.protocol.errors import CouldNotConnect, HedwigError
 from hedwig.spark.acks import DrainSubscriptions
 from hedwig.spark.checkpoint import checkpoint_files, last_committed
 from hedwig.spark.hubs import HubUnreachable
+from hedwig.spark.progress import BatchProgress
 from hedwig.spark.settings import DrainSettings
 from hedwig.spark.source import SOURCE_NAME, register
 from hedwig.spark.stopping import StopRequest
@@ -124,6 +126,7 @@ def drain(spark, settings: DrainSettings, say=None, stop: StopRequest | None = N
     """Run the drain in `spark` until it is done (--once) or `stop` is requested (then
     the report says stopped); returns where it left each topic. Raises DrainFailed when
     the query fails."""
+    terminal = say is None and sys.stderr.isatty()  # a progress bar instead of lines
     say = say or (lambda message: print(f"hedwig drain: {message}", file=sys.stderr, flush=True))
     stop = stop or StopRequest()
     register(spark)
@@ -137,12 +140,14 @@ def drain(spark, settings: DrainSettings, say=None, stop: StopRequest | None = N
     with client:
         subscriptions = DrainSubscriptions(client, settings.topics, settings.subscriber, say)
         try:
-            return _run(spark, settings, say, stop, client, files, subscriptions)
+            return _run(spark, settings, say, stop, client, files, subscriptions, terminal)
         finally:
             subscriptions.close()  # the hub writes every pointer before it answers
 
 
-def _run(spark, settings: DrainSettings, say, stop, client, files, subscriptions) -> DrainReport:
+def _run(
+    spark, settings: DrainSettings, say, stop, client, files, subscriptions, terminal: bool = False
+) -> DrainReport:
     """The drain with its subscriptions open: acknowledge what an earlier run committed,
     run the query, acknowledge as batches commit."""
     consumed = subscriptions.open()
@@ -154,6 +159,7 @@ def _run(spark, settings: DrainSettings, say, stop, client, files, subscriptions
         if made:
             say(f"acknowledged what the last run committed: {made}")
     progress = Progress(committed)
+    batches = BatchProgress(say, terminal)  # each micro-batch, or a bar on a terminal
     starting = {topic: seq + 1 for topic, seq in consumed.items()}
 
     def catch_up():
@@ -172,7 +178,10 @@ def _run(spark, settings: DrainSettings, say, stop, client, files, subscriptions
         # at the next tick: committed stays ahead of consumed) but stops nothing.
         try:
             catch_up()
-            say(progress.line(committed, lag()))
+            lags = lag()
+            batches.tick(progress.drained(committed), lags)
+            if not batches.terminal:
+                say(progress.line(committed, lags))
         except HedwigError as e:
             say(f"hub unavailable ({e}); acknowledging at the next tick")
 
@@ -186,6 +195,8 @@ def _run(spark, settings: DrainSettings, say, stop, client, files, subscriptions
             # Stopping does not wait for a hub that is away: the next run acknowledges.
             say(f"hub unavailable ({e}); the next run acknowledges what this one committed")
             found, lags = last_committed(files), {}
+        if batches.query is not None:  # (a run stopped before its query started said so)
+            say(batches.summary(progress.drained(committed), lags, stopped))
         return DrainReport(
             drained=progress.drained(committed),
             committed=dict(committed),
@@ -199,6 +210,7 @@ def _run(spark, settings: DrainSettings, say, stop, client, files, subscriptions
         say(f"{stop.reason}: stopped before the query started")
         return report(stopped=True)
     query = start_query(spark, settings, starting)
+    batches.query = query
     try:
         failure = _follow(query, settings.progress_interval_s, tick, stop)
     except BaseException:  # an error of our own, or a second signal: leave no query behind

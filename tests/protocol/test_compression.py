@@ -181,24 +181,38 @@ def test_a_codec_name_that_is_none_of_them_is_a_value_error():
 _WITHOUT = """
 import sys
 sys.modules[{module!r}] = None  # as if the package were not installed
-from hedwig.protocol.compression import CompressionUnavailable, codec_named
+from twisted.internet import reactor
 from hedwig.client import Client
+from hedwig.client.aio import Client as AioClient
+from hedwig.client.twisted import Client as TwistedClient
+from hedwig.protocol.compression import CompressionUnavailable, codec_named, validate_published_set
+from hedwig.protocol.messageset import MessageSetError
 try:
     codec_named({name!r})
 except CompressionUnavailable as e:
     print("refused:", e)
+for make in (lambda: Client("127.0.0.1:1", compression={name!r}),
+             lambda: TwistedClient(reactor, "127.0.0.1:1", compression={name!r}),
+             lambda: AioClient("127.0.0.1:1", compression={name!r})):
+    try:
+        make()
+    except CompressionUnavailable as e:
+        print("client refused:", e)
 try:
-    Client("127.0.0.1:1", compression={name!r})
-except CompressionUnavailable as e:
-    print("client refused:", e)
+    validate_published_set(bytes.fromhex({packed!r}), 0, 1 << 20, 1 << 24)
+except MessageSetError as e:
+    print("hub refused:", e.status.name, e.reason)
 print("gzip still:", codec_named("gzip"))
 """
 
 
 @pytest.mark.parametrize(("name", "module"), [("zstd", "zstandard"), ("lz4", "lz4.frame")])
 def test_a_missing_library_is_an_error_naming_the_extra(name, module):
+    """Every client refuses the codec when it is made; a hub without the library refuses
+    such a set as MALFORMED_REQUEST saying what it lacks; gzip needs nothing."""
+    packed = compress_message_set(SET, name).hex()
     ran = subprocess.run(
-        [sys.executable, "-c", _WITHOUT.format(module=module, name=name)],
+        [sys.executable, "-c", _WITHOUT.format(module=module, name=name, packed=packed)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -207,6 +221,10 @@ def test_a_missing_library_is_an_error_naming_the_extra(name, module):
     lines = ran.stdout.splitlines()
     assert lines[0].startswith(f"refused: {name} compression needs the")
     assert "pip install 'hedwig[compression]'" in lines[0]
-    assert lines[1].startswith("client refused:") and "compression" in lines[1]
-    assert lines[2] == "gzip still: 1"
+    assert len(lines) == 6, ran.stdout
+    for line in lines[1:4]:
+        assert line.startswith("client refused:") and "hedwig[compression]" in line
+    assert lines[4].startswith("hub refused: MALFORMED_REQUEST this hub cannot read the set")
+    assert "hedwig[compression]" in lines[4]
+    assert lines[5] == "gzip still: 1"
     assert issubclass(CompressionUnavailable, ImportError)

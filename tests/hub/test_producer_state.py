@@ -185,3 +185,22 @@ def test_a_hostile_set_is_refused_and_the_producer_goes_on(tmp_path):
     [(bad, _message), (good, _value)] = answers(peer)
     assert bad is Status.MALFORMED_REQUEST and good is Status.SUCCESS
     assert isinstance(harness.hub.producers.table(harness.topics.get("t")), ProducerTable)
+
+
+def test_recovery_scans_down_in_steps_past_entries_of_other_publishers(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"mine"])
+    for _ in range(5):  # 5,000 seq-ids above the producer's set: more than the first step's span
+        peer.publish("t", [b"other"] * 1000)
+    harness.clock.advance(1)
+    assert len(answers(peer)) == 6
+    again = HubHarness(tmp_path, ledgers=harness.ledgers, metadata=harness.metadata)
+    peer = again.connect()
+    publish(peer, "t", 0, [b"mine"])
+    publish(peer, "t", 1, [b"next"])
+    again.clock.advance(0)  # (the steps after the first wait a reactor turn each)
+    again.clock.advance(1)
+    assert seq_ids(peer) == [(1, 1), (5002, 5002)]
+    table = again.hub.producers.table(again.topics.get("t"))
+    assert table.entries_scanned == 6 and table.scanned_all

@@ -70,8 +70,11 @@ class ProducerSets:
 class ProducerTable:
     """The producers of one open topic log (a reopened topic gets a new table)."""
 
-    def __init__(self, topic_log, clock, *, window: int = WINDOW, max_producers: int = MAX_PRODUCERS):
+    def __init__(
+        self, topic_log, clock, *, window: int = WINDOW, max_producers: int = MAX_PRODUCERS, on_stored=None
+    ):
         self.topic_log = topic_log
+        self._on_stored = on_stored  # called with each LogEntry stored through here (the counters)
         self._clock = clock
         self.window = window
         self.max_producers = max_producers
@@ -137,6 +140,8 @@ class ProducerTable:
 
     def _append(self, producer, message_set, count, producer_id, sequence) -> Deferred:
         appended = self.topic_log.append(message_set, count, None, None, None, (producer_id, sequence))
+        if self._on_stored is not None:
+            appended.addCallback(_told, self._on_stored)
         shared = SharedResult(appended.addCallback(_seq_ids))
         producer.last_sequence = sequence
         producer.sets.append(shared)
@@ -228,6 +233,11 @@ class ProducerTable:
             elif len(producer.sets) >= self.window or sequence != producer.lowest_sequence - 1:
                 continue
             producer.sets.appendleft((first_seq, last_seq))
+
+
+def _told(entry, on_stored):
+    on_stored(entry)
+    return entry
 
 
 def _seq_ids(entry):

@@ -57,10 +57,22 @@ class Producers:
         if table is None or table.topic_log is not topic_log:
             self._forget_closed()
             table = ProducerTable(
-                topic_log, self.hub.clock, window=self.window, max_producers=self.max_producers
+                topic_log,
+                self.hub.clock,
+                window=self.window,
+                max_producers=self.max_producers,
+                on_stored=lambda entry, topic=topic_log.topic: self._count(topic, entry),
             )
             self._tables[topic_log.topic] = table
         return table
+
+    def _count(self, topic: str, entry) -> None:
+        """A set stored (not a repeat) counts as a PUBLISH's does, for STATS and /metrics."""
+        stats = self.hub.stats
+        count = entry.last_seq - entry.first_seq + 1
+        stats.messages_published += count
+        stats.bytes_published += len(entry.data)
+        stats.topics.add(topic, count, len(entry.data))
 
     def _forget_closed(self) -> None:
         """Drop the tables of logs no longer open (run as a table is made: rarely)."""

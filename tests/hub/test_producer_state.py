@@ -204,3 +204,14 @@ def test_recovery_scans_down_in_steps_past_entries_of_other_publishers(tmp_path)
     assert seq_ids(peer) == [(1, 1), (5002, 5002)]
     table = again.hub.producers.table(again.topics.get("t"))
     assert table.entries_scanned == 6 and table.scanned_all
+
+
+def test_stored_sets_are_counted_once_repeats_not(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"a", b"b"])
+    publish(peer, "t", 0, [b"a", b"b"])
+    harness.clock.advance(1)
+    assert len(seq_ids(peer)) == 2
+    assert harness.hub.stats.messages_published == 2
+    assert harness.hub.hub_stats()["ops"]["idempotent_publish"]["ok"] == 2

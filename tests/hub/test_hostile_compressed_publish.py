@@ -12,10 +12,11 @@ import zstandard
 from hedwig.client import Client
 from hedwig.protocol import Op, Status, encode_frame, encode_message_set
 from hedwig.protocol.compression import Codec, compress_message_set
-from hedwig.protocol.requests import encode_hello, encode_publish
-from tests.hub.test_hostile_publish import RawPeer
+from hedwig.protocol.requests import encode_publish
+from tests.hub import test_hostile_publish
 from tests.protocol.test_messageset_validation import raw_set
 
+peer = test_hostile_publish.peer  # the fixture: a raw socket to the hub, after HELLO
 PLAIN = encode_message_set([b"a" * 500, b"b" * 500])
 
 
@@ -70,15 +71,6 @@ HOSTILE = {
         "a message of 1048577 bytes exceeds the limit",
     ),
 }
-
-
-@pytest.fixture
-def peer(hub):
-    peer = RawPeer(hub.address)
-    peer.send(encode_frame(Op.HELLO, 1, encode_hello("hostile")))
-    assert peer.response()[1].status is Status.SUCCESS
-    yield peer
-    peer.close()
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))

@@ -14,9 +14,11 @@ from hedwig.protocol import Status, encode_message_set
 from hedwig.protocol.compression import Codec, compress_message_set, set_codec
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.requests import decode_published
+from tests.region import test_hostile_relay
 from tests.region.hubs import start_tree, wait_for_interest, wait_until
 from tests.region.test_hostile_relay import LinkPeer, relayed
 
+root = test_hostile_relay.root  # the fixture: one region hub for the module
 SHAPE = {"root": None, "leaf": "root"}
 LINES = [b'{"level":"warn","service":"billing","retry":%d,"msg":"card declined"}' % n for n in range(40)]
 
@@ -73,15 +75,6 @@ HOSTILE = {
         Status.MALFORMED_REQUEST,
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    from tests.region.hubs import RegionHub
-
-    hub = RegionHub(tmp_path_factory.mktemp("compressed-relay"), "root").start()
-    yield hub
-    hub.stop()
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))

@@ -20,8 +20,10 @@ and closes the connection on.
 
 Counted: frames sent, frames the hub confirmed reading (the batch's closing publish was
 answered, or the framing error was), connections, and the hub's exit (it must not
-exit). Afterwards a valid blocking client (with credentials) publishes and subscribes,
-and STATS is read: the hub must still serve. Prints JSON and writes
+exit). The hub's log lines are counted by level over the last 10,000 lines the harness
+keeps, and each critical line (a fault of the hub's own) is reported with its
+traceback. Afterwards a valid blocking client (with credentials) publishes and
+subscribes, and STATS is read: the hub must still serve. Prints JSON and writes
 bench/results/fuzz_bench.json with the hub's log line counts by level (client errors
 are written once per peer per interval).
 """
@@ -292,6 +294,13 @@ def main(argv=None) -> int:
         shutil.rmtree(root, ignore_errors=True)
     totals = {key: sum(r[key] for r in results) for key in results[0]}
     levels = {}
+    faults = []  # the hub's own faults: each critical line with the traceback after it
+    for number, line in enumerate(log):
+        if " critical " in line and len(faults) < 10:
+            end = number + 1
+            while end < len(log) and not log[end][:2].isdigit():
+                end += 1
+            faults.append(log[number:end])
     for line in log:
         parts = line.split(" ", 3)
         if len(parts) > 2 and parts[1] in ("debug", "info", "warn", "error", "critical"):
@@ -311,6 +320,8 @@ def main(argv=None) -> int:
         "valid_client_after": after,
         "hub_log_lines_by_level": levels,
         "hub_tracebacks": sum(1 for line in log if line.startswith("Traceback")),
+        "hub_faults": faults,
+        "hub_log_lines_kept": len(log),
         "load_before": load_before,
         "load_after": load(),
     }

@@ -372,8 +372,7 @@ def add_drain(subparsers, client_options):
 
 def drain(args) -> int:
     """drain topics into Parquet with Spark (exactly once)"""
-    if _client_tls(args) is not None:
-        raise UsageError("drain reaches hubs over plain TCP only: leave out the --tls options")
+    _client_tls(args)  # (a TLS file that cannot be used is a usage error, before Spark starts)
     from hedwig.spark.command import run_drain
 
     return run_drain(args)

@@ -10,13 +10,13 @@ answered AUTHENTICATION_FAILED and closed; any other request needs its permissio
                             the request's place in the order, so the request cannot
                             create it)
     UNSUBSCRIBE, READ_RANGE subscribe on the topic (the subscription's owner is checked
-                            by the delivery manager)
+    DESCRIBE_TOPIC          by the delivery manager; a reader needs a topic's bounds)
     CONSUME, CLOSE_SUBSCRIPTION   nothing more: they name a handle this connection
                             attached under these checks
     REGION_LINK, RELAY_PUBLISH    a region user (which region, and which origins, are
                             checked where those are decoded: hedwig/region)
-    every other op          admin (STATS, LIST_TOPICS, DESCRIBE_TOPIC, and ops this
-                            table does not know yet: refused rather than guessed)
+    every other op          admin (STATS, LIST_TOPICS, and ops this table does not
+                            know yet: refused rather than guessed)
 
 A refusal raises RequestError(NOT_AUTHORIZED), which the connection answers and logs
 as it does any refused request; the connection goes on. Answers are cached per user and
@@ -207,6 +207,7 @@ _CHECKS = {
     Op.CLOSE_SUBSCRIPTION: _handle,
     Op.UNSUBSCRIBE: _read,
     Op.READ_RANGE: _read,
+    Op.DESCRIBE_TOPIC: _read,  # (a reader needs the topic's bounds: the Spark source plans by them)
     Op.REGION_LINK: _region,
     Op.RELAY_PUBLISH: _region,
 }

@@ -10,6 +10,7 @@ import sys
 
 from hedwig.protocol.errors import HedwigError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
+from hedwig.spark.access import access_from_args
 from hedwig.spark.checkpoint import CheckpointError
 from hedwig.spark.hubs import HubReader, HubUnreachable, UnknownTopic
 from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION, OptionError, parse_hubs, parse_topics
@@ -82,6 +83,7 @@ def settings_from_args(args) -> DrainSettings:
         fail_on_data_loss=not args.allow_data_loss,
         trigger_interval_s=args.interval,
         progress_interval_s=args.progress,
+        access=access_from_args(args),
     )
 
 
@@ -90,7 +92,7 @@ def check_hubs(settings: DrainSettings, timeout: float = HUB_CHECK_TIMEOUT_S) ->
     name's typo is one line within seconds, not a failure of the first micro-batch after
     the JVM started (10 s or more, in a page of its warnings). HubUnreachable or
     UnknownTopic otherwise; the drain itself checks again as it plans each batch."""
-    with HubReader(settings.hubs, timeout=timeout) as hubs:
+    with HubReader(settings.hubs, timeout=timeout, access=settings.access) as hubs:
         for topic in settings.topics:
             hubs.bounds(topic)
 

@@ -98,6 +98,7 @@ def start_query(spark, settings: DrainSettings, starting: dict):
         .option("startingSeq", json.dumps(starting))
         .option("maxMessagesPerPartition", str(settings.max_messages_per_partition))
         .option("failOnDataLoss", "true" if settings.fail_on_data_loss else "false")
+        .options(**settings.access.source_options())
     )
     if settings.max_messages_per_trigger is not None:
         reader = reader.option("maxMessagesPerTrigger", str(settings.max_messages_per_trigger))
@@ -132,7 +133,11 @@ def drain(spark, settings: DrainSettings, say=None, stop: StopRequest | None = N
     register(spark)
     files = checkpoint_files(settings.checkpoint, spark)
     try:
-        client = Client(list(settings.hubs), client_name=f"hedwig-drain/{settings.subscriber}")
+        client = Client(
+            list(settings.hubs),
+            client_name=f"hedwig-drain/{settings.subscriber}",
+            **settings.access.client_options(),
+        )
     except CouldNotConnect as e:
         raise HubUnreachable(
             f"could not connect to the hedwig hub at {', '.join(settings.hubs)}: {e.message}"

@@ -3,6 +3,7 @@ say what a Spark user needs to know (which hub, which topic) rather than a statu
 
 from hedwig.client.blocking import Client
 from hedwig.protocol.errors import CouldNotConnect, NoSuchTopic
+from hedwig.spark.access import HubAccess
 from hedwig.spark.offsets import TopicBounds
 
 
@@ -17,10 +18,12 @@ class UnknownTopic(LookupError):
 class HubReader:
     """A blocking connection for one process (a planner, or one Spark task)."""
 
-    def __init__(self, hubs, timeout: float = 30.0):
+    def __init__(self, hubs, timeout: float = 30.0, access: HubAccess | None = None):
+        """`access`: TLS and credentials (hedwig.spark.access)."""
         self.hubs = tuple(hubs)
+        options = (access or HubAccess()).client_options()
         try:
-            self._client = Client(list(self.hubs), timeout=timeout, client_name="hedwig-spark")
+            self._client = Client(list(self.hubs), timeout=timeout, client_name="hedwig-spark", **options)
         except CouldNotConnect as e:
             raise HubUnreachable(
                 f"could not connect to the hedwig hub at {', '.join(self.hubs)} (option 'hub'): {e.message}"

@@ -21,16 +21,19 @@ instead of a worker failing later (or a default silently staying in force):
                              (default 4 MiB; bounds a reader's memory)
     rowsPerBatch             Arrow record batch size handed to Spark (default 65536)
     timeout                  seconds to wait for a hub's reply (default 30)
+    tls, tlsCa, tlsCert, tlsKey, tlsName, user, password
+                             TLS and credentials, as the CLI's (hedwig/spark/access.py)
 
 Option names are case-insensitive, as everywhere in Spark.
 """
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hedwig.protocol.addresses import format_address, parse_address
 from hedwig.protocol.names import InvalidName, check_topic
+from hedwig.spark.access import OPTION_NAMES, HubAccess, parse_access
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -53,6 +56,7 @@ _KNOWN = {
         "maxBytesPerRequest",
         "rowsPerBatch",
         "timeout",
+        *OPTION_NAMES,
     )
 }
 
@@ -73,6 +77,7 @@ class SourceOptions:
     max_bytes_per_request: int = DEFAULT_MAX_BYTES_PER_REQUEST
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
     timeout_s: float = DEFAULT_TIMEOUT_S
+    access: HubAccess = field(default_factory=HubAccess)  # TLS and credentials
 
 
 def _parse_list(option: str, text: str, check, error, wanted: str) -> tuple:
@@ -222,4 +227,5 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         ),
         rows_per_batch=_positive_int("rowsPerBatch", given.get("rowsperbatch", str(DEFAULT_ROWS_PER_BATCH))),
         timeout_s=timeout_s,
+        access=parse_access(given, OptionError),
     )

@@ -1,8 +1,9 @@
 """What a drain run is told: kept apart from the job itself, so the command line can be
 built without importing Spark."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from hedwig.spark.access import HubAccess
 from hedwig.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION
 
 DEFAULT_SUBSCRIBER = "hedwig-drain"
@@ -22,3 +23,4 @@ class DrainSettings:
     fail_on_data_loss: bool = True
     trigger_interval_s: float = 1.0
     progress_interval_s: float = 5.0
+    access: HubAccess = field(default_factory=HubAccess)  # TLS and credentials, as the CLI's

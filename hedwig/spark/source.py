@@ -62,7 +62,7 @@ def _check_schema(schema) -> None:
 def _read_partition(options: SourceOptions, partition):
     if not isinstance(partition, SeqRange):  # Spark's stand-in when nothing was planned
         return
-    with HubReader(options.hubs, timeout=options.timeout_s) as hub:
+    with HubReader(options.hubs, timeout=options.timeout_s, access=options.access) as hub:
         yield from read_seq_range(
             hub,
             partition.topic,
@@ -92,7 +92,7 @@ class HedwigBatchReader(DataSourceReader):
         return plan_partitions(start, end, options.max_messages_per_partition)
 
     def partitions(self):
-        with HubReader(self.options.hubs, timeout=self.options.timeout_s) as hub:
+        with HubReader(self.options.hubs, timeout=self.options.timeout_s, access=self.options.access) as hub:
             return self.plan(hub)
 
     def read(self, partition):
@@ -111,7 +111,8 @@ class HedwigStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _connection(self) -> HubReader:
         if self._hub is None:
-            self._hub = HubReader(self.options.hubs, timeout=self.options.timeout_s)
+            options = self.options
+            self._hub = HubReader(options.hubs, timeout=options.timeout_s, access=options.access)
         return self._hub
 
     def _all_bounds(self) -> dict:

@@ -40,7 +40,8 @@ def start_leaf(tmp_path, root, password: str) -> HubProcess:
 
 def test_a_child_links_as_its_regions_user_and_relays(tmp_path, root):
     with start_leaf(tmp_path, root, "leaf-pw") as leaf:
-        wait_until(lambda: [c["region"] for c in root_stats(root)["children"]] == ["leaf"], "the leaf to link")
+        linked = lambda: [c["region"] for c in root_stats(root)["children"]] == ["leaf"]  # noqa: E731
+        wait_until(linked, "the leaf to link")
         with Client(root.address, credentials=Credentials("alice", "alice-pw")) as at_root:
             subscription = at_root.subscribe("t.up", "s", start="earliest")
             with Client(leaf.address) as at_leaf:  # (the leaf's own [auth] is off)

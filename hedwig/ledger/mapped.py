@@ -7,6 +7,7 @@ Callers never keep a view into a mapping beyond their own call (a mapping may be
 by the next lookup), which is why reads hand out copies.
 """
 
+import errno
 from collections import OrderedDict
 
 
@@ -35,7 +36,17 @@ class MappedPages:
             return mm
         while len(maps) >= self.max_pages:
             self._close(*maps.popitem(last=False))
-        mm = opener()
+        try:
+            mm = opener()
+        except OSError as e:
+            # Out of descriptors (each mapping holds one): give back the older half of the
+            # mappings (never the most recent: a writer's data page looked up just before
+            # its index page) and try once more.
+            if e.errno not in (errno.EMFILE, errno.ENFILE) or len(maps) < 2:
+                raise
+            for _ in range(len(maps) // 2):
+                self._close(*maps.popitem(last=False))
+            mm = opener()
         maps[key] = mm
         self.maps_made += 1
         if len(maps) > self.high_water:

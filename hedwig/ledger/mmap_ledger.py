@@ -20,7 +20,7 @@ from hedwig.ledger.layout import (
     STATE_CLOSED,
     STATE_OFFSET,
 )
-from hedwig.ledger.pagefiles import sync_paths
+from hedwig.ledger.pagefiles import RESERVED, sync_paths
 from hedwig.settings import KIB, MIB
 
 DATA = "d"
@@ -82,12 +82,9 @@ def now_us() -> int:
 
 def write_header_fields(path: str, count: int, data_bytes: int, durable: int) -> None:
     """Rewrite the counts of a ledger's header after recovery cut it."""
-    fd = os.open(os.path.join(path, HEADER_FILE), os.O_WRONLY)
-    try:
+    with RESERVED.opened(os.path.join(path, HEADER_FILE), os.O_WRONLY) as fd:
         os.pwrite(fd, COUNTS.pack(count, data_bytes), COUNTS_OFFSET)
         os.pwrite(fd, DURABLE.pack(durable), DURABLE_OFFSET)
-    finally:
-        os.close(fd)
 
 
 def page_files(path: str, prefix: str):
@@ -107,18 +104,15 @@ def cut_closed_ledger(path: str, count: int, data_end, index_end) -> None:
     synced = []
     try:
         for prefix, last, size in ((DATA, last_data, data_bytes), (INDEX, last_index, index_bytes)):
-            for page, file in page_files(path, prefix):
+            for page, file in RESERVED.call(lambda prefix=prefix: list(page_files(path, prefix))):
                 if page > last:
                     os.unlink(file)
                 elif page == last:
                     os.truncate(file, size)
                     synced.append(file)
-        fd = os.open(os.path.join(path, HEADER_FILE), os.O_WRONLY)
-        try:
+        with RESERVED.opened(os.path.join(path, HEADER_FILE), os.O_WRONLY) as fd:
             os.pwrite(fd, DURABLE.pack(count), DURABLE_OFFSET)
             os.pwrite(fd, STATE.pack(STATE_CLOSED), STATE_OFFSET)
-        finally:
-            os.close(fd)
     except FileNotFoundError:
         return  # deleted meanwhile
     synced.append(os.path.join(path, HEADER_FILE))

@@ -67,7 +67,7 @@ from hedwig.ledger.mmap_opening import OpeningLedgers
 from hedwig.ledger.mmap_reading import ReadingLedgers
 from hedwig.ledger.mmap_syncing import SyncingLedgers
 from hedwig.ledger.open_headers import OpenHeaders
-from hedwig.ledger.pagefiles import storage_error, sync_paths
+from hedwig.ledger.pagefiles import RESERVED, storage_error, sync_paths
 from hedwig.ledger.threads import in_thread
 from hedwig.settings import MIB
 
@@ -115,6 +115,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         self._dirty: set[Ledger] = set()
         self._pages = MappedPages(max_mapped_pages, self._unmapped)
         self._headers = OpenHeaders(max_open_ledgers)
+        RESERVED.hold()  # a descriptor for syncs and closes once the process runs out
         self._commit = GroupCommit(reactor, self._snapshot, self._sync_one, self._synced, self._sync_failed)
         self._jobs = set()  # Deferreds of thread work still running (waited for by close)
         self._closed = False

@@ -12,6 +12,7 @@ Recency is a second chance, not a reordering per append: an append sets the ledg
 clearing its flag, so a busy ledger keeps its header and the append path pays nothing more.
 """
 
+import errno
 import os
 from collections import OrderedDict
 
@@ -40,8 +41,18 @@ class OpenHeaders:
         if mm is not None:
             return mm
         self._make_room()
+        path = os.path.join(ledger.path, HEADER_FILE)
         try:
-            mm = map_file(os.path.join(ledger.path, HEADER_FILE), HEADER_BYTES, True)
+            try:
+                mm = map_file(path, HEADER_BYTES, True)
+            except OSError as e:
+                if e.errno not in (errno.EMFILE, errno.ENFILE) or not self._open:
+                    raise
+                # The process is out of descriptors (connections took them): give back
+                # half of the headers' and try once more, rather than refuse the append.
+                for _ in range((len(self._open) + 1) // 2):
+                    self._unmap(self._open.popitem(last=False)[1])
+                mm = map_file(path, HEADER_BYTES, True)
         except (OSError, ValueError) as e:
             reason = getattr(e, "strerror", None) or e
             raise LedgerError(f"ledger {ledger.id}: cannot map its header: {reason}") from None

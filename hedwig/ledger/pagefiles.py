@@ -20,13 +20,16 @@ of data and a block of index, not a megabyte of each; a busy writer still alloca
 pre-touches a chunk at a time. Page files are sparse: only allocated blocks use disk.
 """
 
+import contextlib
 import errno
 import mmap
 import os
 import threading
+import time
 
 from hedwig.ledger.interface import LedgerError, StorageFull
 
+_BORROW_ATTEMPTS = 1000
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _ZEROS = bytes(1 << 20)
 BLOCK_BYTES = 4096  # the smallest step of allocation: a file system block
@@ -62,20 +65,91 @@ def map_file(path: str, length: int, writable: bool) -> mmap.mmap:
         os.close(fd)
 
 
+class _ReservedDescriptor:
+    """One descriptor held back for syncs and closes when the process has run out of
+    them (a hub full of connections meets its descriptor limit): the work that makes
+    acknowledged entries durable and closes ledgers must not fail then, so it borrows
+    this one, one at a time, instead."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.fd = None
+
+    def hold(self) -> None:
+        if self.fd is None:
+            try:
+                self.fd = os.open(os.devnull, os.O_RDONLY)
+            except OSError:
+                pass  # (already out of descriptors: the next hold tries again)
+
+    @contextlib.contextmanager
+    def opened(self, path: str, flags: int):
+        """A descriptor of `path`, from the reserve when none is left."""
+        try:
+            fd = os.open(path, flags)
+        except OSError as e:
+            if e.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            fd = None
+        if fd is not None:
+            try:
+                yield fd
+            finally:
+                os.close(fd)
+            return
+        with self.lock:
+            fd = self._borrow(os.open, path, flags)
+            try:
+                yield fd
+            finally:
+                os.close(fd)
+                self.hold()
+
+    def _borrow(self, f, *args):
+        """f(*args) with the reserve given back first (call with the lock held). Another
+        thread's open may take the freed slot first; it gives it back soon (a sync
+        holds a descriptor for one fdatasync), so try again a while."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        for attempt in range(_BORROW_ATTEMPTS):
+            try:
+                return f(*args)
+            except OSError as e:
+                if e.errno not in (errno.EMFILE, errno.ENFILE) or attempt == _BORROW_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.001)  # (syncs and closes run in worker threads)
+
+
+    def call(self, f, *args):
+        """f(*args), which needs a descriptor for a moment (os.listdir), with the reserve
+        when none is left."""
+        try:
+            return f(*args)
+        except OSError as e:
+            if e.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+        with self.lock:
+            try:
+                return self._borrow(f, *args)
+            finally:
+                self.hold()
+
+
+RESERVED = _ReservedDescriptor()
+
+
 def sync_path(path: str) -> None:
     """fdatasync a file (fsync a directory); one deleted meanwhile is skipped (its ledger
     was deleted: nothing is left to make durable)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        with RESERVED.opened(path, os.O_RDONLY) as fd:
+            if os.path.isdir(path):
+                os.fsync(fd)
+            else:
+                os.fdatasync(fd)
     except FileNotFoundError:
         return
-    try:
-        if os.path.isdir(path):
-            os.fsync(fd)
-        else:
-            os.fdatasync(fd)
-    finally:
-        os.close(fd)
 
 
 def sync_paths(paths) -> None:

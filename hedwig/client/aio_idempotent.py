@@ -66,7 +66,8 @@ class AioIdempotentPublisher:
         producer_id = self.producer_id
         if producer_id is None:  # (known: no await, so sets leave in the order they were numbered)
             producer_id = await self._producer(topic)
-        body = encode_idempotent_publish(topic, producer_id, item.sequence, item.message_set)
+        first_send = item.attempts == 1
+        body = encode_idempotent_publish(topic, producer_id, item.sequence, item.message_set, first_send)
         return await self.client._request(topic, lambda p: p.call(Op.IDEMPOTENT_PUBLISH, body), retry=False)
 
     def _producer(self, topic) -> asyncio.Future:

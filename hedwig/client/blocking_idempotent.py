@@ -71,8 +71,17 @@ class BlockingIdempotence:
                 turn.producer_id = self._new_producer(topic)
                 turn.next_sequence = 0
             producer_id = turn.producer_id or self._client_producer(topic)
-            body = encode_idempotent_publish(topic, producer_id, turn.next_sequence, message_set)
-            published = self._retrying(topic, lambda c: c.call(Op.IDEMPOTENT_PUBLISH, body))
+            sequence = turn.next_sequence
+            attempts = []
+
+            def send(connection):
+                # The first attempt says so; every later one may be a repeat.
+                first_send = not attempts
+                attempts.append(first_send)
+                body = encode_idempotent_publish(topic, producer_id, sequence, message_set, first_send)
+                return connection.call(Op.IDEMPOTENT_PUBLISH, body)
+
+            published = self._retrying(topic, send)
             turn.next_sequence += 1
             return published
 

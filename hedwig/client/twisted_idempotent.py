@@ -87,7 +87,8 @@ class IdempotentPublisher:
             d.addCallbacks(self._answered, self._failed, (topic, lane, item), None, (topic, lane, item))
 
     def _send_set(self, producer_id, topic, item):
-        body = encode_idempotent_publish(topic, producer_id, item.sequence, item.message_set)
+        first_send = item.attempts == 1
+        body = encode_idempotent_publish(topic, producer_id, item.sequence, item.message_set, first_send)
         return self.client._request(topic, lambda p: p.call(Op.IDEMPOTENT_PUBLISH, body), retry=False)
 
     def _answered(self, published, topic, lane, item) -> None:

@@ -25,7 +25,7 @@ def on_init_producer(connection, request_id, body, started) -> None:
 def on_idempotent_publish(connection, request_id, body, started) -> None:
     request = decode_idempotent_publish(body)
     published = connection.hub.producers.publish(
-        request.topic, request.message_set, request.producer_id, request.sequence
+        request.topic, request.message_set, request.producer_id, request.sequence, request.first_send
     )
     # Counted like a PUBLISH's body until answered, so a flood of them pauses reading.
     size = len(body)

@@ -92,16 +92,21 @@ class ProducerTable:
     def scanned_all(self) -> bool:
         return self.floor < self.topic_log.first_seq
 
-    def publish(self, message_set, count: int, producer_id: int, sequence: int) -> Deferred:
+    def publish(
+        self, message_set, count: int, producer_id: int, sequence: int, first_send: bool = False
+    ) -> Deferred:
         """Deferred[(first_seq, last_seq)]: the set appended, or the seq-ids it got the
         first time; fails with RequestError (PRODUCER_SEQUENCE_GAP, DUPLICATE_SEQUENCE) or
-        the append's failure. Calls are decided in call order, scans included."""
+        the append's failure. Calls are decided in call order, scans included.
+        `first_send`: the producer says it never sent this set before; its set 0 is then
+        known to be new without a scan (which a new producer's set 0 would otherwise cost,
+        down to the bottom of the log, once per opening of the topic)."""
         if self._scan_waiters is not None:  # a scan is under way: decide after it, in order
-            return self._after_scan(message_set, count, producer_id, sequence)
+            return self._after_scan(message_set, count, producer_id, sequence, first_send)
         producer = self.producers.get(producer_id)
         if producer is None:
-            if not self.scanned_all:
-                return self._after_scan(message_set, count, producer_id, sequence)
+            if not self.scanned_all and not (sequence == 0 and first_send):
+                return self._after_scan(message_set, count, producer_id, sequence, first_send)
             if sequence != 0:
                 return _refuse(
                     Status.PRODUCER_SEQUENCE_GAP,
@@ -124,7 +129,7 @@ class ProducerTable:
         if sequence >= lowest:
             return _answer(producer.sets[sequence - lowest])
         if len(producer.sets) < self.window and not self.scanned_all:
-            return self._after_scan(message_set, count, producer_id, sequence)
+            return self._after_scan(message_set, count, producer_id, sequence, first_send)
         return _refuse(
             Status.DUPLICATE_SEQUENCE,
             f"producer {producer_id} on topic {self.topic_log.topic}: set {sequence} was stored before "
@@ -164,14 +169,14 @@ class ProducerTable:
 
     # -- recovery: a backward scan of the log ------------------------------------------------
 
-    def _after_scan(self, message_set, count, producer_id, sequence) -> Deferred:
+    def _after_scan(self, message_set, count, producer_id, sequence, first_send) -> Deferred:
         start = self._scan_waiters is None
         if start:
             self._scan_waiters = Waiters()
         d = self._scan_waiters.wait()
         if start:  # (after the wait: a step may end at once)
             self._step_down().addBoth(self._scan_done)
-        return d.addCallback(lambda _: self.publish(message_set, count, producer_id, sequence))
+        return d.addCallback(lambda _: self.publish(message_set, count, producer_id, sequence, first_send))
 
     def _scan_done(self, result):
         waiters, self._scan_waiters = self._scan_waiters, None

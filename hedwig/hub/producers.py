@@ -34,7 +34,7 @@ class Producers:
         self.ids_issued += 1
         return new_producer_id()
 
-    def publish(self, topic: str, message_set, producer_id: int, sequence: int) -> Deferred:
+    def publish(self, topic: str, message_set, producer_id: int, sequence: int, first_send=False) -> Deferred:
         """Deferred[(first_seq, last_seq)]: stored now, or the seq-ids of the first time
         (ProducerTable.publish). Raises MessageSetError at once for a set that cannot be
         stored, as Hub.publish does."""
@@ -45,9 +45,9 @@ class Producers:
         count = validate_published_set(message_set, 0, hub.max_message_bytes, hub.max_frame_bytes)
         topic_log = hub.topics.get(topic)
         if topic_log is not None:
-            return self.table(topic_log).publish(message_set, count, producer_id, sequence)
+            return self.table(topic_log).publish(message_set, count, producer_id, sequence, first_send)
         return hub.topics.acquire(topic).addCallback(
-            lambda log: self.table(log).publish(message_set, count, producer_id, sequence)
+            lambda log: self.table(log).publish(message_set, count, producer_id, sequence, first_send)
         )
 
     def table(self, topic_log) -> ProducerTable:

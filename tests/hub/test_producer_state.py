@@ -14,8 +14,8 @@ from tests.hub.harness import HubHarness
 PRODUCER = 0x1234_5678_9ABC
 
 
-def publish(peer, topic, sequence, payloads, producer=PRODUCER):
-    body = encode_idempotent_publish(topic, producer, sequence, encode_message_set(payloads))
+def publish(peer, topic, sequence, payloads, producer=PRODUCER, first_send=False):
+    body = encode_idempotent_publish(topic, producer, sequence, encode_message_set(payloads), first_send)
     return peer.send(Op.IDEMPOTENT_PUBLISH, body)
 
 
@@ -163,12 +163,16 @@ def test_producers_remembered_per_topic_are_capped_oldest_first(tmp_path):
 @pytest.mark.parametrize(
     "body, status",
     [
-        (b"\x01t" + b"\x00" * 8 + b"\x00\x00\x00\x00" + encode_message_set([b"a"]), Status.MALFORMED_REQUEST),
-        (b"\x01t" + b"\x00" * 7, Status.MALFORMED_REQUEST),
+        (b"\x01t" + b"\x00" * 8 + b"\x00" * 5 + encode_message_set([b"a"]), Status.MALFORMED_REQUEST),
         (b"\x01t" + b"\x00" * 7 + b"\x01" + b"\x00" * 4, Status.MALFORMED_REQUEST),
-        (b"\x01!" + b"\x00" * 7 + b"\x01" + b"\x00" * 4 + encode_message_set([b"a"]), Status.INVALID_TOPIC),
+        (b"\x01t" + b"\x00" * 7 + b"\x01" + b"\x00" * 5, Status.MALFORMED_REQUEST),
+        (
+            b"\x01t" + b"\x00" * 7 + b"\x01" + b"\x00" * 4 + b"\x02" + encode_message_set([b"a"]),
+            Status.MALFORMED_REQUEST,
+        ),
+        (b"\x01!" + b"\x00" * 7 + b"\x01" + b"\x00" * 5 + encode_message_set([b"a"]), Status.INVALID_TOPIC),
     ],
-    ids=["producer-0", "truncated", "no-message-set", "bad-topic"],
+    ids=["producer-0", "truncated", "no-message-set", "unknown-flag", "bad-topic"],
 )
 def test_idempotent_publish_fields_are_checked_where_decoded(body, status):
     with pytest.raises(RequestError) as refused:
@@ -215,3 +219,24 @@ def test_stored_sets_are_counted_once_repeats_not(tmp_path):
     assert len(seq_ids(peer)) == 2
     assert harness.hub.stats.messages_published == 2
     assert harness.hub.hub_stats()["ops"]["idempotent_publish"]["ok"] == 2
+
+
+def test_a_new_producers_first_send_of_set_0_needs_no_scan_of_the_log(tmp_path):
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    for sequence in range(3):
+        publish(peer, "t", sequence, [b"old"])
+    harness.clock.advance(1)
+    assert len(seq_ids(peer)) == 3
+    again = HubHarness(tmp_path, ledgers=harness.ledgers, metadata=harness.metadata)
+    peer = again.connect()
+    publish(peer, "t", 0, [b"new"], producer=PRODUCER + 1, first_send=True)
+    again.clock.advance(1)
+    assert seq_ids(peer) == [(4, 4)]
+    table = again.hub.producers.table(again.topics.get("t"))
+    assert table.entries_scanned == 0 and not table.scanned_all
+    # A resend of set 0 (no first-send flag) by the earlier producer is looked for, and found.
+    publish(peer, "t", 0, [b"old"])
+    again.clock.advance(1)
+    assert seq_ids(peer) == [(1, 1)]
+    assert table.entries_scanned == 3  # (the entries below the one appended through the table)

@@ -10,17 +10,8 @@ import pytest
 
 from hedwig.client.errors import AuthenticationFailed, NotAuthorized
 from hedwig.protocol.auth_request import Credentials
-from hedwig.testing.hubprocess import HubProcess
-from tests.auth.peers import USERS, write_conf, write_users
+from tests.auth.peers import USERS
 from tests.client.every_client import Blocking, Twisted
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("auth-clients")
-    conf = write_conf(directory, write_users(directory / "users.json"))
-    with HubProcess(directory / "data", 0, "--conf", conf) as process:
-        yield process
 
 
 def credentials(user, password=None):

@@ -16,17 +16,8 @@ from hedwig.protocol.requests import (
     encode_unsubscribe,
 )
 from hedwig.region.wire import encode_region_link, relay_publish_parts
-from hedwig.testing.hubprocess import HubProcess
-from tests.auth.peers import Peer, write_conf, write_users
+from tests.auth.peers import Peer
 from tests.region.test_hostile_relay import relayed
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("auth-hub")
-    conf = write_conf(directory, write_users(directory / "users.json"))
-    with HubProcess(directory / "data", 0, "--conf", conf) as process:
-        yield process
 
 
 def publish(peer, topic, payload=b"m"):

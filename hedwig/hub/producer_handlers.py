@@ -5,8 +5,12 @@ answer in request order through the connection."""
 from twisted.internet.defer import succeed
 
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import decode_idempotent_publish, encode_producer_id
-from hedwig.protocol.requests import decode_empty, encode_published
+from hedwig.protocol.producer_requests import (
+    decode_idempotent_publish,
+    encode_producer_id,
+    idempotent_published_response,
+)
+from hedwig.protocol.requests import decode_empty
 from hedwig.protocol.responses import response_frame
 
 
@@ -23,22 +27,26 @@ def on_init_producer(connection, request_id, body, started) -> None:
 
 
 def on_idempotent_publish(connection, request_id, body, started) -> None:
+    """As the connection's PUBLISH handler: a reply slot kept in request order, the body
+    counted in flight until answered (a flood of them pauses reading), one callback pair."""
     request = decode_idempotent_publish(body)
     published = connection.hub.producers.publish(
         request.topic, request.message_set, request.producer_id, request.sequence, request.first_send
     )
-    # Counted like a PUBLISH's body until answered, so a flood of them pauses reading.
+    slot = connection._replies.reserve()
     size = len(body)
     connection._inflight_bytes += size
+    context = (connection, slot, request_id, started, size)
+    published.addCallbacks(_published, _failed, context, None, context)
 
-    def answered(result):
-        connection._inflight_bytes -= size
-        return result
 
-    connection.answer(
-        published.addBoth(answered),
-        request_id,
-        Op.IDEMPOTENT_PUBLISH,
-        started,
-        lambda seq_ids: response_frame(request_id, Op.IDEMPOTENT_PUBLISH, payload=encode_published(*seq_ids)),
-    )
+def _published(seq_ids, connection, slot, request_id, started, size) -> None:
+    connection._inflight_bytes -= size
+    hub = connection.hub
+    hub.stats.record("idempotent_publish", True, hub.clock.seconds() - started)
+    connection._replies.fill(slot, idempotent_published_response(request_id, *seq_ids))
+
+
+def _failed(failure, connection, slot, request_id, started, size) -> None:
+    connection._inflight_bytes -= size
+    connection._failed(failure, slot, request_id, Op.IDEMPOTENT_PUBLISH, started)

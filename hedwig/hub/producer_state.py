@@ -38,7 +38,7 @@ from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
-from hedwig.concurrency import SharedResult, Waiters
+from hedwig.concurrency import Waiters
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
@@ -53,8 +53,8 @@ _MAX_SPAN = 1 << 24
 
 class ProducerSets:
     """One producer's latest sets on one topic: `sets[i]` is the set numbered
-    `last_sequence - len(sets) + 1 + i`: a (first_seq, last_seq) tuple once stored, a
-    SharedResult while in flight (or failed in flight)."""
+    `last_sequence - len(sets) + 1 + i`: a (first_seq, last_seq) tuple once stored, an
+    InFlightSet while in flight (or failed in flight)."""
 
     __slots__ = ("last_sequence", "sets")
 
@@ -65,6 +65,41 @@ class ProducerSets:
     @property
     def lowest_sequence(self) -> int:
         return self.last_sequence - len(self.sets) + 1
+
+
+class InFlightSet:
+    """A set appended and not yet durable: what a repeat of it waits for. Its waiters'
+    Deferreds are made only when a repeat arrives (rarely), so the publish path pays for
+    one small object per entry."""
+
+    __slots__ = ("outcome", "waiters")
+
+    def __init__(self):
+        self.outcome = None  # (first_seq, last_seq) or a Failure, once settled
+        self.waiters = None
+
+    def wait(self) -> Deferred:
+        d = Deferred()
+        if self.outcome is not None:
+            _pass(self.outcome, d)
+        else:
+            if self.waiters is None:
+                self.waiters = []
+            self.waiters.append(d)
+        return d
+
+    def settle(self, outcome) -> None:
+        self.outcome = outcome
+        waiters, self.waiters = self.waiters, None
+        for d in waiters or ():
+            _pass(outcome, d)
+
+
+def _pass(outcome, d: Deferred) -> None:
+    if isinstance(outcome, Failure):
+        d.errback(outcome)
+    else:
+        d.callback(outcome)
 
 
 class ProducerTable:
@@ -144,28 +179,32 @@ class ProducerTable:
         return producer
 
     def _append(self, producer, message_set, count, producer_id, sequence) -> Deferred:
+        """The publisher's Deferred is the append's own, with one callback: per entry the
+        table adds a slot object and a callback, nothing more, unless a repeat waits."""
         appended = self.topic_log.append(message_set, count, None, None, None, (producer_id, sequence))
-        if self._on_stored is not None:
-            appended.addCallback(_told, self._on_stored)
-        shared = SharedResult(appended.addCallback(_seq_ids))
+        slot = InFlightSet()
         producer.last_sequence = sequence
-        producer.sets.append(shared)
-        result = shared.wait()
-        # Settled after the waiter above: the publisher hears first, then the slot is kept small.
-        shared.wait().addBoth(self._settled, producer, sequence, shared)
-        return result
+        producer.sets.append(slot)
+        return appended.addBoth(self._settled, producer, sequence, slot)
 
-    def _settled(self, result, producer: ProducerSets, sequence: int, shared) -> None:
+    def _settled(self, result, producer: ProducerSets, sequence: int, slot: "InFlightSet"):
+        if isinstance(result, Failure):
+            outcome = result
+        else:
+            if self._on_stored is not None:
+                self._on_stored(result)
+            outcome = result = (result.first_seq, result.last_seq)
         index = sequence - producer.lowest_sequence
-        if not 0 <= index < len(producer.sets) or producer.sets[index] is not shared:
-            return None  # slid out of the window, or the producer was forgotten and back
-        if not isinstance(result, Failure):
-            producer.sets[index] = result
-        elif sequence == producer.last_sequence:
-            # Refused with nothing after it: forget it, so that it may be sent again.
-            producer.sets.pop()
-            producer.last_sequence -= 1
-        return None
+        if 0 <= index < len(producer.sets) and producer.sets[index] is slot:
+            if not isinstance(outcome, Failure):
+                producer.sets[index] = outcome
+            elif sequence == producer.last_sequence:
+                # Refused with nothing after it: forget it, so that it may be sent again.
+                producer.sets.pop()
+                producer.last_sequence -= 1
+        # (else: slid out of the window, or the producer was forgotten and came back)
+        slot.settle(outcome)
+        return result
 
     # -- recovery: a backward scan of the log ------------------------------------------------
 
@@ -238,15 +277,6 @@ class ProducerTable:
             elif len(producer.sets) >= self.window or sequence != producer.lowest_sequence - 1:
                 continue
             producer.sets.appendleft((first_seq, last_seq))
-
-
-def _told(entry, on_stored):
-    on_stored(entry)
-    return entry
-
-
-def _seq_ids(entry):
-    return (entry.first_seq, entry.last_seq)
 
 
 def _answer(held) -> Deferred:

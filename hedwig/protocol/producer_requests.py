@@ -21,6 +21,7 @@ import struct
 from typing import NamedTuple
 
 from hedwig.protocol.layouts import U64, RequestError, read_topic, str8
+from hedwig.protocol.ops import Op
 from hedwig.protocol.status import Status
 
 PRODUCER_FIELDS = struct.Struct("!QIB")  # producer id, sequence, flags
@@ -76,3 +77,21 @@ def decode_idempotent_publish(body) -> IdempotentPublish:
         raise RequestError(Status.MALFORMED_REQUEST, "IDEMPOTENT_PUBLISH without a message set")
     first_send = bool(flags & FLAG_FIRST_SEND)
     return IdempotentPublish(topic, producer_id, sequence, bytes(body[offset:]), first_send)
+
+
+_PUBLISHED_FRAME = struct.Struct("!IBIBHHQQ")  # RESPONSE frame head, op, status, empty message, seq-ids
+
+
+def idempotent_published_response(request_id: int, first_seq: int, last_seq: int) -> bytes:
+    """The whole SUCCESS RESPONSE frame to an IDEMPOTENT_PUBLISH, in one pack (as
+    responses.published_response is PUBLISH's)."""
+    return _PUBLISHED_FRAME.pack(
+        _PUBLISHED_FRAME.size - 4,
+        Op.RESPONSE,
+        request_id,
+        Op.IDEMPOTENT_PUBLISH,
+        Status.SUCCESS,
+        0,
+        first_seq,
+        last_seq,
+    )

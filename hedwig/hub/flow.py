@@ -20,7 +20,7 @@ class DeliveryFlow:
         stats = hub.stats
         stats.entries_delivered += 1
         stats.messages_delivered += stop - start
-        stats.delivery_latency.record(True, hub.clock.seconds() - entry.publish_time_us * 1e-6)
+        stats.delivery_latency.observe(hub.clock.seconds() - entry.publish_time_us * 1e-6)
         held = self._held.get(handle)
         if held is None:
             if handle in self._subscriptions:

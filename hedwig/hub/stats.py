@@ -75,6 +75,23 @@ class OpStats:
         }
 
 
+class LatencyHistogram:
+    """Latencies (seconds) counted in the fixed buckets of LATENCY_BUCKETS_US, for a path
+    that observes one per entry: observing is a bisect and two additions (no count, no
+    maximum: the count is the buckets' sum, read when someone asks)."""
+
+    __slots__ = ("bounds_s", "buckets", "sum_s")
+
+    def __init__(self):
+        self.bounds_s = tuple(bound / 1e6 for bound in LATENCY_BUCKETS_US)
+        self.buckets = [0] * (len(LATENCY_BUCKETS_US) + 1)
+        self.sum_s = 0.0
+
+    def observe(self, latency_s: float) -> None:
+        self.buckets[bisect_left(self.bounds_s, latency_s)] += 1
+        self.sum_s += latency_s
+
+
 class TopicCounters:
     """Messages, message sets and bytes published, per topic, for /metrics.
 
@@ -119,7 +136,7 @@ class HubStats:
         self.ops = {name: OpStats() for name in op_names}
         self.topics = TopicCounters(max_topic_labels)
         # Publish-to-delivery latency of every entry written to a subscriber.
-        self.delivery_latency = OpStats()
+        self.delivery_latency = LatencyHistogram()
         self.connections_opened = 0
         self.connections_closed = 0
         self.protocol_errors = 0  # framing errors and wrong versions: connections closed by the hub

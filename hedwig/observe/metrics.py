@@ -91,16 +91,16 @@ def _gauge(name, value=None, labels=None):
     return GaugeMetricFamily(name, METRICS[name][1], value=value, labels=labels)
 
 
-def histogram_of(name: str, op_stats, labels=(), label_names=None):
-    """A histogram family from an OpStats (hedwig.hub.stats): its fixed microsecond
-    buckets, made cumulative and given in seconds as Prometheus expects."""
-    family = HistogramMetricFamily(name, METRICS[name][1], labels=label_names)
-    buckets, seen = [], 0
-    for bound_us, count in zip(LATENCY_BUCKETS_US, op_stats.buckets, strict=False):
+def histogram_of(name: str, buckets, sum_s: float):
+    """A histogram family from per-bucket counts over LATENCY_BUCKETS_US (and one past
+    the last bound), made cumulative and given in seconds as Prometheus expects."""
+    family = HistogramMetricFamily(name, METRICS[name][1])
+    cumulative, seen = [], 0
+    for bound_us, count in zip(LATENCY_BUCKETS_US, buckets, strict=False):
         seen += count
-        buckets.append((repr(bound_us / 1e6), seen))
-    buckets.append(("+Inf", op_stats.ok + op_stats.failed))
-    family.add_metric(list(labels), buckets, op_stats.total_us / 1e6)
+        cumulative.append((repr(bound_us / 1e6), seen))
+    cumulative.append(("+Inf", sum(buckets)))
+    family.add_metric([], cumulative, sum_s)
     return family
 
 
@@ -120,8 +120,10 @@ class HubCollector:
         yield info
         yield _gauge("hedwig_uptime_seconds", identity["uptime_s"])
         yield from self._published(stats.topics)
-        yield histogram_of("hedwig_publish_latency_seconds", stats.ops["publish"])
-        yield histogram_of("hedwig_delivery_latency_seconds", stats.delivery_latency)
+        publish = stats.ops["publish"]
+        yield histogram_of("hedwig_publish_latency_seconds", publish.buckets, publish.total_us / 1e6)
+        latency = stats.delivery_latency
+        yield histogram_of("hedwig_delivery_latency_seconds", latency.buckets, latency.sum_s)
         requests = _counter("hedwig_requests", ["op", "outcome"])
         for op, op_stats in sorted(stats.ops.items()):
             requests.add_metric([op, "ok"], op_stats.ok)

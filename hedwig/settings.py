@@ -52,6 +52,7 @@ class LogSettings:
     retention_bytes: int = 0  # 0: no size limit
     gc_interval_s: float = 60.0
     index_cache_bytes: int = 64 * MIB  # entry indexes of closed ledgers kept in memory, all topics
+    max_topics: int = 0  # topics this hub's metadata may hold; creating one more is refused (0: no cap)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from hedwig.meta.interface import BadVersion, MetadataError, MetadataFull
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
-from hedwig.topiclog.errors import LogError, SeqOutOfRange, TopicFenced
+from hedwig.topiclog.errors import LogError, SeqOutOfRange, TooManyTopics, TopicFenced
 
 
 class HubStopping(Exception):
@@ -43,6 +43,8 @@ def status_for(error: BaseException) -> tuple[Status, str, bool]:
         return Status.SERVICE_DOWN, "the hub is shutting down", True
     if isinstance(error, StorageFull | MetadataFull):
         return Status.STORAGE_FULL, str(error) or "the ledger store is full", True
+    if isinstance(error, TooManyTopics):
+        return Status.TOO_MANY_TOPICS, str(error), True
     if isinstance(error, BadVersion):
         return Status.BAD_VERSION, str(error), True
     if isinstance(error, LedgerError | LogError | MetadataError | OSError):

@@ -41,6 +41,7 @@ __all__ = [
     "SubscriptionClosed",
     "TooManyRedirects",
     "TooManySubscriptions",
+    "TooManyTopics",
     "TopicBusy",
     "UnsupportedVersion",
     "error_for",
@@ -181,6 +182,13 @@ class NotAuthorized(RequestError):
     status = Status.NOT_AUTHORIZED
 
 
+class TooManyTopics(HubError):
+    """The hub holds its configured maximum of topics ([log] max_topics): publishing or
+    subscribing to a topic that does not exist yet creates nothing."""
+
+    status = Status.TOO_MANY_TOPICS
+
+
 class CouldNotConnect(HubError):
     """No hub of the address list accepted a connection."""
 
@@ -267,6 +275,7 @@ _BY_STATUS = {
         NotResponsibleForTopic,
         StorageError,
         StorageFull,
+        TooManyTopics,
         CouldNotConnect,
         AuthenticationFailed,
         NotAuthorized,

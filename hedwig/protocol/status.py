@@ -46,6 +46,7 @@ class Status(IntEnum):
     # Hub-side conditions hedwig adds.
     STORAGE_FULL = 510  # the ledger store could not allocate space; nothing was stored
     STORAGE_ERROR = 511
+    TOO_MANY_TOPICS = 512  # the hub holds [log] max_topics topics: a new one is not created
     BAD_VERSION = 520  # metadata compare-and-set lost a race
     UNEXPECTED_CONDITION = 600
 

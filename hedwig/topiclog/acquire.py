@@ -14,7 +14,7 @@ from hedwig.ledger.interface import LedgerError, NoSuchLedger, StorageFull
 from hedwig.meta.interface import NEW, BadVersion, LedgerRange, MetadataFull
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
-from hedwig.topiclog.errors import LogCorrupt, TopicFenced
+from hedwig.topiclog.errors import LogCorrupt, TooManyTopics, TopicFenced
 from hedwig.topiclog.pending import NO_LEDGER
 from hedwig.topiclog.topic_log import TopicLog
 
@@ -66,6 +66,20 @@ def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
         )
     last = _read_header(ledgers, topic, r.ledger_id, last_entry)
     return last.last_seq, last.publish_time_us
+
+
+# The key under which creations of new topics queue, one at a time, when topics are
+# capped: counting the topics and recording the new one must not interleave. (Not a valid
+# topic name, so no topic's own operations share it.)
+_CREATING = "\0creating"
+
+
+@inlineCallbacks
+def _create_within_cap(metadata, topic: str, ranges, max_topics: int):
+    """Record a new topic unless the metadata already holds max_topics: its version."""
+    if len((yield metadata.list_topics())) >= max_topics:
+        raise TooManyTopics(topic, max_topics)
+    return (yield metadata.put_topic(topic, ranges, NEW))
 
 
 @inlineCallbacks
@@ -134,7 +148,14 @@ def acquire_topic(
     if new_id is not None:
         ranges.append(LedgerRange(new_id, next_seq, None))
         try:
-            version = yield metadata.put_topic(topic, ranges, version)
+            if version == NEW and settings.max_topics > 0:
+                create = (_create_within_cap, metadata, topic, ranges, settings.max_topics)
+                if topic_ops is None:
+                    version = yield create[0](*create[1:])
+                else:
+                    version = yield topic_ops.run(_CREATING, *create)
+            else:
+                version = yield metadata.put_topic(topic, ranges, version)
         except BaseException as e:
             yield maybeDeferred(ledgers.delete, new_id).addErrback(lambda _f: None)
             if isinstance(e, BadVersion):

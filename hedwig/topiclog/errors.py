@@ -42,6 +42,16 @@ class EntriesUnreadable(LogCorrupt):
         self.detail = detail
 
 
+class TooManyTopics(LogError):
+    """Creating the topic would pass the hub's cap on topics ([log] max_topics); nothing
+    was created."""
+
+    def __init__(self, topic: str, max_topics: int):
+        super().__init__(f"topic {topic} not created: this hub holds its maximum of {max_topics} topics")
+        self.topic = topic
+        self.max_topics = max_topics
+
+
 class LogUnavailable(LogError, LedgerError):
     """The log takes no more appends; open the topic again to continue."""
 

@@ -37,6 +37,7 @@ from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
 from hedwig.protocol.errors import (
+    AuthenticationFailed,
     ClientClosed,
     ClientNotSubscribed,
     ConnectionLost,
@@ -92,7 +93,9 @@ class Client(IdempotentPublishing, ClientOperations):
         tls=None,
         idempotent: bool = False,
         compression=None,
+        credentials=None,
     ):
+        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         self._addresses = parse_addresses(hubs)
         self.tls = tls
@@ -140,6 +143,8 @@ class Client(IdempotentPublishing, ClientOperations):
                 continue
             try:
                 protocol = await self._protocol_for(address)
+            except AuthenticationFailed:
+                raise  # (another hub of the list would say the same)
             except HedwigError as e:
                 reasons.append(e.message)
                 continue
@@ -171,7 +176,10 @@ class Client(IdempotentPublishing, ClientOperations):
         try:
             _transport, protocol = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: AioHubProtocol(loop, address, self.client_name, self.timeout), host, port, **tls
+                    lambda: AioHubProtocol(loop, address, self.client_name, self.timeout, self.credentials),
+                    host,
+                    port,
+                    **tls,
                 ),
                 self.connect_timeout,
             )

@@ -22,8 +22,9 @@ class AioHubProtocol(asyncio.Protocol):
     """One connection to one hub: requests answered through Futures (each with a timeout),
     deliveries and events handed by the session to the subscription of the handle."""
 
-    def __init__(self, loop, address, client_name: str, timeout: float):
+    def __init__(self, loop, address, client_name: str, timeout: float, credentials=None):
         self.address = address  # (host, port) as the client named it
+        self._credentials = credentials  # AUTH after HELLO (hedwig.protocol.auth_request.Credentials)
         self._loop = loop
         self._client_name = client_name
         self._timeout = timeout
@@ -56,6 +57,23 @@ class AioHubProtocol(asyncio.Protocol):
             response = future.result()
             if response.status is Status.SUCCESS:
                 self.hello = response.value
+                if self._credentials is None:
+                    self.ready.set_result(self)
+                else:  # ready once AUTH is answered (the hub takes nothing while it checks)
+                    authenticated = self.call(Op.AUTH, self._credentials.request_body())
+                    authenticated.add_done_callback(self._authenticated)
+                return
+            error = error_for(response.status, response.message)
+        self.ready.set_exception(error)
+        self.transport.close()
+
+    def _authenticated(self, future) -> None:
+        if self.ready.done() or future.cancelled():
+            return
+        error = future.exception()
+        if error is None:
+            response = future.result()
+            if response.status is Status.SUCCESS:
                 self.ready.set_result(self)
                 return
             error = error_for(response.status, response.message)

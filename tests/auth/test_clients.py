@@ -1,4 +1,4 @@
-"""The blocking and Twisted clients and the CLI authenticate, against a real hub process
+"""The blocking, Twisted and asyncio clients and the CLI authenticate, against a real hub process
 with [auth] on: the right password serves the user's permissions; a wrong one, or none,
 is the typed error AuthenticationFailed; a permission the user lacks is NotAuthorized."""
 
@@ -11,14 +11,14 @@ import pytest
 from hedwig.client.errors import AuthenticationFailed, NotAuthorized
 from hedwig.protocol.auth_request import Credentials
 from tests.auth.peers import USERS
-from tests.client.every_client import Blocking, Twisted
+from tests.client.every_client import Aio, Blocking, Twisted
 
 
 def credentials(user, password=None):
     return Credentials(user, USERS[user][0] if password is None else password)
 
 
-@pytest.mark.parametrize("kind", [Blocking, Twisted], ids=["blocking", "twisted"])
+@pytest.mark.parametrize("kind", [Blocking, Twisted, Aio], ids=["blocking", "twisted", "asyncio"])
 def test_a_client_with_credentials_publishes_and_subscribes_as_its_user(hub, kind):
     topic = f"t.clients-{kind.name}"
     client = kind(hub.address, credentials=credentials("alice"))
@@ -32,7 +32,7 @@ def test_a_client_with_credentials_publishes_and_subscribes_as_its_user(hub, kin
         client.close()
 
 
-@pytest.mark.parametrize("kind", [Blocking, Twisted], ids=["blocking", "twisted"])
+@pytest.mark.parametrize("kind", [Blocking, Twisted, Aio], ids=["blocking", "twisted", "asyncio"])
 def test_a_wrong_password_is_authentication_failed(hub, kind):
     with pytest.raises(AuthenticationFailed):  # (both clients connect as they are made)
         kind(hub.address, credentials=credentials("alice", "wrong"))

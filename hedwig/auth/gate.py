@@ -127,7 +127,22 @@ class ConnectionAccess:
         request = decode_auth(body)
         self._checking = True
         checked = self.gate.authenticator.authenticate(request.user, request.password)
-        checked.addCallback(self._checked, request.user, request_id)
+        checked.addCallbacks(
+            self._checked, self._check_failed, (request.user, request_id), None, (request_id,)
+        )
+
+    def _check_failed(self, failure, request_id: int) -> None:
+        """The check itself failed (a bug, or no thread to run it): the hub's fault, logged
+        with its traceback once; the client is refused as for wrong credentials."""
+        self._checking = False
+        self.log.failure("{peer}: checking an AUTH failed", failure, peer=self.connection.peer)
+        self.connection.refuse_and_close(
+            request_id,
+            Op.AUTH,
+            Status.AUTHENTICATION_FAILED,
+            "the hub could not check the password",
+            succeed(None),
+        )
 
     def _checked(self, principal, user: str, request_id: int) -> None:
         self._checking = False

@@ -15,5 +15,7 @@ class IRequestGuard(Interface):
 
     def allows(request):
         """True to serve `request` (a twisted.web IRequest: its headers, its TLS peer
-        certificate through request.transport, its path); False to refuse it with 401.
-        A guard that refuses may set headers on the request first (WWW-Authenticate)."""
+        certificate through request.transport, its path); False to refuse it with 401;
+        or a Deferred firing with either (a password check on a thread pool). A guard
+        that refuses may set headers on the request first (WWW-Authenticate). A guard
+        that fails refuses the request, and the failure is logged."""

@@ -16,9 +16,11 @@ MAX_CONNECTIONS open at once, new ones are closed at once.
 import json
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from twisted.internet.defer import maybeDeferred
+from twisted.logger import Logger
 from twisted.web.http import HTTPChannel
 from twisted.web.resource import Resource
-from twisted.web.server import Request, Site
+from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from hedwig.observe.page import render_page
 
@@ -109,24 +111,54 @@ class Refused(Resource):
 
 
 class RootResource(Resource):
-    """Routes to the page, /metrics and /api, asking the guard (IRequestGuard) first."""
+    """Routes to the page, /metrics and /api, asking the guard (IRequestGuard) first.
+
+    The guard may answer at once (a bool) or later (a Deferred[bool]: a password check on
+    a thread pool), so the root is a leaf that routes by hand once the answer is in; the
+    request waits meanwhile without holding the reactor, and one whose client left is
+    dropped when the answer comes."""
+
+    isLeaf = True  # noqa: N815 - twisted.web's name
+    log = Logger()
 
     def __init__(self, observer, registry, guard=None):
         super().__init__()
         self.guard = guard
-        self.page = PageResource(observer)
-        self.putChild(b"metrics", MetricsResource(registry))
-        self.putChild(b"api", ApiResource(observer))
+        self.parts = {
+            b"": PageResource(observer),
+            b"metrics": MetricsResource(registry),
+            b"api": ApiResource(observer),
+        }
 
-    def getChildWithDefault(self, path, request):
-        if self.guard is not None and not self.guard.allows(request):
-            return Refused()
-        if path == b"":
-            return self.page
-        return super().getChildWithDefault(path, request)
+    def render(self, request):
+        if self.guard is None:
+            return self._serve(request)
+        deciding = maybeDeferred(self.guard.allows, request)
+        gone = []
+        request.notifyFinish().addErrback(gone.append)
+        deciding.addCallback(self._decided, request, gone)
+        deciding.addErrback(self._guard_failed, request, gone)
+        return NOT_DONE_YET
 
-    def getChild(self, path, request):
-        return NotFound()
+    def _decided(self, allowed, request, gone):
+        if gone:
+            return
+        request.write(self._serve(request) if allowed else Refused().render(request))
+        request.finish()
+
+    def _guard_failed(self, failure, request, gone):
+        self.log.failure("the HTTP listener's guard failed; refusing the request", failure)
+        self._decided(False, request, gone)
+
+    def _serve(self, request) -> bytes:
+        """The answer of the part the path names (the page for /)."""
+        first = request.postpath[0] if request.postpath else b""
+        part = self.parts.get(first)
+        if part is None:
+            return NotFound().render(request)
+        if request.postpath:
+            request.prepath.append(request.postpath.pop(0))
+        return part.render(request)
 
 
 class BoundedRequest(Request):

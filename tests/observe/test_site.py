@@ -115,6 +115,36 @@ def test_a_guard_is_asked_before_every_request(tmp_path):
     assert asked == [b"/metrics", b"/", b"/api/status"]
 
 
+def test_a_guard_may_answer_later_and_the_request_waits_for_it(tmp_path):
+    from twisted.internet.defer import Deferred
+    from twisted.internet.error import ConnectionDone
+    from twisted.python.failure import Failure
+
+    answers = []
+
+    @implementer(IRequestGuard)
+    class Slow:
+        def allows(self, request):
+            answers.append(Deferred())
+            return answers[-1]
+
+    observer = observer_of(HubHarness(tmp_path), Slow())
+    channel, transport = connect(observer)
+    channel.dataReceived(b"GET /api/status HTTP/1.1\r\nHost: hub\r\n\r\n")
+    assert transport.value() == b""  # waiting on the guard, the reactor free
+    answers[0].callback(True)
+    assert transport.value().startswith(b"HTTP/1.1 200 ")
+    channel, transport = connect(observer)
+    channel.dataReceived(b"GET /metrics HTTP/1.1\r\nHost: hub\r\n\r\n")
+    answers[1].callback(False)
+    assert transport.value().startswith(b"HTTP/1.1 401 ")
+    channel, transport = connect(observer)
+    channel.dataReceived(b"GET /metrics HTTP/1.1\r\nHost: hub\r\n\r\n")
+    channel.connectionLost(Failure(ConnectionDone()))  # the client left before the answer
+    answers[2].callback(True)
+    assert transport.value() == b""
+
+
 def test_a_request_with_a_body_is_refused_before_the_body_is_kept(tmp_path):
     observer = observer_of(HubHarness(tmp_path))
     channel, transport = connect(observer)

@@ -53,15 +53,6 @@ def test_a_garbage_page_number_is_never_a_file_name(open_store, written, tmp_pat
     assert store.read(ledger, 6, 11) == entries(12)[6:]  # what follows is still readable
 
 
-def test_an_entry_past_its_page_end_stops_the_read(open_store, written, tmp_path):
-    ledger, path = written
-    write_record(path, 2, 0, 7000, 2000)
-    store = open_store()
-    assert store.read(ledger, 0, 11) == entries(2)
-    with pytest.raises(EntryDamaged, match=rf"ledger {ledger} entry 2: .*data page 0 offset 7000"):
-        store.read(ledger, 2, 2)
-
-
 def test_a_missing_data_page_damages_its_entries_only(open_store, written, tmp_path):
     ledger, path = written
     os.unlink(os.path.join(path, data_page_name(1)))

@@ -170,6 +170,11 @@ class SharedOperations:
         """How many keys have an operation running."""
         return len(self._running)
 
+    def wait(self, key):
+        """A Deferred of the running operation's outcome for `key`, or None when none runs."""
+        shared = self._running.get(key)
+        return None if shared is None else shared.wait()
+
     def wait_all(self) -> list:
         """A Deferred of each running operation's outcome (to wait for them at a close)."""
         return [shared.wait() for shared in self._running.values()]

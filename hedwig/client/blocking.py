@@ -32,6 +32,7 @@ from hedwig.client.defaults import (
     DEFAULT_WINDOW,
 )
 from hedwig.client.operations import ClientOperations
+from hedwig.client.payloads import payload_bytes, payloads_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
 from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
@@ -379,7 +380,9 @@ class Client(IdempotentPublishing, ClientOperations):
     # -- publishing ------------------------------------------------------------------------
 
     def publish(self, topic: str, payload: bytes, properties=None) -> int:
-        """Publish one message; its seq-id, once the hub has stored it."""
+        """Publish one message (bytes, or str sent as UTF-8); its seq-id, once the hub has
+        stored it."""
+        payload = payload_bytes(payload)
         self._check_size(topic, len(payload))
         if properties or self._codec or self._idempotent:
             message_set = encode_published_set([payload], [properties], self._codec)
@@ -389,10 +392,12 @@ class Client(IdempotentPublishing, ClientOperations):
     def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
         """Publish messages as one message set, stored as one entry; their seq-ids.
 
-        `properties`: None, or one mapping (or None) per payload.
+        `payloads`: bytes, or str sent as UTF-8. `properties`: None, or one mapping (or
+        None) per payload.
         """
         if not payloads:
             return []
+        payloads = payloads_bytes(payloads)
         self._check_size(topic, max(map(len, payloads)))
         message_set = encode_published_set(payloads, properties, self._codec)
         published = self._publish_set(topic, message_set)

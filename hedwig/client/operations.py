@@ -10,7 +10,14 @@ where waiting is the whole matter, stay in each client.
 """
 
 from hedwig.client.defaults import DEFAULT_READ_BYTES
+from hedwig.client.start import wire_start
 from hedwig.protocol import Op
+from hedwig.protocol.admin_requests import (
+    encode_create_topic,
+    encode_delete_topic,
+    encode_list_subscriptions,
+    encode_reset_subscription,
+)
 from hedwig.protocol.requests import (
     encode_describe_topic,
     encode_read_range,
@@ -62,3 +69,34 @@ class ClientOperations:
     def stats(self):
         """The hub's counters."""
         return self._request(None, lambda c: c.call(Op.STATS, b""), retry=True)
+
+    # -- administration ------------------------------------------------------------------
+
+    def create_topic(self, topic: str):
+        """Create the topic (publishing creates one too); {"topic", "created"}: created is
+        False when it existed already."""
+        body = encode_create_topic(topic)
+        return self._request(topic, lambda c: c.call(Op.CREATE_TOPIC, body), retry=True)
+
+    def delete_topic(self, topic: str, force: bool = False):
+        """Delete the topic and its ledgers; refused (TopicBusy) while it has subscriptions
+        unless `force`, which deletes them too. {"topic", "subscriptions", "ledgers"}: the
+        subscriptions and ledger ids deleted. A later publish creates it afresh."""
+        body = encode_delete_topic(topic, force)
+        return self._request(topic, lambda c: c.call(Op.DELETE_TOPIC, body), retry=False)
+
+    def subscriptions(self, topic: str | None = None):
+        """Every subscription of `topic` (None: of every topic): rows of topic,
+        subscriber_id, consumed_seq, last_seq, lag and state ("detached" when nobody is
+        attached)."""
+        body = encode_list_subscriptions(topic)
+        return self._request(topic, lambda c: c.call(Op.LIST_SUBSCRIPTIONS, body), retry=True)
+
+    def reset_subscription(self, topic: str, subscriber_id: str, start):
+        """Move a detached subscription so that it next delivers from `start` ("earliest",
+        "latest", a seq-id or a datetime); refused (TopicBusy) while it is attached.
+        {"topic", "subscriber_id", "consumed_seq", "previous_seq", "next_seq"}."""
+        if start is None:
+            raise ValueError("a reset names where to go: 'earliest', 'latest', a seq-id or a datetime")
+        body = encode_reset_subscription(topic, subscriber_id, wire_start(start))
+        return self._request(topic, lambda c: c.call(Op.RESET_SUBSCRIPTION, body), retry=True)

@@ -35,6 +35,7 @@ from hedwig.client.defaults import (
     DEFAULT_WINDOW,
 )
 from hedwig.client.operations import ClientOperations
+from hedwig.client.payloads import PublishBatch, payload_bytes, payloads_bytes
 from hedwig.client.protocol import HubProtocol
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
@@ -61,18 +62,6 @@ _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 
 log = Logger()
-
-
-class _Batch:
-    """Messages of one topic waiting to go out as one message set."""
-
-    __slots__ = ("deferreds", "payloads", "properties", "size")
-
-    def __init__(self):
-        self.payloads = []
-        self.properties = None  # a list parallel to payloads once any message has some
-        self.deferreds = []
-        self.size = 0
 
 
 class Client(IdempotentPublishing, ClientOperations):
@@ -134,8 +123,8 @@ class Client(IdempotentPublishing, ClientOperations):
         self._protocols = {}  # address -> HubProtocol (connected, HELLO answered)
         self._connecting = {}  # address -> Deferreds waiting for the connection being made
         self._subscriptions = set()
-        self._batches = {}  # topic -> _Batch not yet sent
-        self._waiting = deque()  # (topic, _Batch) ready to send when in-flight allows
+        self._batches = {}  # topic -> PublishBatch not yet sent
+        self._waiting = deque()  # (topic, PublishBatch) ready to send when in-flight allows
         self._flush_call = None
         self.in_flight = 0  # messages sent, not answered
         self.queued = 0  # messages held, not sent
@@ -269,7 +258,8 @@ class Client(IdempotentPublishing, ClientOperations):
     # -- publishing ------------------------------------------------------------------------
 
     def publish(self, topic: str, payload: bytes, properties=None) -> Deferred:
-        """Publish one message; fires with its seq-id once the hub stored it."""
+        """Publish one message (str goes as UTF-8); fires with its seq-id once stored."""
+        payload = payload_bytes(payload)  # (a TypeError is the caller's bug: raised at once)
         if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
         if self.queued >= self.max_queued:
@@ -281,7 +271,7 @@ class Client(IdempotentPublishing, ClientOperations):
         if batch is None or batch.size >= self.max_batch_bytes:
             if batch is not None:
                 self._waiting.append((topic, batch))
-            batch = self._batches[topic] = _Batch()
+            batch = self._batches[topic] = PublishBatch()
         if properties:
             if batch.properties is None:
                 batch.properties = [None] * len(batch.payloads)
@@ -299,9 +289,10 @@ class Client(IdempotentPublishing, ClientOperations):
         return deferred
 
     def publish_many(self, topic: str, payloads, properties=None) -> Deferred:
-        """Publish messages as one message set (one stored entry); fires with their seq-ids."""
+        """Publish messages (str goes as UTF-8) as one message set; fires with their seq-ids."""
         if not payloads:
             return succeed([])
+        payloads = payloads_bytes(payloads)
         if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
         limit = self._message_limit(topic)

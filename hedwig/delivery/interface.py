@@ -107,6 +107,18 @@ class IDeliveryManager(Interface):
     def describe(topic):
         """Rows (dicts) of the topic's subscriptions, for DESCRIBE_TOPIC."""
 
+    def subscription_names(topic_log):
+        """Deferred[list of str]: the topic's durable subscriber ids (loaded if need be)."""
+
+    def reset(topic_log, subscriber_id, start):
+        """Deferred[dict] {"consumed_seq", "previous_seq", "next_seq"}: move a detached
+        subscription's consumed seq-id to `start` (as SUBSCRIBE's) and write it; fails
+        with SubscribeError (TOPIC_BUSY while it is attached)."""
+
+    def drop_subscriptions(topic_log):
+        """Deferred[list of str]: delete every durable subscription of the topic (attached
+        ones end with SUBSCRIPTION_FORCED_CLOSED) and forget it: the topic is being deleted."""
+
     def stats():
         """Counters (dict) for STATS."""
 

@@ -23,6 +23,7 @@ from zope.interface import implementer
 
 from hedwig.concurrency import SharedOperations
 from hedwig.delivery.ack_only import AckOnlyAttachment
+from hedwig.delivery.administration import AdministeringSubscriptions
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.interface import IDeliveryManager, IRelayPolicy, SubscribeError
 from hedwig.delivery.observation import DescribingSubscriptions
@@ -40,7 +41,7 @@ MODES = ("create", "attach", "create_or_attach")
 
 
 @implementer(IDeliveryManager)
-class DeliveryManager(DescribingSubscriptions):
+class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
     """Cursors, windows and consume pointers of every subscription on this hub."""
 
     def __init__(self, metadata, clock, settings: DeliverySettings | None = None):

@@ -27,6 +27,10 @@ from hedwig.settings import Config
 _READ_RANGE_OVERHEAD = 64
 # A READ_RANGE never returns more entries than this, whatever max_bytes allows.
 MAX_READ_RANGE_ENTRIES = 100_000
+# The ops every hub serves (hub/handlers.py); a region's are registered beside them.
+CORE_OPS = tuple(
+    op for op in Op if op < Op.RESPONSE and op not in (Op.REGION_LINK, Op.RELAY_PUBLISH)
+)
 
 
 class Hub:
@@ -66,7 +70,7 @@ class Hub:
         decodes the body, raises RequestError (or any error status_for knows) for a bad
         request, and replies with connection.answer(deferred, request_id, op, started,
         encode). Its stats are counted under the op's name."""
-        if op in self.extra_handlers or Op.HELLO <= op <= Op.STATS:
+        if op in self.extra_handlers or op in CORE_OPS:
             raise ValueError(f"op {op} is already served")
         self.extra_handlers[op] = handler
 
@@ -214,6 +218,104 @@ class Hub:
             return description
 
         return self._existing(topic).addCallback(describe)
+
+    # -- administration ---------------------------------------------------------------------
+
+    def create_topic(self, topic: str) -> Deferred:
+        """Deferred[{"topic", "created"}]: the topic exists (created now or before)."""
+        if self.stopping:
+            return fail(HubStopping())
+
+        def create(existed):
+            return self.topics.acquire(topic).addCallback(
+                lambda _log: {"topic": topic, "created": not existed}
+            )
+
+        return self.topics.exists(topic).addCallback(create)
+
+    def delete_topic(self, topic: str, force: bool) -> Deferred:
+        """Deferred[{"topic", "subscriptions", "ledgers"}]: the topic gone with its
+        subscriptions (refused with TOPIC_BUSY while it has any, unless `force`) and its
+        ledgers (recorded as garbage before their files go). A publish later creates it
+        afresh, from seq-id 1."""
+        if self.stopping:
+            return fail(HubStopping())
+
+        def check(names, topic_log):
+            if names and not force:
+                raise RequestError(
+                    Status.TOPIC_BUSY,
+                    f"topic {topic} has {len(names)} subscription(s) ({', '.join(names)}): "
+                    "unsubscribe them, or force the delete",
+                )
+            return self.delivery.drop_subscriptions(topic_log)
+
+        def drop(topic_log):
+            names = self.delivery.subscription_names(topic_log)
+            return names.addCallback(check, topic_log).addCallback(delete)
+
+        def delete(names):
+            for connection in list(self.connections):
+                for subscriber_id in names:
+                    connection.subscription_removed(
+                        topic, subscriber_id, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED
+                    )
+            deleted = self.topics.delete(topic)
+            return deleted.addCallback(
+                lambda ledgers: {"topic": topic, "subscriptions": names, "ledgers": ledgers or []}
+            )
+
+        return self._existing(topic).addCallback(drop)
+
+    def list_subscriptions(self, topic) -> Deferred:
+        """Deferred[list of rows]: every subscription of `topic` (None: of every topic),
+        with its consumed seq-id, lag behind the topic's last seq-id, and state."""
+        if topic is not None:
+            return self._existing(topic).addCallback(self._subscription_rows)
+
+        def each(names):
+            rows = []
+            d = succeed(None)
+            for name in names:
+                d.addCallback(lambda _, name=name: self._existing(name))
+                d.addCallback(self._subscription_rows)
+                d.addCallback(rows.extend)
+            return d.addCallback(lambda _: rows)
+
+        return self.topics.list_topics().addCallback(each)
+
+    def _subscription_rows(self, topic_log):
+        def rows(_loaded):
+            last_seq = topic_log.last_seq
+            return [
+                {
+                    "topic": topic_log.topic,
+                    "subscriber_id": row["subscriber_id"],
+                    "consumed_seq": row["consumed_seq"],
+                    "last_seq": last_seq,
+                    "lag": row["backlog"],
+                    "state": row["state"],
+                }
+                for row in self.delivery.describe(topic_log.topic)
+            ]
+
+        return self.delivery.load_topic(topic_log).addCallback(rows)
+
+    def reset_subscription(self, topic: str, subscriber_id: str, start) -> Deferred:
+        """Deferred[{"topic", "subscriber_id", "consumed_seq", "previous_seq", "next_seq"}]."""
+        if subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX):
+            return fail(
+                RequestError(
+                    Status.INVALID_SUBSCRIBER_ID,
+                    f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are the hubs' to move",
+                )
+            )
+
+        def reset(topic_log):
+            moved = self.delivery.reset(topic_log, subscriber_id, start)
+            return moved.addCallback(lambda r: {"topic": topic, "subscriber_id": subscriber_id, **r})
+
+        return self._existing(topic).addCallback(reset)
 
     def hub_stats(self) -> dict:
         snapshot = self.stats.snapshot()

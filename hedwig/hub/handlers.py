@@ -5,6 +5,12 @@ table the connection dispatches with (HubConnection's part for requests)."""
 from twisted.internet.defer import Deferred, maybeDeferred
 
 from hedwig.hub.producer_handlers import on_idempotent_publish, on_init_producer
+from hedwig.protocol.admin_requests import (
+    decode_create_topic,
+    decode_delete_topic,
+    decode_list_subscriptions,
+    decode_reset_subscription,
+)
 from hedwig.protocol.ops import PROTOCOL_VERSION, Op
 from hedwig.protocol.requests import (
     RequestError,
@@ -205,6 +211,27 @@ class RequestHandlers:
         self._answer_json(stats, request_id, Op.STATS, started)
         stats.callback(self.hub.hub_stats())
 
+    # -- administration (hedwig.protocol.admin_requests): JSON replies ----------------------
+
+    def _on_create_topic(self, request_id, body, started):
+        topic = decode_create_topic(body)
+        self._answer_json(self.hub.create_topic(topic), request_id, Op.CREATE_TOPIC, started)
+
+    def _on_delete_topic(self, request_id, body, started):
+        request = decode_delete_topic(body)
+        deleted = self.hub.delete_topic(request.topic, request.force)
+        self._answer_json(deleted, request_id, Op.DELETE_TOPIC, started)
+
+    def _on_list_subscriptions(self, request_id, body, started):
+        topic = decode_list_subscriptions(body)
+        rows = self.hub.list_subscriptions(topic)
+        self._answer_json(rows, request_id, Op.LIST_SUBSCRIPTIONS, started)
+
+    def _on_reset_subscription(self, request_id, body, started):
+        request = decode_reset_subscription(body)
+        moved = self.hub.reset_subscription(request.topic, request.subscriber_id, request.start)
+        self._answer_json(moved, request_id, Op.RESET_SUBSCRIPTION, started)
+
     def _answer_empty(self, deferred, request_id, op, started) -> None:
         """Answer with an empty SUCCESS once `deferred` fires (its failure as a status)."""
         self.answer(deferred, request_id, op, started, lambda _: response_frame(request_id, op))
@@ -233,4 +260,8 @@ HANDLERS = {
     Op.LIST_TOPICS: RequestHandlers._on_list_topics,
     Op.DESCRIBE_TOPIC: RequestHandlers._on_describe_topic,
     Op.STATS: RequestHandlers._on_stats,
+    Op.CREATE_TOPIC: RequestHandlers._on_create_topic,
+    Op.DELETE_TOPIC: RequestHandlers._on_delete_topic,
+    Op.LIST_SUBSCRIPTIONS: RequestHandlers._on_list_subscriptions,
+    Op.RESET_SUBSCRIPTION: RequestHandlers._on_reset_subscription,
 }

@@ -33,6 +33,12 @@ class ITopicManager(Interface):
     def exists(topic):
         """Deferred[bool]: whether the topic was ever created."""
 
+    def delete(topic):
+        """Deferred[list of ledger ids | None]: close the topic's log and delete its record
+        and ledgers (recorded as garbage in the metadata before their files go); None when
+        it never existed. Requests for it meanwhile wait, and a later publish creates it
+        afresh. The caller deletes its subscriptions first."""
+
     def open_topics():
         """Names of the topics open here, sorted (garbage collection walks them)."""
 

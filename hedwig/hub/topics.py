@@ -87,6 +87,22 @@ class TopicManager:
             return succeed(True)
         return self._metadata.get_topic(topic).addCallback(lambda versioned: versioned is not None)
 
+    def delete(self, topic: str) -> Deferred:
+        """Deferred[list of ledger ids deleted | None]: the topic's log closes, its record
+        goes with its ledgers (garbage first, then files) and its cached entries leave.
+        Its subscriptions must be gone already (Hub.delete_topic)."""
+        self._open.discard(topic)
+        cached = self.get(topic)
+        deleted = self._logs.delete_topic(topic)
+
+        def forget(result):
+            if cached is not None:
+                cached.release()
+            self._open.discard(topic)  # (an acquisition that raced the delete has closed)
+            return result
+
+        return deleted.addCallback(forget)
+
     def open_topics(self) -> list:
         """Names of the topics open here, sorted (for garbage collection)."""
         return sorted(self._open)

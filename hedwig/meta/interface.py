@@ -65,8 +65,11 @@ class IMetadataStore(Interface):
         the same transaction, so a crash between the write and their deletion leaves them
         positively known as garbage (nothing else ever lets a sweep delete a ledger)."""
 
-    def delete_topic(topic, version):
-        """Deferred[None]; fails with BadVersion."""
+    def delete_topic(topic, version, garbage=()):
+        """Delete the topic's record if its version is `version`. Deferred[None]; fails
+        with BadVersion. `garbage`: the ledgers it named, recorded as garbage in the same
+        transaction (as put_topic does), so a crash before their files go leaves them
+        positively known as garbage. Its subscriptions are records of their own."""
 
     def list_topics():
         """Deferred[list[str]], sorted."""

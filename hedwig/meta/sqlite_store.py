@@ -324,17 +324,28 @@ class SqliteMetadataStore:
             raise BadVersion(self._why("topic", topic, version))
         return version + 1
 
-    def delete_topic(self, topic, version):
-        return self._run(self._delete_topic, topic, version)
+    def delete_topic(self, topic, version, garbage=()):
+        return self._run(self._delete_topic, topic, version, garbage)
 
-    def _delete_topic(self, topic, version):
+    def _delete_topic(self, topic, version, garbage=()):
         topic = _check_name("topic", topic)
+        check_version(version)
+        garbage = check_garbage(garbage, [])
         self._use_sync(self._topic_sync)
-        cursor = self._db.execute(
-            "DELETE FROM topics WHERE topic = ? AND version = ?", (topic, check_version(version))
-        )
-        if cursor.rowcount != 1:
-            raise BadVersion(self._why("topic", topic, version))
+        # One transaction: the record goes and its ledgers are known as garbage together.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            cursor = self._db.execute("DELETE FROM topics WHERE topic = ? AND version = ?", (topic, version))
+            if cursor.rowcount != 1:
+                raise BadVersion(self._why("topic", topic, version))
+            self._db.executemany(
+                "INSERT OR REPLACE INTO garbage (ledger_id, topic) VALUES (?, ?)",
+                [(ledger_id, topic) for ledger_id in garbage],
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def list_topics(self):
         return self._run(

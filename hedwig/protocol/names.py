@@ -18,7 +18,8 @@ def check_topic(topic) -> str:
             raise InvalidName("topic names are 1-255 bytes; this one is empty")
         if len(raw) > 255:
             raise InvalidName(f"topic names are 1-255 bytes; this one has {len(raw)}")
-        raise InvalidName(f"topic name {raw[:60]!r} has characters outside [A-Za-z0-9._-]")
+        shown = raw[:60].decode("utf-8", "backslashreplace")  # text, as the user typed it
+        raise InvalidName(f"topic name {shown!r} has characters outside [A-Za-z0-9._-]")
     return raw.decode("ascii")
 
 

@@ -22,6 +22,11 @@ class Op(IntEnum):
     RELAY_PUBLISH = 12  # a relayed entry, origin kept; taken only on a region link
     # Client -> hub, right after HELLO on a hub with [auth] enabled (protocol/auth_request.py).
     AUTH = 20
+    # Client -> hub administration (admin_requests.py); JSON replies.
+    CREATE_TOPIC = 13
+    DELETE_TOPIC = 14  # refused while subscriptions exist unless forced; ledgers freed
+    LIST_SUBSCRIPTIONS = 15
+    RESET_SUBSCRIPTION = 16  # move a detached subscription's consumed seq-id
     # Client -> hub, idempotent publish (protocol/producer_requests.py, hub/producer_state.py).
     INIT_PRODUCER = 24  # the reply carries a new producer id
     IDEMPOTENT_PUBLISH = 25  # PUBLISH with (producer id, sequence): a repeat is not stored again

@@ -67,6 +67,10 @@ _PAYLOAD_DECODERS = {
     Op.STATS: decode_json,
     Op.INIT_PRODUCER: decode_producer_id,
     Op.IDEMPOTENT_PUBLISH: decode_published,
+    Op.CREATE_TOPIC: decode_json,
+    Op.DELETE_TOPIC: decode_json,
+    Op.LIST_SUBSCRIPTIONS: decode_json,
+    Op.RESET_SUBSCRIPTION: decode_json,
 }
 
 

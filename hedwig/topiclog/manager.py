@@ -7,7 +7,7 @@ and closes itself) leaves the manager, so the next open acquires the topic afres
 
 from dataclasses import dataclass, field
 
-from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
 
 from hedwig.concurrency import OpQueue, SharedOperations
@@ -48,6 +48,7 @@ class TopicLogManager:
         # One operation at a time per topic, for every topic log of this manager (Hedwig's
         # TopicOpQueuer): their metadata writes queue here.
         self.topic_ops = OpQueue()
+        self._deleting = {}  # topic -> Deferred of its deletion: opens wait for it
         self._closed = False
 
     def open(self, topic: str):
@@ -58,10 +59,73 @@ class TopicLogManager:
             topic = check_topic(topic)
         except InvalidName as e:
             return fail(e)
+        deleting = self._deleting.get(topic)
+        if deleting is not None:  # a publish after a delete creates the topic afresh
+            return _after(deleting).addCallback(lambda _: self.open(topic))
         existing = self._logs.get(topic)
         if existing is not None and existing.is_open:
             return succeed(existing)
         return self._opening.run(topic, self._acquire, topic, existing)
+
+    def delete_topic(self, topic: str):
+        """Delete the topic: its log closes (the appends it accepted finish), then, as one
+        operation of the topic's queue, its record goes with its ledgers recorded as
+        garbage in the same transaction, then their files. Opens of the topic meanwhile
+        wait and create it afresh. Deferred[list of the ledger ids deleted]; None when
+        the topic does not exist. Its subscriptions are the delivery manager's to delete
+        first."""
+        if self._closed:
+            return fail(LogClosed("the topic log manager is closed"))
+        deleting = self._deleting.get(topic)
+        if deleting is not None:
+            return _after(deleting)
+        d = self._deleting[topic] = self._delete(topic)
+
+        def done(result):
+            self._deleting.pop(topic, None)
+            return result
+
+        return d.addBoth(done)
+
+    @inlineCallbacks
+    def _delete(self, topic: str):
+        opening = self._opening.wait(topic)
+        if opening is not None:
+            yield opening.addErrback(lambda _f: None)
+        topic_log = self._logs.get(topic)
+        if topic_log is not None:
+            yield topic_log.close()
+        deleted = yield self.topic_ops.run(topic, self._delete_record, topic)
+        return deleted
+
+    @inlineCallbacks
+    def _delete_record(self, topic: str):
+        versioned = yield self.metadata.get_topic(topic)
+        if versioned is None:
+            return None
+        ledger_ids = sorted({r.ledger_id for r in versioned.value})
+        yield self.metadata.delete_topic(topic, versioned.version, ledger_ids)
+        gone = []
+        for ledger_id in ledger_ids:
+            self.locator.forget(ledger_id)
+            try:
+                yield maybeDeferred(self.ledgers.delete, ledger_id)
+            except LedgerError as e:  # still recorded as garbage: the next start's sweep tries again
+                _logger.warn(
+                    "topic {topic}: could not delete ledger {ledger_id}: {error}",
+                    topic=topic,
+                    ledger_id=ledger_id,
+                    error=e,
+                )
+                continue
+            gone.append(ledger_id)
+        if gone:
+            try:
+                yield self.metadata.forget_garbage(gone)
+            except Exception as e:  # the next sweep forgets records of ledgers already gone
+                _logger.warn("topic {topic}: could not forget deleted ledgers: {error}", topic=topic, error=e)
+        _logger.info("topic {topic} deleted with ledgers {ids}", topic=topic, ids=gone)
+        return gone
 
     @inlineCallbacks
     def _acquire(self, topic: str, previous: TopicLog | None):
@@ -162,3 +226,15 @@ class TopicLogManager:
         self._closed = True
         yield DeferredList(self._opening.wait_all(), consumeErrors=True)
         yield DeferredList([topic_log.close() for topic_log in list(self._logs.values())], consumeErrors=True)
+
+
+def _after(d):
+    """A Deferred firing (with None) once `d` has, whatever its outcome, leaving `d` as it is."""
+    after = Deferred()
+
+    def fire(result):
+        after.callback(None)
+        return result
+
+    d.addBoth(fire)
+    return after

@@ -1,0 +1,119 @@
+"""Bodies of the administration requests: create and delete a topic, list subscriptions,
+move a subscription's consumed seq-id.
+
+They are rare and small, so they live apart from the hot path's layouts (requests.py);
+every reply is JSON (requests.encode_json). Decoders check every field where it is read:
+names by the topic and subscriber rules, flags against the known bits, a start as
+SUBSCRIBE's start is checked (seq-ids from 1, times up to MAX_START us).
+"""
+
+import struct
+from typing import NamedTuple
+
+from hedwig.protocol.layouts import (
+    RequestError,
+    StartKind,
+    expect_end,
+    read_str8,
+    read_subscriber,
+    read_topic,
+    str8,
+    unpack_field,
+)
+from hedwig.protocol.requests import MAX_START, _start_fields
+from hedwig.protocol.status import Status
+
+DELETE_FLAG_FORCE = 0x01  # delete the topic's subscriptions with it
+DELETE_FLAGS = DELETE_FLAG_FORCE
+_FLAGS = struct.Struct("!B")
+_START = struct.Struct("!BQ")  # start kind, start value (as in SUBSCRIBE)
+
+
+class DeleteTopic(NamedTuple):
+    topic: str
+    force: bool  # False: refused (TOPIC_BUSY) while the topic has subscriptions
+
+
+class ResetSubscription(NamedTuple):
+    topic: str
+    subscriber_id: str
+    start: object  # "earliest" | "latest" | ("seq", n) | ("time", time_us)
+
+
+# -- CREATE_TOPIC -----------------------------------------------------------------------------
+
+
+def encode_create_topic(topic: str) -> bytes:
+    return str8(topic)
+
+
+def decode_create_topic(body) -> str:
+    topic, offset = read_topic(body, 0)
+    expect_end(body, offset, "CREATE_TOPIC")
+    return topic
+
+
+# -- DELETE_TOPIC -----------------------------------------------------------------------------
+
+
+def encode_delete_topic(topic: str, force: bool = False) -> bytes:
+    return str8(topic) + _FLAGS.pack(DELETE_FLAG_FORCE if force else 0)
+
+
+def decode_delete_topic(body) -> DeleteTopic:
+    topic, offset = read_topic(body, 0)
+    (flags,) = unpack_field(_FLAGS, body, offset, "DELETE_TOPIC")
+    expect_end(body, offset + _FLAGS.size, "DELETE_TOPIC")
+    if flags & ~DELETE_FLAGS:
+        raise RequestError(Status.MALFORMED_REQUEST, f"unknown DELETE_TOPIC flags {flags:#x}")
+    return DeleteTopic(topic, bool(flags & DELETE_FLAG_FORCE))
+
+
+# -- LIST_SUBSCRIPTIONS -----------------------------------------------------------------------
+
+
+def encode_list_subscriptions(topic: str | None = None) -> bytes:
+    """An empty topic name asks for every topic's subscriptions."""
+    return str8(topic or "")
+
+
+def decode_list_subscriptions(body) -> str | None:
+    raw, offset = read_str8(body, 0, "topic")
+    if raw:
+        topic, offset = read_topic(body, 0)
+    else:
+        topic = None
+    expect_end(body, offset, "LIST_SUBSCRIPTIONS")
+    return topic
+
+
+# -- RESET_SUBSCRIPTION -----------------------------------------------------------------------
+
+
+def encode_reset_subscription(topic: str, subscriber_id: str, start) -> bytes:
+    if start is None:
+        raise ValueError("a reset names where the subscription goes: earliest, latest, a seq-id or a time")
+    kind, value = _start_fields(start)
+    return str8(topic) + str8(subscriber_id) + _START.pack(kind, value)
+
+
+def decode_reset_subscription(body) -> ResetSubscription:
+    topic, offset = read_topic(body, 0)
+    subscriber_id, offset = read_subscriber(body, offset)
+    kind, value = unpack_field(_START, body, offset, "RESET_SUBSCRIPTION")
+    expect_end(body, offset + _START.size, "RESET_SUBSCRIPTION")
+    if kind == StartKind.EARLIEST:
+        start = "earliest"
+    elif kind == StartKind.LATEST:
+        start = "latest"
+    elif kind == StartKind.SEQ:
+        if not 1 <= value <= MAX_START:
+            raise RequestError(Status.MALFORMED_REQUEST, f"seq-id {value} is not in 1..{MAX_START}")
+        start = ("seq", value)
+    elif kind == StartKind.TIME:
+        if value > MAX_START:
+            raise RequestError(Status.MALFORMED_REQUEST, f"time {value} us is past {MAX_START}")
+        start = ("time", value)
+    else:
+        raise RequestError(Status.MALFORMED_REQUEST, f"a reset needs a start, not kind {kind}")
+    return ResetSubscription(topic, subscriber_id, start)

@@ -18,7 +18,7 @@ from tests.hubprocess import make_run_command
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def hedwig(*args, stdin=None, hub=None, env=None):
+def hedwig(*args, stdin=None, hub=None, env=None, timeout=60):
     """Run `python -m hedwig [--hub ADDRESS] ARGS...`; the CompletedProcess."""
     command = [sys.executable, "-m", "hedwig"]
     if hub is not None:
@@ -27,7 +27,7 @@ def hedwig(*args, stdin=None, hub=None, env=None):
         [*command, *args],
         input=stdin,
         capture_output=True,
-        timeout=60,
+        timeout=timeout,
         env=env or hub_environment(),
         cwd=ROOT,
     )
@@ -72,9 +72,9 @@ def test_subscribe_from_each_start_and_show_seq(hub):
     assert (seq, payload) == ("1", "a")
     assert abs((datetime.fromisoformat(stamp) - datetime.now(UTC)).total_seconds()) < 600
     later = datetime.now(UTC).isoformat()
-    # Nothing is published after `later` yet: a time start waits, and --timeout ends it.
-    assert lines(hedwig("subscribe", "starts", "s3", "--from", later, "--timeout", "0.5", hub=hub)) == []
-    assert lines(hedwig("subscribe", "starts", "s4", "--from", "latest", "--timeout", "0.5", hub=hub)) == []
+    # Nothing is published after `later` yet: a time start waits, and --idle ends it.
+    assert lines(hedwig("subscribe", "starts", "s3", "--from", later, "--idle", "0.5", hub=hub)) == []
+    assert lines(hedwig("subscribe", "starts", "s4", "--from", "latest", "--idle", "0.5", hub=hub)) == []
 
 
 def test_topics_describe_stats_unsubscribe(hub):
@@ -87,7 +87,7 @@ def test_topics_describe_stats_unsubscribe(hub):
     assert re.search(r"watcher: consumed 1, .*backlog 1", described), described
     info = json.loads(hedwig("describe", "admin-cli", "--json", hub=hub).stdout)
     assert info["last_seq"] == 2
-    stats = json.loads(hedwig("stats", hub=hub).stdout)
+    stats = json.loads(hedwig("stats", "--json", hub=hub).stdout)
     assert stats["published"]["messages"] >= 2
     assert lines(hedwig("unsubscribe", "admin-cli", "watcher", hub=hub)) == [
         "unsubscribed watcher from admin-cli"
@@ -120,7 +120,7 @@ def test_hub_option_after_the_subcommand_and_from_the_environment(hub):
     "args, message",
     [
         (["publish", "bad topic", "x"], r"INVALID_TOPIC"),
-        (["subscribe", "t", "__hub"], r"INVALID_SUBSCRIBER_ID"),
+        (["subscribe", "t", "__hub", "--create"], r"INVALID_SUBSCRIBER_ID"),
         (["subscribe", "t", "s", "--from", "someday"], r"--from 'someday'"),
         (["describe", "never-seen"], r"NO_SUCH_TOPIC"),
         (["unsubscribe", "t", "nobody"], r"CLIENT_NOT_SUBSCRIBED"),
@@ -201,7 +201,7 @@ def test_sigterm_ends_subscribe_with_its_acknowledgements_sent(hub):
     assert process.stderr.read() == b""
     # It printed three messages and acknowledged at least the first two (the third's
     # acknowledgement may race the signal): a new run starts after them.
-    rest = lines(hedwig("subscribe", "terminate", "s", "--timeout", "0.5", hub=hub))
+    rest = lines(hedwig("subscribe", "terminate", "s", "--idle", "0.5", hub=hub))
     assert rest in ([], ["c"])
 
 

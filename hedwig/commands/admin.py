@@ -1,0 +1,153 @@
+"""The administration subcommands: topics, describe, stats, subscriptions (reads, each
+with --json), and create, delete, reset, unsubscribe."""
+
+import json
+
+from hedwig.client.start import parse_start
+from hedwig.commands.common import CommandError, client, client_command
+from hedwig.commands.output import print_json, table
+
+# -- topics ---------------------------------------------------------------------------------------
+
+
+def add_topics(subparsers, client_options):
+    return client_command(subparsers, client_options, topics)
+
+
+def topics(args) -> int:
+    """list the hub's topics"""
+    with client(args) as hub:
+        names = hub.topics()
+    if args.json:
+        print(json.dumps(names))
+    else:
+        for name in names:
+            print(name)
+    return 0
+
+
+# -- create, delete -------------------------------------------------------------------------------
+
+
+def add_create(subparsers, client_options):
+    parser = client_command(subparsers, client_options, create)
+    parser.add_argument("topic", metavar="TOPIC")
+    return parser
+
+
+def create(args) -> int:
+    """create a topic (publishing to one creates it too); one that exists is left as it is"""
+    with client(args) as hub:
+        reply = hub.create_topic(args.topic)
+    if args.json:
+        print(json.dumps(reply, sort_keys=True))
+    elif reply["created"]:
+        print(f"created topic {args.topic}")
+    else:
+        print(f"topic {args.topic} exists already")
+    return 0
+
+
+def add_delete(subparsers, client_options):
+    parser = client_command(subparsers, client_options, delete)
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("--force", action="store_true", help="delete the topic's subscriptions too")
+    return parser
+
+
+def delete(args) -> int:
+    """delete a topic with its messages and ledgers (refused while it has subscriptions,
+    unless --force deletes them too); publishing to it again starts it afresh at seq-id 1"""
+    with client(args) as hub:
+        reply = hub.delete_topic(args.topic, force=args.force)
+    if args.json:
+        print(json.dumps(reply, sort_keys=True))
+        return 0
+    ledgers = len(reply["ledgers"])
+    line = f"deleted topic {args.topic} ({ledgers} ledger{'s' if ledgers != 1 else ''} freed"
+    if reply["subscriptions"]:
+        line += f"; subscriptions deleted: {', '.join(reply['subscriptions'])}"
+    print(line + ")")
+    return 0
+
+
+# -- subscriptions, reset, unsubscribe -------------------------------------------------------------
+
+
+def add_subscriptions(subparsers, client_options):
+    parser = client_command(subparsers, client_options, subscriptions)
+    parser.add_argument(
+        "topic", nargs="?", metavar="TOPIC", help="only this topic's (default: every topic's)"
+    )
+    return parser
+
+
+def subscriptions(args) -> int:
+    """list durable subscriptions: consumed seq-id, lag (messages not consumed) and state"""
+    with client(args) as hub:
+        rows = hub.subscriptions(args.topic)
+    if args.json:
+        print_json(rows)
+        return 0
+    columns = [
+        ("topic", "topic"),
+        ("subscriber_id", "subscriber"),
+        ("consumed_seq", "consumed"),
+        ("last_seq", "last"),
+        ("lag", "lag"),
+        ("state", "state"),
+    ]
+    if rows:
+        print("\n".join(table(rows, columns)))
+    else:
+        print("no subscriptions" + (f" to {args.topic}" if args.topic else ""))
+    return 0
+
+
+def add_reset(subparsers, client_options):
+    parser = client_command(subparsers, client_options, reset)
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    parser.add_argument(
+        "--to",
+        required=True,
+        metavar="WHERE",
+        help="earliest | latest | a seq-id (the next message delivered) | an ISO-8601 time",
+    )
+    return parser
+
+
+def reset(args) -> int:
+    """move a subscription (not attached) so that it next gets the message --to names"""
+    try:
+        start = parse_start(args.to)
+    except ValueError as e:
+        raise CommandError(str(e).replace("--from", "--to")) from None
+    with client(args) as hub:
+        reply = hub.reset_subscription(args.topic, args.subscriber_id, start)
+    if args.json:
+        print(json.dumps(reply, sort_keys=True))
+    else:
+        print(
+            f"{args.subscriber_id} on {args.topic}: consumed seq-id {reply['previous_seq']} -> "
+            f"{reply['consumed_seq']}; it next gets seq-id {reply['next_seq']}"
+        )
+    return 0
+
+
+def add_unsubscribe(subparsers, client_options):
+    parser = client_command(subparsers, client_options, unsubscribe)
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    return parser
+
+
+def unsubscribe(args) -> int:
+    """delete a durable subscription"""
+    with client(args) as hub:
+        hub.unsubscribe(args.topic, args.subscriber_id)
+    if args.json:
+        print(json.dumps({"topic": args.topic, "subscriber_id": args.subscriber_id, "unsubscribed": True}))
+    else:
+        print(f"unsubscribed {args.subscriber_id} from {args.topic}")
+    return 0

@@ -1,0 +1,167 @@
+"""`hedwig subscribe` (a durable subscription: prints and acknowledges) and `hedwig read`
+(reads a topic without any subscription, like `tail`: nothing is left behind)."""
+
+import time
+
+from hedwig.client.errors import NoSuchTopic, SeqOutOfRange
+from hedwig.client.start import parse_start
+from hedwig.commands.common import (
+    CommandError,
+    StopOnSignal,
+    client,
+    client_command,
+    positive_int,
+    positive_seconds,
+)
+from hedwig.commands.output import MessageFormat
+from hedwig.commands.printing import Printer, ReaderGone
+from hedwig.commands.reading import TopicReader
+
+# How often a waiting command looks whether it was asked to stop or its reader went away.
+STOP_CHECK_S = 0.2
+
+
+def _add_format_options(parser) -> None:
+    parser.add_argument(
+        "--show-seq", action="store_true", help="print 'SEQ<TAB>TIME<TAB>' before each payload"
+    )
+    parser.add_argument(
+        "--properties",
+        action="store_true",
+        help="print 'KEY=VALUE,...<TAB>' (the properties) before each payload",
+    )
+    parser.add_argument("--count", type=positive_int, metavar="N", help="stop after N messages")
+
+
+def _start(text):
+    try:
+        return parse_start(text) if text is not None else None
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+
+
+# -- subscribe ----------------------------------------------------------------------------------
+
+
+def add_subscribe(subparsers, client_options):
+    parser = client_command(subparsers, client_options, subscribe)
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="WHERE",
+        help="earliest | latest | a seq-id | an ISO-8601 time (default: after the last message "
+        "for a new subscription, where it left off for an existing one)",
+    )
+    _add_format_options(parser)
+    parser.add_argument(
+        "--idle", type=positive_seconds, metavar="SECONDS", help="stop when no message came for this long"
+    )
+    parser.add_argument(
+        "--create", action="store_true", help="subscribe even if the topic does not exist yet (creating it)"
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        metavar="N",
+        help="messages delivered ahead of acknowledgements (default: the hub's)",
+    )
+    return parser
+
+
+def subscribe(args) -> int:
+    """print a durable subscription's messages, one per line, acknowledging each once its
+    line is printed (the subscription resumes after it); the topic must exist unless --create"""
+    start = _start(args.start)
+    if args.window is not None and args.window < 0:
+        raise CommandError(f"--window {args.window}: expected 0 (unlimited) or more")
+    printer = Printer()
+    fmt = MessageFormat(args)
+    received = 0
+    stop = StopOnSignal()
+    with stop, client(args) as hub:
+        if not args.create:
+            try:
+                hub.describe(args.topic)
+            except NoSuchTopic:
+                raise CommandError(
+                    f"topic {args.topic} does not exist (publishing creates it; --create subscribes anyway)"
+                ) from None
+        try:
+            sub = hub.subscribe(args.topic, args.subscriber_id, start=start, window=args.window)
+        except SeqOutOfRange as e:
+            raise CommandError(f"--from {args.start}: {e}") from None
+        with sub:
+            deadline = None if args.idle is None else time.monotonic() + args.idle
+            while (args.count is None or received < args.count) and not stop.requested:
+                wait = STOP_CHECK_S if deadline is None else min(STOP_CHECK_S, deadline - time.monotonic())
+                if wait < 0:
+                    break
+                if printer.reader_gone():
+                    break
+                message = sub.receive(timeout=wait)
+                if message is None:
+                    continue
+                try:
+                    printer.print(fmt.line(message), lambda: stop.requested)
+                except (ReaderGone, BrokenPipeError):
+                    break  # not printed: not acknowledged
+                sub.ack(message)
+                received += 1
+                if args.idle is not None:
+                    deadline = time.monotonic() + args.idle
+    return 130 if stop.requested else 0
+
+
+# -- read ---------------------------------------------------------------------------------------
+
+
+def add_read(subparsers, client_options):
+    parser = client_command(subparsers, client_options, read)
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        default="earliest",
+        metavar="WHERE",
+        help="earliest (the default) | latest | a seq-id | an ISO-8601 time",
+    )
+    _add_format_options(parser)
+    parser.add_argument(
+        "--follow", "-f", action="store_true", help="at the end, wait for new messages (like tail -f)"
+    )
+    return parser
+
+
+def read(args) -> int:
+    """print a topic's messages without any subscription (nothing is acknowledged or left
+    behind); --follow waits for new ones"""
+    start = _start(args.start)
+    printer = Printer()
+    fmt = MessageFormat(args)
+    printed = 0
+    stop = StopOnSignal()
+    with stop, client(args) as hub:
+        try:
+            reader = TopicReader(hub, args.topic, start)
+        except SeqOutOfRange as e:
+            raise CommandError(f"--from {args.start}: {e}") from None
+        while not stop.requested and (args.count is None or printed < args.count):
+            messages = reader.next_messages()
+            if not messages:
+                if not args.follow:
+                    break
+                if printer.reader_gone():
+                    break
+                reader.wait(STOP_CHECK_S)
+                continue
+            if args.count is not None:
+                messages = messages[: args.count - printed]
+            try:
+                for message in messages:
+                    printer.print(fmt.line(message), lambda: stop.requested)
+                    printed += 1
+            except (ReaderGone, BrokenPipeError):
+                break
+    return 130 if stop.requested else 0

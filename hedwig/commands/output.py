@@ -1,0 +1,84 @@
+"""How the commands print: messages (plain lines, or one JSON object per line) and the
+admin replies (JSON documents, or lines for people).
+
+A message in JSON: {"topic", "seq", "time" (ISO-8601, UTC), "properties", and "payload"
+when the payload is UTF-8 text, else "payload_base64"}; a property value is a string when
+it is UTF-8, else {"base64": ...}. Plain: the payload and a newline, after
+"SEQ<TAB>TIME<TAB>" with --show-seq and "KEY=VALUE,...<TAB>" with --properties.
+"""
+
+import base64
+import json
+
+
+def _text(value: bytes):
+    """(is text, the value as text or base64)."""
+    try:
+        return True, value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False, base64.b64encode(value).decode("ascii")
+
+
+def message_json(message) -> dict:
+    payload = bytes(message.payload)
+    is_text, shown = _text(payload)
+    properties = {}
+    for key, value in (message.properties or {}).items():
+        value_is_text, value_shown = _text(bytes(value))
+        properties[key] = value_shown if value_is_text else {"base64": value_shown}
+    row = {
+        "topic": message.topic,
+        "seq": message.seq,
+        "time": message.publish_time.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+        "properties": properties,
+    }
+    row["payload" if is_text else "payload_base64"] = shown
+    return row
+
+
+def format_properties(properties) -> str:
+    """KEY=VALUE pairs joined by commas (values as UTF-8, undecodable bytes escaped)."""
+    return ",".join(
+        f"{key}={bytes(value).decode('utf-8', 'backslashreplace')}"
+        for key, value in (properties or {}).items()
+    )
+
+
+class MessageFormat:
+    """The bytes one message prints as, as the options say."""
+
+    def __init__(self, args):
+        self.json = getattr(args, "json", False)
+        self.show_seq = getattr(args, "show_seq", False)
+        self.properties = getattr(args, "properties", False)
+
+    def line(self, message) -> bytes:
+        if self.json:
+            return json.dumps(message_json(message), ensure_ascii=False).encode("utf-8") + b"\n"
+        prefix = ""
+        if self.show_seq:
+            prefix = f"{message.seq}\t{message.publish_time.isoformat(timespec='microseconds')}\t"
+        if self.properties:
+            prefix += format_properties(message.properties) + "\t"
+        return prefix.encode("utf-8") + bytes(message.payload) + b"\n"
+
+
+def print_json(value) -> None:
+    print(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def readable(key: str) -> str:
+    """A reply's field name for people: "last_seq" -> "last seq-id", "bytes_x" -> "bytes x"."""
+    return key.replace("_seq", " seq-id").replace("_", " ")
+
+
+def table(rows, columns) -> list[str]:
+    """Rows (dicts) as aligned columns: columns is [(key, heading)]."""
+    cells = [[heading.upper() for _key, heading in columns]]
+    for row in rows:
+        cells.append(["-" if row.get(key) is None else str(row.get(key)) for key, _heading in columns])
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    ]

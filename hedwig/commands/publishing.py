@@ -1,0 +1,153 @@
+"""`hedwig publish`: the arguments as messages, or standard input one message per line.
+
+Standard input streams: a line is sent within --linger-ms of its arrival (`tail -f log |
+hedwig publish logs` publishes as the log grows), and lines are batched into one
+publish only as they arrive together, up to STDIN_BATCH_MESSAGES or STDIN_BATCH_BYTES.
+On a terminal, a long publish shows its count and rate on standard error.
+"""
+
+import json
+import os
+import select
+import sys
+import time
+
+from hedwig.commands.common import CommandError, client, client_command, parse_properties
+
+STDIN_BATCH_MESSAGES = 1000
+STDIN_BATCH_BYTES = 512 * 1024
+DEFAULT_LINGER_MS = 5.0
+_READ_BYTES = 64 * 1024
+_PROGRESS_EVERY_S = 0.5
+
+
+def add_publish(subparsers, client_options):
+    parser = client_command(subparsers, client_options, publish)
+    parser.add_argument(
+        "topic", metavar="TOPIC", help="the topic (publishing creates it if it does not exist)"
+    )
+    parser.add_argument(
+        "messages", nargs="*", metavar="MESSAGE", help="messages; none: one per line of stdin"
+    )
+    parser.add_argument(
+        "--property",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a property set on every message (repeatable)",
+    )
+    parser.add_argument(
+        "--compression",
+        choices=("none", "zstd", "lz4", "gzip"),
+        default="none",
+        help="compress each publish with a codec (zstd and lz4 need the compression extra);"
+        " subscribers decompress whatever they receive",
+    )
+    parser.add_argument(
+        "--linger-ms",
+        type=float,
+        default=DEFAULT_LINGER_MS,
+        metavar="MS",
+        help=f"send a line of standard input at most MS after it arrived (default {DEFAULT_LINGER_MS:g});"
+        " lines that arrive meanwhile go in the same publish",
+    )
+    return parser
+
+
+def stdin_batches(fd: int, linger_s: float, clock=time.monotonic):
+    """Lines read from `fd` (without their newline) in batches: a batch is sent once
+    `linger_s` passed since its first line arrived, or it is full, or input ended."""
+    pending = b""
+    batch, size, deadline = [], 0, None
+    ended = False
+    while not ended or batch:
+        wait = None if deadline is None else max(0.0, deadline - clock())
+        ready = (not ended) and select.select([fd], [], [], wait)[0]
+        if ready:
+            chunk = os.read(fd, _READ_BYTES)
+            if not chunk:
+                ended = True
+                if pending:
+                    batch.append(pending)
+                    size += len(pending)
+                    pending = b""
+            else:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    batch.append(line)
+                    size += len(line)
+                    if deadline is None:
+                        deadline = clock() + linger_s
+                    if len(batch) >= STDIN_BATCH_MESSAGES or size >= STDIN_BATCH_BYTES:
+                        yield batch
+                        batch, size, deadline = [], 0, None
+                if batch and deadline is None:
+                    deadline = clock() + linger_s
+        if batch and (ended or clock() >= deadline):
+            yield batch
+            batch, size, deadline = [], 0, None
+
+
+class Progress:
+    """Count and rate on standard error, when it is a terminal."""
+
+    def __init__(self, topic: str, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.on = self.stream.isatty()
+        self.topic = topic
+        self.started = time.monotonic()
+        self.shown_at = self.started
+        self.shown = False
+
+    def update(self, count: int) -> None:
+        now = time.monotonic()
+        if not self.on or now - self.shown_at < _PROGRESS_EVERY_S:
+            return
+        rate = count / max(now - self.started, 1e-9)
+        self.stream.write(f"\rpublishing to {self.topic}: {count} messages, {rate:,.0f} msg/s ")
+        self.stream.flush()
+        self.shown_at, self.shown = now, True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def publish(args) -> int:
+    """publish messages (the arguments, or else one per line of standard input); publishing
+    to a topic that does not exist creates it"""
+    if not args.linger_ms >= 0:
+        raise CommandError(f"--linger-ms {args.linger_ms:g}: expected 0 or more")
+    properties = parse_properties(args.property)
+    if args.messages:
+        batches = [[os.fsencode(message) for message in args.messages]]
+    else:
+        batches = stdin_batches(sys.stdin.fileno(), args.linger_ms / 1000.0)
+    first = last = None
+    count = 0
+    progress = Progress(args.topic)
+    try:
+        hub_client = client(args, compression=args.compression)
+    except ImportError as e:  # (CompressionUnavailable: names the extra to install)
+        raise CommandError(str(e)) from None
+    with hub_client as hub:
+        try:
+            for batch in batches:
+                seqs = hub.publish_many(
+                    args.topic, batch, None if properties is None else [properties] * len(batch)
+                )
+                first = seqs[0] if first is None else first
+                last = seqs[-1]
+                count += len(seqs)
+                progress.update(count)
+        finally:
+            progress.done()
+    if args.json:
+        print(json.dumps({"topic": args.topic, "count": count, "first_seq": first, "last_seq": last}))
+    elif count == 0:
+        print(f"nothing to publish to {args.topic}", file=sys.stderr)
+    elif count == 1:
+        print(f"published 1 message to {args.topic}: seq-id {first}")
+    else:
+        print(f"published {count} messages to {args.topic}: seq-ids {first}..{last}")
+    return 0

@@ -133,3 +133,15 @@ def test_a_consumed_seq_id_beyond_64_bits_is_a_bad_record_not_an_overflow(store)
         result(store.put_topic("t", [LedgerRange(1, 2**63, None)], NEW))
     assert result(store.get_subscription("t", "s")) is None
     result(store.put_subscription("t", "s", SubscriptionState(2**63 - 1, {}), NEW))
+
+
+def test_a_deleted_topic_and_its_garbage_commit_together(store):  # noqa: F811
+    result(store.put_topic("t", [LedgerRange(1, 1, 5), LedgerRange(2, 6, None)], NEW))
+    with pytest.raises(BadVersion):  # a lost compare-and-set deletes and records nothing
+        result(store.delete_topic("t", 3, [1, 2]))
+    assert result(store.list_garbage()) == {}
+    result(store.delete_topic("t", 0, [1, 2]))
+    assert result(store.get_topic("t")) is None
+    assert result(store.list_garbage()) == {1: "t", 2: "t"}
+    with pytest.raises(BadRecord):
+        result(store.delete_topic("u", NEW, [-1]))

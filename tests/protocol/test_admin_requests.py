@@ -1,0 +1,76 @@
+"""The administration requests' bodies (hedwig.protocol.admin_requests): each round-trips,
+and every field a hostile peer controls is checked where the hub decodes it."""
+
+import struct
+
+import pytest
+
+from hedwig.protocol.admin_requests import (
+    DeleteTopic,
+    ResetSubscription,
+    decode_create_topic,
+    decode_delete_topic,
+    decode_list_subscriptions,
+    decode_reset_subscription,
+    encode_create_topic,
+    encode_delete_topic,
+    encode_list_subscriptions,
+    encode_reset_subscription,
+)
+from hedwig.protocol.layouts import RequestError, StartKind, str8
+from hedwig.protocol.requests import MAX_START
+from hedwig.protocol.status import Status
+
+
+def refused(decode, body) -> Status:
+    with pytest.raises(RequestError) as caught:
+        decode(body)
+    return caught.value.status
+
+
+def test_each_body_round_trips():
+    assert decode_create_topic(encode_create_topic("orders")) == "orders"
+    assert decode_delete_topic(encode_delete_topic("orders")) == DeleteTopic("orders", False)
+    assert decode_delete_topic(encode_delete_topic("orders", force=True)) == DeleteTopic("orders", True)
+    assert decode_list_subscriptions(encode_list_subscriptions()) is None
+    assert decode_list_subscriptions(encode_list_subscriptions("orders")) == "orders"
+    for start in ("earliest", "latest", ("seq", 1), ("seq", MAX_START), ("time", 0), ("time", MAX_START)):
+        body = encode_reset_subscription("orders", "billing", start)
+        assert decode_reset_subscription(body) == ResetSubscription("orders", "billing", start)
+
+
+def test_names_follow_the_rules():
+    assert refused(decode_create_topic, str8("bad topic")) is Status.INVALID_TOPIC
+    assert refused(decode_delete_topic, str8("") + b"\0") is Status.INVALID_TOPIC
+    assert refused(decode_list_subscriptions, str8("a/b")) is Status.INVALID_TOPIC
+    body = str8("t") + str8("no way") + struct.pack("!BQ", StartKind.EARLIEST, 0)
+    assert refused(decode_reset_subscription, body) is Status.INVALID_SUBSCRIBER_ID
+
+
+@pytest.mark.parametrize(
+    "decode, body",
+    [
+        (decode_create_topic, b""),
+        (decode_create_topic, str8("t") + b"x"),  # trailing bytes
+        (decode_create_topic, b"\x05ab"),  # a name running past the body
+        (decode_delete_topic, str8("t")),  # no flags
+        (decode_delete_topic, str8("t") + b"\x02"),  # an unknown flag
+        (decode_delete_topic, str8("t") + b"\x01\x00"),
+        (decode_list_subscriptions, b""),
+        (decode_list_subscriptions, str8("") + b"\x00"),
+        (decode_reset_subscription, str8("t") + str8("s")),  # no start
+        (decode_reset_subscription, str8("t") + str8("s") + struct.pack("!BQ", StartKind.DEFAULT, 0)),
+        (decode_reset_subscription, str8("t") + str8("s") + struct.pack("!BQ", 9, 0)),
+        (decode_reset_subscription, str8("t") + str8("s") + struct.pack("!BQ", StartKind.SEQ, 0)),
+        (decode_reset_subscription, str8("t") + str8("s") + struct.pack("!BQ", StartKind.SEQ, MAX_START + 1)),
+        (decode_reset_subscription, str8("t") + str8("s") + struct.pack("!BQ", StartKind.TIME, 2**64 - 1)),
+        (decode_reset_subscription, str8("t") + str8("s") + struct.pack("!BQ", StartKind.LATEST, 0) + b"x"),
+    ],
+)
+def test_malformed_bodies_are_refused(decode, body):
+    assert refused(decode, body) is Status.MALFORMED_REQUEST
+
+
+def test_a_reset_names_where_to_go():
+    with pytest.raises(ValueError, match="names where"):
+        encode_reset_subscription("t", "s", None)

@@ -71,7 +71,8 @@ class HubService(MultiService):
     def __init__(self, config: Config, reactor=None, *, ledgers=None, metadata=None, http_guard=None):
         """`ledgers` / `metadata`: stores to serve from instead of the embedded ones under
         `[hub] data_dir` (the caller keeps ownership of the data they hold). `http_guard`:
-        an IRequestGuard (hedwig.observe.interface) asked before every HTTP request."""
+        an IRequestGuard (hedwig.observe.interface) asked before every HTTP request; by
+        default none, or with [auth] enabled hedwig.observe.admin_guard (admins only)."""
         super().__init__()
         if reactor is None:
             from twisted.internet import reactor
@@ -163,9 +164,12 @@ class HubService(MultiService):
         if config.http.port:
             from hedwig.observe.listener import HttpObserver
 
-            self.observer = HttpObserver(
-                self.hub, self.ledgers, self.gc, config, reactor, guard=self.http_guard
-            )
+            guard = self.http_guard
+            if guard is None and self.hub.auth is not None:  # [auth] on: admins only
+                from hedwig.observe.admin_guard import AdminGuard
+
+                guard = AdminGuard(self.hub.auth.authenticator, reactor, config.auth.failure_delay_s)
+            self.observer = HttpObserver(self.hub, self.ledgers, self.gc, config, reactor, guard=guard)
             self.observer.history.setServiceParent(self)
             self.http_listener = ListenerService(self.observer.endpoint(), self.observer.site)
             self.http_listener.setServiceParent(self)

@@ -143,7 +143,8 @@ class RootResource(Resource):
     def _decided(self, allowed, request, gone):
         if gone:
             return
-        request.write(self._serve(request) if allowed else Refused().render(request))
+        served = allowed is True  # (anything but True refuses: a guard's mistake fails closed)
+        request.write(self._serve(request) if served else Refused().render(request))
         request.finish()
 
     def _guard_failed(self, failure, request, gone):

@@ -136,7 +136,7 @@ def test_a_guard_may_answer_later_and_the_request_waits_for_it(tmp_path):
     assert transport.value().startswith(b"HTTP/1.1 200 ")
     channel, transport = connect(observer)
     channel.dataReceived(b"GET /metrics HTTP/1.1\r\nHost: hub\r\n\r\n")
-    answers[1].callback(False)
+    answers[1].callback(object())  # not True: refused
     assert transport.value().startswith(b"HTTP/1.1 401 ")
     channel, transport = connect(observer)
     channel.dataReceived(b"GET /metrics HTTP/1.1\r\nHost: hub\r\n\r\n")

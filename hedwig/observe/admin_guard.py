@@ -1,0 +1,60 @@
+"""The HTTP listener's guard when [auth] is on: admins only, as STATS and DESCRIBE_TOPIC are.
+
+The status page, /metrics and /api show every topic, subscription and connection, the
+same as the protocol's admin reads, so with [auth] enabled they answer only a user the
+users file makes an admin: by a verified TLS client certificate that file maps to a user
+(the listener speaks HTTPS with [tls] enabled), or by HTTP Basic credentials checked by
+the hub's own authenticator (scrypt off the reactor, at most [auth]
+max_concurrent_checks at once). A refusal answers 401 with a Basic challenge after
+[auth] failure_delay_s, as a failed AUTH is; Prometheus sends Basic credentials with
+`basic_auth` in its scrape configuration.
+"""
+
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from hedwig.observe.interface import IRequestGuard
+from hedwig.tls import certificate_names, peer_certificate
+
+CHALLENGE = b'Basic realm="hedwig", charset="UTF-8"'
+
+
+@implementer(IRequestGuard)
+class AdminGuard:
+    log = Logger()
+
+    def __init__(self, authenticator, clock, failure_delay_s: float = 1.0):
+        self.authenticator = authenticator  # hedwig.auth.interface.IAuthenticator
+        self.clock = clock
+        self.failure_delay_s = failure_delay_s
+        self.refusals = 0
+
+    def allows(self, request):
+        certificate = peer_certificate(request.transport)
+        if certificate is not None:
+            principal = self.authenticator.for_certificate(certificate_names(certificate))
+            if principal is not None:
+                return self._decide(principal, request, "its client certificate")
+        user = request.getUser().decode("utf-8", "replace")
+        if not user:
+            principal = self.authenticator.anonymous()
+            return self._decide(principal, request, "anonymous access")
+        checking = self.authenticator.authenticate(user, request.getPassword())
+        return checking.addCallback(self._decide, request, f"user {user}")
+
+    def _decide(self, principal, request, who: str):
+        """True for an admin; otherwise False, after the failure delay (a Deferred)."""
+        if principal is not None and principal.admin:
+            return True
+        self.refusals += 1
+        request.setHeader(b"www-authenticate", CHALLENGE)
+        self.log.info(
+            "HTTP {path} from {peer} refused: {who} is not an admin",
+            path=request.path.decode("ascii", "replace"),
+            peer=getattr(request.getClientAddress(), "host", "?"),
+            who=who,
+        )
+        if not self.failure_delay_s:
+            return False
+        return deferLater(self.clock, self.failure_delay_s, lambda: False)

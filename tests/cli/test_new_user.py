@@ -1,15 +1,17 @@
 """Issue 15's command-line findings, each as a new user meets it: `hedwig` run as its own
 process against a real hub process. Every test here failed before the fix it covers."""
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from hedwig.client import Client
+from hedwig.client import Client, NoSuchTopic
 from hedwig.testing.hubprocess import hub_environment
 from hedwig.testing.polling import wait_until
 from tests.cli.test_cli import ROOT, hedwig, lines
@@ -150,17 +152,18 @@ def test_subscribe_past_the_end_is_one_line_naming_the_last_seq_id(hub):
 
 def test_publishing_standard_input_sends_each_line_as_it_arrives(hub):
     publisher = popen("publish", "streamed", hub=hub, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    with Client(hub.address) as client:
+    with contextlib.ExitStack() as cleanup, Client(hub.address) as client:
+        cleanup.callback(lambda: publisher.poll() is None and publisher.kill())
 
         def published():
             try:
                 return [bytes(m.payload) for m in client.read("streamed")]
-            except Exception:  # NO_SUCH_TOPIC until the first line is stored
+            except NoSuchTopic:  # until the first line is stored
                 return []
 
         publisher.stdin.write(b"first line\n")
         publisher.stdin.flush()
-        wait_until(lambda: published() == [b"first line"], "the first line published while stdin is open")
+        wait_until(lambda: published() == [b"first line"], "the first line published, stdin open", timeout=20)
         publisher.stdin.write(b"second\nthird")  # the last line needs no newline
         publisher.stdin.close()
         assert publisher.wait(30) == 0
@@ -174,11 +177,21 @@ def test_publishing_standard_input_sends_each_line_as_it_arrives(hub):
 def test_subscribe_into_head_acknowledges_only_what_head_printed(hub):
     hedwig("publish", "headed", *[f"m{i}" for i in range(1, 21)], hub=hub)
     command = f"{sys.executable} -m hedwig --hub {hub.address} subscribe headed s --from earliest | head -3"
-    result = subprocess.run(
-        ["sh", "-c", command], capture_output=True, timeout=30, env=hub_environment(), cwd=ROOT
+    pipeline = subprocess.Popen(
+        ["sh", "-c", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=hub_environment(),
+        cwd=ROOT,
+        start_new_session=True,  # (its own process group: a failing test leaves nothing behind)
     )
-    assert result.stdout == b"m1\nm2\nm3\n"
-    assert result.stderr == b""
+    try:
+        out, err = pipeline.communicate(timeout=30)  # the subscriber ends once head has gone
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pipeline.pid, signal.SIGKILL)
+    assert out == b"m1\nm2\nm3\n"
+    assert err == b""
     (row,) = subscriptions(hub, "headed")
     assert row["consumed_seq"] == 3
     assert lines(hedwig("subscribe", "headed", "s", "--count", "1", hub=hub)) == ["m4"]

@@ -293,3 +293,42 @@ def test_the_readme_snippet_resumes_instead_of_replaying(hub):
 
     assert run() == [["1", "b'one'"], ["2", "b'two'"], ["3", "b'three'"]]
     assert run() == [["4", "b'one'"], ["5", "b'two'"], ["6", "b'three'"]]
+
+
+def test_a_long_publish_shows_its_progress_on_a_terminal(hub):
+    import pty
+    import select
+
+    terminal, stderr = pty.openpty()
+    publisher = popen(
+        "publish", "progressed", hub=hub, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+    )
+    os.close(stderr)
+    shown = b""
+    with contextlib.ExitStack() as cleanup, Client(hub.address) as client:
+        cleanup.callback(os.close, terminal)
+        cleanup.callback(lambda: publisher.poll() is None and publisher.kill())
+
+        def progress_shown():
+            nonlocal shown
+            while select.select([terminal], [], [], 0)[0]:
+                shown += os.read(terminal, 4096)
+            return b"publishing to progressed: " in shown
+
+        def stored():
+            try:
+                return client.read("progressed")[-1].seq
+            except NoSuchTopic:
+                return 0
+
+        sent = 0
+        while not progress_shown():  # a line at a time, each stored before the next goes
+            assert sent < 10_000, shown
+            publisher.stdin.write(b"line\n")
+            publisher.stdin.flush()
+            sent += 1
+            wait_until(lambda sent=sent: stored() == sent, f"line {sent} stored", timeout=20)
+        publisher.stdin.close()
+        assert publisher.wait(30) == 0
+    assert b" msg/s" in shown
+    assert publisher.stdout.read() == f"published {sent} messages to progressed: seq-ids 1..{sent}\n".encode()

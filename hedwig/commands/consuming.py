@@ -138,7 +138,7 @@ def read(args) -> int:
     """print a topic's messages without any subscription (nothing is acknowledged or left
     behind); --follow waits for new ones"""
     start = _start(args.start)
-    printer = Printer()
+    printer = Printer(wait_for_reader=False)  # (nothing to acknowledge: written is printed)
     fmt = MessageFormat(args)
     printed = 0
     stop = StopOnSignal()

@@ -30,10 +30,15 @@ class ReaderGone(Exception):
 
 
 class Printer:
-    def __init__(self, stream=None):
+    """`wait_for_reader`: on a pipe, return from print() only once the reader took the
+    line (for a command that acknowledges what it printed); without it a line is printed
+    once written and flushed (`hedwig read`, which acknowledges nothing)."""
+
+    def __init__(self, stream=None, wait_for_reader: bool = True):
         self.stream = stream if stream is not None else sys.stdout.buffer
         self.fd = self.stream.fileno()
         self.is_pipe = stat.S_ISFIFO(os.fstat(self.fd).st_mode)
+        self.wait_for_reader = wait_for_reader
         self._poll = select.poll()
         self._poll.register(self.fd, select.POLLERR)
 
@@ -52,7 +57,7 @@ class Printer:
         wait early, with the line counted as not printed."""
         self.stream.write(line)
         self.stream.flush()
-        if not self.is_pipe:
+        if not (self.is_pipe and self.wait_for_reader):
             return
         pause = _FIRST_LOOK_S
         while self._unread():

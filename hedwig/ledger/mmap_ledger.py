@@ -31,7 +31,11 @@ DATA_CHUNK_BYTES = 1 * MIB  # allocated (and pre-touched) per step
 INDEX_CHUNK_BYTES = 64 * KIB
 MAX_DATA_LOOKAHEAD = 16 * MIB  # how far the preparer runs ahead of a busy writer
 MAX_INDEX_LOOKAHEAD = 1 * MIB
-MIN_LOOKAHEAD = 4 * KIB  # ... and of a new one (it runs about as far ahead as the ledger holds)
+MIN_LOOKAHEAD = 4 * KIB  # ... and of a new one
+# It runs ahead by this many times what the ledger holds: few allocation steps (each a
+# thread job, and an fdatasync under the syncing policies) before whole chunks, while a
+# ledger with one small entry still holds a block of data and one of index.
+GROWTH = 16
 ID_RESERVATION = 1024  # ledger ids reserved (durably) per write of the id file
 MIN_PAGE_BYTES = 4 * KIB
 

@@ -53,6 +53,7 @@ from hedwig.ledger.layout import (
 from hedwig.ledger.mapped import MappedPages
 from hedwig.ledger.mmap_ledger import (
     FSYNC_POLICIES,
+    GROWTH,
     ID_RESERVATION,
     MAX_DATA_LOOKAHEAD,
     MAX_INDEX_LOOKAHEAD,
@@ -261,12 +262,14 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         end = page * page_bytes + off + n
         stream = ledger.data_stream
         if end > stream.ready:
-            stream.ensure(end - n, end, f"ledger {ledger.id}: data page {page}", ledger.bytes)
+            stream.ensure(end - n, end, f"ledger {ledger.id}: data page {page}", ledger.bytes * GROWTH)
         entry = ledger.count
         index_end = (entry + 1) * RECORD_BYTES
         index_stream = ledger.index_stream
         if index_end > index_stream.ready:
-            index_stream.ensure(index_end - RECORD_BYTES, index_end, f"ledger {ledger.id}: index", index_end)
+            index_stream.ensure(
+                index_end - RECORD_BYTES, index_end, f"ledger {ledger.id}: index", index_end * GROWTH
+            )
         index_page, slot = divmod(entry, ledger.records_per_page)
         data_map = ledger.data_mm
         index_map = ledger.index_mm
@@ -308,16 +311,19 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         ledger.data_page = page
         ledger.data_off = off + n
         self._dirty.add(ledger)
-        # The preparer runs ahead by about what the ledger holds (a chunk at most is left
-        # before it starts again), so a small topic's pages stay small.
+        # The preparer runs ahead by GROWTH times what the ledger holds (a chunk at most is
+        # left before it starts again), so a one-message topic's pages stay a block each
+        # and a busy ledger reaches whole chunks within a few steps.
         if end + stream.chunk_bytes > stream.ready and not stream.preparing and not stream.full:
-            lookahead = min(MAX_DATA_LOOKAHEAD, 2 * page_bytes, max(MIN_LOOKAHEAD, total))
+            lookahead = min(MAX_DATA_LOOKAHEAD, 2 * page_bytes, max(MIN_LOOKAHEAD, total * GROWTH))
             if end + min(stream.chunk_bytes, lookahead >> 1) > stream.ready:
                 self._prepare(stream, end + lookahead)
         if index_end + index_stream.chunk_bytes > index_stream.ready and not (
             index_stream.preparing or index_stream.full
         ):
-            lookahead = min(MAX_INDEX_LOOKAHEAD, 2 * ledger.index_page_bytes, max(MIN_LOOKAHEAD, index_end))
+            lookahead = min(
+                MAX_INDEX_LOOKAHEAD, 2 * ledger.index_page_bytes, max(MIN_LOOKAHEAD, index_end * GROWTH)
+            )
             if index_end + min(index_stream.chunk_bytes, lookahead >> 1) > index_stream.ready:
                 self._prepare(index_stream, index_end + lookahead)
         return entry

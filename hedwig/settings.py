@@ -1,9 +1,10 @@
 """Every hub setting with its default: one dataclass a section of hub.conf.
 
 Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region],
-[tls] for the TLS listener and region links, and [http] for the status page and metrics. This module imports nothing of hedwig, so
-every layer can take its settings from here without depending on the loader
-(hedwig.config), which checks sections with the region and TLS code.
+[tls] for the TLS listener and region links, [auth] for users and permissions, and [http]
+for the status page and metrics. This module imports nothing of hedwig, so every layer
+can take its settings from here without depending on the loader (hedwig.config), which
+checks sections with the region, TLS and HTTP code.
 """
 
 from dataclasses import dataclass, field

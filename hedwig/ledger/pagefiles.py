@@ -53,14 +53,7 @@ def map_file(path: str, length: int, writable: bool) -> mmap.mmap:
         if writable and length and os.fstat(fd).st_size < length:
             os.ftruncate(fd, length)
         access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
-        mm = mmap.mmap(fd, length, access=access)
-        if writable:
-            # No read-ahead on a fault: a writer's first store into a fresh page would
-            # otherwise make the kernel fill (zero) a large folio around it, about 27 ms of
-            # system time per new topic. The preparer's pwrite has put the pages of a busy
-            # writer in the page cache already, so nothing is read ahead for it either.
-            mm.madvise(mmap.MADV_RANDOM)
-        return mm
+        return mmap.mmap(fd, length, access=access)
     finally:
         os.close(fd)
 
@@ -189,7 +182,7 @@ class PageStream:
 
     # -- called with the lock held --------------------------------------------------
 
-    def _allocate_chunk(self, touch: bool, target: int) -> None:
+    def _allocate_chunk(self, preparing: bool, target: int) -> None:
         """Allocate from `ready` towards `target`: at most a chunk, never past the page's
         end, rounded up to a block."""
         pos = self.ready
@@ -204,10 +197,13 @@ class PageStream:
                 os.ftruncate(fd, self.page_bytes)  # sparse: blocks come from fallocate
                 self.pages_created += 1
             os.posix_fallocate(fd, offset, length)
-            if touch:
-                os.pwrite(fd, memoryview(_ZEROS)[:length], offset)
-                if self.sync_zeros:
-                    os.fdatasync(fd)
+            # Written, not only allocated: a store into a page that is not in the page
+            # cache faults it in with read-ahead, and the kernel then fills (zeroes) a
+            # large folio around it: about 27 ms of system time for a new topic's first
+            # store. Pages pwrite put in the cache fault in as they are.
+            os.pwrite(fd, memoryview(_ZEROS)[:length], offset)
+            if preparing and self.sync_zeros:  # (the preparer's zeros, off the reactor)
+                os.fdatasync(fd)
         finally:
             os.close(fd)
         self.ready = pos + length

@@ -18,7 +18,7 @@ from hedwig.protocol.errors import (
     TooManyRedirects,
 )
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import encode_idempotent_publish
+from hedwig.protocol.producer_requests import MAX_SEQUENCE, encode_idempotent_publish
 from hedwig.protocol.requests import Published
 
 RETRYABLE = (
@@ -39,10 +39,12 @@ class AioIdempotentPublisher:
     def __init__(self, client, *, max_sets_in_flight: int = 32, retry_timeout: float = 60.0):
         self.client = client
         self.max_sets_in_flight = max_sets_in_flight
+        self.max_sequence = MAX_SEQUENCE  # the last number of a producer's sets of a topic
         self.retry_timeout = retry_timeout
         self.producer_id = None
         self._asking = None  # the Future of the INIT_PRODUCER under way
         self._lanes = {}  # topic -> PublishLane
+        self._first_lanes = {}  # topic -> its first lane, which uses the client's producer id
         self._backoff = {}  # topic -> the next resend delay
         self._failing_since = {}  # topic -> when its resends began (reset by an answer)
         self.resends = 0
@@ -50,8 +52,10 @@ class AioIdempotentPublisher:
     def send(self, topic: str, message_set: bytes, count: int) -> asyncio.Future:
         """Future[Published] of one message set of `topic` (numbered now)."""
         lane = self._lanes.get(topic)
-        if lane is None:
-            lane = self._lanes[topic] = PublishLane(self.max_sets_in_flight)
+        if lane is None or lane.full:  # (2^32 sets numbered: a new producer goes on after it)
+            lane = self._lanes[topic] = PublishLane(
+                self.max_sets_in_flight, after=lane, max_sequence=self.max_sequence
+            )
         future = asyncio.get_running_loop().create_future()
         lane.add(message_set, count, future)
         self._pump(topic, lane)
@@ -59,13 +63,21 @@ class AioIdempotentPublisher:
 
     def _pump(self, topic: str, lane: PublishLane) -> None:
         for item in lane.ready():
-            task = asyncio.ensure_future(self._send_set(topic, item))
+            task = asyncio.ensure_future(self._send_set(topic, lane, item))
             task.add_done_callback(lambda done, item=item: self._outcome(done, topic, lane, item))
 
-    async def _send_set(self, topic, item):
-        producer_id = self.producer_id
-        if producer_id is None:  # (known: no await, so sets leave in the order they were numbered)
-            producer_id = await self._producer(topic)
+    async def _send_set(self, topic, lane, item):
+        if lane is not self._first_lanes.setdefault(topic, lane):  # a lane after a full one
+            if lane.producer_id is None:
+                asked = self.client._request(topic, lambda p: p.call(Op.INIT_PRODUCER, b""), retry=True)
+                producer_id = await asked
+                if lane.producer_id is None:  # (its first sets ask together: the first answer is kept)
+                    lane.producer_id = producer_id
+            producer_id = lane.producer_id
+        else:
+            producer_id = self.producer_id
+            if producer_id is None:  # (known: no await, so sets leave in the order they were numbered)
+                producer_id = await self._producer(topic)
         first_send = item.attempts == 1
         body = encode_idempotent_publish(topic, producer_id, item.sequence, item.message_set, first_send)
         return await self.client._request(topic, lambda p: p.call(Op.IDEMPOTENT_PUBLISH, body), retry=False)
@@ -99,6 +111,8 @@ class AioIdempotentPublisher:
             for given_up in lane.failed(item, retryable, isinstance(error, ProducerSequenceGap)):
                 if not given_up.waiters.done():
                     given_up.waiters.set_exception(error)
+        if lane.successor is not None and lane.idle:
+            self._pump(topic, lane.successor)  # the lane after this full one may go now
         if lane.rewind_due():
             delay = self._backoff.get(topic, _BACKOFF_FIRST)
             self._backoff[topic] = min(delay * 2, _BACKOFF_MAX)

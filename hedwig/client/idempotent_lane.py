@@ -15,9 +15,15 @@ part of it. A set refused for good (too large, not authorised) was not stored; t
 after it, refused as gaps or not yet sent, fail with it, and numbering goes on from its
 number, so the lane can be used again. At most `max_sets_in_flight` sets are on the wire:
 the hub remembers the seq-ids of a producer's last WINDOW sets, and a resend must find them.
+
+Numbers are u32: a lane that has numbered 2^32 sets is `full`, and the topic's next sets
+go to a new lane `after` it, with a producer id of its own, which sends nothing until the
+full lane is idle (so the publish order holds across the two producers).
 """
 
 from collections import deque
+
+from hedwig.protocol.producer_requests import MAX_SEQUENCE
 
 
 class LaneSet:
@@ -35,13 +41,24 @@ class LaneSet:
 
 
 class PublishLane:
-    def __init__(self, max_sets_in_flight: int = 32):
+    def __init__(self, max_sets_in_flight: int = 32, *, after=None, max_sequence: int = MAX_SEQUENCE):
         self.max_sets_in_flight = max_sets_in_flight
+        self.max_sequence = max_sequence
+        self.after = after  # the full lane whose sets go first (None: none)
+        self.successor = None  # the lane after this one, once this one is full
+        if after is not None:
+            after.successor = self
+        self.producer_id = None  # its own producer id (a lane after another), else the client's
         self.next_sequence = 0
         self.unsent: deque[LaneSet] = deque()  # in sequence order
         self.on_wire = 0  # sets sent whose answer has not come back
         self.to_resend: list[LaneSet] = []  # failed retryably: sent again at the rewind
         self.unanswered: dict[int, LaneSet] = {}  # sequence -> set, every set not yet done
+
+    @property
+    def full(self) -> bool:
+        """Every number was given: the topic's next sets go to a new lane after this one."""
+        return self.next_sequence > self.max_sequence
 
     def add(self, message_set: bytes, count: int, waiters) -> LaneSet:
         item = LaneSet(self.next_sequence, message_set, count, waiters)
@@ -56,6 +73,10 @@ class PublishLane:
 
     def ready(self) -> list[LaneSet]:
         """The sets to send now, in order (counted on the wire from here)."""
+        if self.after is not None:
+            if not self.after.idle:
+                return []
+            self.after = None
         out = []
         while self.unsent and not self.to_resend and self.on_wire < self.max_sets_in_flight:
             item = self.unsent.popleft()

@@ -20,7 +20,7 @@ from hedwig.protocol.errors import (
     TooManyRedirects,
 )
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import encode_idempotent_publish
+from hedwig.protocol.producer_requests import MAX_SEQUENCE, encode_idempotent_publish
 from hedwig.protocol.requests import Published
 
 # What a resend may get past: the set may or may not have been stored, or was not.
@@ -43,10 +43,12 @@ class IdempotentPublisher:
         self.client = client
         self._clock = clock
         self.max_sets_in_flight = max_sets_in_flight
+        self.max_sequence = MAX_SEQUENCE  # the last number of a producer's sets of a topic
         self.retry_timeout = retry_timeout
         self.producer_id = None
         self._asking = None  # list of Deferreds waiting for the producer id
         self._lanes = {}  # topic -> PublishLane
+        self._first_lanes = {}  # topic -> its first lane, which uses the client's producer id
         self._backoff = {}  # topic -> the next resend delay
         self._failing_since = {}  # topic -> when its resends began (reset by an answer)
         self.resends = 0
@@ -54,14 +56,21 @@ class IdempotentPublisher:
     def send(self, topic: str, message_set: bytes, count: int) -> Deferred:
         """Deferred[Published] of one message set of `topic`."""
         lane = self._lanes.get(topic)
-        if lane is None:
-            lane = self._lanes[topic] = PublishLane(self.max_sets_in_flight)
+        if lane is None or lane.full:  # (2^32 sets numbered: a new producer goes on after it)
+            lane = self._lanes[topic] = PublishLane(
+                self.max_sets_in_flight, after=lane, max_sequence=self.max_sequence
+            )
         waiter = Deferred()
         lane.add(message_set, count, waiter)
         self._pump(topic, lane)
         return waiter
 
-    def _producer(self, topic) -> Deferred:
+    def _producer(self, topic, lane) -> Deferred:
+        if lane.producer_id is not None:
+            return succeed(lane.producer_id)
+        if lane is not self._first_lanes.setdefault(topic, lane):  # a lane after a full one
+            asked = self.client._request(topic, lambda p: p.call(Op.INIT_PRODUCER, b""), retry=True)
+            return asked.addCallback(_own_producer, lane)
         if self.producer_id is not None:
             return succeed(self.producer_id)
         d = Deferred()
@@ -82,7 +91,7 @@ class IdempotentPublisher:
 
     def _pump(self, topic: str, lane: PublishLane) -> None:
         for item in lane.ready():
-            d = self._producer(topic)
+            d = self._producer(topic, lane)
             d.addCallback(self._send_set, topic, item)
             d.addCallbacks(self._answered, self._failed, (topic, lane, item), None, (topic, lane, item))
 
@@ -108,6 +117,8 @@ class IdempotentPublisher:
         self._next(topic, lane)
 
     def _next(self, topic: str, lane: PublishLane) -> None:
+        if lane.successor is not None and lane.idle:
+            self._pump(topic, lane.successor)  # the lane after this full one may go now
         if lane.rewind_due():
             delay = self._backoff.get(topic, _BACKOFF_FIRST)
             self._backoff[topic] = min(delay * 2, _BACKOFF_MAX)
@@ -116,6 +127,14 @@ class IdempotentPublisher:
             self._clock.callLater(delay, self._pump, topic, lane)
         else:
             self._pump(topic, lane)
+
+
+def _own_producer(producer_id, lane):
+    """A lane's own producer id: asked once (its first sets may ask together: the first
+    answer is kept)."""
+    if lane.producer_id is None:
+        lane.producer_id = producer_id
+    return lane.producer_id
 
 
 class IdempotentPublishing:

@@ -41,3 +41,21 @@ def test_every_message_once_in_order_through_twenty_sigkills(own_hub):
     assert seqs == list(range(1, len(published) + 1))
     assert [m.payload for m in stored] == published
     assert resends > 0  # (the kills did catch sets in flight)
+
+
+def test_a_producer_out_of_numbers_goes_on_as_a_new_one_in_order(hub):
+    async def scenario():
+        async with Client(hub.address, idempotent=True) as client:
+            client._idempotent.max_sequence = 2  # (as if 2^32 sets had been numbered)
+            outcomes = []
+            for i in range(10):  # ten sets: one per loop turn
+                outcomes.append(asyncio.ensure_future(client.publish("aio-renumbered", b"%d" % i)))
+                await asyncio.sleep(0)
+            seqs = await asyncio.gather(*outcomes)
+            lane = client._idempotent._lanes["aio-renumbered"]
+            return seqs, await client.read("aio-renumbered"), lane.producer_id, client._idempotent.producer_id
+
+    seqs, stored, lane_producer, first_producer = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert seqs == list(range(1, 11))
+    assert [m.payload for m in stored] == [b"%d" % i for i in range(10)]
+    assert lane_producer not in (None, first_producer)

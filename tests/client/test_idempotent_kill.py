@@ -66,3 +66,21 @@ class IdempotentPublishThroughKills(unittest.TestCase):
         stored = yield client.read(topic)
         self.assertEqual([m.payload for m in stored], published)
         self.assertEqual([m.seq for m in stored], list(range(1, len(published) + 1)))
+
+    @defer.inlineCallbacks
+    def test_a_producer_out_of_numbers_goes_on_as_a_new_one_in_order(self):
+        client = Client(reactor, self.hub.address, idempotent=True)
+        yield client.connect()
+        self.addCleanup(client.close)
+        client._idempotent.max_sequence = 2  # (as if 2^32 sets had been numbered)
+        topic = "idempotent-renumbered"
+        outcomes = []
+        for i in range(10):  # ten sets: one per reactor turn
+            outcomes.append(client.publish(topic, b"%d" % i))
+            yield deferLater(reactor, 0, lambda: None)
+        seqs = yield defer.gatherResults(outcomes)
+        self.assertEqual(seqs, list(range(1, 11)))
+        stored = yield client.read(topic)
+        self.assertEqual([m.payload for m in stored], [b"%d" % i for i in range(10)])
+        lane = client._idempotent._lanes[topic]
+        self.assertNotIn(lane.producer_id, (None, client._idempotent.producer_id))

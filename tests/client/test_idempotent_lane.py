@@ -68,3 +68,17 @@ def test_a_set_answered_after_it_was_given_up_is_not_told_twice():
     assert lane.failed(first, retryable=False, gap=False) == [first, second]  # second still out
     assert lane.answered(second) is False
     assert lane.idle and lane.on_wire == 0
+
+
+def test_a_full_lane_hands_over_to_one_after_it_once_idle():
+    full = PublishLane(max_sequence=1)
+    items = [full.add(b"set", 1, None) for _ in range(2)]
+    assert full.full
+    after = PublishLane(after=full, max_sequence=1)
+    newer = after.add(b"newer", 1, None)
+    assert newer.sequence == 0  # numbered afresh: it will have a producer id of its own
+    full.ready()
+    assert after.ready() == []  # the full lane's sets are still out
+    for item in items:
+        full.answered(item)
+    assert after.ready() == [newer] and after.after is None

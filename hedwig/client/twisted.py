@@ -39,6 +39,7 @@ from hedwig.client.payloads import PublishBatch, payload_bytes, payloads_bytes
 from hedwig.client.protocol import HubProtocol
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
+from hedwig.client.twisted_backpressure import ProducerBackpressure
 from hedwig.client.twisted_idempotent import IdempotentPublisher, IdempotentPublishing
 from hedwig.client.twisted_subscriptions import AckOnlySubscription, Subscription
 from hedwig.protocol import Status
@@ -64,7 +65,7 @@ _BACKOFF_MAX = 5.0
 log = Logger()
 
 
-class Client(IdempotentPublishing, ClientOperations):
+class Client(IdempotentPublishing, ProducerBackpressure, ClientOperations):
     """A Twisted client of one or more hubs. `reactor` gives connections and time.
 
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the
@@ -128,8 +129,6 @@ class Client(IdempotentPublishing, ClientOperations):
         self._flush_call = None
         self.in_flight = 0  # messages sent, not answered
         self.queued = 0  # messages held, not sent
-        self._producer = None
-        self._producer_paused = False
         self._closing = None  # the Deferred of close(), once called
         self._idle_waiters = []  # fired when no publish is queued or in flight
         self._closed = False
@@ -353,30 +352,6 @@ class Client(IdempotentPublishing, ClientOperations):
             self._send_waiting()
         self._check_producer()
         self._check_idle()
-
-    # -- backpressure (IConsumer-like) --------------------------------------------------------
-
-    def registerProducer(self, producer, streaming: bool = True) -> None:
-        """Pause `producer` (an IPushProducer) while the client holds max_in_flight
-        messages or more; resume it below half of that."""
-        self._producer = producer
-        self._producer_paused = False
-        self._check_producer()
-
-    def unregisterProducer(self) -> None:
-        self._producer = None
-
-    def _check_producer(self) -> None:
-        producer = self._producer
-        if producer is None:
-            return
-        held = self.in_flight + self.queued
-        if not self._producer_paused and held >= self.max_in_flight:
-            self._producer_paused = True
-            producer.pauseProducing()
-        elif self._producer_paused and held < self.max_in_flight // 2:
-            self._producer_paused = False
-            producer.resumeProducing()
 
     # -- subscribing -----------------------------------------------------------------------
 

@@ -168,17 +168,28 @@ class Subscription:
     def _write_failed(self, failure, waiters) -> None:
         self._writing = False
         self.write_failures += 1
-        _logger.failure(
-            "writing the consume pointer of {topic}/{subscriber} failed",
-            failure,
-            topic=self.topic,
-            subscriber=self.subscriber_id,
-        )
         if failure.check(BadVersion):
-            # Someone else wrote the record: learn its version (or that it is gone), then
-            # let the timer write ours again.
+            # Not a fault of this hub: the record changed under the write (another writer,
+            # or the subscription was deleted meanwhile, as an UNSUBSCRIBE racing a
+            # CONSUME does). Learn its version (or that it is gone), then let the timer
+            # write ours again. A warning, without a traceback; none once it is deleted.
+            if not self.deleted:
+                _logger.warn(
+                    "the consume pointer of {topic}/{subscriber} changed under this hub ({why});"
+                    " reading it again",
+                    topic=self.topic,
+                    subscriber=self.subscriber_id,
+                    why=failure.getErrorMessage(),
+                )
             d = maybeDeferred(self._metadata.get_subscription, self.topic, self.subscriber_id)
             d.addCallbacks(self._refreshed, lambda f: None)
+        else:
+            _logger.failure(
+                "writing the consume pointer of {topic}/{subscriber} failed",
+                failure,
+                topic=self.topic,
+                subscriber=self.subscriber_id,
+            )
         if self.dirty and self._timer is None and not self.deleted:
             self._timer = self._clock.callLater(self._flush_after_s, self._timer_fired)
         later, self._flush_waiters = self._flush_waiters, Waiters()

@@ -179,3 +179,28 @@ def test_a_failed_pointer_write_is_reported_and_retried(tmp_path):
     failure = failure_of(h.manager.close_subscription("t", "s"))
     assert failure.check(MetadataError) and not failure.check(BadVersion)
     assert h.manager.describe("t")[0]["consumed_seq"] == 200
+
+
+def test_a_pointer_write_racing_a_delete_is_no_hub_fault(tmp_path):
+    """An UNSUBSCRIBE (or another hub) deleting the record while a CONSUME's write is on
+    its way makes that write lose its compare-and-set: logged as a warning without a
+    traceback (never critical), and the pointer is not written again once it is gone."""
+    from twisted.logger import LogLevel, globalLogPublisher
+
+    events = []
+    globalLogPublisher.addObserver(events.append)
+    try:
+        h, _ = subscribed(tmp_path, consume_interval=50, consume_flush_ms=500)
+        current = fired(h.metadata.get_subscription("t", "s"))
+        fired(h.metadata.delete_subscription("t", "s", current.version))
+        h.manager.consume("t", "s", 60)
+        h.clock.advance(0.5)
+        h.manager.consume("t", "s", 120)
+        h.clock.advance(0.5)
+    finally:
+        globalLogPublisher.removeObserver(events.append)
+    ours = [e for e in events if e.get("subscriber") == "s"]
+    assert [e["log_level"] for e in ours] == [LogLevel.warn]
+    assert "log_failure" not in ours[0]
+    assert h.manager.stats()["pointer_write_failures"] == 1, "written again after the record went"
+    assert h.record("s") is None

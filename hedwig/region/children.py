@@ -118,8 +118,12 @@ class Children:
         return encode_region_link_reply(manager.name, manager.path.names, manager.path.complete)
 
     def _refuse(self, connection, region: str, problem: str) -> None:
+        """A refused link is a client error (hub/peerlog.py): once per peer per interval,
+        the rest counted, so a peer retrying a bad link cannot flood the log."""
         self.refused += 1
-        _logger.error(
+        self.manager.hub.client_errors.warn(
+            _logger,
+            connection.peer_host,
             "{peer}: refused a region link from {region}: {problem}",
             peer=connection.peer,
             region=region,

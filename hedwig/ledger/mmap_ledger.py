@@ -32,6 +32,9 @@ INDEX_CHUNK_BYTES = 64 * KIB
 MAX_DATA_LOOKAHEAD = 16 * MIB  # how far the preparer runs ahead of a busy writer
 MAX_INDEX_LOOKAHEAD = 1 * MIB
 MIN_LOOKAHEAD = 4 * KIB  # ... and of a new one
+# ... under the syncing policies, where each preparer step is also an fdatasync: fewer,
+# larger first steps (a new topic costs this much more disk there).
+SYNCING_MIN_LOOKAHEAD = 64 * KIB
 # It runs ahead by this many times what the ledger holds: few allocation steps (each a
 # thread job, and an fdatasync under the syncing policies) before whole chunks, while a
 # ledger with one small entry still holds a block of data and one of index.

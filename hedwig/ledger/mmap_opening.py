@@ -23,6 +23,8 @@ from hedwig.ledger.layout import (
 from hedwig.ledger.mmap_ledger import (
     DATA_CHUNK_BYTES,
     INDEX_CHUNK_BYTES,
+    MIN_LOOKAHEAD,
+    SYNCING_MIN_LOOKAHEAD,
     Ledger,
     write_header_fields,
 )
@@ -141,6 +143,7 @@ class OpeningLedgers:
             DATA_CHUNK_BYTES,
             end_page * ledger.page_bytes + end_offset,
             sync_zeros=syncing,
+            min_ahead=SYNCING_MIN_LOOKAHEAD if syncing else MIN_LOOKAHEAD,
         )
         ledger.index_stream = PageStream(
             ledger.path,

@@ -315,7 +315,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         # left before it starts again), so a one-message topic's pages stay a block each
         # and a busy ledger reaches whole chunks within a few steps.
         if end + stream.chunk_bytes > stream.ready and not stream.preparing and not stream.full:
-            lookahead = min(MAX_DATA_LOOKAHEAD, 2 * page_bytes, max(MIN_LOOKAHEAD, total * GROWTH))
+            lookahead = min(MAX_DATA_LOOKAHEAD, 2 * page_bytes, max(stream.min_ahead, total * GROWTH))
             if end + min(stream.chunk_bytes, lookahead >> 1) > stream.ready:
                 self._prepare(stream, end + lookahead)
         if index_end + index_stream.chunk_bytes > index_stream.ready and not (

@@ -161,12 +161,14 @@ class PageStream:
         chunk_bytes: int,
         ready: int = 0,
         sync_zeros: bool = False,
+        min_ahead: int = BLOCK_BYTES,
     ):
         self.directory = directory
         # Sync the preparer's zeros too (for the fsync policies that sync appends): the
         # blocks are then written, not merely allocated, and an fsync after an append
         # has no extent conversion to journal.
         self.sync_zeros = sync_zeros
+        self.min_ahead = min_ahead  # the least the preparer runs ahead of the writer
         self.namer = namer
         self.page_bytes = page_bytes
         self.chunk_bytes = max(1, min(chunk_bytes, page_bytes, len(_ZEROS)))

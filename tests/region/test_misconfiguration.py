@@ -120,7 +120,7 @@ def test_an_unreachable_parent_is_retried_with_back_off_and_blocks_nothing_local
         )
         assert shown.returncode == 0, shown.stderr
         assert "relays:   1" in shown.stdout
-        assert "from region root: consumed None, lag unknown, retrying: cannot reach" in shown.stdout
+        assert "from region root: consumed nothing yet, lag unknown, retrying: cannot reach" in shown.stdout
 
 
 def test_a_parent_address_serving_another_region_is_refused(tmp_path, hubs):

@@ -20,7 +20,7 @@ from hedwig.protocol.layouts import (
     str8,
     unpack_field,
 )
-from hedwig.protocol.requests import MAX_START, _start_fields
+from hedwig.protocol.requests import MAX_START, _start_fields, decode_topic_only, encode_topic_only
 from hedwig.protocol.status import Status
 
 DELETE_FLAG_FORCE = 0x01  # delete the topic's subscriptions with it
@@ -44,13 +44,11 @@ class ResetSubscription(NamedTuple):
 
 
 def encode_create_topic(topic: str) -> bytes:
-    return str8(topic)
+    return encode_topic_only(topic)
 
 
 def decode_create_topic(body) -> str:
-    topic, offset = read_topic(body, 0)
-    expect_end(body, offset, "CREATE_TOPIC")
-    return topic
+    return decode_topic_only(body, "CREATE_TOPIC")
 
 
 # -- DELETE_TOPIC -----------------------------------------------------------------------------

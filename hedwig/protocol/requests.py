@@ -355,14 +355,24 @@ def decode_read_range_reply(payload) -> ReadRangeReply:
 # -- admin reads: LIST_TOPICS, DESCRIBE_TOPIC, STATS ------------------------------------------
 
 
-def encode_describe_topic(topic: str) -> bytes:
+def encode_topic_only(topic: str) -> bytes:
+    """The body of a request that names one topic and nothing else."""
     return str8(topic)
 
 
-def decode_describe_topic(body) -> str:
+def decode_topic_only(body, what: str) -> str:
+    """The topic of such a body (`what`: the op, for the refusal)."""
     topic, offset = read_topic(body, 0)
-    expect_end(body, offset, "DESCRIBE_TOPIC")
+    expect_end(body, offset, what)
     return topic
+
+
+def encode_describe_topic(topic: str) -> bytes:
+    return encode_topic_only(topic)
+
+
+def decode_describe_topic(body) -> str:
+    return decode_topic_only(body, "DESCRIBE_TOPIC")
 
 
 def decode_empty(body, what: str) -> None:

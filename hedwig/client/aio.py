@@ -31,6 +31,7 @@ from hedwig.client.defaults import (
     DEFAULT_WINDOW,
 )
 from hedwig.client.operations import ClientOperations
+from hedwig.client.payloads import payload_bytes, payloads_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
 from hedwig.protocol import Status
@@ -239,8 +240,7 @@ class Client(IdempotentPublishing, ClientOperations):
 
     async def publish(self, topic: str, payload, properties=None) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored."""
-        if isinstance(payload, str):
-            payload = payload.encode()
+        payload = payload_bytes(payload)
         if self._closed:
             raise ClientClosed(message="the client is closed")
         self._check_size(topic, len(payload))
@@ -265,9 +265,11 @@ class Client(IdempotentPublishing, ClientOperations):
         return await future
 
     async def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
-        """Publish messages as one message set (one stored entry); their seq-ids."""
+        """Publish messages (str goes as UTF-8) as one message set (one stored entry); their
+        seq-ids."""
         if not payloads:
             return []
+        payloads = payloads_bytes(payloads)
         if self._closed:
             raise ClientClosed(message="the client is closed")
         self._check_size(topic, max(map(len, payloads)))

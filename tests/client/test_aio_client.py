@@ -189,3 +189,16 @@ def test_publish_and_subscribe_over_tls(tmp_path):
         assert run(scenario()) == [b"secret", b"too"]
     finally:
         hub.stop()
+
+
+def test_publish_many_takes_str_payloads_as_utf8(hub):
+    from hedwig.client import Client as Blocking
+    from hedwig.client.aio import Client
+
+    async def publish():
+        async with Client(hub.address) as client:
+            return await client.publish_many("aio-text", ["héllo", b"raw"])
+
+    assert asyncio.run(publish()) == [1, 2]
+    with Blocking(hub.address) as blocking:
+        assert [bytes(m.payload) for m in blocking.read("aio-text")] == ["héllo".encode(), b"raw"]

@@ -15,8 +15,11 @@ answered AUTHENTICATION_FAILED and closed; any other request needs its permissio
                             attached under these checks
     REGION_LINK, RELAY_PUBLISH    a region user (which region, and which origins, are
                             checked where those are decoded: hedwig/region)
-    every other op          admin (STATS, LIST_TOPICS, and ops this table does not
-                            know yet: refused rather than guessed)
+    CREATE_TOPIC            create on the topic
+    LIST_SUBSCRIPTIONS      subscribe on the topic it names (every topic's: admin)
+    every other op          admin (STATS, LIST_TOPICS, DELETE_TOPIC, RESET_SUBSCRIPTION,
+                            and ops this table does not know yet: refused rather than
+                            guessed)
 
 A refusal raises RequestError(NOT_AUTHORIZED), which the connection answers and logs
 as it does any refused request; the connection goes on. Answers are cached per user and
@@ -30,6 +33,7 @@ from zope.interface import implementer
 
 from hedwig.auth.interface import IAuthorizer
 from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
+from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subscriptions
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
 from hedwig.protocol.layouts import RequestError, read_topic
 from hedwig.protocol.ops import Op
@@ -197,6 +201,18 @@ def _read(access, principal, op, body):
     access._require(principal, SUBSCRIBE, topic)
 
 
+def _create(access, principal, op, body):
+    access._require(principal, CREATE, decode_create_topic(body))
+
+
+def _list_subscriptions(access, principal, op, body):
+    topic = decode_list_subscriptions(body)
+    if topic is None:
+        _admin(access, principal, op, body)
+    else:
+        access._require(principal, SUBSCRIBE, topic)
+
+
 def _handle(access, principal, op, body):
     """The handle was attached by a SUBSCRIBE this gate let through."""
 
@@ -225,4 +241,6 @@ _CHECKS = {
     Op.DESCRIBE_TOPIC: _read,  # (a reader needs the topic's bounds: the Spark source plans by them)
     Op.REGION_LINK: _region,
     Op.RELAY_PUBLISH: _region,
+    Op.CREATE_TOPIC: _create,
+    Op.LIST_SUBSCRIPTIONS: _list_subscriptions,
 }

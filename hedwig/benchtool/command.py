@@ -10,6 +10,8 @@ import sys
 
 from hedwig.benchtool.measure import format_latency
 from hedwig.benchtool.runs import RUNS, STAMP, BenchError, BenchSettings
+from hedwig.client.defaults import DEFAULT_TIMEOUT, DEFAULT_WINDOW
+from hedwig.commands.common import client, positive_int
 
 DEFAULT_TOPIC = "hedwig-bench"
 DEFAULT_TIMEOUT_S = 30.0
@@ -19,18 +21,6 @@ MODE_HELP = {
     "subscribe": "delivery rate and publish-to-delivery latency of subscribers while one client publishes",
     "round-trip": "one message at a time: publish, wait for its delivery, the next",
 }
-
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
-    return value
 
 
 def add_bench(subparsers, client_options):
@@ -46,14 +36,14 @@ def add_bench(subparsers, client_options):
         sub = modes.add_parser(mode, parents=[client_options], help=help_text, description=help_text)
         sub.add_argument("topic", nargs="?", default=DEFAULT_TOPIC, metavar="TOPIC",
                          help=f"the topic (default {DEFAULT_TOPIC}; publishing creates it)")  # fmt: skip
-        sub.add_argument("--messages", type=_positive, default=DEFAULT_MESSAGES[mode], metavar="N",
+        sub.add_argument("--messages", type=positive_int, default=DEFAULT_MESSAGES[mode], metavar="N",
                          help=f"messages to publish (default {DEFAULT_MESSAGES[mode]:,})")  # fmt: skip
         sub.add_argument("--size", type=int, default=128, metavar="BYTES", help="payload bytes (default 128)")
         if mode != "round-trip":
-            sub.add_argument("--batch", type=_positive, default=100, metavar="N",
+            sub.add_argument("--batch", type=positive_int, default=100, metavar="N",
                              help="messages per publish request: one message set (default 100)")  # fmt: skip
             who = "publishers" if mode == "publish" else "subscribers"
-            sub.add_argument("--clients", type=_positive, default=1, metavar="N",
+            sub.add_argument("--clients", type=positive_int, default=1, metavar="N",
                              help=f"{who}, each on its own connection (default 1)")  # fmt: skip
         # --timeout and --json, unless the CLI gives every command its own (then those).
         shared = client_options._option_string_actions
@@ -70,18 +60,11 @@ def add_bench(subparsers, client_options):
 
 
 def connect_with(args):
-    """A function making blocking clients on the command's connection options."""
-    from hedwig.auth.client_options import credentials_from
-    from hedwig.client import Client
-    from hedwig.tls import ClientTls
-
-    tls = None
-    if args.tls or args.tls_ca or args.tls_cert or args.tls_key or args.tls_name:
-        tls = ClientTls(
-            ca_file=args.tls_ca, cert_file=args.tls_cert, key_file=args.tls_key, server_name=args.tls_name
-        )
-    credentials = credentials_from(args)
-    return lambda: Client(args.hub, client_name="hedwig bench", tls=tls, credentials=credentials)
+    """A function making blocking clients on the command's connection options, as every
+    client subcommand makes them (commands.common.client); --timeout is the run's own
+    (how long without a message), so the replies' timeout and the window stay the
+    client's defaults, which the measurements assume."""
+    return lambda: client(args, timeout=DEFAULT_TIMEOUT, window=DEFAULT_WINDOW)
 
 
 def settings_from(args) -> BenchSettings:

@@ -130,13 +130,14 @@ def client_tls(args):
 
 def client(args, **kwargs):
     """A blocking Client of the hub the options name. Subscriptions take the hub's
-    default window unless asked otherwise (window=None: conf/hub.conf says what it is)."""
+    default window unless asked otherwise (window=None: conf/hub.conf says what it is),
+    and wait --timeout for each reply unless given a timeout of their own."""
     from hedwig.client import Client
 
     kwargs.setdefault("window", None)
+    kwargs.setdefault("timeout", args.timeout)
     return Client(
         args.hub,
-        timeout=args.timeout,
         client_name=f"hedwig {args.command}",
         tls=client_tls(args),
         credentials=credentials_from(args),

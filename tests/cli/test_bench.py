@@ -81,7 +81,7 @@ def test_the_report_for_people(hub):
 @pytest.mark.parametrize(
     "args, said",
     [(["round-trip", "--size", "4"], "--size 4: round-trip needs at least 8 bytes"),
-     (["publish", "--messages", "0"], "0 is not 1 or more")],
+     (["publish", "--messages", "0"], "expected at least 1, not 0")],
 )  # fmt: skip
 def test_options_that_cannot_work_are_one_line_and_status_2(hub, args, said):
     done = bench(hub, *args)

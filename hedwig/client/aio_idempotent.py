@@ -8,58 +8,25 @@ Twisted client's (twisted_idempotent.py), driven by asyncio Futures.
 import asyncio
 
 from hedwig.client.idempotent_lane import PublishLane
-from hedwig.protocol.errors import (
-    ConnectionLost,
-    CouldNotConnect,
-    NotResponsibleForTopic,
-    ProducerSequenceGap,
-    RequestTimeout,
-    ServiceDown,
-    TooManyRedirects,
-)
+from hedwig.client.idempotent_resends import RETRYABLE, LanePublisher
+from hedwig.protocol.errors import ConnectionLost, ProducerSequenceGap
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import MAX_SEQUENCE, encode_idempotent_publish
+from hedwig.protocol.producer_requests import encode_idempotent_publish
 from hedwig.protocol.requests import Published
 
-RETRYABLE = (
-    ConnectionLost,
-    CouldNotConnect,
-    RequestTimeout,
-    ServiceDown,
-    NotResponsibleForTopic,
-    TooManyRedirects,
-)
-_BACKOFF_FIRST = 0.05
-_BACKOFF_MAX = 1.0
 
-
-class AioIdempotentPublisher:
-    """Part of hedwig.client.aio.Client: sends its message sets numbered."""
-
-    def __init__(self, client, *, max_sets_in_flight: int = 32, retry_timeout: float = 60.0):
-        self.client = client
-        self.max_sets_in_flight = max_sets_in_flight
-        self.max_sequence = MAX_SEQUENCE  # the last number of a producer's sets of a topic
-        self.retry_timeout = retry_timeout
-        self.producer_id = None
-        self._asking = None  # the Future of the INIT_PRODUCER under way
-        self._lanes = {}  # topic -> PublishLane
-        self._first_lanes = {}  # topic -> its first lane, which uses the client's producer id
-        self._backoff = {}  # topic -> the next resend delay
-        self._failing_since = {}  # topic -> when its resends began (reset by an answer)
-        self.resends = 0
+class AioIdempotentPublisher(LanePublisher):
+    """Part of hedwig.client.aio.Client: sends its message sets numbered. `_asking` is
+    the Future of the INIT_PRODUCER under way."""
 
     def send(self, topic: str, message_set: bytes, count: int) -> asyncio.Future:
         """Future[Published] of one message set of `topic` (numbered now)."""
-        lane = self._lanes.get(topic)
-        if lane is None or lane.full:  # (2^32 sets numbered: a new producer goes on after it)
-            lane = self._lanes[topic] = PublishLane(
-                self.max_sets_in_flight, after=lane, max_sequence=self.max_sequence
-            )
         future = asyncio.get_running_loop().create_future()
-        lane.add(message_set, count, future)
-        self._pump(topic, lane)
+        self._add(topic, message_set, count, future)
         return future
+
+    def _call_later(self, delay: float, function, *args) -> None:
+        asyncio.get_running_loop().call_later(delay, function, *args)
 
     def _pump(self, topic: str, lane: PublishLane) -> None:
         for item in lane.ready():
@@ -111,16 +78,7 @@ class AioIdempotentPublisher:
             for given_up in lane.failed(item, retryable, isinstance(error, ProducerSequenceGap)):
                 if not given_up.waiters.done():
                     given_up.waiters.set_exception(error)
-        if lane.successor is not None and lane.idle:
-            self._pump(topic, lane.successor)  # the lane after this full one may go now
-        if lane.rewind_due():
-            delay = self._backoff.get(topic, _BACKOFF_FIRST)
-            self._backoff[topic] = min(delay * 2, _BACKOFF_MAX)
-            self.resends += len(lane.to_resend)
-            lane.rewind()
-            loop.call_later(delay, self._pump, topic, lane)
-        else:
-            self._pump(topic, lane)
+        self._next(topic, lane)
 
 
 class IdempotentPublishing:

@@ -14,28 +14,9 @@ different topics they do not wait for each other.
 import threading
 import time
 
-from hedwig.protocol.errors import (
-    ConnectionLost,
-    CouldNotConnect,
-    NotResponsibleForTopic,
-    RequestTimeout,
-    ServiceDown,
-    TooManyRedirects,
-)
+from hedwig.client.idempotent_resends import RESEND_BACKOFF_FIRST, RESEND_BACKOFF_MAX, RETRYABLE
 from hedwig.protocol.ops import Op
 from hedwig.protocol.producer_requests import MAX_SEQUENCE, encode_idempotent_publish
-
-# What a resend may get past: the set may or may not have been stored, or was not.
-RETRYABLE = (
-    ConnectionLost,
-    CouldNotConnect,
-    RequestTimeout,
-    ServiceDown,
-    NotResponsibleForTopic,
-    TooManyRedirects,
-)
-_BACKOFF_FIRST = 0.05
-_BACKOFF_MAX = 1.0
 
 
 class _TopicTurn:
@@ -98,7 +79,7 @@ class BlockingIdempotence:
         """client._request(topic, send) again, with backoff, while it fails in a way a
         resend may get past, for at most the client's reconnect_timeout."""
         deadline = time.monotonic() + self.client.reconnect_timeout
-        delay = _BACKOFF_FIRST
+        delay = RESEND_BACKOFF_FIRST
         while True:
             try:
                 return self.client._request(topic, send, retry=True)
@@ -107,7 +88,7 @@ class BlockingIdempotence:
                     raise
             self.resends += 1
             time.sleep(delay)  # (a blocking client's backoff: the caller's thread waits)
-            delay = min(delay * 2, _BACKOFF_MAX)
+            delay = min(delay * 2, RESEND_BACKOFF_MAX)
 
 
 class IdempotentPublishing:

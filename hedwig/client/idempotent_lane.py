@@ -22,22 +22,22 @@ full lane is idle (so the publish order holds across the two producers).
 """
 
 from collections import deque
+from dataclasses import dataclass
 
 from hedwig.protocol.producer_requests import MAX_SEQUENCE
 
 
+@dataclass(slots=True, eq=False)
 class LaneSet:
-    """One message set of the lane: `waiters` learn its outcome (the driver's objects)."""
+    """One message set of the lane: `waiters` learn its outcome (the driver's objects).
+    Compared by identity, as before: two sets are never the same set."""
 
-    __slots__ = ("attempts", "count", "done", "message_set", "sequence", "waiters")
-
-    def __init__(self, sequence: int, message_set: bytes, count: int, waiters):
-        self.sequence = sequence
-        self.message_set = message_set
-        self.count = count
-        self.waiters = waiters
-        self.attempts = 0
-        self.done = False
+    sequence: int
+    message_set: bytes
+    count: int
+    waiters: object
+    attempts: int = 0
+    done: bool = False
 
 
 class PublishLane:

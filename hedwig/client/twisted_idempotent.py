@@ -10,60 +10,29 @@ answer the hub gives, or the same seq-ids again when a resend was a repeat.
 from twisted.internet.defer import Deferred, succeed
 
 from hedwig.client.idempotent_lane import PublishLane
-from hedwig.protocol.errors import (
-    ConnectionLost,
-    CouldNotConnect,
-    NotResponsibleForTopic,
-    ProducerSequenceGap,
-    RequestTimeout,
-    ServiceDown,
-    TooManyRedirects,
-)
+from hedwig.client.idempotent_resends import RETRYABLE, LanePublisher
+from hedwig.protocol.errors import ProducerSequenceGap
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import MAX_SEQUENCE, encode_idempotent_publish
+from hedwig.protocol.producer_requests import encode_idempotent_publish
 from hedwig.protocol.requests import Published
 
-# What a resend may get past: the set may or may not have been stored, or was not.
-RETRYABLE = (
-    ConnectionLost,
-    CouldNotConnect,
-    RequestTimeout,
-    ServiceDown,
-    NotResponsibleForTopic,
-    TooManyRedirects,
-)
-_BACKOFF_FIRST = 0.05
-_BACKOFF_MAX = 1.0
 
-
-class IdempotentPublisher:
-    """Part of hedwig.client.twisted.Client: sends its message sets numbered."""
+class IdempotentPublisher(LanePublisher):
+    """Part of hedwig.client.twisted.Client: sends its message sets numbered. `_asking`
+    is the list of Deferreds waiting for the producer id."""
 
     def __init__(self, client, clock, *, max_sets_in_flight: int = 32, retry_timeout: float = 60.0):
-        self.client = client
+        super().__init__(client, max_sets_in_flight=max_sets_in_flight, retry_timeout=retry_timeout)
         self._clock = clock
-        self.max_sets_in_flight = max_sets_in_flight
-        self.max_sequence = MAX_SEQUENCE  # the last number of a producer's sets of a topic
-        self.retry_timeout = retry_timeout
-        self.producer_id = None
-        self._asking = None  # list of Deferreds waiting for the producer id
-        self._lanes = {}  # topic -> PublishLane
-        self._first_lanes = {}  # topic -> its first lane, which uses the client's producer id
-        self._backoff = {}  # topic -> the next resend delay
-        self._failing_since = {}  # topic -> when its resends began (reset by an answer)
-        self.resends = 0
 
     def send(self, topic: str, message_set: bytes, count: int) -> Deferred:
         """Deferred[Published] of one message set of `topic`."""
-        lane = self._lanes.get(topic)
-        if lane is None or lane.full:  # (2^32 sets numbered: a new producer goes on after it)
-            lane = self._lanes[topic] = PublishLane(
-                self.max_sets_in_flight, after=lane, max_sequence=self.max_sequence
-            )
         waiter = Deferred()
-        lane.add(message_set, count, waiter)
-        self._pump(topic, lane)
+        self._add(topic, message_set, count, waiter)
         return waiter
+
+    def _call_later(self, delay: float, function, *args) -> None:
+        self._clock.callLater(delay, function, *args)
 
     def _producer(self, topic, lane) -> Deferred:
         if lane.producer_id is not None:
@@ -115,18 +84,6 @@ class IdempotentPublisher:
         for given_up in lane.failed(item, retryable, gap):
             given_up.waiters.errback(failure)
         self._next(topic, lane)
-
-    def _next(self, topic: str, lane: PublishLane) -> None:
-        if lane.successor is not None and lane.idle:
-            self._pump(topic, lane.successor)  # the lane after this full one may go now
-        if lane.rewind_due():
-            delay = self._backoff.get(topic, _BACKOFF_FIRST)
-            self._backoff[topic] = min(delay * 2, _BACKOFF_MAX)
-            self.resends += len(lane.to_resend)
-            lane.rewind()
-            self._clock.callLater(delay, self._pump, topic, lane)
-        else:
-            self._pump(topic, lane)
 
 
 def _own_producer(producer_id, lane):

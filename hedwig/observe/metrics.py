@@ -83,11 +83,13 @@ METRICS = {
 }
 
 
-def _counter(name, labels=None):
-    return CounterMetricFamily(name, METRICS[name][1], labels=labels)
+def _counter(name, value=None, labels=None):
+    """A counter family of METRICS' help; given a value, its one unlabelled sample."""
+    return CounterMetricFamily(name, METRICS[name][1], value=value, labels=labels)
 
 
 def _gauge(name, value=None, labels=None):
+    """A gauge family of METRICS' help; given a value, its one unlabelled sample."""
     return GaugeMetricFamily(name, METRICS[name][1], value=value, labels=labels)
 
 
@@ -124,17 +126,13 @@ class HubCollector:
         yield histogram_of("hedwig_publish_latency_seconds", publish.buckets, publish.total_us / 1e6)
         latency = stats.delivery_latency
         yield histogram_of("hedwig_delivery_latency_seconds", latency.buckets, latency.sum_s)
-        requests = _counter("hedwig_requests", ["op", "outcome"])
+        requests = _counter("hedwig_requests", labels=["op", "outcome"])
         for op, op_stats in sorted(stats.ops.items()):
             requests.add_metric([op, "ok"], op_stats.ok)
             requests.add_metric([op, "failed"], op_stats.failed)
         yield requests
-        delivered = _counter("hedwig_messages_delivered")
-        delivered.add_metric([], stats.messages_delivered)
-        yield delivered
-        entries = _counter("hedwig_entries_delivered")
-        entries.add_metric([], stats.entries_delivered)
-        yield entries
+        yield _counter("hedwig_messages_delivered", stats.messages_delivered)
+        yield _counter("hedwig_entries_delivered", stats.entries_delivered)
         subscriptions = view.subscriptions()
         yield self._backlog(subscriptions, stats.topics)
         delivery = hub.delivery.stats()
@@ -147,19 +145,15 @@ class HubCollector:
         yield _gauge("hedwig_ledgers", ledgers["count"])
         yield _gauge("hedwig_ledger_bytes", ledgers["bytes"])
         gc = view.gc
-        runs = _counter("hedwig_gc_runs")
-        runs.add_metric([], gc.runs)
-        yield runs
-        deleted = _counter("hedwig_gc_ledgers_deleted")
-        deleted.add_metric([], gc.ledgers_deleted)
-        yield deleted
+        yield _counter("hedwig_gc_runs", gc.runs)
+        yield _counter("hedwig_gc_ledgers_deleted", gc.ledgers_deleted)
         yield from self._regions(view.regions(subscriptions))
         yield from self._zookeeper(hub.topics)
 
     def _published(self, counters: TopicCounters):
-        messages = _counter("hedwig_messages_published", ["topic"])
-        sets = _counter("hedwig_message_sets_published", ["topic"])
-        size = _counter("hedwig_published_bytes", ["topic"])
+        messages = _counter("hedwig_messages_published", labels=["topic"])
+        sets = _counter("hedwig_message_sets_published", labels=["topic"])
+        size = _counter("hedwig_published_bytes", labels=["topic"])
         for topic, count, set_count, byte_count in counters.rows():
             messages.add_metric([topic], count)
             sets.add_metric([topic], set_count)
@@ -191,23 +185,17 @@ class HubCollector:
     def _connections(self, hub):
         connections = list(hub.connections)
         yield _gauge("hedwig_connections_open", len(connections))
-        opened = _counter("hedwig_connections_opened")
-        opened.add_metric([], hub.stats.connections_opened)
-        yield opened
-        errors = _counter("hedwig_protocol_errors")
-        errors.add_metric([], hub.stats.protocol_errors)
-        yield errors
+        yield _counter("hedwig_connections_opened", hub.stats.connections_opened)
+        yield _counter("hedwig_protocol_errors", hub.stats.protocol_errors)
         yield _gauge("hedwig_partial_request_bytes", sum(c.buffered_bytes for c in connections))
 
     def _cache(self, cache: dict):
         yield _gauge("hedwig_cache_bytes", cache["bytes"])
         yield _gauge("hedwig_cache_max_bytes", cache["max_bytes"])
         yield _gauge("hedwig_cache_entries", cache["entries"])
-        for name, key in (("hedwig_cache_hits", "hits"), ("hedwig_cache_misses", "misses")):
-            family = _counter(name)
-            family.add_metric([], cache[key])
-            yield family
-        evictions = _counter("hedwig_cache_evictions", ["reason"])
+        yield _counter("hedwig_cache_hits", cache["hits"])
+        yield _counter("hedwig_cache_misses", cache["misses"])
+        evictions = _counter("hedwig_cache_evictions", labels=["reason"])
         evictions.add_metric(["consumed"], cache["evicted_pruned"])
         evictions.add_metric(["fifo"], cache["evicted_fifo"])
         yield evictions
@@ -219,9 +207,7 @@ class HubCollector:
         for region, messages in sorted(regions["relay_lag"].items()):
             lag.add_metric([region], messages)
         yield lag
-        relayed = _counter("hedwig_relayed_messages")
-        relayed.add_metric([], regions["relayed"].get("appended_messages", 0))
-        yield relayed
+        yield _counter("hedwig_relayed_messages", regions["relayed"].get("appended_messages", 0))
         parent = regions["parent"]
         if parent is not None:
             yield _gauge("hedwig_region_parent_link_up", 1 if parent.get("state") == "relaying" else 0)

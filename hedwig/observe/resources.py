@@ -47,14 +47,19 @@ class MetricsResource(Resource):
         return generate_latest(self.registry)
 
 
-class ApiResource(Resource):
-    """/api/<part>: the status page's JSON, whole (status) or one part of it."""
+class _ObserverLeaf(Resource):
+    """A leaf below the root that answers from the HttpObserver (its status, history
+    and HubView): the page and /api read the same one."""
 
     isLeaf = True  # noqa: N815 - twisted.web's name
 
     def __init__(self, observer):
         super().__init__()
         self.observer = observer
+
+
+class ApiResource(_ObserverLeaf):
+    """/api/<part>: the status page's JSON, whole (status) or one part of it."""
 
     def render_GET(self, request):
         part = request.postpath[0].decode("ascii", "replace") if request.postpath else "status"
@@ -76,13 +81,7 @@ class ApiResource(Resource):
         return _json(request, read())
 
 
-class PageResource(Resource):
-    isLeaf = True  # noqa: N815 - twisted.web's name
-
-    def __init__(self, observer):
-        super().__init__()
-        self.observer = observer
-
+class PageResource(_ObserverLeaf):
     def render_GET(self, request):
         if request.postpath not in ([], [b""]):
             return NotFound().render(request)
@@ -92,22 +91,28 @@ class PageResource(Resource):
         return render_page(observer.status(), observer.history.interval_s).encode()
 
 
-class NotFound(Resource):
-    isLeaf = True  # noqa: N815
+class _PlainTextAnswer(Resource):
+    """One fixed plain-text answer, whatever the method and path: its status `code` and
+    `text`, which each answer names."""
 
-    def render(self, request):
-        request.setResponseCode(404)
-        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
-        return b"not found: the status page is /, metrics /metrics, JSON /api/status\n"
-
-
-class Refused(Resource):
     isLeaf = True  # noqa: N815 - twisted.web's name
+    code: int
+    text: bytes
 
     def render(self, request):
-        request.setResponseCode(401)
+        request.setResponseCode(self.code)
         request.setHeader(b"content-type", b"text/plain; charset=utf-8")
-        return b"not authorized\n"
+        return self.text
+
+
+class NotFound(_PlainTextAnswer):
+    code = 404
+    text = b"not found: the status page is /, metrics /metrics, JSON /api/status\n"
+
+
+class Refused(_PlainTextAnswer):
+    code = 401
+    text = b"not authorized\n"
 
 
 class RootResource(Resource):

@@ -39,16 +39,13 @@ from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
 from hedwig.concurrency import Waiters
-from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
+from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window
 from hedwig.topiclog.errors import SeqOutOfRange
 
 WINDOW = 64  # sets remembered per producer and topic
 MAX_PRODUCERS = 1024  # producers remembered per topic
-SCAN_STEP_BYTES = 4 << 20
-_FIRST_SPAN = 4096  # seq-ids per backward step, doubled while the producer is not found
-_MAX_SPAN = 1 << 24
 
 
 class ProducerSets:
@@ -118,7 +115,7 @@ class ProducerTable:
         self.floor = topic_log.last_seq
         self.evicted = 0
         self.entries_scanned = 0
-        self._span = _FIRST_SPAN
+        self._span = FIRST_SPAN
         self._scan_waiters = None  # Waiters of the scan step under way
 
     # -- the decision --------------------------------------------------------------------
@@ -237,31 +234,23 @@ class ProducerTable:
         if self.entries_scanned:
             yield self.step_later()  # (a first step runs at once: most scans need only one)
         low = max(topic_log.first_seq, floor - self._span + 1)
-        found = []  # (producer id, sequence, first_seq, last_seq), in log order
-        lowest_read = None
-        seq = low
+        window = []  # (entry, header), in log order
         try:
-            while seq <= floor:
-                entries = yield topic_log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
-                if not entries:
-                    break
-                for entry in entries:
-                    if entry.first_seq > floor:
-                        break
-                    if lowest_read is None:
-                        lowest_read = entry.first_seq
-                    self.entries_scanned += 1
-                    head = decode_entry_header(entry.data)
-                    if head.producer_id:
-                        found.append((head.producer_id, head.sequence, entry.first_seq, entry.last_seq))
-                seq = entries[-1].last_seq + 1
+            yield read_window(topic_log, low, floor, window)
         except SeqOutOfRange:
             # Garbage collection removed the bottom meanwhile: nothing below is retained.
+            self.entries_scanned += len(window)
             self.floor = topic_log.first_seq - 1
             return
+        self.entries_scanned += len(window)
+        found = [  # (producer id, sequence, first_seq, last_seq), in log order
+            (head.producer_id, head.sequence, entry.first_seq, entry.last_seq)
+            for entry, head in window
+            if head.producer_id
+        ]
         self._learn(reversed(found))
-        self.floor = lowest_read - 1 if lowest_read is not None else low - 1
-        self._span = min(self._span * 2, _MAX_SPAN)
+        self.floor = window[0][0].first_seq - 1 if window else low - 1
+        self._span = min(self._span * 2, MAX_SPAN)
 
     def _learn(self, newest_first) -> None:
         """Prepend what a scan found to each producer's sets (older than all it holds)."""

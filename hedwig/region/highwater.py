@@ -18,13 +18,8 @@ stored in call order).
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 
-from hedwig.protocol.entry import decode_entry_header
+from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window
 from hedwig.topiclog.errors import SeqOutOfRange
-
-# A scan reads at most this many bytes per step, and yields the reactor between steps.
-SCAN_STEP_BYTES = 4 << 20
-_FIRST_SPAN = 4096  # seq-ids per backward step, doubled while nothing is found
-_MAX_SPAN = 1 << 24
 
 
 class HighWater:
@@ -40,7 +35,7 @@ class HighWater:
         self.entries_scanned = 0
         self.scans = 0
         self.steps = 0
-        self._span = _FIRST_SPAN
+        self._span = FIRST_SPAN
 
     def mark(self, origin: str) -> int | None:
         """The highest origin seq-id of `origin` held here (0: none), or None when only a
@@ -75,28 +70,17 @@ class HighWater:
         topic_log = self.topic_log
         floor = self.floor
         low = max(topic_log.first_seq, floor - self._span + 1)
-        headers = []  # (first_seq, origin, origin seq-id of its last message), in log order
-        seq = low
+        window = []  # (entry, header), in log order
         try:
-            while seq <= floor:
-                entries = yield topic_log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
-                if not entries:
-                    break
-                for entry in entries:
-                    if entry.first_seq > floor:
-                        break
-                    head = decode_entry_header(entry.data)
-                    headers.append((entry.first_seq, head.origin_region, head.origin_seq + head.count - 1))
-                seq = entries[-1].last_seq + 1
+            yield read_window(topic_log, low, floor, window)
         except SeqOutOfRange:
             # Garbage collection removed the bottom meanwhile: what is left was read.
-            headers.clear()
             self.floor = topic_log.first_seq - 1
             return
         marks = self.marks
-        for _first_seq, entry_origin, origin_last in reversed(headers):
-            if entry_origin not in marks:  # (a later entry of that origin set it higher)
-                marks[entry_origin] = origin_last
-        self.entries_scanned += len(headers)
-        self.floor = headers[0][0] - 1 if headers else low - 1
-        self._span = min(self._span * 2, _MAX_SPAN)
+        for _entry, head in reversed(window):
+            if head.origin_region not in marks:  # (a later entry of that origin set it higher)
+                marks[head.origin_region] = head.origin_seq + head.count - 1
+        self.entries_scanned += len(window)
+        self.floor = window[0][0].first_seq - 1 if window else low - 1
+        self._span = min(self._span * 2, MAX_SPAN)

@@ -1,0 +1,34 @@
+"""Reading a topic log down from its tail, a window of seq-ids at a time.
+
+The hub's producer sets and a region's high-water marks are both derived from the log
+(the one record written atomically with each entry) by reading it backwards from the
+tail until what they need is found. Both read a window [low, floor] per step, with the
+same byte bound and the same widening of the window, so the reading is written here once.
+"""
+
+from twisted.internet.defer import inlineCallbacks
+
+from hedwig.protocol.entry import decode_entry_header
+
+# A step reads at most this many bytes, and the scans yield the reactor between steps.
+SCAN_STEP_BYTES = 4 << 20
+FIRST_SPAN = 4096  # seq-ids per backward step, doubled while what is sought is not found
+MAX_SPAN = 1 << 24
+
+
+@inlineCallbacks
+def read_window(topic_log, low: int, floor: int, window: list):
+    """Append (entry, decoded header) to `window` for each entry starting in [low, floor],
+    in log order; Deferred[None]. SeqOutOfRange when garbage collection removed the bottom
+    meanwhile: `window` is filled by the caller's list so that what was read before that
+    is still seen."""
+    seq = low
+    while seq <= floor:
+        entries = yield topic_log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
+        if not entries:
+            return
+        for entry in entries:
+            if entry.first_seq > floor:
+                return
+            window.append((entry, decode_entry_header(entry.data)))
+        seq = entries[-1].last_seq + 1

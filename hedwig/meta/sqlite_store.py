@@ -294,9 +294,15 @@ class SqliteMetadataStore:
             return self._write_ranges(topic, text, version)
         # One transaction: the ranges that drop the ledgers and the record that they are
         # garbage commit together or not at all.
+        return self._with_garbage(topic, garbage, lambda: self._write_ranges(topic, text, version))
+
+    def _with_garbage(self, topic, garbage, write):
+        """Run `write()` and record the ledgers `garbage` as the topic's garbage in one
+        transaction, so that a crash never keeps one without the other; what `write`
+        returns."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            new_version = self._write_ranges(topic, text, version)
+            result = write()
             self._db.executemany(
                 "INSERT OR REPLACE INTO garbage (ledger_id, topic) VALUES (?, ?)",
                 [(ledger_id, topic) for ledger_id in garbage],
@@ -305,7 +311,7 @@ class SqliteMetadataStore:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
-        return new_version
+        return result
 
     def _write_ranges(self, topic, text, version):
         if version == NEW:
@@ -333,19 +339,12 @@ class SqliteMetadataStore:
         garbage = check_garbage(garbage, [])
         self._use_sync(self._topic_sync)
         # One transaction: the record goes and its ledgers are known as garbage together.
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            cursor = self._db.execute("DELETE FROM topics WHERE topic = ? AND version = ?", (topic, version))
-            if cursor.rowcount != 1:
-                raise BadVersion(self._why("topic", topic, version))
-            self._db.executemany(
-                "INSERT OR REPLACE INTO garbage (ledger_id, topic) VALUES (?, ?)",
-                [(ledger_id, topic) for ledger_id in garbage],
-            )
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        self._with_garbage(topic, garbage, lambda: self._delete_record(topic, version))
+
+    def _delete_record(self, topic, version):
+        cursor = self._db.execute("DELETE FROM topics WHERE topic = ? AND version = ?", (topic, version))
+        if cursor.rowcount != 1:
+            raise BadVersion(self._why("topic", topic, version))
 
     def list_topics(self):
         return self._run(

@@ -31,7 +31,7 @@ from hedwig.client.defaults import (
     DEFAULT_WINDOW,
 )
 from hedwig.client.operations import ClientOperations
-from hedwig.client.payloads import payload_bytes, payloads_bytes
+from hedwig.client.payloads import PublishBatch, payload_bytes, payloads_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import position_as_asked
 from hedwig.protocol import Status
@@ -52,18 +52,6 @@ from hedwig.protocol.redirects import Routes
 __all__ = ["AckOnlySubscription", "Client", "Subscription"]
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
-
-
-class _Batch:
-    """Messages of one topic waiting to go out as one message set."""
-
-    __slots__ = ("futures", "payloads", "properties", "size")
-
-    def __init__(self):
-        self.payloads = []
-        self.properties = None  # a list parallel to payloads once any message has some
-        self.futures = []
-        self.size = 0
 
 
 class Client(IdempotentPublishing, ClientOperations):
@@ -115,8 +103,8 @@ class Client(IdempotentPublishing, ClientOperations):
         self._protocols = {}  # address -> AioHubProtocol (HELLO answered)
         self._connecting = {}  # address -> the Future of the connection being made
         self._subscriptions = set()
-        self._batches = {}  # topic -> _Batch not yet sent
-        self._waiting = deque()  # (topic, _Batch) ready to send when in-flight allows
+        self._batches = {}  # topic -> PublishBatch not yet sent
+        self._waiting = deque()  # (topic, PublishBatch) ready to send when in-flight allows
         self._flush_scheduled = False
         self.in_flight = 0  # messages sent, not answered
         self._idle_waiters = []  # Futures set when no publish is queued or in flight
@@ -248,7 +236,7 @@ class Client(IdempotentPublishing, ClientOperations):
         if batch is None or batch.size >= self.max_batch_bytes:
             if batch is not None:
                 self._waiting.append((topic, batch))
-            batch = self._batches[topic] = _Batch()
+            batch = self._batches[topic] = PublishBatch()
         if properties:
             if batch.properties is None:
                 batch.properties = [None] * len(batch.payloads)
@@ -258,7 +246,7 @@ class Client(IdempotentPublishing, ClientOperations):
         batch.payloads.append(payload)
         batch.size += len(payload)
         future = asyncio.get_running_loop().create_future()
-        batch.futures.append(future)
+        batch.waiters.append(future)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -302,12 +290,12 @@ class Client(IdempotentPublishing, ClientOperations):
         self.in_flight -= len(batch.payloads)
         error = outcome.exception() if not outcome.cancelled() else ClientClosed(message="cancelled")
         if error is not None:
-            for future in batch.futures:
+            for future in batch.waiters:
                 if not future.done():
                     future.set_exception(error)
         else:
             seq = outcome.result().first_seq
-            for future in batch.futures:
+            for future in batch.waiters:
                 if not future.done():
                     future.set_result(seq)
                 seq += 1

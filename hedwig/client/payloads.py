@@ -1,5 +1,5 @@
 """What a client publishes: payloads (bytes-like as they are, or text, sent as UTF-8),
-and the Twisted client's batches of them waiting to go out.
+and the Twisted and asyncio clients' batches of them waiting to go out.
 
 Applications publish text as often as bytes; encoding it here, once for both clients,
 spares every caller the `.encode()` and gives anything else one clear TypeError before a
@@ -22,12 +22,13 @@ def payloads_bytes(payloads) -> list:
 
 
 class PublishBatch:
-    """Messages of one topic waiting to go out as one message set (the Twisted client)."""
+    """Messages of one topic waiting to go out as one message set (the Twisted and asyncio
+    clients); `waiters` are the Deferreds or Futures of its publishes, in order."""
 
-    __slots__ = ("deferreds", "payloads", "properties", "size")
+    __slots__ = ("payloads", "properties", "size", "waiters")
 
     def __init__(self):
         self.payloads = []
         self.properties = None  # a list parallel to payloads once any message has some
-        self.deferreds = []
+        self.waiters = []
         self.size = 0

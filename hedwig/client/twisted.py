@@ -280,7 +280,7 @@ class Client(IdempotentPublishing, ProducerBackpressure, ClientOperations):
         batch.payloads.append(payload)
         batch.size += len(payload)
         deferred = Deferred()
-        batch.deferreds.append(deferred)
+        batch.waiters.append(deferred)
         self.queued += 1
         if self._flush_call is None:
             self._flush_call = self._clock.callLater(0, self._flush)
@@ -336,14 +336,14 @@ class Client(IdempotentPublishing, ProducerBackpressure, ClientOperations):
     def _published(self, published, batch) -> None:
         self.in_flight -= len(batch.payloads)
         seq = published.first_seq
-        for deferred in batch.deferreds:
+        for deferred in batch.waiters:
             deferred.callback(seq)
             seq += 1
         self._after_publish()
 
     def _publish_failed(self, failure, batch) -> None:
         self.in_flight -= len(batch.payloads)
-        for deferred in batch.deferreds:
+        for deferred in batch.waiters:
             deferred.errback(failure)
         self._after_publish()
 

@@ -13,7 +13,12 @@ from collections import deque
 
 from zope.interface import implementer
 
-from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
+from hedwig.client.subscription_base import (
+    AcknowledgesOnly,
+    AttachedOnProtocol,
+    FlushesAckOnAttach,
+    PositionedSubscription,
+)
 from hedwig.protocol import Op
 from hedwig.protocol.errors import HedwigError, SubscriptionClosed
 from hedwig.protocol.position import SubscriptionPosition, seq_of
@@ -22,7 +27,7 @@ from hedwig.protocol.session import ISubscriber
 
 
 @implementer(ISubscriber)
-class Subscription(PositionedSubscription):
+class Subscription(AttachedOnProtocol, PositionedSubscription):
     """A live subscription. `async for message in subscription`, or `await receive()`;
     `ack` is cumulative. Iteration ends when the subscription is closed here; it raises
     SubscriptionClosed when the hub ended it (attached elsewhere, deleted)."""
@@ -38,32 +43,20 @@ class Subscription(PositionedSubscription):
         self._closed = None  # the SubscriptionClosed once ended
 
     @property
-    def attached(self) -> bool:
-        return self._protocol is not None
-
-    @property
     def closed(self) -> bool:
         return self._closed is not None
 
     # -- ISubscriber: called by the connection's protocol session ---------------------------
 
-    def on_attached(self, protocol, subscribed) -> None:
-        self._protocol = protocol
-        self._handle = subscribed.handle
-
     def on_delivery(self, start, stop, entry) -> None:
         self._messages.extend(self._position.messages(start, stop, entry))
         self._wake()
 
-    def on_detached(self, topic_moved: bool = False) -> None:
-        self._protocol = None
-        self._handle = None
-        if self._closed is None:
-            self._client._resubscribe_later(self, topic_moved)
+    def _has_ended(self) -> bool:
+        return self._closed is not None
 
     def _ended(self, error) -> None:
-        self._protocol = None
-        self._handle = None
+        self._let_go()
         self._finish(error)
 
     def _finish(self, error) -> None:
@@ -165,7 +158,7 @@ class Subscription(PositionedSubscription):
 _CLOSED_HERE = "closed by the application"
 
 
-class AckOnlySubscription(AcknowledgesOnly, Subscription):
+class AckOnlySubscription(FlushesAckOnAttach, AcknowledgesOnly, Subscription):
     """A subscription attached with deliver=False: it holds the durable subscription (the
     hub keeps what it has not acknowledged) and receives nothing. `ack(seq)` sends the
     CONSUME at once; while the connection is being made again it waits and goes out as
@@ -176,10 +169,6 @@ class AckOnlySubscription(AcknowledgesOnly, Subscription):
 
     def __aiter__(self):
         raise self._no_deliveries()
-
-    def on_attached(self, protocol, subscribed) -> None:
-        super().on_attached(protocol, subscribed)
-        self._flush_ack()  # what was acknowledged while it was detached
 
     async def ack(self, message_or_seq) -> None:
         """Acknowledge every message up to this seq-id, now."""

@@ -1,4 +1,4 @@
-"""What both clients' subscriptions share, whatever way they wait.
+"""What the clients' subscriptions share, whatever way they wait.
 
 A subscription of either client keeps its SubscriptionPosition
 (hedwig.protocol.position) and is an ISubscriber of its connection's protocol session
@@ -56,3 +56,44 @@ class AcknowledgesOnly:
         raise ProtocolViolation(
             f"the hub delivered to {self.topic}/{self.subscriber_id}, attached with deliver=False"
         )
+
+
+class AttachedOnProtocol:
+    """The asyncio and Twisted subscriptions' hold on the protocol (and handle) they are
+    attached on: the same in both event loops, so written once. A subscription detached
+    while it has not ended asks its client to subscribe it again; `_has_ended` says, in
+    each client's own terms, whether it has."""
+
+    __slots__ = ()
+
+    @property
+    def attached(self) -> bool:
+        return self._protocol is not None
+
+    def on_attached(self, protocol, subscribed) -> None:
+        self._protocol = protocol
+        self._handle = subscribed.handle
+
+    def on_detached(self, topic_moved: bool = False) -> None:
+        self._let_go()
+        if not self._has_ended():
+            self._client._resubscribe_later(self, topic_moved)
+
+    def _let_go(self) -> None:
+        """Forget the protocol and handle (the connection is gone, or the hub ended it)."""
+        self._protocol = None
+        self._handle = None
+
+    def _has_ended(self) -> bool:
+        raise NotImplementedError
+
+
+class FlushesAckOnAttach:
+    """Mixed into the asyncio and Twisted acknowledgement-only subscriptions: what was
+    acknowledged while detached goes out as soon as the subscription is attached again."""
+
+    __slots__ = ()
+
+    def on_attached(self, protocol, subscribed) -> None:
+        super().on_attached(protocol, subscribed)
+        self._flush_ack()

@@ -12,7 +12,12 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
+from hedwig.client.subscription_base import (
+    AcknowledgesOnly,
+    AttachedOnProtocol,
+    FlushesAckOnAttach,
+    PositionedSubscription,
+)
 from hedwig.protocol import Op
 from hedwig.protocol.position import SubscriptionPosition, seq_of
 from hedwig.protocol.requests import encode_close_subscription
@@ -43,7 +48,7 @@ class MessageQueue(DeferredQueue):
 
 
 @implementer(ISubscriber)
-class Subscription(PositionedSubscription):
+class Subscription(AttachedOnProtocol, PositionedSubscription):
     """A live subscription. Messages go to the handler, or to `queue` (a DeferredQueue:
     `await subscription.queue.get()`). `ack` is cumulative; `closed` fires when the
     subscription ends: with None when closed here, else with the reason (a
@@ -65,15 +70,7 @@ class Subscription(PositionedSubscription):
         """The messages, when no handler was given (None when one was)."""
         return self._queue
 
-    @property
-    def attached(self) -> bool:
-        return self._protocol is not None
-
     # -- ISubscriber: called by the connection's protocol session -------------------------------
-
-    def on_attached(self, protocol, subscribed) -> None:
-        self._protocol = protocol
-        self._handle = subscribed.handle
 
     def on_delivery(self, start, stop, entry) -> None:
         messages = self._position.messages(start, stop, entry)
@@ -86,15 +83,11 @@ class Subscription(PositionedSubscription):
             for message in messages:
                 put(message)
 
-    def on_detached(self, topic_moved: bool = False) -> None:
-        self._protocol = None
-        self._handle = None
-        if not self._done:
-            self._client._resubscribe_later(self, topic_moved)
+    def _has_ended(self) -> bool:
+        return self._done
 
     def _ended(self, error) -> None:
-        self._protocol = None
-        self._handle = None
+        self._let_go()
         self._finish(Failure(error))
 
     def _finish(self, result) -> None:
@@ -154,7 +147,7 @@ class Subscription(PositionedSubscription):
         return f"<{type(self).__name__} {self.topic}/{self.subscriber_id} {state}>"
 
 
-class AckOnlySubscription(AcknowledgesOnly, Subscription):
+class AckOnlySubscription(FlushesAckOnAttach, AcknowledgesOnly, Subscription):
     """A subscription attached with deliver=False: it holds the durable subscription (the
     hub keeps what it has not acknowledged) and receives nothing, so it has no handler
     and no queue. `ack(seq)` sends the CONSUME at once and may name any seq-id up to the
@@ -168,10 +161,6 @@ class AckOnlySubscription(AcknowledgesOnly, Subscription):
     @property
     def queue(self):
         raise self._no_deliveries()
-
-    def on_attached(self, protocol, subscribed) -> None:
-        super().on_attached(protocol, subscribed)
-        self._flush_ack()  # what was acknowledged while it was detached
 
     def ack(self, message_or_seq) -> None:
         """Acknowledge every message up to this seq-id, now."""

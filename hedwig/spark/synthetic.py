@@ -12,6 +12,8 @@ As a stream it behaves like a topic already holding `messages` messages: offsets
 micro-batches the same way.
 """
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
@@ -93,15 +95,18 @@ class SyntheticDataSource(DataSource):
         return SyntheticStreamReader(**self._settings())
 
 
+@dataclass(eq=False)  # readers compare and hash by identity, as Spark may expect
 class _Generator:
-    def __init__(self, topic, messages, payload_bytes, per_partition, rows_per_batch, time_us, per_trigger):
-        self.topic = topic
-        self.messages = messages
-        self.payload_bytes = payload_bytes
-        self.per_partition = per_partition
-        self.rows_per_batch = rows_per_batch
-        self.time_us = time_us
-        self.per_trigger = per_trigger
+    """What both readers generate from: the source's options, read once by
+    SyntheticDataSource._settings."""
+
+    topic: str
+    messages: int
+    payload_bytes: int
+    per_partition: int
+    rows_per_batch: int
+    time_us: int
+    per_trigger: int | None
 
     def read(self, partition):
         if not isinstance(partition, SeqRange):

@@ -10,7 +10,7 @@ import struct
 from enum import IntEnum
 
 from hedwig.protocol.names import InvalidName, check_subscriber_id, check_topic
-from hedwig.protocol.status import Status
+from hedwig.protocol.status import Status, StatusError
 
 U8 = struct.Struct("!B")
 U16 = struct.Struct("!H")
@@ -36,13 +36,8 @@ SUBSCRIBE_FLAG_NO_DELIVERY = 0x04
 SUBSCRIBE_FLAGS = SUBSCRIBE_FLAG_FORCE_ATTACH | SUBSCRIBE_FLAG_WINDOW | SUBSCRIBE_FLAG_NO_DELIVERY
 
 
-class RequestError(ValueError):
+class RequestError(StatusError):
     """A request the hub refuses; `status` is what goes back on the wire."""
-
-    def __init__(self, status: Status, reason: str):
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 class SubscribeMode(IntEnum):

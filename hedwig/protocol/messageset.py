@@ -22,7 +22,7 @@ import sys
 from array import array
 from itertools import accumulate
 
-from hedwig.protocol.status import Status
+from hedwig.protocol.status import Status, StatusError
 
 SET_VERSION = 1
 FLAG_PROPERTIES = 0x01
@@ -36,13 +36,8 @@ if array("I").itemsize != 4:  # pragma: no cover - every platform we run on has 
     raise ImportError("hedwig needs a 4-byte array('I')")
 
 
-class MessageSetError(ValueError):
+class MessageSetError(StatusError):
     """A message set that cannot be stored; `status` says why on the wire."""
-
-    def __init__(self, status: Status, reason: str):
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 def _u32_array(values) -> array:

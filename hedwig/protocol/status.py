@@ -63,3 +63,14 @@ class SubscriptionEvent(IntEnum):
     # The subscription's next entry cannot be read (damaged, or its ledger lost): every
     # message before it was delivered; the subscription ended (its pointer stays).
     ENTRY_UNREADABLE = 3
+
+
+class StatusError(ValueError):
+    """Input the hub refuses, with the `status` that goes back on the wire and the
+    `reason` sent with it. One base for the refusals of a request's body and of a message
+    set, which are raised and answered alike."""
+
+    def __init__(self, status: Status, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason

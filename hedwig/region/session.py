@@ -36,6 +36,18 @@ from hedwig.region.wire import InterestKind, decode_interest
 
 _logger = Logger()
 _FIRST_SEQ = struct.Struct("!Q")  # an entry's first seq-id, at byte 2 of its header
+# What the operator is told when the parent ends a relay subscription, by event (the
+# events not named here end it quietly).
+_RELAY_ENDED = {
+    SubscriptionEvent.ENTRY_UNREADABLE: (
+        "region {region}'s relay of {topic} at {parent} stopped: the parent cannot read "
+        "seq-id {seq} (a damaged entry or a lost ledger); it resumes when the link reconnects"
+    ),
+    SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED: (
+        "region {region}'s relay of {topic} at {parent} was attached elsewhere (another hub "
+        "calling itself region {region}?); relaying it again"
+    ),
+}
 
 
 class RelayFailed(Exception):
@@ -230,26 +242,19 @@ class LinkSession:
         del self._down[down.topic]
         self._consumes.discard(down)
         self.down.on.discard(down.topic)
-        if event == SubscriptionEvent.ENTRY_UNREADABLE:
-            # Subscribing again would meet the same entry at once: relaying the topic
-            # waits for the operator (and the link's next connection).
+        why = _RELAY_ENDED.get(event)
+        if why is not None:
             _logger.error(
-                "region {region}'s relay of {topic} at {parent} stopped: the parent cannot read "
-                "seq-id {seq} (a damaged entry or a lost ledger); it resumes when the link reconnects",
+                why,
                 region=self.manager.name,
                 topic=down.topic,
                 parent=self.parent,
                 seq=down.delivered_seq + 1,
             )
+        if event == SubscriptionEvent.ENTRY_UNREADABLE:
+            # Subscribing again would meet the same entry at once: relaying the topic
+            # waits for the operator (and the link's next connection).
             return
-        if event == SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED:
-            _logger.error(
-                "region {region}'s relay of {topic} at {parent} was attached elsewhere (another hub "
-                "calling itself region {region}?); relaying it again",
-                region=self.manager.name,
-                topic=down.topic,
-                parent=self.parent,
-            )
         if self.manager.interest.wants(down.topic, self.parent):
             self.down.set(down.topic, True)
 

@@ -115,17 +115,6 @@ class Subscription(AttachedOnProtocol, PositionedSubscription):
         elif self._position.acked > self._position.sent_ack and self._ack_call is None:
             self._ack_call = asyncio.get_running_loop().call_later(self._client.ack_delay, self._flush_ack)
 
-    def _flush_ack(self) -> None:
-        self._ack_call = None
-        to_send = self._position.unsent_ack()
-        if to_send is not None:
-            self._send_consume(to_send)
-
-    def _send_consume(self, seq) -> None:
-        if self._protocol is not None:
-            self._protocol.consume(self._handle, seq)
-        # (else resubscribing from acked+1 tells the hub)
-
     async def close(self) -> None:
         """Flush acknowledgements and detach; the subscription stays (durable)."""
         if self._closed is not None:

@@ -60,7 +60,8 @@ class AcknowledgesOnly:
 
 class AttachedOnProtocol:
     """The asyncio and Twisted subscriptions' hold on the protocol (and handle) they are
-    attached on: the same in both event loops, so written once. A subscription detached
+    attached on, and the acknowledgements sent on it: the same in both event loops, so
+    written once. A subscription detached
     while it has not ended asks its client to subscribe it again; `_has_ended` says, in
     each client's own terms, whether it has."""
 
@@ -86,6 +87,18 @@ class AttachedOnProtocol:
 
     def _has_ended(self) -> bool:
         raise NotImplementedError
+
+    def _flush_ack(self) -> None:
+        """Send the acknowledgement still due, now (its delayed call, if any, has run)."""
+        self._ack_call = None
+        to_send = self._position.unsent_ack()
+        if to_send is not None:
+            self._send_consume(to_send)
+
+    def _send_consume(self, seq) -> None:
+        if self._protocol is not None:
+            self._protocol.consume(self._handle, seq)
+        # (else resubscribing from acked+1 tells the hub)
 
 
 class FlushesAckOnAttach:

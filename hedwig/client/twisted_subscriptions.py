@@ -111,17 +111,6 @@ class Subscription(AttachedOnProtocol, PositionedSubscription):
         elif self._position.acked > self._position.sent_ack and self._ack_call is None:
             self._ack_call = self._client._clock.callLater(self._client.ack_delay, self._flush_ack)
 
-    def _flush_ack(self) -> None:
-        self._ack_call = None
-        to_send = self._position.unsent_ack()
-        if to_send is not None:
-            self._send_consume(to_send)
-
-    def _send_consume(self, seq) -> None:
-        if self._protocol is None:
-            return  # resubscribing from acked+1 tells the hub
-        self._protocol.consume(self._handle, seq)
-
     def close(self) -> Deferred:
         """Flush acknowledgements and detach; the subscription stays (durable)."""
         if self._done:

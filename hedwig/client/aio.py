@@ -18,7 +18,6 @@ backoff) and resubscribes every live subscription from its last acknowledgement.
 """
 
 import asyncio
-from collections import deque
 
 from hedwig.client.aio_idempotent import AioIdempotentPublisher, IdempotentPublishing
 from hedwig.client.aio_protocol import AioHubProtocol
@@ -33,6 +32,7 @@ from hedwig.client.defaults import (
 from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import PublishBatch, payload_bytes, payloads_bytes
 from hedwig.client.reads import ReadCollector
+from hedwig.client.settings import BatchingClientSettings
 from hedwig.client.start import position_as_asked
 from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
@@ -47,14 +47,13 @@ from hedwig.protocol.errors import (
     MessageTooLarge,
     SubscriptionClosed,
 )
-from hedwig.protocol.redirects import Routes
 
 __all__ = ["AckOnlySubscription", "Client", "Subscription"]
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 
 
-class Client(IdempotentPublishing, ClientOperations):
+class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
     """An asyncio client of one or more hubs (the first that answers is asked first).
 
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the hubs'
@@ -84,32 +83,16 @@ class Client(IdempotentPublishing, ClientOperations):
         compression=None,
         credentials=None,
     ):
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         self._addresses = parse_addresses(hubs)
         self.tls = tls
         self._ssl_context = tls.ssl_context() if tls is not None else None
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.max_redirects = max_redirects
-        self.max_in_flight = max_in_flight
+        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
+        self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
+        self._start_batching(max_in_flight, max_batch_bytes, ack_delay)
         self._idempotent = AioIdempotentPublisher(self) if idempotent else None  # aio_idempotent.py
-        self.max_batch_bytes = max_batch_bytes
-        self.window = window
-        self.ack_every = ack_every
-        self.ack_delay = ack_delay
-        self.client_name = client_name
-        self._routes = Routes(self._addresses[0])
-        self._protocols = {}  # address -> AioHubProtocol (HELLO answered)
-        self._connecting = {}  # address -> the Future of the connection being made
-        self._subscriptions = set()
-        self._batches = {}  # topic -> PublishBatch not yet sent
-        self._waiting = deque()  # (topic, PublishBatch) ready to send when in-flight allows
         self._flush_scheduled = False
-        self.in_flight = 0  # messages sent, not answered
-        self._idle_waiters = []  # Futures set when no publish is queued or in flight
         self._resubscribing = set()  # the tasks attaching detached subscriptions again
-        self._closed = False
 
     async def __aenter__(self):
         await self.connect()

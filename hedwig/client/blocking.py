@@ -34,6 +34,7 @@ from hedwig.client.defaults import (
 from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import payload_bytes, payloads_bytes
 from hedwig.client.reads import ReadCollector
+from hedwig.client.settings import ClientSettings
 from hedwig.client.start import position_as_asked
 from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
 from hedwig.protocol import Op, Status
@@ -243,7 +244,7 @@ class AckOnlySubscription(AcknowledgesOnly, Subscription):
             raise
 
 
-class Client(IdempotentPublishing, ClientOperations):
+class Client(IdempotentPublishing, ClientSettings, ClientOperations):
     """A blocking client of one or more hubs (the first that answers is asked first).
 
     `timeout` bounds every request; `reconnect_timeout` how long a subscription keeps
@@ -279,17 +280,12 @@ class Client(IdempotentPublishing, ClientOperations):
     ):
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         self._addresses = parse_addresses(hubs)
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
         self.tls = tls
         self._ssl_context = tls.ssl_context() if tls is not None else None
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
+        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
+        self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
         self.reconnect_timeout = reconnect_timeout
-        self.max_redirects = max_redirects
         self._idempotent = BlockingIdempotence(self) if idempotent else None  # blocking_idempotent.py
-        self.window = window
-        self.ack_every = ack_every
-        self.client_name = client_name
         self._lock = threading.RLock()
         self._connections = {}  # address -> BlockingConnection
         self._subscriptions = set()

@@ -20,8 +20,6 @@ every live subscription from its last acknowledgement, without gap or duplicate.
 `subscribe(..., deliver=False)` gives an AckOnlySubscription (twisted_subscriptions.py).
 """
 
-from collections import deque
-
 from twisted.internet.defer import Deferred, fail, gatherResults, succeed
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrapClientTLS
 from twisted.logger import Logger
@@ -38,6 +36,7 @@ from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import PublishBatch, payload_bytes, payloads_bytes
 from hedwig.client.protocol import HubProtocol
 from hedwig.client.reads import ReadCollector
+from hedwig.client.settings import BatchingClientSettings
 from hedwig.client.start import position_as_asked
 from hedwig.client.twisted_backpressure import ProducerBackpressure
 from hedwig.client.twisted_idempotent import IdempotentPublisher, IdempotentPublishing
@@ -56,7 +55,6 @@ from hedwig.protocol.errors import (
     PublishQueueFull,
     SubscriptionClosed,
 )
-from hedwig.protocol.redirects import Routes
 
 __all__ = ["AckOnlySubscription", "Client", "Subscription"]
 _BACKOFF_FIRST = 0.05
@@ -65,7 +63,7 @@ _BACKOFF_MAX = 5.0
 log = Logger()
 
 
-class Client(IdempotentPublishing, ProducerBackpressure, ClientOperations):
+class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings, ClientOperations):
     """A Twisted client of one or more hubs. `reactor` gives connections and time.
 
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the
@@ -97,7 +95,6 @@ class Client(IdempotentPublishing, ProducerBackpressure, ClientOperations):
         credentials=None,
     ):
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
         if tls is not None:
             from hedwig.tls import INSTALL_HINT, TlsError, tls_available
 
@@ -109,29 +106,14 @@ class Client(IdempotentPublishing, ProducerBackpressure, ClientOperations):
         self._reactor = reactor
         self._clock = reactor
         self._addresses = parse_addresses(hubs)
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.max_redirects = max_redirects
-        self.max_in_flight = max_in_flight
+        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
+        self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
+        self._start_batching(max_in_flight, max_batch_bytes, ack_delay)
         self._idempotent = IdempotentPublisher(self, reactor) if idempotent else None  # numbered sets
         self.max_queued = max_queued
-        self.max_batch_bytes = max_batch_bytes
-        self.window = window
-        self.ack_every = ack_every
-        self.ack_delay = ack_delay
-        self.client_name = client_name
-        self._routes = Routes(self._addresses[0])
-        self._protocols = {}  # address -> HubProtocol (connected, HELLO answered)
-        self._connecting = {}  # address -> Deferreds waiting for the connection being made
-        self._subscriptions = set()
-        self._batches = {}  # topic -> PublishBatch not yet sent
-        self._waiting = deque()  # (topic, PublishBatch) ready to send when in-flight allows
         self._flush_call = None
-        self.in_flight = 0  # messages sent, not answered
         self.queued = 0  # messages held, not sent
         self._closing = None  # the Deferred of close(), once called
-        self._idle_waiters = []  # fired when no publish is queued or in flight
-        self._closed = False
 
     # -- connections -----------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ with --json), and create, delete, reset, unsubscribe."""
 import json
 
 from hedwig.client.start import parse_start
-from hedwig.commands.common import CommandError, client, client_command
-from hedwig.commands.output import print_json, table
+from hedwig.commands.common import CommandError, client, client_command, subscription_command
+from hedwig.commands.output import print_reply, table
 
 # -- topics ---------------------------------------------------------------------------------------
 
@@ -86,28 +86,30 @@ def subscriptions(args) -> int:
     """list durable subscriptions: consumed seq-id, lag (messages not consumed) and state"""
     with client(args) as hub:
         rows = hub.subscriptions(args.topic)
-    if args.json:
-        print_json(rows)
-        return 0
-    columns = [
-        ("topic", "topic"),
-        ("subscriber_id", "subscriber"),
-        ("consumed_seq", "consumed"),
-        ("last_seq", "last"),
-        ("lag", "lag"),
-        ("state", "state"),
-    ]
+    return print_reply(args, rows, lambda rows: format_subscriptions(rows, args.topic))
+
+
+# A SUBSCRIPTIONS reply's columns for people: (key, heading).
+SUBSCRIPTION_COLUMNS = [
+    ("topic", "topic"),
+    ("subscriber_id", "subscriber"),
+    ("consumed_seq", "consumed"),
+    ("last_seq", "last"),
+    ("lag", "lag"),
+    ("state", "state"),
+]
+
+
+def format_subscriptions(rows, topic) -> list[str]:
+    """A SUBSCRIPTIONS reply as a table for people, or one line saying there are none
+    (to `topic`, when the command named one)."""
     if rows:
-        print("\n".join(table(rows, columns)))
-    else:
-        print("no subscriptions" + (f" to {args.topic}" if args.topic else ""))
-    return 0
+        return table(rows, SUBSCRIPTION_COLUMNS)
+    return ["no subscriptions" + (f" to {topic}" if topic else "")]
 
 
 def add_reset(subparsers, client_options):
-    parser = client_command(subparsers, client_options, reset)
-    parser.add_argument("topic", metavar="TOPIC")
-    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    parser = subscription_command(subparsers, client_options, reset)
     parser.add_argument(
         "--to",
         required=True,
@@ -136,10 +138,7 @@ def reset(args) -> int:
 
 
 def add_unsubscribe(subparsers, client_options):
-    parser = client_command(subparsers, client_options, unsubscribe)
-    parser.add_argument("topic", metavar="TOPIC")
-    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
-    return parser
+    return subscription_command(subparsers, client_options, unsubscribe)
 
 
 def unsubscribe(args) -> int:

@@ -107,6 +107,15 @@ def client_command(subparsers, client_options, run, **kwargs):
     return parser
 
 
+def subscription_command(subparsers, client_options, run):
+    """The parser of a client subcommand about one durable subscription (as
+    client_command): it names it as TOPIC SUBSCRIBER, the same for every such command."""
+    parser = client_command(subparsers, client_options, run)
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    return parser
+
+
 def client_tls(args):
     """The ClientTls the --tls options (or their HEDWIG_TLS_* variables) ask for; None for
     plain TCP. Any of them means TLS. Its files are read now, so that one that cannot be

@@ -12,6 +12,7 @@ from hedwig.commands.common import (
     client_command,
     positive_int,
     positive_seconds,
+    subscription_command,
 )
 from hedwig.commands.output import MessageFormat
 from hedwig.commands.printing import Printer, ReaderGone
@@ -44,9 +45,7 @@ def _start(text):
 
 
 def add_subscribe(subparsers, client_options):
-    parser = client_command(subparsers, client_options, subscribe)
-    parser.add_argument("topic", metavar="TOPIC")
-    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    parser = subscription_command(subparsers, client_options, subscribe)
     parser.add_argument(
         "--from",
         dest="start",

@@ -3,7 +3,7 @@
 import json
 
 from hedwig.commands.common import client, client_command
-from hedwig.commands.output import print_json, readable
+from hedwig.commands.output import print_reply, readable
 
 
 def add_describe(subparsers, client_options):
@@ -77,11 +77,7 @@ def describe(args) -> int:
     """a topic's seq-ids, ledgers and subscribers (consumed seq-id, backlog)"""
     with client(args) as hub:
         info = hub.describe(args.topic)
-    if args.json:
-        print_json(info)
-    else:
-        print("\n".join(format_description(info)))
-    return 0
+    return print_reply(args, info, format_description)
 
 
 def add_stats(subparsers, client_options):
@@ -121,8 +117,4 @@ def stats(args) -> int:
     """the hub's counters: operations, connections, cache, delivery"""
     with client(args) as hub:
         counters = hub.stats()
-    if args.json:
-        print_json(counters)
-    else:
-        print("\n".join(format_stats(counters)))
-    return 0
+    return print_reply(args, counters, format_stats)

@@ -67,6 +67,16 @@ def print_json(value) -> None:
     print(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
 
 
+def print_reply(args, reply, lines_of) -> int:
+    """A hub's reply as the read commands print it: one JSON document with --json, else
+    the lines `lines_of(reply)` makes for people; the exit status (0)."""
+    if args.json:
+        print_json(reply)
+    else:
+        print("\n".join(lines_of(reply)))
+    return 0
+
+
 def readable(key: str) -> str:
     """A reply's field name for people: "last_seq" -> "last seq-id", "bytes_x" -> "bytes x"."""
     return key.replace("_seq", " seq-id").replace("_", " ")

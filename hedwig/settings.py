@@ -139,3 +139,13 @@ class Config:
 
 class ConfigError(ValueError):
     pass
+
+
+def check_bounds(section: str, settings, bounds) -> None:
+    """Refuse the first setting of [section] out of its bounds, in one sentence naming it:
+    `bounds` is [(key, within: value -> bool, what is expected)], so that each section
+    lists its numeric settings' limits once rather than writing the check for each."""
+    for key, within, expected in bounds:
+        value = getattr(settings, key)
+        if not within(value):
+            raise ConfigError(f"[{section}] {key} = {value}: expected {expected}")

@@ -10,7 +10,7 @@ refuses those (see path.py).
 import re
 
 from hedwig.protocol.addresses import parse_addresses
-from hedwig.settings import Config, ConfigError
+from hedwig.settings import Config, ConfigError, check_bounds
 
 # Relay subscriptions: the neighbour region N relays a topic from this hub as `__region__N`.
 RELAY_PREFIX = "__region__"
@@ -102,16 +102,18 @@ def check_region_settings(config: Config) -> None:
             f"[region] parent_address = {region.parent_address!r} is set but parent is not: name the "
             "parent region too (both stay empty for the root)"
         )
-    if region.retry_backoff_ms <= 0:
-        raise ConfigError(f"[region] retry_backoff_ms = {region.retry_backoff_ms}: expected > 0")
+    check_bounds("region", region, [("retry_backoff_ms", lambda ms: ms > 0, "> 0")])
     if region.max_retry_backoff_ms < region.retry_backoff_ms:
         raise ConfigError(
             f"[region] max_retry_backoff_ms = {region.max_retry_backoff_ms} is below retry_backoff_ms = "
             f"{region.retry_backoff_ms}"
         )
-    if region.relay_inflight_bytes < 64 * 1024:
-        raise ConfigError(f"[region] relay_inflight_bytes = {region.relay_inflight_bytes}: expected >= 65536")
-    if region.clock_margin_ms < 0:
-        raise ConfigError(f"[region] clock_margin_ms = {region.clock_margin_ms}: expected >= 0")
-    if region.link_timeout_s <= 0:
-        raise ConfigError(f"[region] link_timeout_s = {region.link_timeout_s}: expected > 0")
+    check_bounds(
+        "region",
+        region,
+        [
+            ("relay_inflight_bytes", lambda size: size >= 64 * 1024, ">= 65536"),
+            ("clock_margin_ms", lambda ms: ms >= 0, ">= 0"),
+            ("link_timeout_s", lambda seconds: seconds > 0, "> 0"),
+        ],
+    )

@@ -11,7 +11,7 @@ import sys
 from hedwig.benchtool.measure import format_latency
 from hedwig.benchtool.runs import RUNS, STAMP, BenchError, BenchSettings
 from hedwig.client.defaults import DEFAULT_TIMEOUT, DEFAULT_WINDOW
-from hedwig.commands.common import client, positive_int
+from hedwig.commands.common import UsageError, client, positive_int
 
 DEFAULT_TOPIC = "hedwig-bench"
 DEFAULT_TIMEOUT_S = 30.0
@@ -68,13 +68,15 @@ def connect_with(args):
 
 
 def settings_from(args) -> BenchSettings:
+    """The run's settings; UsageError (which hedwig.cli says as one line, exit status 2,
+    as for every subcommand) for options that cannot work."""
     least = STAMP.size if args.mode != "publish" else 0
     if args.size < least:
-        raise ValueError(f"--size {args.size}: {args.mode} needs at least {least} bytes (a timestamp)")
+        raise UsageError(f"--size {args.size}: {args.mode} needs at least {least} bytes (a timestamp)")
     timeout = getattr(args, "timeout", None)
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
     if not timeout > 0:
-        raise ValueError(f"--timeout {timeout:g}: expected more than 0 seconds")
+        raise UsageError(f"--timeout {timeout:g}: expected more than 0 seconds")
     return BenchSettings(
         topic=args.topic,
         messages=args.messages,
@@ -87,11 +89,7 @@ def settings_from(args) -> BenchSettings:
 
 def bench(args) -> int:
     """measure a hub from here: publish or delivery rate and latency percentiles"""
-    try:
-        settings = settings_from(args)
-    except ValueError as e:
-        print(f"hedwig bench: {e}", file=sys.stderr)
-        return 2
+    settings = settings_from(args)
     try:
         result = RUNS[args.mode](connect_with(args), settings)
     except BenchError as e:

@@ -11,32 +11,26 @@ import asyncio
 import socket
 import ssl
 
+from hedwig.client.session_driver import SessionDriver
 from hedwig.protocol import Op, Status
 from hedwig.protocol.addresses import format_address
 from hedwig.protocol.errors import ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.protocol.requests import encode_hello
-from hedwig.protocol.session import HubSession, ProtocolViolation
+from hedwig.protocol.session import ProtocolViolation
 
 
-class AioHubProtocol(asyncio.Protocol):
+class AioHubProtocol(SessionDriver, asyncio.Protocol):
     """One connection to one hub: requests answered through Futures (each with a timeout),
-    deliveries and events handed by the session to the subscription of the handle."""
+    deliveries and events handed by the session to the subscription of the handle
+    (`call`, `publish`, `subscribe`, `consume`, `release`: session_driver.py)."""
 
     def __init__(self, loop, address, client_name: str, timeout: float, credentials=None):
-        self.address = address  # (host, port) as the client named it
-        self._credentials = credentials  # AUTH after HELLO (hedwig.protocol.auth_request.Credentials)
+        self._start_session(address, client_name, timeout, credentials)
         self._loop = loop
-        self._client_name = client_name
-        self._timeout = timeout
-        # Request ids, replies matched to their [Future, timeout handle], subscriptions
-        self._channel = HubSession(self)
         self.transport = None
-        self.hello = None
-        self.lost = None  # the ConnectionLost once the connection is gone
         self.ready = loop.create_future()  # the HELLO reply's value, or why it failed
         # (Read here too: a connection given up before HELLO fails it with nobody waiting.)
         self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())
-        self.on_lost = None  # called with the protocol when the connection ends
 
     # -- connection ------------------------------------------------------------------------
 
@@ -117,18 +111,6 @@ class AioHubProtocol(asyncio.Protocol):
 
     # -- requests ----------------------------------------------------------------------------
 
-    def call(self, op: Op, body: bytes) -> asyncio.Future:
-        """Send a request; a Future of its Response."""
-        return self._send_request(self._channel.request, (op, body))
-
-    def publish(self, topic: str, message_set: bytes) -> asyncio.Future:
-        return self._send_request(self._channel.publish, (topic, message_set))
-
-    def subscribe(self, subscription) -> asyncio.Future:
-        """SUBSCRIBE as the subscription's position asks; a SUCCESS attaches it (the
-        session calls its on_attached) before the Future's result is set."""
-        return self._send_request(self._channel.subscribe, (subscription._position, subscription))
-
     def _send_request(self, build, arguments) -> asyncio.Future:
         """build(*arguments, pending) -> (request id, frame or frame parts), written at
         once; the Future of its Response (RequestTimeout past the client's timeout)."""
@@ -144,15 +126,6 @@ class AioHubProtocol(asyncio.Protocol):
         else:
             self.transport.write(frame)
         return future
-
-    def consume(self, handle: int, seq: int) -> None:
-        """Move the consumed seq-id of the subscription `handle` (no reply on success)."""
-        if self.lost is None:
-            self.transport.write(self._channel.consume(handle, seq))
-
-    def release(self, handle: int) -> None:
-        """The subscription `handle` is closed here: its frames go to nobody."""
-        self._channel.release(handle)
 
     def _timed_out(self, request_id) -> None:
         pending = self._channel.forget(request_id)

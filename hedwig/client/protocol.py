@@ -8,34 +8,28 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.client.defaults import DEFAULT_TIMEOUT
+from hedwig.client.session_driver import SessionDriver
 from hedwig.protocol import Op, Status
 from hedwig.protocol.addresses import format_address
 from hedwig.protocol.errors import ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.protocol.requests import encode_hello
-from hedwig.protocol.session import HubSession, ProtocolViolation
+from hedwig.protocol.session import ProtocolViolation
 from hedwig.tls import handshake_failure
 
 log = Logger()
 
 
-class HubProtocol(Protocol):
+class HubProtocol(SessionDriver, Protocol):
     """One connection to one hub: requests answered through Deferreds, deliveries and
-    events handed to the subscription that owns the handle."""
+    events handed to the subscription that owns the handle (`call`, `publish`,
+    `subscribe`, `consume`, `release`: session_driver.py)."""
 
     def __init__(
         self, clock, client_name: str = "", timeout: float = DEFAULT_TIMEOUT, address=None, credentials=None
     ):
-        self._credentials = credentials  # AUTH after HELLO (hedwig.protocol.auth_request.Credentials)
-        self.address = address  # (host, port) as the client named it
+        self._start_session(address, client_name, timeout, credentials)
         self._clock = clock
-        self._client_name = client_name
-        self._timeout = timeout
-        # Request ids, replies matched to their [Deferred, timeout call], subscriptions
-        self._channel = HubSession(self)
-        self.hello = None
-        self.lost = None
         self.ready = Deferred()  # fires with the protocol once HELLO is answered
-        self.on_lost = None  # called with the protocol when the connection ends
         self._lost_waiters = []
         self.connection_closed = False
 
@@ -137,18 +131,6 @@ class HubProtocol(Protocol):
 
     # -- requests --------------------------------------------------------------------------
 
-    def call(self, op: Op, body: bytes) -> Deferred:
-        """Send a request; a Deferred firing with its Response."""
-        return self._send_request(self._channel.request, (op, body))
-
-    def publish(self, topic: str, message_set: bytes) -> Deferred:
-        return self._send_request(self._channel.publish, (topic, message_set))
-
-    def subscribe(self, subscription) -> Deferred:
-        """SUBSCRIBE as the subscription's position asks; a SUCCESS attaches it (the
-        session calls its on_attached) before the Deferred fires."""
-        return self._send_request(self._channel.subscribe, (subscription._position, subscription))
-
     def _send_request(self, build, arguments) -> Deferred:
         """build(*arguments, pending) -> (request id, frame or frame parts), sent at once;
         the Deferred of its Response (RequestTimeout past the client's timeout)."""
@@ -162,15 +144,6 @@ class HubProtocol(Protocol):
         else:
             self.transport.write(frame)
         return pending[0]
-
-    def consume(self, handle: int, seq: int) -> None:
-        """Move the consumed seq-id of the subscription `handle` (no reply on success)."""
-        if self.lost is None:
-            self.transport.write(self._channel.consume(handle, seq))
-
-    def release(self, handle: int) -> None:
-        """The subscription `handle` is closed here: its frames go to nobody."""
-        self._channel.release(handle)
 
     def _timed_out(self, request_id):
         pending = self._channel.forget(request_id)

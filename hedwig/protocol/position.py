@@ -20,7 +20,7 @@ is and sends its last acknowledgement as a CONSUME, and each ack goes out at onc
 
 from hedwig.protocol.entry import decode_entry, decode_entry_header
 from hedwig.protocol.message import Message
-from hedwig.protocol.requests import Subscribed
+from hedwig.protocol.requests import Subscribe, Subscribed
 
 # A CONSUME every this many acknowledged seq-ids, and whenever the client would wait
 # [Hedwig's client: consumed messages sent every 5].
@@ -81,29 +81,21 @@ class SubscriptionPosition:
         self.sent_ack = 0
         self.subscribed = False
 
-    def subscribe_args(self) -> dict:
-        """Arguments of encode_subscribe: the first time as asked, later to resume."""
-        args = dict(
-            topic=self.topic,
-            subscriber_id=self.subscriber_id,
-            mode=self.mode,
-            start=self.start,
-            window=self.window,
-            force_attach=self.force_attach,
-            deliver=self.deliver,
-        )
+    def subscribe_request(self) -> Subscribe:
+        """The SUBSCRIBE to send: the first time as asked, later to resume."""
+        request = Subscribe(*(getattr(self, field) for field in Subscribe._fields))
         if not self.subscribed:
-            return args
+            return request
         if not self.deliver:
             # The subscription exists and must not be made again from a starting point
             # (a new one would count everything up to it as acknowledged): attach where
             # the hub's pointer is; the last acknowledgement follows as a CONSUME.
-            args.update(mode="attach", start=None)
-            return args
+            return request._replace(mode="attach", start=None)
         # The subscription exists: attach to it (create it again only if it was created
         # by create_or_attach), from the first seq-id not acknowledged.
-        args.update(mode="attach" if self.mode == "create" else self.mode, start=("seq", self.acked + 1))
-        return args
+        return request._replace(
+            mode="attach" if self.mode == "create" else self.mode, start=("seq", self.acked + 1)
+        )
 
     def on_subscribed(self, reply: Subscribed) -> None:
         if not self.subscribed:

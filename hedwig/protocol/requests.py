@@ -137,12 +137,15 @@ def decode_published(payload) -> Published:
 
 
 class Subscribe(NamedTuple):
+    """What a SUBSCRIBE carries, with a client's defaults: the one declaration of its
+    fields (encode_subscribe takes them, decode_subscribe gives them)."""
+
     topic: str
     subscriber_id: str
-    mode: str  # "create" | "attach" | "create_or_attach" (the delivery manager's words)
-    start: object  # None | "earliest" | "latest" | ("seq", n) | ("time", time_us)
-    window: int | None  # None: the hub's default; 0: unlimited
-    force_attach: bool
+    mode: str = "create_or_attach"  # "create" | "attach" | "create_or_attach"
+    start: object = None  # None | "earliest" | "latest" | ("seq", n) | ("time", time_us)
+    window: int | None = None  # None: the hub's default; 0: unlimited
+    force_attach: bool = False
     deliver: bool = True  # False: acknowledgement only (no deliveries; CONSUME up to the last seq-id)
 
 
@@ -165,15 +168,13 @@ def _start_fields(start):
     raise ValueError(f"start must be None, 'earliest', 'latest', ('seq', n) or ('time', us), not {start!r}")
 
 
-def encode_subscribe(
-    topic: str,
-    subscriber_id: str,
-    mode: str = "create_or_attach",
-    start=None,
-    window: int | None = None,
-    force_attach: bool = False,
-    deliver: bool = True,
-) -> bytes:
+def encode_subscribe(*fields, **named) -> bytes:
+    """A SUBSCRIBE body from Subscribe's fields (positional or by name, with its defaults)."""
+    return encode_subscribe_request(Subscribe(*fields, **named))
+
+
+def encode_subscribe_request(request: Subscribe) -> bytes:
+    topic, subscriber_id, mode, start, window, force_attach, deliver = request
     try:
         mode_code = MODES_BY_NAME[mode]
     except KeyError:

@@ -36,7 +36,12 @@ from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES, frame_header
 from hedwig.protocol.layouts import RequestError
 from hedwig.protocol.ops import Op
 from hedwig.protocol.request_ids import RequestIds
-from hedwig.protocol.requests import decode_subscribed, encode_consume, encode_subscribe, publish_prefix
+from hedwig.protocol.requests import (
+    decode_subscribed,
+    encode_consume,
+    encode_subscribe_request,
+    publish_prefix,
+)
 from hedwig.protocol.responses import decode_response, split_response
 from hedwig.protocol.status import Status
 
@@ -179,7 +184,7 @@ class HubSession:
         """(request id, whole frame) of the SUBSCRIBE `position` asks for: as asked the
         first time, to resume from its last acknowledgement later. A SUCCESS reply
         attaches `subscriber` (an ISubscriber) under the handle the hub gave."""
-        body = encode_subscribe(**position.subscribe_args())
+        body = encode_subscribe_request(position.subscribe_request())
         request_id, frame = self.request(Op.SUBSCRIBE, body, context)
         self._subscribing[request_id] = (position, subscriber)
         return request_id, frame

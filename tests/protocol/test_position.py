@@ -30,7 +30,7 @@ def position(**kwargs):
 
 def test_first_subscribe_is_sent_as_asked():
     p = position(mode="create", start=("seq", 5), window=7, force_attach=True)
-    assert p.subscribe_args() == dict(
+    assert p.subscribe_request()._asdict() == dict(
         topic="t",
         subscriber_id="s",
         mode="create",
@@ -46,7 +46,7 @@ def test_resubscribe_attaches_from_the_first_unacknowledged_seq():
     p.on_subscribed(Subscribed(1, 0, 1))
     assert seqs(p.messages(0, 5, entry(1, 5))) == [1, 2, 3, 4, 5]
     p.ack(3)
-    args = p.subscribe_args()
+    args = p.subscribe_request()._asdict()
     assert (args["mode"], args["start"]) == ("attach", ("seq", 4))
 
 
@@ -95,7 +95,7 @@ def test_after_a_reconnect_a_lagging_hub_pointer_is_sent_again():
 
 def test_an_acknowledgement_only_position_sends_each_ack_and_reattaches_where_the_hub_is():
     p = position(mode="create", start="earliest", window=500, ack_every=100, deliver=False)
-    first = p.subscribe_args()
+    first = p.subscribe_request()._asdict()
     assert (first["mode"], first["start"], first["window"], first["deliver"]) == (
         "create",
         "earliest",
@@ -107,7 +107,7 @@ def test_an_acknowledgement_only_position_sends_each_ack_and_reattaches_where_th
     assert p.ack(40) is None and p.ack(12) is None
     # After a reconnect: attach (never create again, never from a start that would move
     # the pointer), and send the acknowledgement the hub has not persisted.
-    again = p.subscribe_args()
+    again = p.subscribe_request()._asdict()
     assert (again["mode"], again["start"], again["force_attach"], again["deliver"]) == (
         "attach",
         None,

@@ -10,6 +10,8 @@ The decorator adds no Deferred and no per-message work: `append` adds one callba
 log's own Deferred, and the bounds are read straight from the decorated log.
 """
 
+from operator import attrgetter
+
 from zope.interface import implementer
 
 from hedwig.cache.interface import ICachedTopicLog
@@ -24,19 +26,11 @@ class CachedTopicLog:
         self.cache = cache
         self.topic = inner.topic
 
-    # -- the bounds, read from the decorated log ----------------------------------------
+    # -- the bounds, read from the decorated log (attrgetter: C-speed, read per delivery) ----
 
-    @property
-    def first_seq(self) -> int:
-        return self.inner.first_seq
-
-    @property
-    def last_seq(self) -> int:
-        return self.inner.last_seq
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
+    first_seq = property(attrgetter("inner.first_seq"), doc="The decorated log's first seq-id.")
+    last_seq = property(attrgetter("inner.last_seq"), doc="The decorated log's last seq-id.")
+    is_open = property(attrgetter("inner.is_open"), doc="Whether the decorated log takes appends.")
 
     # -- through the cache ----------------------------------------------------------------
 

@@ -13,6 +13,7 @@ for each (upchannel.py) and deletes those the parent no longer wants.
 """
 
 import struct
+from operator import attrgetter
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
@@ -68,14 +69,11 @@ class RelaySubscription:
         self.handle = None
         self.delivered_seq = 0
 
-    @property
-    def topic(self) -> str:
-        return self.position.topic
-
-    @property
-    def consumed_seq(self) -> int:
-        """The parent's seq-id up to which everything is stored here (consumed there)."""
-        return self.position.acked
+    topic = property(attrgetter("position.topic"))
+    consumed_seq = property(
+        attrgetter("position.acked"),
+        doc="The parent's seq-id up to which everything is stored here (consumed there).",
+    )
 
     def on_attached(self, _driver, subscribed) -> None:
         self.handle = subscribed.handle

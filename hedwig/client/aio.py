@@ -30,7 +30,7 @@ from hedwig.client.defaults import (
     DEFAULT_WINDOW,
 )
 from hedwig.client.operations import ClientOperations
-from hedwig.client.payloads import PublishBatch, payload_bytes, payloads_bytes
+from hedwig.client.payloads import PublishBatch, encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import BatchingClientSettings
 from hedwig.client.start import position_as_asked
@@ -240,12 +240,11 @@ class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
         seq-ids."""
         if not payloads:
             return []
-        payloads = payloads_bytes(payloads)
         if self._closed:
             raise ClientClosed(message="the client is closed")
-        self._check_size(topic, max(map(len, payloads)))
-        message_set = encode_published_set(payloads, properties, self._codec)
-        published = await self._publish_set(topic, message_set, len(payloads))
+        message_set, count, largest = encode_payloads(payloads, properties, self._codec)
+        self._check_size(topic, largest)
+        published = await self._publish_set(topic, message_set, count)
         return list(range(published.first_seq, published.last_seq + 1))
 
     def _check_size(self, topic, largest: int) -> None:

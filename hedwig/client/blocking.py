@@ -32,7 +32,7 @@ from hedwig.client.defaults import (
     DEFAULT_WINDOW,
 )
 from hedwig.client.operations import ClientOperations
-from hedwig.client.payloads import payload_bytes, payloads_bytes
+from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import ClientSettings
 from hedwig.client.start import position_as_asked
@@ -393,9 +393,8 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         """
         if not payloads:
             return []
-        payloads = payloads_bytes(payloads)
-        self._check_size(topic, max(map(len, payloads)))
-        message_set = encode_published_set(payloads, properties, self._codec)
+        message_set, _count, largest = encode_payloads(payloads, properties, self._codec)
+        self._check_size(topic, largest)
         published = self._publish_set(topic, message_set)
         return list(range(published.first_seq, published.last_seq + 1))
 

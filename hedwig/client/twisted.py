@@ -33,7 +33,7 @@ from hedwig.client.defaults import (
     DEFAULT_WINDOW,
 )
 from hedwig.client.operations import ClientOperations
-from hedwig.client.payloads import PublishBatch, payload_bytes, payloads_bytes
+from hedwig.client.payloads import PublishBatch, encode_payloads, payload_bytes
 from hedwig.client.protocol import HubProtocol
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import BatchingClientSettings
@@ -273,15 +273,12 @@ class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings,
         """Publish messages (str goes as UTF-8) as one message set; fires with their seq-ids."""
         if not payloads:
             return succeed([])
-        payloads = payloads_bytes(payloads)
         if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
+        message_set, count, largest = encode_payloads(payloads, properties, self._codec)
         limit = self._message_limit(topic)
-        largest = max(map(len, payloads))
         if limit is not None and largest > limit:
             return fail(MessageTooLarge(message=f"a message of {largest} bytes exceeds the limit of {limit}"))
-        message_set = encode_published_set(payloads, properties, self._codec)
-        count = len(payloads)
         self.in_flight += count
         d = self._publish_set(topic, message_set, count)
 

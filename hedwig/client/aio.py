@@ -211,7 +211,8 @@ class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
 
     async def publish(self, topic: str, payload, properties=None) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored."""
-        payload = payload_bytes(payload)
+        if type(payload) is not bytes:  # (the usual case costs no call)
+            payload = payload_bytes(payload)
         if self._closed:
             raise ClientClosed(message="the client is closed")
         self._check_size(topic, len(payload))

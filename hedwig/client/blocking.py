@@ -378,7 +378,8 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
     def publish(self, topic: str, payload: bytes, properties=None) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id, once the hub has
         stored it."""
-        payload = payload_bytes(payload)
+        if type(payload) is not bytes:  # (the usual case costs no call)
+            payload = payload_bytes(payload)
         self._check_size(topic, len(payload))
         if properties or self._codec or self._idempotent:
             message_set = encode_published_set([payload], [properties], self._codec)

@@ -240,7 +240,8 @@ class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings,
 
     def publish(self, topic: str, payload: bytes, properties=None) -> Deferred:
         """Publish one message (str goes as UTF-8); fires with its seq-id once stored."""
-        payload = payload_bytes(payload)  # (a TypeError is the caller's bug: raised at once)
+        if type(payload) is not bytes:  # (the usual case costs no call; a TypeError is raised at once)
+            payload = payload_bytes(payload)
         if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
         if self.queued >= self.max_queued:

@@ -67,10 +67,6 @@ class PublishLane:
         self.unanswered[item.sequence] = item
         return item
 
-    @property
-    def rewinding(self) -> bool:
-        return bool(self.to_resend)
-
     def ready(self) -> list[LaneSet]:
         """The sets to send now, in order (counted on the wire from here)."""
         if self.after is not None:

@@ -7,7 +7,7 @@ from hedwig.protocol import Op, Status, encode_frame
 from hedwig.protocol.auth_request import encode_auth
 from hedwig.protocol.requests import encode_hello
 from hedwig.protocol.responses import split_response
-from tests.hub.test_hostile_publish import RawPeer
+from tests.hub.rawpeer import RawPeer
 
 FAST = 10  # log2 n: the stored format is the hub's, the cost a test's
 
@@ -66,8 +66,3 @@ class Peer(RawPeer):
                 _op, status, message, payload = split_response(body)
                 assert got_id == request_id, (got_id, request_id, status, message)
                 return status, message, payload
-
-    def closed_by_hub(self) -> bool:
-        """Whether the hub closes the connection (it answers nothing more)."""
-        self.sock.settimeout(10)
-        return self.sock.recv(1 << 16) == b""

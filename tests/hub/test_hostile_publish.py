@@ -2,14 +2,12 @@
 raw socket: refused with MALFORMED_REQUEST before anything is stored, so the topic stays
 readable for every subscriber, and the connection and other topics go on."""
 
-import socket
-
 import pytest
 
 from hedwig.client import Client
-from hedwig.protocol import FrameDecoder, Op, Status, encode_frame, encode_message_set
+from hedwig.protocol import Op, Status, encode_frame, encode_message_set
 from hedwig.protocol.requests import encode_hello, encode_publish
-from hedwig.protocol.responses import decode_response
+from tests.hub.rawpeer import RawPeer
 from tests.protocol.test_messageset_validation import raw_set
 from tests.receiving import receive_all
 
@@ -22,35 +20,6 @@ HOSTILE = {
     "key-into-the-next-blob": raw_set([b"a", b"b"], [b"\x00\x05k", b"\x00\x00\x00\x00" + _KV]),
     "second-message-bad": raw_set([b"a", b"b"], [_KV, b"\x00"]),
 }
-
-
-class RawPeer:
-    """A socket speaking frames by hand, for what a well-behaved client never sends; a
-    reply that does not come fails the test at the socket's timeout."""
-
-    def __init__(self, address):
-        host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.decoder = FrameDecoder(1 << 30)
-        self.frames = []
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def next_frame(self):
-        while not self.frames:
-            data = self.sock.recv(1 << 16)
-            assert data, "the hub closed the connection without answering"
-            self.frames += self.decoder.feed(data)
-        return self.frames.pop(0)
-
-    def response(self):
-        op, request_id, body = self.next_frame()
-        assert op == Op.RESPONSE
-        return request_id, decode_response(body)
-
-    def close(self):
-        self.sock.close()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ bad input over TCP, graceful restarts and SIGKILL while publishers run."""
 import datetime
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,7 +16,6 @@ import pytest
 from hedwig.client import Client
 from hedwig.client.errors import HedwigError, InvalidTopic
 from hedwig.protocol import (
-    FrameDecoder,
     Op,
     Status,
     decode_entry,
@@ -26,8 +24,8 @@ from hedwig.protocol import (
     parse_delivery,
 )
 from hedwig.protocol.requests import encode_hello, encode_publish, encode_subscribe
-from hedwig.protocol.responses import decode_response
 from hedwig.testing.hubprocess import HubProcess
+from tests.hub.rawpeer import RawPeer
 from tests.hubprocess import make_run_command
 from tests.receiving import receive_all
 
@@ -78,35 +76,6 @@ def test_a_hundred_subscriptions_over_one_connection(hub):
 
 
 # -- bad input over real sockets ----------------------------------------------------------------
-
-
-class RawPeer:
-    """A socket speaking frames by hand, for what a well-behaved client never sends."""
-
-    def __init__(self, address):
-        host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.decoder = FrameDecoder(1 << 30)
-        self.frames = []
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def response(self):
-        while not self.frames:
-            data = self.sock.recv(1 << 16)
-            assert data, "the hub closed the connection without answering"
-            self.frames += self.decoder.feed(data)
-        op, request_id, body = self.frames.pop(0)
-        assert op == Op.RESPONSE
-        return request_id, decode_response(body)
-
-    def closed_by_hub(self) -> bool:
-        """True once the hub closed its side (recv sees the end of the stream)."""
-        return self.sock.recv(1 << 16) == b""
-
-    def close(self):
-        self.sock.close()
 
 
 def test_framing_errors_close_only_that_connection(hub):

@@ -3,7 +3,6 @@ seq-id + 1 (past it, any u64 included, is refused with SEQ_OUT_OF_RANGE naming t
 seq-id, and creates or moves nothing); before the first retained seq-id, at the first
 retained one. The CLI's `hedwig subscribe --from N` goes the same way."""
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,43 +10,33 @@ from pathlib import Path
 import pytest
 
 from hedwig.client import Client, SeqOutOfRange
-from hedwig.protocol import FrameDecoder, Op, Status, encode_frame
+from hedwig.protocol import Op, Status, encode_frame
 from hedwig.protocol.requests import encode_hello, encode_subscribe
-from hedwig.protocol.responses import decode_response
 from hedwig.testing.hubprocess import HubProcess, hub_environment
 from hedwig.testing.polling import wait_until
+from tests.hub.rawpeer import RawPeer
 from tests.receiving import receive_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class Peer:
+class Peer(RawPeer):
     """A connection speaking frames by hand: the client library cannot send a u64 start."""
 
     def __init__(self, address):
-        host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.decoder = FrameDecoder(1 << 30)
-        self.frames = []
+        super().__init__(address)
         self.request_id = 0
         assert self.request(Op.HELLO, encode_hello("bounds")).status is Status.SUCCESS
 
     def request(self, op, body):
         self.request_id += 1
-        self.sock.sendall(encode_frame(op, self.request_id, body))
-        while not self.frames:
-            data = self.sock.recv(1 << 16)
-            assert data, "the hub closed the connection without answering"
-            self.frames += self.decoder.feed(data)
-        reply_op, request_id, reply = self.frames.pop(0)
-        assert (reply_op, request_id) == (Op.RESPONSE, self.request_id)
-        return decode_response(reply)
+        self.send(encode_frame(op, self.request_id, body))
+        request_id, response = self.response()
+        assert request_id == self.request_id
+        return response
 
     def subscribe(self, topic, subscriber_id, start, mode="create_or_attach"):
         return self.request(Op.SUBSCRIBE, encode_subscribe(topic, subscriber_id, mode, start))
-
-    def close(self):
-        self.sock.close()
 
 
 def test_a_start_past_the_end_is_refused_with_the_last_seq_id(hub):

@@ -23,7 +23,7 @@ from hedwig.protocol.requests import decode_published, encode_hello
 from hedwig.protocol.responses import split_response
 from hedwig.region.entries import RelayedPart
 from hedwig.region.wire import encode_region_link, relay_publish_parts
-from tests.hub.test_hostile_publish import RawPeer
+from tests.hub.rawpeer import RawPeer
 from tests.protocol.test_messageset_validation import raw_set
 from tests.region.hubs import RegionHub
 

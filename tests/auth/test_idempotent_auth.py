@@ -2,21 +2,10 @@
 an authenticated user, IDEMPOTENT_PUBLISH the publish permission on its topic, as
 PUBLISH does (without the gate's entries both would be admins' only)."""
 
-import pytest
-
 from hedwig.protocol import Op, Status, encode_message_set
 from hedwig.protocol.producer_requests import decode_producer_id, encode_idempotent_publish
 from hedwig.protocol.requests import encode_publish
-from hedwig.testing.hubprocess import HubProcess
-from tests.auth.peers import Peer, write_conf, write_users
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("auth-idempotent-hub")
-    conf = write_conf(directory, write_users(directory / "users.json"))
-    with HubProcess(directory / "data", 0, "--conf", conf) as process:
-        yield process
+from tests.auth.peers import Peer
 
 
 def idempotent_publish(peer, topic, producer_id, sequence):

@@ -85,7 +85,7 @@ class Cursor:
         *,
         max_burst,
         on_channel_error,
-        on_unreadable=None,
+        on_unreadable,
     ):
         self.subscription = subscription
         self.topic_log = topic_log  # an ICachedTopicLog
@@ -118,7 +118,7 @@ class Cursor:
         self._retry_s = cache.settings.retry_backoff_ms / 1000.0
         self._max_burst = max_burst
         self._on_channel_error = on_channel_error
-        self._on_unreadable = on_unreadable  # called (cursor, failure); None: retry as for any failure
+        self._on_unreadable = on_unreadable  # called (cursor, failure)
         self._waiting = None
         self._timer = None
         self._pumping = False
@@ -260,7 +260,7 @@ class Cursor:
         self._waiting = None
         if not self.active or failure.check(CancelledError):
             return None
-        if self._on_unreadable is not None and failure.check(EntriesUnreadable):
+        if failure.check(EntriesUnreadable):
             self._on_unreadable(self, failure)
             return None
         self.read_retries += 1

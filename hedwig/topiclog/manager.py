@@ -7,7 +7,7 @@ and closes itself) leaves the manager, so the next open acquires the topic afres
 
 from dataclasses import dataclass, field
 
-from twisted.internet.defer import Deferred, DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
+from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
 
 from hedwig.concurrency import OpQueue, SharedOperations
@@ -48,7 +48,7 @@ class TopicLogManager:
         # One operation at a time per topic, for every topic log of this manager (Hedwig's
         # TopicOpQueuer): their metadata writes queue here.
         self.topic_ops = OpQueue()
-        self._deleting = {}  # topic -> Deferred of its deletion: opens wait for it
+        self._deleting = SharedOperations()  # topic -> its deletion: opens wait for it
         self._closed = False
 
     def open(self, topic: str):
@@ -59,9 +59,9 @@ class TopicLogManager:
             topic = check_topic(topic)
         except InvalidName as e:
             return fail(e)
-        deleting = self._deleting.get(topic)
+        deleting = self._deleting.wait(topic)
         if deleting is not None:  # a publish after a delete creates the topic afresh
-            return _after(deleting).addCallback(lambda _: self.open(topic))
+            return deleting.addBoth(lambda _: self.open(topic))
         existing = self._logs.get(topic)
         if existing is not None and existing.is_open:
             return succeed(existing)
@@ -76,16 +76,10 @@ class TopicLogManager:
         first."""
         if self._closed:
             return fail(LogClosed("the topic log manager is closed"))
-        deleting = self._deleting.get(topic)
-        if deleting is not None:
-            return _after(deleting)
-        d = self._deleting[topic] = self._delete(topic)
-
-        def done(result):
-            self._deleting.pop(topic, None)
-            return result
-
-        return d.addBoth(done)
+        deleting = self._deleting.wait(topic)
+        if deleting is not None:  # a second delete meanwhile: None once the first is done
+            return deleting.addBoth(lambda _: None)
+        return self._deleting.run(topic, self._delete, topic)
 
     @inlineCallbacks
     def _delete(self, topic: str):
@@ -227,14 +221,3 @@ class TopicLogManager:
         yield DeferredList(self._opening.wait_all(), consumeErrors=True)
         yield DeferredList([topic_log.close() for topic_log in list(self._logs.values())], consumeErrors=True)
 
-
-def _after(d):
-    """A Deferred firing (with None) once `d` has, whatever its outcome, leaving `d` as it is."""
-    after = Deferred()
-
-    def fire(result):
-        after.callback(None)
-        return result
-
-    d.addBoth(fire)
-    return after

@@ -170,9 +170,7 @@ def _decompress(codec: Codec, frame, plain_length: int) -> bytes:
             decompressor = zlib.decompressobj(wbits=31)
             plain = decompressor.decompress(frame, plain_length)
             whole = decompressor.eof and not decompressor.unconsumed_tail and not decompressor.unused_data
-    except MessageSetError:
-        raise
-    except CompressionUnavailable:
+    except (MessageSetError, CompressionUnavailable):
         raise
     except Exception as e:  # each library has its own error types for a bad frame
         raise _malformed(f"its {name} frame does not decompress: {e}") from None

@@ -21,9 +21,6 @@ class Latencies:
     def extend(self, other: "Latencies") -> None:
         self.samples.extend(other.samples)
 
-    def __len__(self) -> int:
-        return len(self.samples)
-
     def summary(self) -> dict:
         """{"count", "mean", "p50", "p90", "p99", "p99.9", "max"}: milliseconds (None when empty)."""
         ordered = sorted(self.samples)

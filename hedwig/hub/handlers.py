@@ -86,10 +86,7 @@ class RequestHandlers:
         self._inflight_bytes -= size
         stats = self.hub.stats
         stats.ops["publish"].record(True, self.hub.clock.seconds() - started)
-        count = entry.last_seq - entry.first_seq + 1
-        stats.messages_published += count
-        stats.bytes_published += len(entry.data)
-        stats.topics.add(topic, count, len(entry.data))
+        stats.entry_published(topic, entry)
         self._replies.fill(slot, published_response(request_id, entry.first_seq, entry.last_seq))
 
     def _on_subscribe(self, request_id, body, started):

@@ -8,6 +8,7 @@ its log alone. Two producers drawing the same id is a 2^-63 event per pair.
 """
 
 import secrets
+from functools import partial
 
 from twisted.internet.defer import Deferred, fail
 
@@ -61,18 +62,11 @@ class Producers:
                 self.hub.clock,
                 window=self.window,
                 max_producers=self.max_producers,
-                on_stored=lambda entry, topic=topic_log.topic: self._count(topic, entry),
+                # A set stored (not a repeat) counts as a PUBLISH's does, for STATS and /metrics.
+                on_stored=partial(self.hub.stats.entry_published, topic_log.topic),
             )
             self._tables[topic_log.topic] = table
         return table
-
-    def _count(self, topic: str, entry) -> None:
-        """A set stored (not a repeat) counts as a PUBLISH's does, for STATS and /metrics."""
-        stats = self.hub.stats
-        count = entry.last_seq - entry.first_seq + 1
-        stats.messages_published += count
-        stats.bytes_published += len(entry.data)
-        stats.topics.add(topic, count, len(entry.data))
 
     def _forget_closed(self) -> None:
         """Drop the tables of logs no longer open (run as a table is made: rarely)."""

@@ -148,6 +148,15 @@ class HubStats:
         self.entries_delivered = 0
         self.messages_delivered = 0
 
+    def entry_published(self, topic: str, entry) -> None:
+        """A client's set stored as `entry` (a PUBLISH, or an idempotent publish that was
+        not a repeat): counted once per entry, never per message."""
+        count = entry.last_seq - entry.first_seq + 1
+        size = len(entry.data)
+        self.messages_published += count
+        self.bytes_published += size
+        self.topics.add(topic, count, size)
+
     def record(self, name: str, ok: bool, latency_s: float) -> None:
         stats = self.ops.get(name)
         if stats is None:  # an op registered beyond the core protocol

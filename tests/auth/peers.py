@@ -6,7 +6,6 @@ from hedwig.auth import hash_password
 from hedwig.protocol import Op, Status, encode_frame
 from hedwig.protocol.auth_request import encode_auth
 from hedwig.protocol.requests import encode_hello
-from hedwig.protocol.responses import split_response
 from tests.hub.rawpeer import RawPeer
 
 FAST = 10  # log2 n: the stored format is the hub's, the cost a test's
@@ -60,9 +59,6 @@ class Peer(RawPeer):
         return self.reply(request_id)
 
     def reply(self, request_id):
-        while True:
-            op, got_id, body = self.next_frame()
-            if op == Op.RESPONSE:
-                _op, status, message, payload = split_response(body)
-                assert got_id == request_id, (got_id, request_id, status, message)
-                return status, message, payload
+        got_id, status, message, payload = self.next_response()
+        assert got_id == request_id, (got_id, request_id, status, message)
+        return status, message, payload

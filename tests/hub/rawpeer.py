@@ -4,7 +4,7 @@ never sends; a reply that does not come fails the test at the socket's timeout."
 import socket
 
 from hedwig.protocol import FrameDecoder, Op
-from hedwig.protocol.responses import decode_response
+from hedwig.protocol.responses import decode_response, split_response
 
 
 class RawPeer:
@@ -28,6 +28,15 @@ class RawPeer:
         op, request_id, body = self.next_frame()
         assert op == Op.RESPONSE
         return request_id, decode_response(body)
+
+    def next_response(self):
+        """(request id, status, message, payload) of the next RESPONSE, skipping the other
+        frames (a parent hub's REGION_INTEREST to a region link)."""
+        while True:
+            op, request_id, body = self.next_frame()
+            if op == Op.RESPONSE:
+                _op, status, message, payload = split_response(body)
+                return request_id, status, message, payload
 
     def closed_by_hub(self) -> bool:
         """True once the hub closed its side (recv sees the end of the stream)."""

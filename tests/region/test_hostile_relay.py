@@ -20,7 +20,6 @@ from hedwig.protocol import (
 )
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.requests import decode_published, encode_hello
-from hedwig.protocol.responses import split_response
 from hedwig.region.entries import RelayedPart
 from hedwig.region.wire import encode_region_link, relay_publish_parts
 from tests.hub.rawpeer import RawPeer
@@ -72,13 +71,7 @@ class LinkPeer(RawPeer):
         self.send(encode_frame(Op.REGION_LINK, 2, encode_region_link("leaf")))
         assert self.reply()[1] is Status.SUCCESS
 
-    def reply(self):
-        """(request id, status, message, payload) of the next RESPONSE."""
-        while True:
-            op, request_id, body = self.next_frame()
-            if op == Op.RESPONSE:
-                _op, status, message, payload = split_response(body)
-                return request_id, status, message, payload
+    reply = RawPeer.next_response  # (request id, status, message, payload)
 
     def relay(self, request_id, topic, entry, start, stop) -> None:
         self.send(b"".join(relay_publish_parts(request_id, topic, start, stop, entry)))

@@ -16,7 +16,7 @@ import pytest
 from hedwig.client import Client
 from hedwig.testing.hubprocess import HubProcess
 
-HUB = [sys.executable, "-m", "hedwig", "hub", "--host", "127.0.0.1", "--port", "0"]
+HUB = [sys.executable, "-m", "hedwig", "hub", "--host", "127.0.0.1", "--port", "0", "--http-port", "0"]
 
 
 def ledger_files(data_dir) -> dict:

@@ -107,7 +107,17 @@ def test_paths_in_a_conf_file_are_relative_to_the_file(tmp_path):
 
     class ConfHub(HubProcess):
         def command(self):  # no --data-dir: the file's own
-            return [*HEDWIG_HUB, "--host", "127.0.0.1", "--port", "0", "--conf", "../confs/hub.conf"]
+            return [
+                *HEDWIG_HUB,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--http-port",
+                "0",
+                "--conf",
+                "../confs/hub.conf",
+            ]
 
     from hedwig.client import Client
 

@@ -46,6 +46,16 @@ def own_hub(tmp_path):
     process.stop()
 
 
+@pytest.fixture
+def hubs():
+    """A list the test appends the hubs it starts to (hub processes, region hubs: anything
+    with stop()); each is stopped at the end."""
+    started = []
+    yield started
+    for hub in started:
+        hub.stop()
+
+
 # -- no test leaves files in the repository ---------------------------------------------------
 
 _ROOT = Path(__file__).resolve().parents[1]

@@ -12,8 +12,6 @@ processes over sockets, watching the hub's resident memory in /proc:
 import socket
 import threading
 
-import pytest
-
 from hedwig.client import Client
 from hedwig.protocol import FrameDecoder, Op, Status, encode_frame
 from hedwig.protocol.framing import frame_header
@@ -68,14 +66,6 @@ def half_of_a_large_frame() -> memoryview:
 def stats(hub: HubProcess) -> dict:
     with Client(hub.address) as client:
         return client.stats()
-
-
-@pytest.fixture
-def hubs():
-    started = []
-    yield started
-    for hub in started:
-        hub.stop()
 
 
 def test_half_sent_frames_share_one_budget_and_are_closed_when_they_stop(tmp_path, hubs):

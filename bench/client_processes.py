@@ -4,26 +4,42 @@ a client's Python never shares an interpreter with the hub's or another client's
 A worker is a module-level function whose last argument is a queue it puts its one
 result dict on; run_processes starts them and collects the results, failing at once
 (not at its timeout) when a client process or a hub dies. The workers here are the ones
-bench/pubsub_bench.py and bench/region_bench.py both measure with.
+bench/pubsub_bench.py, bench/round_trip_bench.py and bench/region_bench.py measure with.
 """
 
+import os
 import queue
 import time
+from array import array
 
-from bench.figures import own_cpu_seconds
+from bench.figures import latency_summary, own_cpu_seconds
 
 PAYLOAD_BYTES = 100
 PAYLOAD = b"x" * PAYLOAD_BYTES
 START_WAIT_S = 300.0
 
 
-def run_processes(ctx, targets, hubs=(), timeout=1800.0) -> list:
+def pin(pid: int, cpus) -> None:
+    """Run every thread of process `pid` on `cpus` (threads it starts later inherit it)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except ProcessLookupError:
+            pass  # (a thread that ended meanwhile)
+
+
+def run_processes(ctx, targets, hubs=(), timeout=1800.0, cpus=None) -> list:
     """Start one process per (function, args) with a shared result queue; their results
-    (in the order they came). `hubs`: HubProcesses whose exit fails the run."""
+    (in the order they came). `hubs`: HubProcesses whose exit fails the run; `cpus`: the
+    CPUs the processes run on (None: wherever the scheduler puts them)."""
     out = ctx.Queue()
-    processes = [ctx.Process(target=target, args=(*args, out)) for target, args in targets]
+    processes = [
+        ctx.Process(target=target, args=(*args, out), name=target.__name__) for target, args in targets
+    ]
     for process in processes:
         process.start()
+        if cpus is not None:
+            pin(process.pid, cpus)
     results = []
     deadline = time.monotonic() + timeout
     try:
@@ -35,9 +51,7 @@ def run_processes(ctx, targets, hubs=(), timeout=1800.0) -> list:
                 pass
             dead = [p for p in processes if p.exitcode not in (None, 0)]
             if dead:
-                raise RuntimeError(
-                    f"{dead[0].name} ({dead[0]._target.__name__}) exited with {dead[0].exitcode}"
-                )
+                raise RuntimeError(f"{dead[0].name} (pid {dead[0].pid}) exited with {dead[0].exitcode}")
             for hub in hubs:
                 if not hub.running:
                     raise RuntimeError(f"the hub at {hub.address} exited with {hub.process.returncode}")
@@ -102,3 +116,25 @@ def latency_publisher(address, topic, rate, seconds, start, out):
                 client.publish_many(topic, [clock().to_bytes(8, "big") + pad] * due)
             sent += max(due, 0)
     out.put({"sent": sent})
+
+
+def latency_subscriber(address, topic, count, warmup, ready, out):
+    """Sets `ready` once subscribed, then receives `count` messages (acknowledging each)
+    and times each from the stamp in its first 8 bytes; the first `warmup` are not timed.
+    Puts p50_us, p99_us, p999_us and max_us."""
+    from hedwig.client import Client
+
+    latencies = array("q")
+    clock = time.perf_counter_ns
+    with Client(address) as client:
+        sub = client.subscribe(topic, "latency")
+        ready.set()
+        for i in range(count):
+            message = sub.receive(timeout=60)
+            now = clock()
+            if message is None:
+                break
+            if i >= warmup:
+                latencies.append(now - int.from_bytes(message.payload[:8], "big"))
+            sub.ack(message)
+    out.put({"messages": len(latencies), **latency_summary(latencies)})

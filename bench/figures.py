@@ -47,6 +47,17 @@ def percentile(ordered, q: float):
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
+def latency_summary(samples_ns) -> dict:
+    """p50_us, p99_us, p999_us and max_us (None when there are none) of latencies in
+    nanoseconds."""
+    ordered = sorted(samples_ns)
+    summary = {}
+    for name, q in (("p50_us", 0.5), ("p99_us", 0.99), ("p999_us", 0.999), ("max_us", 1.0)):
+        value = percentile(ordered, q)
+        summary[name] = value / 1000 if value is not None else None
+    return summary
+
+
 def median(values, key=None):
     """The middle one of `values` (the upper middle one of an even count): one of the
     runs as it was measured, not an average of two."""

@@ -40,7 +40,6 @@ import shutil
 import sys
 import tempfile
 import time
-from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -49,6 +48,7 @@ from bench.client_processes import (
     PAYLOAD,
     PAYLOAD_BYTES,
     latency_publisher,
+    latency_subscriber,
     publish_many_worker,
     run_processes,
 )
@@ -58,7 +58,6 @@ from bench.figures import (
     load,
     median,
     own_cpu_seconds,
-    percentile,
     process_cpu_seconds,
 )
 from hedwig.testing.hubprocess import HubProcess
@@ -149,30 +148,6 @@ def twisted_publish_worker(address, topic, count, in_flight, out):
             "error": state["error"],
         }
     )
-
-
-def latency_subscriber(address, topic, count, warmup, ready, out):
-    from hedwig.client import Client
-
-    latencies = array("q")
-    clock = time.perf_counter_ns
-    with Client(address) as client:
-        sub = client.subscribe(topic, "latency")
-        ready.set()
-        for i in range(count):
-            message = sub.receive(timeout=60)
-            now = clock()
-            if message is None:
-                break
-            if i >= warmup:
-                latencies.append(now - int.from_bytes(message.payload[:8], "big"))
-            sub.ack(message)
-    latencies = sorted(latencies)
-    summary = {"messages": len(latencies)}
-    for name, q in (("p50_us", 0.5), ("p99_us", 0.99), ("p999_us", 0.999), ("max_us", 1.0)):
-        value = percentile(latencies, q)
-        summary[name] = value / 1000 if value is not None else None
-    out.put(summary)
 
 
 def fanout_subscriber(address, topic, name, total, barrier, out):

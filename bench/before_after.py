@@ -1,0 +1,125 @@
+"""A benchmark run from two checkouts in turn, in one session: before and after a change.
+
+    .venv/bin/python bench/before_after.py --before DIR --after DIR [--rounds N]
+        [--out NAME] -- bench/pubsub_bench.py --only publish_many fanout
+
+Figures mean something here only as ratios measured in the same run (the machine's
+speed moves about 3x from day to day, and with the other work on its 2 cores), so the
+two checkouts alternate: before, after, before, after... Each run is the benchmark's
+script of that checkout, started in it with it first on PYTHONPATH (its hub, its
+clients) and `--no-save`; its JSON report (the last thing it prints) gives the figures.
+The report keeps every run's figures, their medians, and after/before of the medians;
+`--out NAME` writes it to bench/results/NAME.json.
+
+Make the "before" checkout with `git worktree add DIR COMMIT`; copy the benchmark
+script there if the commit predates it (the script measures, the checkout's hedwig is
+measured).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.figures import RESULTS_DIR, emit, load
+
+# Report keys beside "figures" that are figures too (spark_bench's medians).
+TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
+# Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
+RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
+# In a figure's dict, the number that is the figure, by preference.
+VALUE_KEYS = ("value", "per_s", "p50_us")
+
+
+def figures_of(report: dict) -> dict:
+    """name -> number, from a benchmark's report."""
+    found = {}
+    for name, figure in report.get("figures", {}).items():
+        if isinstance(figure, dict):
+            for key in VALUE_KEYS:
+                if isinstance(figure.get(key), (int, float)):
+                    found[name] = figure[key]
+                    break
+            if "latency" in name:
+                found[f"{name}_p99_us"] = figure.get("p99_us")
+            for key in RATIO_KEYS:
+                if key in figure:
+                    found[f"{name}_{key}"] = figure[key]
+        elif isinstance(figure, (int, float)):
+            found[name] = figure
+    for key in TOP_LEVEL_FIGURES:
+        if isinstance(report.get(key), (int, float)):
+            found[key] = report[key]
+    return found
+
+
+def run_once(tree: Path, command: list, python: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    done = subprocess.run(
+        [python, *command, "--no-save"], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        what = f"{' '.join(command)} in {tree}"
+        raise RuntimeError(f"{what} exited with {done.returncode}:\n{done.stderr[-4000:]}")
+    text = done.stdout
+    start = 0 if text.startswith("{") else text.rindex("\n{\n") + 1  # the report is printed last
+    return json.loads(text[start:])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", required=True, type=Path, help="the checkout before the change")
+    parser.add_argument("--after", required=True, type=Path, help="the checkout after it")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each checkout (default 3)")
+    parser.add_argument("--out", help="write bench/results/OUT.json")
+    parser.add_argument("--python", default=sys.executable, help="the interpreter (default: this one)")
+    parser.add_argument("command", nargs="+", help="the benchmark script and its options, after --")
+    args = parser.parse_args(argv)
+    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    runs = {"before": [], "after": []}
+    for round_number in range(args.rounds):
+        for side, tree in trees.items():
+            before_load = load()
+            figures = figures_of(run_once(tree, args.command, args.python))
+            figures["load"] = f"{before_load} -> {load()}"
+            runs[side].append(figures)
+            print(json.dumps({"round": round_number, side: figures}), file=sys.stderr)
+    medians = {}
+    for side, side_runs in runs.items():
+        names = [name for name in side_runs[0] if name != "load"]
+        medians[side] = {
+            name: statistics.median(run[name] for run in side_runs if run.get(name) is not None)
+            for name in names
+        }
+    ratios = {
+        name: round(medians["after"][name] / medians["before"][name], 3)
+        for name in medians["after"]
+        if medians["before"].get(name)
+    }
+    report = {
+        "benchmark": "before_after",
+        "command": "python bench/before_after.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "before": f"{trees['before']} at {_head(trees['before'])}",
+        "after": f"{trees['after']} at {_head(trees['after'])}",
+        "rounds": args.rounds,
+        "runs": runs,
+        "medians": medians,
+        "after_over_before": ratios,
+    }
+    emit(report, RESULTS_DIR / f"{args.out}.json", save=args.out is not None)
+    return 0
+
+
+def _head(tree: Path) -> str:
+    command = ["git", "-C", str(tree), "describe", "--always", "--dirty"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

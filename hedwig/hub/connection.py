@@ -88,7 +88,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
         if set_no_delay is not None:  # deliveries are small writes: never wait on Nagle
             set_no_delay(True)
-        self._replies = ReplyQueue(self.transport.write, self.transport.writeSequence, self._replies_released)
+        self._replies = ReplyQueue(self.write, self.write_sequence, self._replies_released)
         self.transport.registerProducer(self, True)
         self._connected = True
         self._start_hello_timer()
@@ -143,6 +143,14 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
     def dataReceived(self, data):
         if not self._reading:
             return
+        writes = self.hub.writes
+        writes.begin()  # what this read makes the hub write leaves at its end (sending.py)
+        try:
+            self._read(data)
+        finally:
+            writes.end()
+
+    def _read(self, data) -> None:
         self._last_read = self.hub.clock.seconds()
         framing_error = None
         try:
@@ -159,6 +167,21 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             self._reserve_frame()
         else:  # (closing: what is left of the stream is never read)
             self._release_frame()
+
+    # -- bytes out (sending.py: held while a read is handled, then sent at once) -------------
+
+    def write(self, data: bytes) -> None:
+        """Send a frame. Every byte to the client goes through here or write_sequence, in
+        order; never straight to the transport."""
+        self.hub.writes.write(self.transport, data)
+
+    def write_sequence(self, chunks) -> None:
+        self.hub.writes.write_sequence(self.transport, chunks)
+
+    def close_when_sent(self) -> None:
+        """Close once what was written is sent (transport.loseConnection, after it)."""
+        self.hub.writes.flush(self.transport)
+        self.transport.loseConnection()
 
     def _dispatch(self, frames) -> None:
         for op, request_id, body in frames:
@@ -198,7 +221,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         self.hub.stats.protocol_errors += 1
         self._reading = False
         self._update_reading()
-        self._replies.send(response_frame(request_id, op, status, message), self.transport.loseConnection)
+        self._replies.send(response_frame(request_id, op, status, message), self.close_when_sent)
 
     def _refuse(self, request_id: int, op: int, status: Status, message: str) -> None:
         self._client_error(

@@ -15,6 +15,7 @@ from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
 from hedwig.hub.producers import Producers
 from hedwig.hub.relays import IRelays
+from hedwig.hub.sending import HubWrites
 from hedwig.hub.stats import HubStats, op_name
 from hedwig.protocol.compression import validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
@@ -52,6 +53,8 @@ class Hub:
             (op_name(op) for op in Op if Op.HELLO <= op <= Op.STATS), config.http.max_topic_labels
         )
         self.connections = set()
+        # What a read makes the hub write leaves at its end, straight to the sockets (sending.py).
+        self.writes = HubWrites()
         # Every connection's frame in progress shares one budget (hub/intake.py); lines
         # about clients' mistakes are written once per peer per interval (hub/peerlog.py).
         self.intake = RequestIntake(config.hub.max_partial_request_bytes)

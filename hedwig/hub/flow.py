@@ -24,7 +24,7 @@ class DeliveryFlow:
         held = self._held.get(handle)
         if held is None:
             if handle in self._subscriptions:
-                self.transport.writeSequence((header, data))
+                self.write_sequence((header, data))
             return
         held.append(header)
         held.append(data)
@@ -49,7 +49,7 @@ class DeliveryFlow:
         if held is not None:
             held.append(frame)
         else:
-            self.transport.write(frame)
+            self.write(frame)
 
     def subscription_removed(self, topic: str, subscriber_id: str, event) -> None:
         """The durable subscription was deleted elsewhere: end it here if attached."""
@@ -61,7 +61,7 @@ class DeliveryFlow:
         chunks = self._held.pop(handle, None)
         if chunks:
             self._held_bytes -= sum(map(len, chunks))
-            self.transport.writeSequence(chunks)
+            self.write_sequence(chunks)
             self._update_delivery_pause()
 
     def _drop_held(self, handle) -> None:

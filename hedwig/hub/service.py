@@ -318,7 +318,7 @@ class HubService(MultiService):
             timeout,
         )
         for connection in connections:
-            connection.transport.loseConnection()
+            connection.close_when_sent()
         closed = yield self._step(
             "close connections", DeferredList([c.closed for c in connections], consumeErrors=True), timeout
         )

@@ -57,6 +57,10 @@ class MemoryLedgerStore:
         """Appends are stored (and readable) but their Deferreds wait for release_acks()."""
         self._holding = True
 
+    def hold_no_more(self) -> None:
+        """Appends from now on are acknowledged at once; those held wait for release_acks()."""
+        self._holding = False
+
     def release_acks(self, count: int | None = None, *, keep_holding: bool = False) -> int:
         """Acknowledge the oldest `count` held appends (all by default), in order."""
         released = 0

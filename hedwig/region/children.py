@@ -105,7 +105,7 @@ class Children:
                 old=previous.connection.peer,
             )
             self._forget(previous)
-            previous.connection.transport.loseConnection()
+            previous.connection.close_when_sent()
         link = ChildLink(region, connection, manager.reactor.seconds())
         self.links[region] = link
         self._by_connection[connection] = link
@@ -162,7 +162,7 @@ class Children:
         if self.links.get(link.region) is not link or not link.connection.is_open:
             return
         interest = self.manager.interest
-        write = link.connection.transport.write
+        write = link.connection.write
         for frame in interest_frames(InterestKind.WANT, interest.wanted_from(link.region)):
             write(frame)
         for frame in interest_frames(InterestKind.HELD, interest.relayed_by(link.region)):
@@ -179,14 +179,14 @@ class Children:
         else:
             frames = interest_frames(InterestKind.DROP, [topic])
         for frame in frames:
-            link.connection.transport.write(frame)
+            link.connection.write(frame)
 
     def drop_all(self, reason: str) -> None:
         """Close every child link (this region's path changed: they must check it again)."""
         for link in list(self.links.values()):
             _logger.info("closing region {region}'s link: {reason}", region=link.region, reason=reason)
             self._forget(link)
-            link.connection.transport.loseConnection()
+            link.connection.close_when_sent()
 
     def describe(self) -> list:
         now = self.manager.reactor.seconds()

@@ -1,0 +1,100 @@
+"""A hub's bytes out: what a read produces leaves at its end, straight to the socket.
+
+Twisted's `transport.write` only buffers: it registers the socket with the poller, and
+the bytes go out when the reactor next polls and finds it writable, after which the
+socket is unregistered again. For a request and its reply that is two more system calls
+and another trip through the reactor for every reply, as much as the hub's own work on
+a one-message publish. So while a hub connection handles a read, everything the hub
+writes to any of its connections (the replies, the deliveries a publish causes) is held
+here, per connection; when the read is handled, each connection's bytes are sent with
+one `send` of the socket, at once, when its transport has nothing buffered (the usual
+case), and given to the transport otherwise, behind what it holds. What the socket does
+not take goes to the transport's buffer, which sends it when the reactor finds room
+and pauses the producer when it grows, exactly as before.
+
+Outside a read (a timer, a thread's result) nothing is held: a write is sent at once in
+the same way. Order is kept because every write to a hub connection comes through here
+(HubConnection.write) and a connection is closed through HubConnection.close_when_sent,
+which sends what is held first. Transports other than plain TCP ones (TLS, whose bytes
+pass through OpenSSL first) and large writes go through the transport as usual.
+"""
+
+from twisted.internet.tcp import Connection as TCPConnection
+
+# Larger writes go through the transport (which sends at most this much per call anyway).
+DIRECT_SEND_BYTES = TCPConnection.SEND_LIMIT
+
+
+class HubWrites:
+    """One per hub: the bytes written to its connections while a read is handled."""
+
+    __slots__ = ("_depth", "_held")
+
+    def __init__(self):
+        self._depth = 0  # reads being handled (one inside another only in tests' loopbacks)
+        self._held = {}  # transport -> chunks written to it during the read, in order
+
+    def begin(self) -> None:
+        """A read is being handled: hold what is written until end()."""
+        self._depth += 1
+
+    def end(self) -> None:
+        """The read is handled: every connection written to sends what it was given."""
+        self._depth -= 1
+        if self._depth or not self._held:
+            return
+        held, self._held = self._held, {}
+        for transport, chunks in held.items():
+            send(transport, chunks)
+
+    def write(self, transport, data: bytes) -> None:
+        if self._depth:
+            chunks = self._held.get(transport)
+            if chunks is None:
+                self._held[transport] = [data]
+            else:
+                chunks.append(data)
+        else:
+            send(transport, [data])
+
+    def write_sequence(self, transport, data) -> None:
+        if self._depth:
+            chunks = self._held.get(transport)
+            if chunks is None:
+                self._held[transport] = list(data)
+            else:
+                chunks.extend(data)
+        else:
+            send(transport, list(data))
+
+    def flush(self, transport) -> None:
+        """Send what is held for `transport` now (before it is closed)."""
+        chunks = self._held.pop(transport, None)
+        if chunks:
+            send(transport, chunks)
+
+
+def send(transport, chunks: list) -> None:
+    """Write `chunks` to `transport`: straight to a plain TCP socket when the transport
+    holds nothing else, the rest (what the socket did not take, or all of it) through
+    the transport."""
+    if (
+        isinstance(transport, TCPConnection)
+        and not transport.dataBuffer
+        and not transport._tempDataBuffer  # (FileDescriptor's buffer of writes not yet joined)
+        and transport.connected
+        and not transport.disconnecting
+    ):
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if len(data) <= DIRECT_SEND_BYTES:
+            sent = transport.writeSomeData(data)  # an int, or the error it met
+            if sent.__class__ is int:
+                if sent == len(data):
+                    return
+                data = data[sent:]
+            transport.write(data)  # (after an error the reactor's next poll loses the connection)
+            return
+    if len(chunks) == 1:
+        transport.write(chunks[0])
+    else:
+        transport.writeSequence(chunks)

@@ -1,0 +1,160 @@
+"""A reply leaves in the reactor turn that stored its publish (hedwig/hub/sending.py):
+over a real TCP socket, a PUBLISH acknowledged at once is answered before dataReceived
+returns, with no Deferred and no help from the reactor (no writer registered); the
+replies of one read leave in one send; and the order of replies holds when a publish
+answered at once follows one still waiting."""
+
+import socket
+
+import pytest
+from twisted.internet import tcp
+from twisted.internet.address import IPv4Address
+from twisted.internet.testing import MemoryReactor, StringTransport
+
+from hedwig.hub.sending import HubWrites, send
+from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set
+from hedwig.protocol.requests import Published, encode_hello, encode_publish
+from hedwig.protocol.responses import decode_response
+from tests.hub.harness import HubHarness
+
+
+class SocketPeer:
+    """A HubConnection over a real TCP socket of 127.0.0.1 (a tcp.Server transport whose
+    poller is a MemoryReactor: it records the writers registered and never runs them),
+    and the client's end of the socket, read without waiting."""
+
+    def __init__(self, harness):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        self.client = socket.create_connection(listener.getsockname())
+        self.client.setblocking(False)
+        server_socket, address = listener.accept()
+        listener.close()
+        server_socket.setblocking(False)
+        self.poller = MemoryReactor()
+        self.connection = harness.factory.buildProtocol(IPv4Address("TCP", *address))
+        self.transport = tcp.Server(server_socket, self.connection, address, None, 1, self.poller)
+        self.transport.repstr = "<test transport>"
+        self.sends = 0
+        write_some = self.transport.writeSomeData
+
+        def counted(data):
+            self.sends += 1
+            return write_some(data)
+
+        self.transport.writeSomeData = counted
+        self.connection.makeConnection(self.transport)
+        self._decoder = FrameDecoder(1 << 20)
+        self._ids = iter(range(1, 1 << 20))
+        self.send(Op.HELLO, encode_hello("test"))
+        assert [r.status for _, r in self.responses()] == [0]
+
+    def send(self, op, body=b"") -> int:
+        request_id = next(self._ids)
+        self.connection.dataReceived(encode_frame(op, request_id, body))
+        return request_id
+
+    def publish_frame(self, topic, payload) -> bytes:
+        return encode_frame(Op.PUBLISH, next(self._ids), encode_publish(topic, encode_message_set([payload])))
+
+    def responses(self) -> list:
+        """Every RESPONSE the socket holds now: [(request id, Response)]."""
+        received = b""
+        while True:
+            try:
+                chunk = self.client.recv(65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            received += chunk
+        return [(rid, decode_response(body)) for _op, rid, body in self._decoder.feed(received)]
+
+    def close(self):
+        self.client.close()
+        self.transport.socket.close()
+
+
+@pytest.fixture
+def peer(tmp_path):
+    peer = SocketPeer(HubHarness(tmp_path))
+    yield peer
+    peer.close()
+
+
+def test_a_publish_stored_at_once_is_answered_before_its_read_returns(peer):
+    request_id = peer.send(Op.PUBLISH, encode_publish("t", encode_message_set([b"x"])))
+    assert peer.responses() == [(request_id, (Op.PUBLISH, 0, "", Published(1, 1)))]
+    assert peer.poller.writers == set(), "sent by the read's own turn, not left for the reactor"
+    assert peer.transport.dataBuffer == b"" and not peer.transport._tempDataBuffer
+
+
+def test_the_replies_of_one_read_leave_in_one_send(peer):
+    frames = [peer.publish_frame("t", b"%d" % i) for i in range(5)]
+    sends = peer.sends
+    peer.connection.dataReceived(b"".join(frames))
+    assert peer.sends == sends + 1
+    assert [r.value for _, r in peer.responses()] == [Published(i, i) for i in range(1, 6)]
+
+
+def test_a_publish_answered_at_once_waits_behind_one_still_waiting(tmp_path):
+    """Replies leave in request order: a publish stored at once (to another topic, and to
+    the same topic) is answered only after the publish before it, whose acknowledgement
+    the store holds."""
+    harness = HubHarness(tmp_path)
+    peer = SocketPeer(harness)
+    peer.send(Op.PUBLISH, encode_publish("slow", encode_message_set([b"1"])))
+    peer.responses()
+    harness.ledgers.hold_acks()
+    waiting = peer.send(Op.PUBLISH, encode_publish("slow", encode_message_set([b"2"])))
+    harness.ledgers.hold_no_more()
+    other_topic = peer.send(Op.PUBLISH, encode_publish("fast", encode_message_set([b"a"])))
+    same_topic = peer.send(Op.PUBLISH, encode_publish("slow", encode_message_set([b"3"])))
+    assert harness.logs.get("fast").last_seq == 1, "stored and acknowledged at once"
+    assert peer.responses() == []
+    harness.ledgers.release_acks()
+    replies = peer.responses()
+    assert [request_id for request_id, _ in replies] == [waiting, other_topic, same_topic]
+    assert [r.value for _, r in replies] == [Published(2, 2), Published(1, 1), Published(3, 3)]
+    peer.close()
+
+
+# -- HubWrites and send, on their own ----------------------------------------------------------
+
+
+def test_writes_are_held_while_a_read_is_handled_and_sent_at_its_end():
+    writes = HubWrites()
+    first, second = StringTransport(), StringTransport()
+    writes.write(first, b"now")  # (no read being handled: at once)
+    assert first.value() == b"now"
+    writes.begin()
+    writes.write(first, b"a")
+    writes.write_sequence(second, [b"b", b"c"])
+    writes.write(first, b"d")
+    assert first.value() == b"now" and second.value() == b""
+    writes.end()
+    assert first.value() == b"nowad" and second.value() == b"bc"
+
+
+def test_flush_sends_one_transports_bytes_before_the_read_ends():
+    writes = HubWrites()
+    transport = StringTransport()
+    writes.begin()
+    writes.write(transport, b"reply")
+    writes.flush(transport)
+    assert transport.value() == b"reply"
+    writes.end()
+    assert transport.value() == b"reply", "nothing sent twice"
+
+
+def test_send_goes_behind_what_the_transport_still_holds(peer):
+    transport = peer.transport
+    peer.responses()
+    transport.write(b"earlier")  # (buffered, waiting for the reactor)
+    send(transport, [b"-later"])
+    with pytest.raises(BlockingIOError):  # nothing sent yet
+        peer.client.recv(100)
+    assert transport in peer.poller.writers
+    transport.doWrite()  # what the reactor does when the socket is writable
+    assert peer.client.recv(100) == b"earlier-later"

@@ -37,6 +37,10 @@ class CachedTopicLog:
     def append(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
         return self.cache.publish(self.inner, message_set, count, origin_region, origin_seq, via, producer)
 
+    def append_now(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
+        cache = self.cache
+        return cache.publish_now(self.inner, message_set, count, origin_region, origin_seq, via, producer)
+
     def get(self, seq: int):
         return self.cache.get(self.inner, seq)
 

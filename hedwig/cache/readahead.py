@@ -23,7 +23,7 @@ Work is per entry and per request, never per message.
 from bisect import bisect_left, bisect_right, insort
 from functools import partial
 
-from twisted.internet.defer import Deferred, fail
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -32,6 +32,7 @@ from hedwig.cache.cached_log import CachedTopicLog
 from hedwig.cache.fifo import ByteBudgetFifo
 from hedwig.ledger.interface import LedgerError
 from hedwig.settings import CacheSettings
+from hedwig.topiclog.entry import LogEntry
 
 _logger = Logger()
 
@@ -137,13 +138,19 @@ class ReadAheadCache:
         entries from it, and the push to caught-up subscribers is its callback. Region
         relays pass the origin they keep and `via`, idempotent publishes their `producer`
         (see TopicLog.append)."""
-        if producer is not None:
-            d = topic_log.append(message_set, count, origin_region, origin_seq, via, producer)
-        elif via is None:
-            d = topic_log.append(message_set, count, origin_region, origin_seq)
-        else:
-            d = topic_log.append(message_set, count, origin_region, origin_seq, via)
-        return d.addCallback(self._published, topic_log)
+        stored = self.publish_now(topic_log, message_set, count, origin_region, origin_seq, via, producer)
+        return succeed(stored) if stored.__class__ is LogEntry else stored
+
+    def publish_now(
+        self, topic_log, message_set, count: int, origin_region=None, origin_seq=None, via=None, producer=None
+    ):
+        """publish, answered within the call when the log acknowledges at once
+        (TopicLog.append_now): the LogEntry, already cached and its stubs filled; else
+        publish's Deferred."""
+        stored = topic_log.append_now(message_set, count, origin_region, origin_seq, via, producer)
+        if stored.__class__ is LogEntry:
+            return self._published(stored, topic_log)
+        return stored.addCallback(self._published, topic_log)
 
     def _published(self, entry, topic_log):
         topic = self._topic(topic_log)

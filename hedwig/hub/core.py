@@ -23,6 +23,7 @@ from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.settings import Config
+from hedwig.topiclog.entry import LogEntry
 
 # Room kept in a READ_RANGE reply for the frame, response and range headers.
 _READ_RANGE_OVERHEAD = 64
@@ -99,12 +100,19 @@ class Hub:
         message sets alike. Raises MessageSetError at once for a message set that cannot
         be stored: nothing is appended then. `origin_region` / `origin_seq`: where a
         relayed message set was first published; `via`: the region it came from."""
+        stored = self.publish_now(topic, message_set, origin_region, origin_seq, via)
+        return succeed(stored) if stored.__class__ is LogEntry else stored
+
+    def publish_now(self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None):
+        """publish, answered within the call when the topic is open here and its log
+        acknowledges at once (ITopicLog.append_now): the LogEntry, already cached; else
+        publish's Deferred. A PUBLISH so gets its reply in the turn that stored it."""
         if self.stopping:
             return fail(HubStopping())
         count = validate_published_set(message_set, 0, self.max_message_bytes, self.max_frame_bytes)
         topic_log = self.topics.get(topic)
         if topic_log is not None:
-            return topic_log.append(message_set, count, origin_region, origin_seq, via)
+            return topic_log.append_now(message_set, count, origin_region, origin_seq, via)
         return self.topics.acquire(topic).addCallback(
             _append, message_set, count, origin_region, origin_seq, via
         )

@@ -29,6 +29,7 @@ from hedwig.protocol.requests import (
 )
 from hedwig.protocol.responses import published_response, response_frame, response_frame_parts
 from hedwig.protocol.status import Status
+from hedwig.topiclog.entry import LogEntry
 
 _MAX_HANDLE = 0xFFFFFFFF  # subscription handles are u32, never 0
 
@@ -65,17 +66,22 @@ class RequestHandlers:
         raise RequestError(Status.MALFORMED_REQUEST, "HELLO was already exchanged on this connection")
 
     def _on_publish(self, request_id, body, started):
-        request = decode_publish(body)
-        published = self.hub.publish(request.topic, request.message_set)
+        topic, message_set = decode_publish(body)
+        hub = self.hub
+        stored = hub.publish_now(topic, message_set)
+        if stored.__class__ is LogEntry:  # acknowledged at once: answered now, no Deferred
+            hub.stats.publish_stored(topic, stored, hub.clock.seconds() - started)
+            self._replies.send(published_response(request_id, stored.first_seq, stored.last_seq))
+            return
         slot = self._replies.reserve()
         size = len(body)
         self._inflight_bytes += size
-        published.addCallbacks(
+        stored.addCallbacks(
             self._published,
             self._publish_failed,
-            (slot, request_id, started, size, request.topic),
+            (slot, request_id, started, size, topic),
             None,
-            (slot, request_id, started, size, request.topic),
+            (slot, request_id, started, size, topic),
         )
 
     def _publish_failed(self, failure, slot, request_id, started, size, topic):
@@ -84,9 +90,7 @@ class RequestHandlers:
 
     def _published(self, entry, slot, request_id, started, size, topic):
         self._inflight_bytes -= size
-        stats = self.hub.stats
-        stats.ops["publish"].record(True, self.hub.clock.seconds() - started)
-        stats.entry_published(topic, entry)
+        self.hub.stats.publish_stored(topic, entry, self.hub.clock.seconds() - started)
         self._replies.fill(slot, published_response(request_id, entry.first_seq, entry.last_seq))
 
     def _on_subscribe(self, request_id, body, started):

@@ -134,6 +134,7 @@ class HubStats:
 
     def __init__(self, op_names, max_topic_labels: int = 100):
         self.ops = {name: OpStats() for name in op_names}
+        self.publish_ops = self.ops.setdefault("publish", OpStats())  # (the publish path's own)
         self.topics = TopicCounters(max_topic_labels)
         # Publish-to-delivery latency of every entry written to a subscriber.
         self.delivery_latency = LatencyHistogram()
@@ -156,6 +157,11 @@ class HubStats:
         self.messages_published += count
         self.bytes_published += size
         self.topics.add(topic, count, size)
+
+    def publish_stored(self, topic: str, entry, latency_s: float) -> None:
+        """A PUBLISH answered: its request counted, its entry too (entry_published)."""
+        self.publish_ops.record(True, latency_s)
+        self.entry_published(topic, entry)
 
     def record(self, name: str, ok: bool, latency_s: float) -> None:
         stats = self.ops.get(name)

@@ -118,10 +118,24 @@ def encode_publish(topic: str, message_set: bytes) -> bytes:
     return str8(topic) + message_set
 
 
+# Topics already checked, by their str8 as sent: a PUBLISH to one of them is decoded with
+# a slice and a dict lookup. Bounded (emptied when full): names are up to 256 bytes each.
+_CHECKED_TOPICS = {}
+_CHECKED_TOPICS_MAX = 4096
+
+
 def decode_publish(body) -> Publish:
+    if body.__class__ is bytes and body:  # (what the frame decoder gives)
+        offset = 1 + body[0]
+        topic = _CHECKED_TOPICS.get(body[:offset])
+        if topic is not None and offset < len(body):
+            return Publish(topic, body[offset:])
     topic, offset = read_topic(body, 0)
     if offset == len(body):
         raise RequestError(Status.MALFORMED_REQUEST, "PUBLISH without a message set")
+    if len(_CHECKED_TOPICS) >= _CHECKED_TOPICS_MAX:
+        _CHECKED_TOPICS.clear()
+    _CHECKED_TOPICS[bytes(body[:offset])] = topic
     return Publish(topic, bytes(body[offset:]))
 
 

@@ -31,6 +31,12 @@ class ITopicLog(Interface):
         `producer`: (producer id, sequence) of an idempotent publish, kept in the entry
         header."""
 
+    def append_now(message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
+        """append, answered within the call when the entry is acknowledged at once (the
+        ledger store acknowledges at once and no earlier append is still in flight): the
+        LogEntry itself; otherwise append's Deferred[LogEntry], failures included. The
+        publish path's: an acknowledgement costs no Deferred."""
+
     def read(from_seq, max_entries, max_bytes):
         """Deferred[list of LogEntry]: the entry holding `from_seq` and those after it,
         at most `max_entries`, within `max_bytes` (the first always); [] past the end;

@@ -4,10 +4,6 @@ Shared by topic_log.py (the writer) and ledgers.py (rolls and garbage collection
 
 from enum import Enum
 
-from twisted.internet.defer import (
-    Deferred,
-)
-
 from hedwig.topiclog.ledger_index import LedgerIndex
 
 
@@ -29,7 +25,9 @@ NO_LIMIT = 1 << 62
 
 
 class PendingAppend:
-    """One append call, from the call until its Deferred fires."""
+    """One append call, from the call until its outcome is out. `deferred` is made only
+    for an append not answered within its call (TopicLog.append_now): one acknowledged
+    at once, the usual case, costs no Deferred."""
 
     __slots__ = (
         "count",
@@ -40,13 +38,15 @@ class PendingAppend:
         "message_set",
         "origin",
         "origin_seq",
+        "out",
         "producer",
         "time_us",
         "via",
     )
 
     def __init__(self, message_set, count, origin, origin_seq, time_us, via=b"", producer=None):
-        self.deferred = Deferred()
+        self.deferred = None
+        self.out = False  # its outcome left the log (acknowledged or failed, in call order)
         self.message_set = message_set
         self.count = count
         self.origin = origin  # encoded region name

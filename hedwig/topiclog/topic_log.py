@@ -50,7 +50,7 @@ from zope.interface import implementer
 from hedwig.concurrency import OpQueue, SharedResult, Waiters
 from hedwig.ledger.interface import LedgerClosed, NoSuchLedger
 from hedwig.meta.interface import LedgerRange
-from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, encode_entry_header
+from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
 from hedwig.settings import LogSettings
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.errors import LogClosed, LogFailed
@@ -95,6 +95,7 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         self._metadata = metadata
         self._settings = settings
         self._region = region.encode("utf-8")
+        self._local_headers = LocalEntryHeaders(self._region)  # (a client's publish: one pack)
         self._clock = clock
         self._locator = locator if locator is not None else EntryLocator(ledgers, 16 << 20)
         self._on_close = on_close
@@ -175,6 +176,22 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         the origin it keeps and `via`, the neighbour region the entry came from; an
         idempotent publish its `producer` (producer id, sequence), kept in the entry's
         header (hedwig.hub.producer_state derives its tables from them)."""
+        stored = self.append_now(message_set, count, origin_region, origin_seq, via, producer)
+        return succeed(stored) if stored.__class__ is LogEntry else stored
+
+    def append_now(
+        self,
+        message_set,
+        count: int,
+        origin_region: str | None = None,
+        origin_seq: int | None = None,
+        via: str | None = None,
+        producer=None,
+    ):
+        """append, answered within the call when it can be: the LogEntry itself when the
+        entry is acknowledged at once (the store acknowledges at once, under fsync
+        `never` or `interval`, and no earlier append is still in flight), else append's
+        Deferred[LogEntry] (a failure too is a failed Deferred, as from append)."""
         try:
             origin = self._region if origin_region is None else origin_region.encode("utf-8")
             self._check_append(message_set, count, origin, origin_seq)
@@ -191,6 +208,10 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         else:
             self._hand_over(op)
         self._deliver()
+        if op.deferred is None:  # (every op still in the log past this call has its Deferred)
+            if op.out:  # acknowledged or failed at once
+                return op.entry if op.failure is None else fail(op.failure)
+            op.deferred = Deferred()
         return op.deferred
 
     @staticmethod
@@ -238,8 +259,13 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         if last >= SEQ_LIMIT:
             self._refuse(op, ValueError(f"topic {self.topic}: seq-ids exhausted"))
             return
-        origin_seq = first if op.origin_seq is None else op.origin_seq
-        header = encode_entry_header(first, op.count, op.time_us, op.origin, origin_seq, op.via, op.producer)
+        if op.origin is self._region and op.origin_seq is None and not op.via and op.producer is None:
+            header = self._local_headers.header(first, op.count, op.time_us)
+        else:
+            origin_seq = first if op.origin_seq is None else op.origin_seq
+            header = encode_entry_header(
+                first, op.count, op.time_us, op.origin, origin_seq, op.via, op.producer
+            )
         data = header + op.message_set
         op.entry = LogEntry(first, last, data, op.time_us)
         op.message_set = None
@@ -313,10 +339,12 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
             inflight = self._inflight
             while inflight and inflight[0].done:
                 op = inflight.popleft()
+                op.out = True
                 if op.failure is None:
                     self.last_seq = op.entry.last_seq
-                    op.deferred.callback(op.entry)
-                else:
+                    if op.deferred is not None:  # (None: the append_now on the stack answers it)
+                        op.deferred.callback(op.entry)
+                elif op.deferred is not None:
                     op.deferred.errback(op.failure)
         finally:
             self._delivering = False

@@ -1,7 +1,7 @@
 """A topic log the test drives: reads complete or fail when the test says.
 
 It implements the TopicLog methods the cache and the delivery manager use (topic,
-first_seq, last_seq, append, read, find_by_time) with the same semantics, so rule-level
+first_seq, last_seq, append, append_now, read, find_by_time) with the same semantics, so rule-level
 tests can hold a ledger read in flight, fail it, or let it finish, deterministically.
 The scenario tests and the benchmark use the real TopicLog instead.
 """
@@ -54,6 +54,9 @@ class ControllableLog:
 
     def append(self, message_set, count, origin_region=None, origin_seq=None):
         return succeed(self._make(count, len(message_set)))
+
+    def append_now(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
+        return self._make(count, len(message_set))  # (acknowledged at once, as under fsync "never")
 
     def forget_upto(self, seq):
         """Garbage collection removed seq-ids up to seq."""

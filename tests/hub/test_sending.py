@@ -15,6 +15,8 @@ from hedwig.hub.sending import HubWrites, send
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set
 from hedwig.protocol.requests import Published, encode_hello, encode_publish
 from hedwig.protocol.responses import decode_response
+from hedwig.testing.deferreds import fired
+from hedwig.topiclog.entry import LogEntry
 from tests.hub.harness import HubHarness
 
 
@@ -158,3 +160,12 @@ def test_send_goes_behind_what_the_transport_still_holds(peer):
     assert transport in peer.poller.writers
     transport.doWrite()  # what the reactor does when the socket is writable
     assert peer.client.recv(100) == b"earlier-later"
+
+
+def test_a_publish_to_an_open_topic_is_stored_cached_and_answered_without_a_deferred(tmp_path):
+    harness = HubHarness(tmp_path)
+    message_set = encode_message_set([b"x"])
+    fired(harness.hub.publish("t", message_set))  # (opens the topic)
+    entry = harness.hub.publish_now("t", message_set)
+    assert type(entry) is LogEntry and (entry.first_seq, entry.last_seq) == (2, 2)
+    assert harness.topics.get("t").get(2) is entry, "in the cache already"

@@ -312,6 +312,9 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         raise CouldNotConnect(message="no hub reachable: " + "; ".join(reasons))
 
     def _connection(self, address) -> BlockingConnection:
+        connection = self._connections.get(address)  # (a dict read: no lock needed)
+        if connection is not None and connection.in_use():
+            return connection  # the usual case: no lock, no system call
         with self._lock:
             if self._closed:
                 raise ClientClosed(message="the client is closed")

@@ -35,6 +35,9 @@ from hedwig.tls import ssl_failure
 # every call (two page faults per round trip, doubling its system time here).
 _RECV_BYTES = 1 << 18
 _READ_SLICE = 5.0  # a reader wakes at least this often to look at its deadline
+# A connection that read within this long is taken as open without asking the socket
+# (closed_by_hub): a hub cannot restart, nor a connection sit idle, in less.
+_RECENT_READ_S = 0.1
 # What a read that must not wait raises when nothing has arrived.
 _NOTHING_TO_READ = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
@@ -77,6 +80,7 @@ class BlockingConnection:
         self._send_lock = threading.Lock()
         self.lost = None  # the ConnectionLost once the connection is gone
         self.hello = None
+        self._last_read = time.monotonic()  # when bytes (or the end) last arrived
         hello = self.call(Op.HELLO, encode_hello(client_name))
         if hello.status is not Status.SUCCESS:
             self.close()
@@ -199,9 +203,7 @@ class BlockingConnection:
                 return False
             if read_lock.acquire(False):
                 try:
-                    while True:
-                        if ready():
-                            return True
+                    while not ready():  # (again: another thread may have read it meanwhile)
                         if self.lost is not None:
                             return False
                         if deadline is None:
@@ -214,6 +216,7 @@ class BlockingConnection:
                         if self._waiters:
                             with cond:
                                 cond.notify_all()
+                    return True
                 finally:
                     read_lock.release()
                     if self._waiters:
@@ -247,6 +250,7 @@ class BlockingConnection:
         self._received(received)
 
     def _received(self, received: int) -> None:
+        self._last_read = time.monotonic()
         if not received:
             self._lose(f"{format_address(self.address)} closed the connection")
             return
@@ -274,6 +278,11 @@ class BlockingConnection:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+    def in_use(self) -> bool:
+        """Open, and read from a moment ago: a request may go on it without the check of
+        closed_by_hub (a system call: the one-message path's round trip makes none)."""
+        return self.lost is None and time.monotonic() - self._last_read < _RECENT_READ_S
 
     def closed_by_hub(self) -> bool:
         """True when the hub has closed this connection while it was idle (it restarted,

@@ -34,24 +34,26 @@ from zope.interface import Interface
 
 from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES, frame_header
 from hedwig.protocol.layouts import RequestError
+from hedwig.protocol.messageset import ONE_MESSAGE_HEADER, SET_VERSION
 from hedwig.protocol.ops import Op
 from hedwig.protocol.request_ids import RequestIds
 from hedwig.protocol.requests import (
+    Published,
     decode_subscribed,
     encode_consume,
     encode_subscribe_request,
     publish_prefix,
 )
-from hedwig.protocol.responses import decode_response, split_response
+from hedwig.protocol.responses import Response, decode_response, split_response
 from hedwig.protocol.status import Status
 
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
-_ONE_MESSAGE_SET = struct.Struct("!BBII")  # version, flags, count 1, the payload's length
 _PREFIX_CACHE = 1024
 _LENGTH = struct.Struct("!I")
 _OP_AND_ID = struct.Struct("!BI")
 _DELIVERY = struct.Struct("!III")
 _EVENT = struct.Struct("!IB")
+_PUBLISHED_BODY = struct.Struct("!BHHQQ")  # a RESPONSE body: op, status, message length, seq-ids
 _UNKNOWN = object()
 
 
@@ -176,7 +178,7 @@ class HubSession:
                 self._prefixes.clear()
             prefix = self._prefixes[topic] = publish_prefix(topic)
         head = _PUBLISH_ONE_HEAD.pack(5 + len(prefix) + 10 + len(payload), Op.PUBLISH, request_id)
-        return request_id, head + prefix + _ONE_MESSAGE_SET.pack(1, 0, 1, len(payload)) + payload
+        return request_id, head + prefix + ONE_MESSAGE_HEADER.pack(SET_VERSION, 0, 1, len(payload)) + payload
 
     # -- subscriptions ---------------------------------------------------------------------
 
@@ -300,6 +302,14 @@ class HubSession:
             self._needed = 4 + _LENGTH.unpack_from(rest, 0)[0] if len(rest) >= 4 else 4
 
     def _response(self, request_id: int, body) -> None:
+        if len(body) == _PUBLISHED_BODY.size and not self._raw_responses:
+            # PUBLISHED, the one-message path's reply: one unpack (decode_response's result)
+            op, status, message_length, first_seq, last_seq = _PUBLISHED_BODY.unpack(body)
+            if op == Op.PUBLISH and status == 0 and not message_length:
+                response = Response(op, Status.SUCCESS, "", Published(first_seq, last_seq))
+                context = self._pending.pop(request_id, None)
+                self._receiver.response_received(request_id, response, context)
+                return
         try:
             response = split_response(body) if self._raw_responses else decode_response(body)
         except (RequestError, ValueError) as e:

@@ -11,6 +11,7 @@ from zope.interface.verify import verifyObject
 from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry, encode_frame
 from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.requests import Published
+from hedwig.protocol.responses import decode_response, published_response, response_frame
 from hedwig.protocol.session import HubSession, ISubscriber, ProtocolViolation
 from tests.client.hubscript import HubScript
 
@@ -313,3 +314,21 @@ def test_consume_frames_name_the_handle_and_seq():
     session = HubSession(Recorder())
     [(op, _rid, consume)] = HubScript().requests(session.consume(5, 42))
     assert (op, consume.handle, consume.seq) == (Op.CONSUME, 5, 42)
+
+
+def test_a_published_reply_reaches_the_driver_as_any_response_would():
+    """PUBLISHED, the one-message path's reply, is decoded with one unpack: the same
+    Response decode_response makes, with the context given; a refusal of a PUBLISH is
+    decoded the general way."""
+    recorder = Recorder()
+    channel = HubSession(recorder)
+    stored, _frame = channel.publish_one("t", b"x", "stored")
+    refused, _frame = channel.publish_one("t", b"x", "refused")
+    replies = [published_response(stored, 7, 7), response_frame(refused, Op.PUBLISH, Status.TOPIC_BUSY, "x")]
+    channel.data_received(b"".join(replies))
+    assert recorder.frames == [
+        ("response", stored, decode_response(replies[0][9:])),
+        ("response", refused, decode_response(replies[1][9:])),
+    ]
+    assert recorder.frames[0][2].value == Published(7, 7) and recorder.frames[0][2].status is Status.SUCCESS
+    assert recorder.contexts == ["stored", "refused"]

@@ -23,6 +23,9 @@ from twisted.internet.tcp import Connection as TCPConnection
 
 # Larger writes go through the transport (which sends at most this much per call anyway).
 DIRECT_SEND_BYTES = TCPConnection.SEND_LIMIT
+# What a read made for a connection is sent first when it is no more (a reply, a delivery
+# of a few messages): sending it costs little, and its reader is waiting.
+SMALL_SEND_BYTES = 4096
 
 
 class HubWrites:
@@ -39,13 +42,25 @@ class HubWrites:
         self._depth += 1
 
     def end(self) -> None:
-        """The read is handled: every connection written to sends what it was given."""
+        """The read is handled: every connection written to sends what it was given, in
+        the order first written to, the small ones (replies, one-message deliveries)
+        before the large ones, so that a publisher's reply never waits behind the copies
+        of a large entry to its subscribers."""
         self._depth -= 1
         if self._depth or not self._held:
             return
         held, self._held = self._held, {}
+        large = None
         for transport, chunks in held.items():
-            send(transport, chunks)
+            if len(chunks) <= 2 and sum(map(len, chunks)) <= SMALL_SEND_BYTES:
+                send(transport, chunks)
+            elif large is None:
+                large = [(transport, chunks)]
+            else:
+                large.append((transport, chunks))
+        if large is not None:
+            for transport, chunks in large:
+                send(transport, chunks)
 
     def write(self, transport, data: bytes) -> None:
         if self._depth:

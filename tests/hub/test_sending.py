@@ -11,7 +11,7 @@ from twisted.internet import tcp
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import MemoryReactor, StringTransport
 
-from hedwig.hub.sending import HubWrites, send
+from hedwig.hub.sending import SMALL_SEND_BYTES, HubWrites, send
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set
 from hedwig.protocol.requests import Published, encode_hello, encode_publish
 from hedwig.protocol.responses import decode_response
@@ -169,3 +169,24 @@ def test_a_publish_to_an_open_topic_is_stored_cached_and_answered_without_a_defe
     entry = harness.hub.publish_now("t", message_set)
     assert type(entry) is LogEntry and (entry.first_seq, entry.last_seq) == (2, 2)
     assert harness.topics.get("t").get(2) is entry, "in the cache already"
+
+
+def test_at_the_end_of_a_read_small_writes_go_before_large_ones():
+    """A publisher's reply is not held back behind the copies of a large entry to its
+    subscribers: what is small goes first, then the rest, each in the order written."""
+    sent = []
+
+    class Recording(StringTransport):
+        def write(self, data):
+            sent.append((self.name, data))
+
+    writes = HubWrites()
+    subscriber, publisher, other = Recording(), Recording(), Recording()
+    subscriber.name, publisher.name, other.name = "subscriber", "publisher", "other"
+    large = b"e" * (SMALL_SEND_BYTES + 1)
+    writes.begin()
+    writes.write(subscriber, large)
+    writes.write(publisher, b"reply")
+    writes.write(other, b"small")
+    writes.end()
+    assert sent == [("publisher", b"reply"), ("other", b"small"), ("subscriber", large)]

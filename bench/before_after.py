@@ -45,8 +45,8 @@ def figures_of(report: dict) -> dict:
                 if isinstance(figure.get(key), (int, float)):
                     found[name] = figure[key]
                     break
-            if "latency" in name:
-                found[f"{name}_p99_us"] = figure.get("p99_us")
+            if "latency" in name and isinstance(figure.get("p99_us"), (int, float)):
+                found[f"{name}_p99_us"] = figure["p99_us"]
             for key in RATIO_KEYS:
                 if key in figure:
                     found[f"{name}_{key}"] = figure[key]
@@ -91,10 +91,11 @@ def main(argv=None) -> int:
             print(json.dumps({"round": round_number, side: figures}), file=sys.stderr)
     medians = {}
     for side, side_runs in runs.items():
-        names = [name for name in side_runs[0] if name != "load"]
+        names = {name for run in side_runs for name, value in run.items() if value is not None}
+        names.discard("load")
         medians[side] = {
             name: statistics.median(run[name] for run in side_runs if run.get(name) is not None)
-            for name in names
+            for name in sorted(names)
         }
     ratios = {
         name: round(medians["after"][name] / medians["before"][name], 3)

@@ -91,30 +91,38 @@ def publish_many_worker(address, topic, batches, batch_size, out):
     )
 
 
-def latency_publisher(address, topic, rate, seconds, start, out):
-    """Once `start` (an Event) is set, publishes `rate` messages a second for `seconds`
-    as they fall due: one publish() per message (publish_many of the few due at once
-    after a late wake-up), each stamped with time.perf_counter_ns when sent in its
-    first 8 bytes."""
-    from hedwig.client import Client
-
-    if not start.wait(START_WAIT_S):
-        raise RuntimeError(f"not told to start within {START_WAIT_S} s")
+def publish_paced(rate: int, seconds: float, publish_one, publish_many) -> int:
+    """Publish `rate` messages a second for `seconds` as they fall due: publish_one(payload)
+    per message, publish_many(payloads) for the few due at once after a late wake-up, each
+    stamped with time.perf_counter_ns when sent in its first 8 bytes. How many were sent."""
     total = int(rate * seconds)
     sent = 0
     pad = b"p" * (PAYLOAD_BYTES - 8)
     clock = time.perf_counter_ns
+    started = time.perf_counter()
+    while sent < total:
+        due = min(total, int((time.perf_counter() - started) * rate)) - sent
+        if due <= 0:
+            time.sleep(0.00005)  # the pace of publishing: the next one is not due yet
+        elif due == 1:
+            publish_one(clock().to_bytes(8, "big") + pad)
+        else:
+            publish_many([clock().to_bytes(8, "big") + pad for _ in range(due)])
+        sent += max(due, 0)
+    return sent
+
+
+def latency_publisher(address, topic, rate, seconds, start, out):
+    """Once `start` (an Event) is set, publishes `rate` messages a second for `seconds`
+    (publish_paced: one publish() per message)."""
+    from hedwig.client import Client
+
+    if not start.wait(START_WAIT_S):
+        raise RuntimeError(f"not told to start within {START_WAIT_S} s")
     with Client(address) as client:
-        started = time.perf_counter()
-        while sent < total:
-            due = min(total, int((time.perf_counter() - started) * rate)) - sent
-            if due <= 0:
-                time.sleep(0.00005)  # the pace of publishing: the next one is not due yet
-            elif due == 1:
-                client.publish(topic, clock().to_bytes(8, "big") + pad)
-            else:
-                client.publish_many(topic, [clock().to_bytes(8, "big") + pad] * due)
-            sent += max(due, 0)
+        sent = publish_paced(
+            rate, seconds, lambda p: client.publish(topic, p), lambda ps: client.publish_many(topic, ps)
+        )
     out.put({"sent": sent})
 
 

@@ -16,7 +16,7 @@ import subprocess
 import time
 from array import array
 
-from bench.client_processes import PAYLOAD_BYTES
+from bench.client_processes import publish_paced
 from bench.echo_peer import timed_round_trips
 from bench.figures import latency_summary
 from hedwig.testing.hubprocess import free_port
@@ -136,33 +136,23 @@ def xread_subscriber(address, stream: str, count: int, warmup: int, ready, out):
 
 
 def xadd_publisher(address, stream: str, rate: int, seconds: float, start, out):
-    """bench.client_processes.latency_publisher's pace over XADD: one XADD per message as
-    they fall due (a pipeline of those due together after a late wake-up), each stamped
-    with time.perf_counter_ns when sent."""
+    """bench.client_processes.latency_publisher's pace over XADD: one XADD per message
+    (a pipeline of those due together after a late wake-up)."""
     import redis
 
     host, port = address.rsplit(":", 1)
     client = redis.Redis(host=host, port=int(port))
     if not start.wait(START_TIMEOUT_S):
         raise RuntimeError(f"not told to start within {START_TIMEOUT_S} s")
-    total = int(rate * seconds)
-    sent = 0
-    pad = b"p" * (PAYLOAD_BYTES - 8)
-    clock = time.perf_counter_ns
+
+    def xadd_many(payloads):
+        pipeline = client.pipeline(transaction=False)
+        for payload in payloads:
+            pipeline.xadd(stream, {"p": payload})
+        pipeline.execute()
+
     try:
-        started = time.perf_counter()
-        while sent < total:
-            due = min(total, int((time.perf_counter() - started) * rate)) - sent
-            if due <= 0:
-                time.sleep(0.00005)  # the pace of publishing: the next one is not due yet
-            elif due == 1:
-                client.xadd(stream, {"p": clock().to_bytes(8, "big") + pad})
-            else:
-                pipeline = client.pipeline(transaction=False)
-                for _ in range(due):
-                    pipeline.xadd(stream, {"p": clock().to_bytes(8, "big") + pad})
-                pipeline.execute()
-            sent += max(due, 0)
+        sent = publish_paced(rate, seconds, lambda payload: client.xadd(stream, {"p": payload}), xadd_many)
     finally:
         client.close()
     out.put({"sent": sent})

@@ -12,8 +12,11 @@ case), and given to the transport otherwise, behind what it holds. What the sock
 not take goes to the transport's buffer, which sends it when the reactor finds room
 and pauses the producer when it grows, exactly as before.
 
-Outside a read (a timer, a thread's result) nothing is held: a write is sent at once in
-the same way. Order is kept because every write to a hub connection comes through here
+Outside a read (a timer, a thread's result: a catching-up subscriber's entries read from
+the ledger) nothing is held and a write goes to the transport, to be sent in the reactor's
+next turn as Twisted does: there, many entries for one connection are written in a row,
+and the transport gathers them into large sends. Order is kept because every write to a
+hub connection comes through here
 (HubConnection.write) and a connection is closed through HubConnection.close_when_sent,
 which sends what is held first. Transports other than plain TCP ones (TLS, whose bytes
 pass through OpenSSL first) and large writes go through the transport as usual.
@@ -70,7 +73,7 @@ class HubWrites:
             else:
                 chunks.append(data)
         else:
-            send(transport, [data])
+            transport.write(data)
 
     def write_sequence(self, transport, data) -> None:
         if self._depth:
@@ -80,7 +83,7 @@ class HubWrites:
             else:
                 chunks.extend(data)
         else:
-            send(transport, list(data))
+            transport.writeSequence(data)
 
     def flush(self, transport) -> None:
         """Send what is held for `transport` now (before it is closed)."""

@@ -115,7 +115,9 @@ def test_a_publish_answered_at_once_waits_behind_one_still_waiting(tmp_path):
     same_topic = peer.send(Op.PUBLISH, encode_publish("slow", encode_message_set([b"3"])))
     assert harness.logs.get("fast").last_seq == 1, "stored and acknowledged at once"
     assert peer.responses() == []
-    harness.ledgers.release_acks()
+    harness.ledgers.release_acks()  # (outside a read: the replies wait for the reactor's turn)
+    assert peer.responses() == [] and peer.transport in peer.poller.writers
+    peer.transport.doWrite()
     replies = peer.responses()
     assert [request_id for request_id, _ in replies] == [waiting, other_topic, same_topic]
     assert [r.value for _, r in replies] == [Published(2, 2), Published(1, 1), Published(3, 3)]
@@ -128,7 +130,7 @@ def test_a_publish_answered_at_once_waits_behind_one_still_waiting(tmp_path):
 def test_writes_are_held_while_a_read_is_handled_and_sent_at_its_end():
     writes = HubWrites()
     first, second = StringTransport(), StringTransport()
-    writes.write(first, b"now")  # (no read being handled: at once)
+    writes.write(first, b"now")  # (no read being handled: to the transport at once)
     assert first.value() == b"now"
     writes.begin()
     writes.write(first, b"a")

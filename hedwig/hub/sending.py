@@ -102,16 +102,16 @@ def send(transport, chunks: list) -> None:
         and not transport._tempDataBuffer  # (FileDescriptor's buffer of writes not yet joined)
         and transport.connected
         and not transport.disconnecting
+        and (len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))) <= DIRECT_SEND_BYTES
     ):
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if len(data) <= DIRECT_SEND_BYTES:
-            sent = transport.writeSomeData(data)  # an int, or the error it met
-            if sent.__class__ is int:
-                if sent == len(data):
-                    return
-                data = data[sent:]
-            transport.write(data)  # (after an error the reactor's next poll loses the connection)
-            return
+        sent = transport.writeSomeData(data)  # an int, or the error it met
+        if sent.__class__ is int:
+            if sent == len(data):
+                return
+            data = data[sent:]
+        transport.write(data)  # (after an error the reactor's next poll loses the connection)
+        return
     if len(chunks) == 1:
         transport.write(chunks[0])
     else:

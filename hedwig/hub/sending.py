@@ -16,10 +16,10 @@ Outside a read (a timer, a thread's result: a catching-up subscriber's entries r
 the ledger) nothing is held and a write goes to the transport, to be sent in the reactor's
 next turn as Twisted does: there, many entries for one connection are written in a row,
 and the transport gathers them into large sends. Order is kept because every write to a
-hub connection comes through here
-(HubConnection.write) and a connection is closed through HubConnection.close_when_sent,
-which sends what is held first. Transports other than plain TCP ones (TLS, whose bytes
-pass through OpenSSL first) and large writes go through the transport as usual.
+hub connection comes through here (HubConnection.write) and a connection is closed
+through HubConnection.close_when_sent, which sends what is held first. Transports other
+than plain TCP ones (TLS, whose bytes pass through OpenSSL first) and large writes go
+through the transport as usual.
 """
 
 from twisted.internet.tcp import Connection as TCPConnection

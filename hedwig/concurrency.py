@@ -192,3 +192,22 @@ class SharedOperations:
     def _finished(self, outcome, key):
         self._running.pop(key, None)
         return outcome
+
+
+def in_thread(reactor, f, *args) -> Deferred:
+    """Run f(*args) in the reactor's thread pool (blocking file or network work: an
+    fsync, kazoo's start and stop); the Deferred fires on the reactor thread. The
+    reactor comes in as an argument, never imported."""
+    d = Deferred()
+
+    def run():
+        try:
+            result = f(*args)
+        except BaseException:
+            reactor.callFromThread(d.errback, Failure())
+        else:
+            reactor.callFromThread(d.callback, result)
+
+    run.target = f  # what runs, for whoever inspects queued thread work (tests)
+    reactor.callInThread(run)
+    return d

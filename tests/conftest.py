@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.zookeeper import ZooKeeperMissing, ZooKeeperServer
 
 # Hypothesis keeps what it learns (constants, examples) in a directory of its own: a
 # temporary one, not .hypothesis in the repository.
@@ -54,6 +55,25 @@ def hubs():
     yield started
     for hub in started:
         hub.stop()
+
+
+def start_zookeeper(directory, **options) -> ZooKeeperServer:
+    """A ZooKeeper server under `directory`, started; a test that needs one fails (never
+    skips) with what to install when ZooKeeper is missing here."""
+    try:
+        return ZooKeeperServer(directory, **options).start()
+    except ZooKeeperMissing as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory):
+    """One ZooKeeper server for the session's tests (each uses a root of its own): a tick of
+    100 ms, so sessions may time out in 0.2-10 s. Tests that stop or restart ZooKeeper
+    start one of their own (start_zookeeper)."""
+    server = start_zookeeper(tmp_path_factory.mktemp("zookeeper"))
+    yield server
+    server.stop()
 
 
 # -- no test leaves files in the repository ---------------------------------------------------

@@ -13,8 +13,8 @@ that covers them.
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from hedwig.concurrency import in_thread
 from hedwig.ledger.interface import LedgerError
-from hedwig.ledger.threads import in_thread
 
 
 class GroupCommit:

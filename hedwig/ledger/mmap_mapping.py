@@ -4,6 +4,7 @@ part for address space)."""
 
 import os
 
+from hedwig.concurrency import in_thread
 from hedwig.ledger.interface import LedgerError
 from hedwig.ledger.layout import (
     data_page_name,
@@ -15,7 +16,6 @@ from hedwig.ledger.mmap_ledger import (
     Ledger,
 )
 from hedwig.ledger.pagefiles import PageStream, map_file
-from hedwig.ledger.threads import in_thread
 
 
 class MappingPages:

@@ -36,6 +36,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from hedwig.concurrency import in_thread
 from hedwig.ledger.groupcommit import GroupCommit
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.layout import (
@@ -69,7 +70,6 @@ from hedwig.ledger.mmap_reading import ReadingLedgers
 from hedwig.ledger.mmap_syncing import SyncingLedgers
 from hedwig.ledger.open_headers import OpenHeaders
 from hedwig.ledger.pagefiles import RESERVED, storage_error, sync_paths
-from hedwig.ledger.threads import in_thread
 from hedwig.settings import MIB
 
 

@@ -103,6 +103,27 @@ def decode_preferences(text) -> dict:
     return value
 
 
+def check_name(kind: str, name) -> str:
+    """A topic or subscriber name as a store takes it: a non-empty str."""
+    if not isinstance(name, str) or not name:
+        raise MetadataError(f"a {kind} is a non-empty str, not {name!r}")
+    return name
+
+
+def encode_subscription(state) -> str:
+    """A subscription state as one JSON object (a ZooKeeper node's data)."""
+    consumed_seq, preferences = check_subscription(state)
+    return f'{{"consumed_seq":{consumed_seq},"preferences":{encode_preferences(preferences)}}}'
+
+
+def decode_subscription(text) -> SubscriptionState:
+    try:
+        value = json.loads(text)
+        return check_subscription((value["consumed_seq"], value["preferences"]))
+    except (ValueError, TypeError, KeyError) as e:
+        raise BadRecord(f"a stored subscription is unreadable: {e}") from None
+
+
 def check_version(version) -> int:
     if not _is_int(version) or version < -1:
         raise BadRecord(f"a record version is an integer >= -1 (NEW), not {version!r}")

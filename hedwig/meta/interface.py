@@ -31,6 +31,22 @@ class BadVersion(MetadataError):
     when creating, or is missing when updating)."""
 
 
+class OwnershipLost(BadVersion):
+    """A write of a topic's records by a hub that no longer owns the topic: another hub
+    claimed it since (in a region on ZooKeeper, its ownership epoch moved), or this hub
+    let it go. Nothing was changed; the hub must stop serving the topic."""
+
+    def __init__(self, topic: str, why: str):
+        super().__init__(f"topic {topic}: {why}")
+        self.topic = topic
+
+
+class MetadataUnavailable(MetadataError):
+    """The metadata service cannot be reached now (the ZooKeeper connection is down). A
+    write that fails so may or may not have been applied: its record's version says so
+    on the next read, and a compare-and-set never applies twice."""
+
+
 class LedgerRange(NamedTuple):
     """Seq-ids first_seq..last_seq of a topic live in ledger `ledger_id` (entry ids from 0).
     last_seq is None for the topic's open ledger, whose end is the ledger's end."""

@@ -44,6 +44,7 @@ from zope.interface import implementer
 
 from hedwig.meta.codec import (
     check_garbage,
+    check_name,
     check_ranges,
     check_subscription,
     check_version,
@@ -96,12 +97,6 @@ def _disk_full(path: str) -> bool:
         return os.statvfs(os.path.dirname(os.path.abspath(path))).f_bavail == 0
     except OSError:
         return False
-
-
-def _check_name(kind: str, name) -> str:
-    if not isinstance(name, str) or not name:
-        raise MetadataError(f"a {kind} is a non-empty str, not {name!r}")
-    return name
 
 
 @implementer(IMetadataStore)
@@ -276,7 +271,7 @@ class SqliteMetadataStore:
 
     def _get_topic(self, topic):
         row = self._db.execute(
-            "SELECT ranges, version FROM topics WHERE topic = ?", (_check_name("topic", topic),)
+            "SELECT ranges, version FROM topics WHERE topic = ?", (check_name("topic", topic),)
         ).fetchone()
         return None if row is None else Versioned(decode_ranges(row[0]), row[1])
 
@@ -284,7 +279,7 @@ class SqliteMetadataStore:
         return self._run(self._put_topic, topic, ranges, version, garbage)
 
     def _put_topic(self, topic, ranges, version, garbage=()):
-        topic = _check_name("topic", topic)
+        topic = check_name("topic", topic)
         ranges = check_ranges(ranges)
         text = encode_ranges(ranges)
         garbage = check_garbage(garbage, ranges)
@@ -334,7 +329,7 @@ class SqliteMetadataStore:
         return self._run(self._delete_topic, topic, version, garbage)
 
     def _delete_topic(self, topic, version, garbage=()):
-        topic = _check_name("topic", topic)
+        topic = check_name("topic", topic)
         check_version(version)
         garbage = check_garbage(garbage, [])
         self._use_sync(self._topic_sync)
@@ -360,7 +355,7 @@ class SqliteMetadataStore:
         row = self._db.execute(
             "SELECT consumed_seq, preferences, version FROM subscriptions"
             " WHERE topic = ? AND subscriber_id = ?",
-            (_check_name("topic", topic), _check_name("subscriber id", subscriber_id)),
+            (check_name("topic", topic), check_name("subscriber id", subscriber_id)),
         ).fetchone()
         if row is None:
             return None
@@ -370,7 +365,7 @@ class SqliteMetadataStore:
         return self._run(self._put_subscription, topic, subscriber_id, state, version)
 
     def _put_subscription(self, topic, subscriber_id, state, version):
-        key = (_check_name("topic", topic), _check_name("subscriber id", subscriber_id))
+        key = (check_name("topic", topic), check_name("subscriber id", subscriber_id))
         consumed_seq, preferences = check_subscription(state)
         text = encode_preferences(preferences)
         self._use_sync(self._subscription_sync)
@@ -397,7 +392,7 @@ class SqliteMetadataStore:
         return self._run(self._delete_subscription, topic, subscriber_id, version)
 
     def _delete_subscription(self, topic, subscriber_id, version):
-        key = (_check_name("topic", topic), _check_name("subscriber id", subscriber_id))
+        key = (check_name("topic", topic), check_name("subscriber id", subscriber_id))
         self._use_sync(self._topic_sync)  # an unsubscribe must not come back after a power cut
         cursor = self._db.execute(
             "DELETE FROM subscriptions WHERE topic = ? AND subscriber_id = ? AND version = ?",
@@ -413,7 +408,7 @@ class SqliteMetadataStore:
         rows = self._db.execute(
             "SELECT subscriber_id, consumed_seq, preferences, version FROM subscriptions"
             " WHERE topic = ? ORDER BY subscriber_id",
-            (_check_name("topic", topic),),
+            (check_name("topic", topic),),
         )
         return {
             subscriber_id: Versioned(

@@ -1,5 +1,8 @@
-"""The IMetadataStore contract, run against every backend (SQLite now; ZooKeeper can join
-the `store` fixture's parameters and must pass the same tests)."""
+"""The IMetadataStore contract, run against every backend: SQLite (on the calling thread and
+on a worker thread) and ZooKeeper (a real server, kazoo's threads answering through the
+test's reactor stand-in)."""
+
+import itertools
 
 import pytest
 from twisted.python.failure import Failure
@@ -34,18 +37,41 @@ def result(d):
     return out[0]
 
 
-@pytest.fixture(params=["sqlite", "sqlite on a worker thread"])
+_roots = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "sqlite on a worker thread", "zookeeper"])
 def store(request, tmp_path):
+    client = None
     if request.param == "sqlite":
         backend = SqliteMetadataStore(tmp_path / "meta" / "hedwig.db")
-    else:
+    elif request.param == "sqlite on a worker thread":
         _answers.append(ThreadAnswers())
         backend = SqliteMetadataStore(tmp_path / "meta" / "hedwig.db", reactor=_answers[0])
+    else:
+        backend, client = zookeeper_store(request.getfixturevalue("zookeeper"), f"/contract-{next(_roots)}")
     yield backend
     try:
         result(backend.close())
     finally:
         _answers.clear()
+        if client is not None:
+            client.stop()
+            client.close()
+
+
+def zookeeper_store(server, root: str):
+    """A ZkMetadataStore under `root` of `server`, answering through a ThreadAnswers, and
+    its kazoo client (started here, on the test's thread; the caller stops it)."""
+    from hedwig.meta.zk_session import ZkSession, kazoo_client
+    from hedwig.meta.zk_store import ZkMetadataStore
+
+    client = kazoo_client(server.address, 4000)
+    client.start(timeout=30)
+    _answers.append(ThreadAnswers())
+    backend = ZkMetadataStore(ZkSession(client, _answers[0]), root)
+    result(backend.ensure_layout())
+    return backend, client
 
 
 RANGES = [LedgerRange(3, 1, 10), LedgerRange(7, 11, None)]

@@ -21,6 +21,12 @@ class LedgerClosed(LedgerError):
     """An append to a ledger that was closed (closed ledgers are immutable)."""
 
 
+class LedgerFenced(LedgerClosed):
+    """An append to a ledger that another writer fenced (it recovered the ledger to take
+    its topic over, hedwig.ledger.fencing): the entry is not acknowledged, and the ledger
+    takes no more appends from this writer."""
+
+
 class StorageFull(LedgerError):
     """No space could be allocated; nothing of the failed append was stored."""
 
@@ -70,6 +76,13 @@ class ILedgerStore(Interface):
 
     def close_ledger(ledger_id):
         """Close the ledger: no more appends; returns a Deferred that fires once durable."""
+
+    def fence(ledger_id):
+        """Deferred firing once the ledger takes no more acknowledged appends from any
+        writer and is closed here at its last whole entry: a new owner recovering a
+        topic's open ledger. A store that alone writes its ledgers closes it; a store
+        on storage shared with other writers (hedwig.ledger.shared_store) fences it
+        there first, so a writer that was only paused acknowledges nothing more."""
 
     def delete(ledger_id):
         """Delete the ledger and free its disk space."""

@@ -24,6 +24,11 @@ LEDGER_DIR_PREFIX = "L"
 LEDGER_DIR_DIGITS = 12
 HEADER_FILE = "header"
 NEXT_ID_FILE = "next-ledger-id"
+# Shared storage (a region of several hubs, hedwig.ledger.shared_store): the lock taken
+# to reserve ledger ids, and a ledger's fence and closed records (hedwig.ledger.fencing).
+NEXT_ID_LOCK_FILE = "next-ledger-id.lock"
+FENCE_FILE = "fenced"
+CLOSED_FILE = "closed"
 
 HEADER_BYTES = 4096
 MAGIC = b"HWLEDGR\x01"
@@ -50,6 +55,7 @@ BOOT_OFFSET = 96
 
 STATE_OPEN = 0
 STATE_CLOSED = 1
+STATE_FENCED = 2  # another writer recovered the ledger: its own writer acknowledges nothing more
 
 # An index record: data page u32, offset in the page u32, length u32, check u32 (see
 # record_check), publish time (us) u64.

@@ -193,6 +193,10 @@ class MemoryLedgerStore:
             return d
         return succeed(None)
 
+    def fence(self, ledger_id):
+        """This store is its ledgers' only writer: fencing one closes it."""
+        return self.close_ledger(ledger_id)
+
     def delete(self, ledger_id):
         ledger = self._ledger(ledger_id)
         del self._ledgers[ledger_id]

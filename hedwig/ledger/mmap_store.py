@@ -385,6 +385,11 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         d.addBoth(closed)
         return self._job(d)
 
+    def fence(self, ledger_id):
+        """This store's ledgers have no other writer (its data directory is locked):
+        fencing one closes it (hedwig.ledger.shared_store fences on shared storage)."""
+        return self.close_ledger(ledger_id)
+
     def _finish_close(self, ledger: Ledger):
         if ledger.deleted:
             return None

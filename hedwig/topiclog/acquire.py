@@ -47,10 +47,12 @@ def _read_header(ledgers, topic: str, ledger_id: int, entry_id: int):
 
 @inlineCallbacks
 def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
-    """Close the previous owner's ledger; (last seq-id it holds, its last publish time)."""
+    """Fence the previous owner's ledger (closing it at its last whole entry, so that the
+    previous owner, should it only have paused, acknowledges nothing more); (last seq-id
+    it holds, its last publish time)."""
     try:
         if not ledgers.is_closed(r.ledger_id):
-            yield maybeDeferred(ledgers.close_ledger, r.ledger_id)
+            yield maybeDeferred(ledgers.fence, r.ledger_id)
         last_entry = ledgers.last_entry_id(r.ledger_id)
     except NoSuchLedger:
         raise LogCorrupt(

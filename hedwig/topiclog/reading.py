@@ -75,7 +75,7 @@ class ReadingEntries:
                 return self._stop_at_damage(out, seq, None, "a damaged entry", str(e))
             if not chunk:
                 raise LogCorrupt(f"topic {self.topic}: ledger {ledger_id} returned no entry {entry_id}")
-            full = False
+            full = ended = False
             for data in chunk:
                 if len(data) < head_size:
                     return self._stop_at_damage(
@@ -83,6 +83,9 @@ class ReadingEntries:
                         f"{len(data)} bytes, shorter than an entry header",
                     )
                 version, _flags, first, count, time_us = unpack(data)
+                if i != open_index and first > r.last_seq:
+                    ended = True  # never past a closed range's recorded end (a fenced writer's)
+                    break
                 if (
                     (first != seq if out else not first <= seq < first + count)
                     or version != ENTRY_VERSION
@@ -103,7 +106,7 @@ class ReadingEntries:
                 locator.note_next(ledger_id, seq, entry_id)
             if full or len(out) >= max_entries or seq > last or total >= max_bytes:
                 return out
-            if entry_id > last_entry:
+            if ended or entry_id > last_entry:
                 i += 1
 
     def _stop_at_damage(self, out: list, seq: int, last_lost: int | None, why: str, detail: str) -> list:

@@ -48,12 +48,12 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from hedwig.concurrency import OpQueue, SharedResult, Waiters
-from hedwig.ledger.interface import LedgerClosed, NoSuchLedger
+from hedwig.ledger.interface import LedgerClosed, LedgerFenced, NoSuchLedger
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
 from hedwig.settings import LogSettings
 from hedwig.topiclog.entry import LogEntry
-from hedwig.topiclog.errors import LogClosed, LogFailed
+from hedwig.topiclog.errors import LogClosed, LogFailed, TopicFenced
 from hedwig.topiclog.interface import ITopicLog
 from hedwig.topiclog.ledgers import LedgerLifecycle
 from hedwig.topiclog.locator import EntryLocator
@@ -292,11 +292,15 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
             ledger.entries -= 1
             ledger.bytes -= nbytes
             if op.failure.check(LedgerClosed, NoSuchLedger):
-                # The ledger was closed or removed under us: another owner recovered it.
-                stopped = LogFailed(
-                    f"topic {self.topic}: ledger {ledger.ledger_id} is no longer writable "
-                    f"({op.failure.value})"
-                )
+                if op.failure.check(LedgerFenced):
+                    # Another hub took the topic over and fenced its ledger on the shared
+                    # storage (hedwig.ledger.fencing): this hub owns the topic no more.
+                    stopped = TopicFenced(f"topic {self.topic}: {op.failure.value}")
+                else:  # closed or removed under us: another owner recovered it
+                    stopped = LogFailed(
+                        f"topic {self.topic}: ledger {ledger.ledger_id} is no longer writable "
+                        f"({op.failure.value})"
+                    )
                 op.failure = Failure(stopped)
                 self._fail(stopped)
         elif self._state == _OPEN and self._is_full():
@@ -316,12 +320,17 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         op.done = True
         if self._handing is op:
             return  # refused at once; _hand_over takes the seq-ids back
-        self._fail(
-            LogFailed(
-                f"topic {self.topic}: an earlier append failed in the store ({failure.value}); "
-                "reopen the topic"
+        if failure.check(LedgerFenced):  # found fenced by a group commit round
+            stopped = TopicFenced(f"topic {self.topic}: {failure.value}")
+            op.failure = Failure(stopped)
+            self._fail(stopped)
+        else:
+            self._fail(
+                LogFailed(
+                    f"topic {self.topic}: an earlier append failed in the store ({failure.value}); "
+                    "reopen the topic"
+                )
             )
-        )
         self._deliver()
 
     def _refuse(self, op: PendingAppend, exc: Exception) -> None:

@@ -24,8 +24,10 @@ from hedwig.settings import (
     LogSettings,
     RegionSettings,
     TlsSettings,
+    ZooKeeperSettings,
 )
 from hedwig.tls_settings import check_tls_settings
+from hedwig.zk_settings import check_zookeeper_settings
 
 __all__ = [
     "GIB",
@@ -41,6 +43,7 @@ __all__ = [
     "LogSettings",
     "RegionSettings",
     "TlsSettings",
+    "ZooKeeperSettings",
     "load_config",
 ]
 
@@ -75,6 +78,7 @@ def _load_config(path, overrides) -> Config:
     check_tls_settings(config)
     check_http_settings(config)
     check_auth_settings(config)
+    check_zookeeper_settings(config)
     return config
 
 

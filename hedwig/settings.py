@@ -1,10 +1,11 @@
 """Every hub setting with its default: one dataclass a section of hub.conf.
 
 Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region],
-[tls] for the TLS listener and region links, [auth] for users and permissions, and [http]
-for the status page and metrics. This module imports nothing of hedwig, so every layer
-can take its settings from here without depending on the loader (hedwig.config), which
-checks sections with the region, TLS and HTTP code.
+[tls] for the TLS listener and region links, [auth] for users and permissions, [http]
+for the status page and metrics, and [zookeeper] for a region of several hubs. This
+module imports nothing of hedwig, so every layer can take its settings from here without
+depending on the loader (hedwig.config), which checks sections with the region, TLS, HTTP
+and ZooKeeper code.
 """
 
 from dataclasses import dataclass, field
@@ -125,6 +126,27 @@ class AuthSettings:
 
 
 @dataclass
+class ZooKeeperSettings:
+    # A region of several hubs coordinates through ZooKeeper (hedwig.hub.zk_topics;
+    # docs/operations.md, "Regions of several hubs"). Empty: the embedded single hub.
+    servers: str = ""  # host:port[,host:port...] of the ZooKeeper ensemble
+    session_timeout_ms: int = 10000
+    root: str = "/hedwig"  # the region's znodes live under it: one root per region
+    connect_timeout_s: float = 15.0  # at start: no ZooKeeper server answers this long: exit
+    # The host clients and other hubs reach this hub at, named in redirects (empty: [hub] host).
+    advertised_host: str = ""
+    # A topic with no publish and no attached subscriber this long is released (Hedwig's
+    # retention_secs; 0: never), so it may go to the least loaded hub when next used.
+    topic_release_s: float = 0.0
+    # Rebalancing: every interval (and soon after a hub joins), a hub owning more than its
+    # share of the region's topics by more than the tolerance releases topics, at most
+    # max_shed per round (Hedwig's rebalance_interval_sec, rebalance_tolerance, _max_shed).
+    rebalance_interval_s: float = 300.0
+    rebalance_tolerance: float = 0.1
+    rebalance_max_shed: int = 50
+
+
+@dataclass
 class Config:
     hub: HubSettings = field(default_factory=HubSettings)
     ledger: LedgerSettings = field(default_factory=LedgerSettings)
@@ -135,6 +157,7 @@ class Config:
     tls: TlsSettings = field(default_factory=TlsSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
+    zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
 
 
 class ConfigError(ValueError):

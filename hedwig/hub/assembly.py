@@ -9,7 +9,8 @@ tests' harnesses all build a hub through it, so what runs in production is what 
 tested. Listeners and the data directory's lock are the service's business (service.py).
 
     ILedgerStore + IMetadataStore -> TopicLogManager -> CachedTopicLog (cache)
-        -> TopicManager -> Hub <- DeliveryManager ; RegionManager via Hub.attach_relays
+        -> TopicManager [-> ZkTopicManager] -> Hub <- DeliveryManager
+        ; RegionManager via Hub.attach_relays
 """
 
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ class HubParts:
     hub: Hub
     topic_logs: TopicLogManager
     cache: ReadAheadCache
-    topics: TopicManager
+    topics: object  # ITopicManager: a TopicManager, or a ZkTopicManager over one
     delivery: DeliveryManager
     gc: GarbageCollector
     relays: object = None  # IRelays (hedwig.region.RegionManager) when the hub relays
@@ -47,18 +48,25 @@ def assemble_hub(
     relay_reactor=None,
     data_dir: str | None = None,
     rng=None,
+    zk_region=None,
 ) -> HubParts:
     """A hub over `ledgers` (ILedgerStore) and `metadata` (IMetadataStore), on `reactor`
     (its clock, and its threads where parts use them; a task.Clock in unit tests).
 
     `relays`: attach region relays (hedwig.region), which link to the parent through
     `relay_reactor` (default `reactor`) and keep the region's path under `data_dir`.
-    `name`: the hub's "host:port", once known."""
+    `name`: the hub's "host:port", once known. `zk_region`: a hedwig.hub.zk_region.ZkRegion
+    when the hub is one of a region of several (its topic manager owns topics through
+    ZooKeeper; `metadata` is its store)."""
     topic_logs = TopicLogManager(ledgers, metadata, config.log, config.region.name, reactor)
     cache = ReadAheadCache(reactor, config.cache)
     topics = TopicManager(topic_logs, metadata, cache)
+    if zk_region is not None:
+        topics = zk_region.topic_manager(topics, topic_logs)
     delivery = DeliveryManager(metadata, reactor, config.delivery)
     hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor, name=name)
+    if zk_region is not None:
+        topics.on_release = delivery.release_topic  # subscribers move with their topic
     parts = HubParts(
         hub=hub,
         topic_logs=topic_logs,

@@ -30,11 +30,13 @@ from hedwig.hub.handlers import HANDLERS, RequestHandlers
 from hedwig.hub.partial_requests import PartialRequests
 from hedwig.hub.replies import ReplyQueue
 from hedwig.hub.stats import op_name
+from hedwig.meta.interface import OwnershipLost
 from hedwig.protocol.framing import FrameDecoder, FrameError, FrameTooLarge
 from hedwig.protocol.ops import Op
 from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.tls import handshake_failure, is_tls
+from hedwig.topiclog.errors import TopicFenced
 
 # Requests read but not yet answered, per connection: past either bound the connection
 # stops reading until half of them are answered, so a client pipelining publishes faster
@@ -233,12 +235,27 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         )
         self._replies.send(response_frame(request_id, op, status, message))
 
-    def _failed(self, failure: Failure, slot, request_id: int, op: int, started: float) -> None:
-        """Answer a failed request with its status (in its slot when it has one)."""
+    def _failed(self, failure: Failure, slot, request_id: int, op: int, started: float, topic=None) -> None:
+        """Answer a failed request with its status (in its slot when it has one). A
+        publish to `topic` that failed because another hub took the topic over is
+        answered with a redirect to that hub."""
+        if topic is not None and failure.check(TopicFenced, OwnershipLost):
+            located = self.hub.locate_moved(topic, failure)
+            located.addErrback(self._failed, slot, request_id, op, started)
+            return
         status, message, expected = status_for(failure.value)
         name = op_name(op)
         self.hub.stats.record(name, False, self.hub.clock.seconds() - started)
-        if expected:
+        if status is Status.NOT_RESPONSIBLE_FOR_TOPIC:  # a region's routine: the client follows
+            self.hub.stats.redirected += 1
+            self.log.debug(
+                "{peer}: {op} request {request_id} redirected to {owner}",
+                peer=self.peer,
+                op=name.upper(),
+                request_id=request_id,
+                owner=message or "(no owner known)",
+            )
+        elif expected:
             self._client_error(
                 "{peer}: {op} request {request_id} refused: {status}: {message}",
                 op=name.upper(),

@@ -117,6 +117,13 @@ class Hub:
             _append, message_set, count, origin_region, origin_seq, via
         )
 
+    def locate_moved(self, topic: str, failure) -> Deferred:
+        """A request failed because another hub took `topic` over (TopicFenced): a
+        Deferred failing with the redirect to that hub when the topic manager can tell
+        (a region's, hedwig.hub.zk_topics), else with `failure`."""
+        locate = getattr(self.topics, "locate", None)
+        return fail(failure) if locate is None else locate(topic, failure)
+
     # -- subscriptions ----------------------------------------------------------------------
 
     def subscribe(self, channel, handle: int, request: Subscribe) -> Deferred:

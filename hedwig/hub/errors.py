@@ -7,7 +7,7 @@ UNEXPECTED_CONDITION and logged with its traceback.
 
 from hedwig.delivery.interface import SubscribeError
 from hedwig.ledger.interface import LedgerError, StorageFull
-from hedwig.meta.interface import BadVersion, MetadataError, MetadataFull
+from hedwig.meta.interface import BadVersion, MetadataError, MetadataFull, MetadataUnavailable, OwnershipLost
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
@@ -16,6 +16,11 @@ from hedwig.topiclog.errors import LogError, SeqOutOfRange, TooManyTopics, Topic
 
 class HubStopping(Exception):
     """The hub is shutting down and takes no new work."""
+
+
+class ServiceDown(Exception):
+    """The hub cannot serve the request now: its ZooKeeper connection is down, so it
+    claims no topic (the request may be sent again, here or to another hub)."""
 
 
 class NotOwner(Exception):
@@ -37,10 +42,12 @@ def status_for(error: BaseException) -> tuple[Status, str, bool]:
         return Status.SEQ_OUT_OF_RANGE, str(error), True
     if isinstance(error, NotOwner):
         return Status.NOT_RESPONSIBLE_FOR_TOPIC, error.owner, True
-    if isinstance(error, TopicFenced):
+    if isinstance(error, TopicFenced | OwnershipLost):
         return Status.NOT_RESPONSIBLE_FOR_TOPIC, "", True
     if isinstance(error, HubStopping):
         return Status.SERVICE_DOWN, "the hub is shutting down", True
+    if isinstance(error, ServiceDown | MetadataUnavailable):
+        return Status.SERVICE_DOWN, str(error), True
     if isinstance(error, StorageFull | MetadataFull):
         return Status.STORAGE_FULL, str(error) or "the ledger store is full", True
     if isinstance(error, TooManyTopics):

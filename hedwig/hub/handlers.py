@@ -86,7 +86,7 @@ class RequestHandlers:
 
     def _publish_failed(self, failure, slot, request_id, started, size, topic):
         self._inflight_bytes -= size
-        self._failed(failure, slot, request_id, Op.PUBLISH, started)
+        self._failed(failure, slot, request_id, Op.PUBLISH, started, topic)
 
     def _published(self, entry, slot, request_id, started, size, topic):
         self._inflight_bytes -= size

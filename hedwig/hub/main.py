@@ -89,6 +89,12 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
         help="port of the status page, /metrics and /api (default 4081; 0 turns it off)",
     )
     parser.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[,...]",
+        help="run in a region of several hubs coordinated by these ZooKeeper servers (overrides"
+        " [zookeeper] servers; the region's hubs share --data-dir)",
+    )
+    parser.add_argument(
         "--log-level",
         choices=sorted(_LEVELS),
         default="info",
@@ -104,6 +110,7 @@ def config_from_args(args) -> Config:
         ("port", "hub.port"),
         ("data_dir", "hub.data_dir"),
         ("http_port", "http.port"),
+        ("zookeeper", "zookeeper.servers"),
     ):
         value = getattr(args, option, None)
         if value is not None:

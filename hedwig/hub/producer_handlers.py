@@ -36,17 +36,17 @@ def on_idempotent_publish(connection, request_id, body, started) -> None:
     slot = connection._replies.reserve()
     size = len(body)
     connection._inflight_bytes += size
-    context = (connection, slot, request_id, started, size)
+    context = (connection, slot, request_id, started, size, request.topic)
     published.addCallbacks(_published, _failed, context, None, context)
 
 
-def _published(seq_ids, connection, slot, request_id, started, size) -> None:
+def _published(seq_ids, connection, slot, request_id, started, size, _topic) -> None:
     connection._inflight_bytes -= size
     hub = connection.hub
     hub.stats.record("idempotent_publish", True, hub.clock.seconds() - started)
     connection._replies.fill(slot, idempotent_published_response(request_id, *seq_ids))
 
 
-def _failed(failure, connection, slot, request_id, started, size) -> None:
+def _failed(failure, connection, slot, request_id, started, size, topic) -> None:
     connection._inflight_bytes -= size
-    connection._failed(failure, slot, request_id, Op.IDEMPOTENT_PUBLISH, started)
+    connection._failed(failure, slot, request_id, Op.IDEMPOTENT_PUBLISH, started, topic)

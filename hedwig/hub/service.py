@@ -26,6 +26,7 @@ from twisted.logger import Logger
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
 from hedwig.settings import Config
+from hedwig.zk_settings import advertised_host, on_zookeeper
 
 
 class DataDirLocked(RuntimeError):
@@ -92,13 +93,17 @@ class HubService(MultiService):
         self._logs = None
         self._lock_file = None
         self._embedded_ledgers = ledgers is None
+        self.zk = None  # hedwig.hub.zk_region.ZkRegion, in a region of several hubs
 
     # -- start ------------------------------------------------------------------------------
 
     def startService(self):
         self._build()
         Service.startService(self)  # the children (listeners, GC) start once the sweep is done
-        sweeping = self._sweep_ledgers() if self._embedded_ledgers else succeed(None)
+        if self.zk is not None:  # connect to ZooKeeper (or give up: one line, exit 1) first
+            sweeping = self.zk.connect().addCallback(lambda _: self._sweep_garbage())
+        else:
+            sweeping = self._sweep_ledgers() if self._embedded_ledgers else succeed(None)
         # Fires once every listener listens, or fails with the first error (`hedwig hub` exits).
         self.listening = sweeping.addCallback(self._serve)
 
@@ -116,7 +121,13 @@ class HubService(MultiService):
             self.http_listener.listening.addCallback(self._listening_http)
         listening = gatherResults([s.listening for s in self.listeners], consumeErrors=True)
         listening.addErrback(lambda f: f.value.subFailure)
+        if self.zk is not None:  # registered once it listens, before it relays
+            listening.addCallback(self._join_region)
         return listening.addCallback(self._start_regions)
+
+    def _join_region(self, ports):
+        joined = self.zk.joined(self.hub, self.hub.name, self.tls_port)
+        return joined.addCallback(lambda _: ports)
 
     @property
     def listeners(self) -> list:
@@ -130,7 +141,22 @@ class HubService(MultiService):
     def _build(self) -> None:
         config, reactor = self.config, self.reactor
         own_data_dir = None
-        if self.ledgers is None or self.metadata is None:
+        if on_zookeeper(config):
+            from hedwig.hub.zk_region import ZkRegion
+
+            self.zk = ZkRegion(config, reactor)
+        if self.zk is not None:
+            # [hub] data_dir is the region's shared storage root: its hubs share it (and
+            # its lock, so an embedded hub is kept out); the metadata is in ZooKeeper.
+            data_dir = Path(config.hub.data_dir)
+            data_dir.mkdir(parents=True, exist_ok=True)
+            self._lock(data_dir, shared=True)
+            own_data_dir = str(data_dir)
+            if self.ledgers is None:
+                self.ledgers = self.zk.ledger_store(str(data_dir / "ledgers"), config.ledger)
+            if self.metadata is None:
+                self.metadata = self.zk.store
+        elif self.ledgers is None or self.metadata is None:
             data_dir = Path(config.hub.data_dir)
             data_dir.mkdir(parents=True, exist_ok=True)
             self._lock(data_dir)
@@ -144,7 +170,12 @@ class HubService(MultiService):
             if self.metadata is None:
                 self.metadata = self._open_metadata(data_dir)
         parts = assemble_hub(
-            config, reactor, ledgers=self.ledgers, metadata=self.metadata, data_dir=own_data_dir
+            config,
+            reactor,
+            ledgers=self.ledgers,
+            metadata=self.metadata,
+            data_dir=own_data_dir,
+            zk_region=self.zk,
         )
         self.hub, self._logs, self.regions = parts.hub, parts.topic_logs, parts.relays
         factory = HubFactory(self.hub)
@@ -230,24 +261,48 @@ class HubService(MultiService):
         sweeping = self._logs.sweep_ledgers()
         return sweeping.addCallbacks(swept, lambda f: self.log.failure("sweeping ledgers failed", f))
 
-    def _lock(self, data_dir: Path) -> None:
-        """One hub per data directory: a second would corrupt the first one's ledgers."""
+    def _lock(self, data_dir: Path, shared: bool = False) -> None:
+        """One embedded hub per data directory: a second would corrupt the first one's
+        ledgers. The hubs of a region share their storage root (`shared`: a shared lock,
+        which keeps an embedded hub out, and is kept out by one)."""
         lock_file = open(data_dir / "hub.lock", "a+")  # noqa: SIM115 - held for the hub's life
         try:
-            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock_file, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             lock_file.close()
+            if shared:
+                raise DataDirLocked(
+                    f"an embedded hub (no [zookeeper] servers) is serving {data_dir}: a region's"
+                    f" hubs cannot share it (it holds {data_dir / 'hub.lock'})"
+                ) from None
             raise DataDirLocked(
                 f"another hub is serving {data_dir} (it holds {data_dir / 'hub.lock'})"
             ) from None
-        lock_file.truncate(0)
-        lock_file.write(f"{os.getpid()}\n")
-        lock_file.flush()
+        if not shared:
+            lock_file.truncate(0)
+            lock_file.write(f"{os.getpid()}\n")
+            lock_file.flush()
         self._lock_file = lock_file
+
+    def _sweep_garbage(self):
+        """On the region's shared storage: finish deleting the ledgers recorded as garbage
+        (other hubs' ledgers come and go meanwhile, so nothing else is looked at)."""
+        sweeping = self._logs.sweep_garbage()
+
+        def swept(deleted):
+            if deleted:
+                self.log.info(
+                    "deleted {count} ledger(s) the metadata records as garbage: {ids}",
+                    count=len(deleted),
+                    ids=deleted,
+                )
+
+        return sweeping.addCallbacks(swept, lambda f: self.log.failure("sweeping ledgers failed", f))
 
     def _listening(self, port):
         address = port.getHost()
-        self.hub.name = f"{address.host}:{address.port}"
+        host = advertised_host(self.config) if self.zk is not None else address.host
+        self.hub.name = f"{host}:{address.port}"
         self.log.info(
             "hedwig hub {name} (region {region}) serving {data_dir}",
             name=self.hub.name,
@@ -332,6 +387,8 @@ class HubService(MultiService):
         yield self._step("close topic logs", self._logs.close(), timeout)
         yield self._step("close the ledger store", self.ledgers.close(), timeout)
         yield self._step("close the metadata store", self.metadata.close(), timeout)
+        if self.zk is not None:
+            yield self._step("leave the region (ZooKeeper)", self.zk.leave(), timeout)
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None

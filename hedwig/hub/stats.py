@@ -148,6 +148,7 @@ class HubStats:
         self.bytes_published = 0
         self.entries_delivered = 0
         self.messages_delivered = 0
+        self.redirected = 0  # requests answered NOT_RESPONSIBLE_FOR_TOPIC (Hedwig's "redirected")
 
     def entry_published(self, topic: str, entry) -> None:
         """A client's set stored as `entry` (a PUBLISH, or an idempotent publish that was
@@ -182,5 +183,6 @@ class HubStats:
             },
             "published": {"messages": self.messages_published, "bytes": self.bytes_published},
             "delivered": {"entries": self.entries_delivered, "messages": self.messages_delivered},
+            "redirected": self.redirected,
             "ops": {name: stats.snapshot() for name, stats in self.ops.items()},
         }

@@ -103,6 +103,22 @@ class TopicManager:
 
         return deleted.addCallback(forget)
 
+    def release(self, topic: str) -> Deferred:
+        """Deferred[TopicLog | None]: close the topic's log here and leave its records and
+        ledgers as they are (the topic goes to another hub of the region, which recovers
+        its ledger); its cached entries leave. Requests for it meanwhile wait, then
+        acquire it afresh (hedwig.hub.zk_topics decides where)."""
+        self._open.discard(topic)
+        released = self._logs.release_topic(topic)
+
+        def forget(topic_log):
+            if topic_log is not None:
+                self._cache.wrap(topic_log).release()
+            self._open.discard(topic)
+            return topic_log
+
+        return released.addCallback(forget)
+
     def open_topics(self) -> list:
         """Names of the topics open here, sorted (for garbage collection)."""
         return sorted(self._open)

@@ -135,8 +135,12 @@ class SharedLedgerStore(MmapLedgerStore):
         except FileNotFoundError:
             raise NoSuchLedger(f"ledger {ledger_id} does not exist") from None
         except (OSError, HeaderError) as e:
-            self.log.critical("ledger {ledger_id} in {path} cannot be opened: {error}", ledger_id=ledger_id,
-                              path=path, error=e)
+            self.log.critical(
+                "ledger {ledger_id} in {path} cannot be opened: {error}",
+                ledger_id=ledger_id,
+                path=path,
+                error=e,
+            )
             raise NoSuchLedger(f"ledger {ledger_id} cannot be opened: {e}") from None
         closed = read_closed(path)
         if closed is not None:
@@ -169,6 +173,14 @@ class SharedLedgerStore(MmapLedgerStore):
             True,
         )
 
+    def delete(self, ledger_id):
+        """As MmapLedgerStore.delete; a ledger another hub deleted meanwhile is gone
+        already (NoSuchLedger)."""
+        if not os.path.isdir(os.path.join(self._dir, ledger_dir_name(ledger_id))):
+            self._ledgers.pop(ledger_id, None)
+            raise NoSuchLedger(f"ledger {ledger_id} does not exist")
+        return super().delete(ledger_id)
+
     def forget(self, ledger_id) -> None:
         """Drop a ledger this hub no longer uses from memory (its topic went to another
         hub): its mappings go, its files stay. A writable ledger is not forgotten."""
@@ -187,8 +199,10 @@ class SharedLedgerStore(MmapLedgerStore):
     def append(self, ledger_id, data, publish_time_us):
         appended = MmapLedgerStore.append(self, ledger_id, data, publish_time_us)
         ledger = self._writable.get(ledger_id)
-        if ledger is None or ledger.header_mm is None or (
-            appended.called and isinstance(appended.result, Failure)
+        if (
+            ledger is None
+            or ledger.header_mm is None
+            or (appended.called and isinstance(appended.result, Failure))
         ):
             return appended  # refused, nothing stored (its failure says why)
         # After the store: the fence word, through this writer's mapping (fencing.py).

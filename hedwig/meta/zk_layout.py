@@ -3,6 +3,9 @@
     <root>                              {"region": NAME, "layout": 1}: whose root it is
     <root>/hubs/<host:port>             ephemeral, one per live hub: its address and load
     <root>/owners/<topic>               ephemeral: the hub that owns the topic
+    <root>/assignments/<topic>          ephemeral (of the hub that chose): the hub chosen
+                                        to claim an unowned topic, which claims it when the
+                                        redirected request arrives (Hedwig's shouldClaim)
     <root>/epochs/<topic>               persistent: its version counts the topic's claims;
                                         an owner's metadata writes check it (fencing)
     <root>/topics/<topic>               the topic's ledger ranges (its version is the
@@ -20,7 +23,7 @@ docs/operations.md ("Regions of several hubs") shows the same tree.
 from urllib.parse import quote, unquote
 
 LAYOUT_VERSION = 1
-BRANCHES = ("hubs", "owners", "epochs", "topics", "subscriptions", "garbage")
+BRANCHES = ("hubs", "owners", "assignments", "epochs", "topics", "subscriptions", "garbage")
 GARBAGE_DIGITS = 12
 
 
@@ -53,6 +56,9 @@ class ZkLayout:
 
     def owner(self, topic: str) -> str:
         return f"{self.root}/owners/{encode_name(topic)}"
+
+    def assignment(self, topic: str) -> str:
+        return f"{self.root}/assignments/{encode_name(topic)}"
 
     def epoch(self, topic: str) -> str:
         return f"{self.root}/epochs/{encode_name(topic)}"

@@ -40,9 +40,7 @@ def kazoo_client(servers: str, session_timeout_ms: int, **options):
     try:
         from kazoo.client import KazooClient
     except ImportError:  # (the zk extra)
-        raise MetadataError(
-            "a region on ZooKeeper needs kazoo: pip install 'hedwig[zk]'"
-        ) from None
+        raise MetadataError("a region on ZooKeeper needs kazoo: pip install 'hedwig[zk]'") from None
     import logging
 
     quiet = logging.getLogger("hedwig.kazoo")  # kazoo's chatter: warnings and up only
@@ -132,6 +130,10 @@ class ZkSession:
     def transaction(self):
         return self.client.transaction()
 
+    def call_soon(self, f, *args) -> None:
+        """From a kazoo thread (a watch): `f(*args)` on the reactor thread."""
+        self._reactor.callFromThread(f, *args)
+
     def _answer(self, pending) -> Deferred:
         answered = Deferred()
         reactor = self._reactor
@@ -195,4 +197,3 @@ class ZkSession:
                 self.client.close()
 
         return in_thread(self._reactor, close)
-

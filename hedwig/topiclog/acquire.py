@@ -96,6 +96,7 @@ def acquire_topic(
     locator=None,
     on_close=None,
     topic_ops=None,
+    gate=None,
 ):
     """Deferred[TopicLog]: the topic's log, owned by the caller. Fails with TopicFenced when
     another hub changed the ranges meanwhile, LogCorrupt when metadata and ledgers disagree."""
@@ -202,4 +203,5 @@ def acquire_topic(
         locator=locator,
         on_close=on_close,
         topic_ops=topic_ops,
+        **({} if gate is None else {"gate": gate}),
     )

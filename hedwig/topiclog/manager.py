@@ -11,11 +11,12 @@ from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDef
 from twisted.logger import Logger
 
 from hedwig.concurrency import OpQueue, SharedOperations
-from hedwig.ledger.interface import LedgerError
+from hedwig.ledger.interface import LedgerError, NoSuchLedger
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.names import InvalidName, check_topic
 from hedwig.settings import LogSettings
+from hedwig.topiclog.ack_gate import AckGate
 from hedwig.topiclog.acquire import acquire_topic
 from hedwig.topiclog.errors import LogClosed, LogError
 from hedwig.topiclog.locator import EntryLocator
@@ -48,8 +49,11 @@ class TopicLogManager:
         # One operation at a time per topic, for every topic log of this manager (Hedwig's
         # TopicOpQueuer): their metadata writes queue here.
         self.topic_ops = OpQueue()
-        self._deleting = SharedOperations()  # topic -> its deletion: opens wait for it
+        # topic -> its deletion or release (the topic leaves this hub): opens wait for it
+        self._leaving = SharedOperations()
         self._closed = False
+        self.gate = AckGate()  # held while the hub cannot tell whether it owns its topics
+        self.on_log_closed = None  # callable(topic_log) once a log closed (or failed and closed)
 
     def open(self, topic: str):
         """Deferred[TopicLog]: the topic's log, acquiring the topic if it is not open here."""
@@ -59,7 +63,7 @@ class TopicLogManager:
             topic = check_topic(topic)
         except InvalidName as e:
             return fail(e)
-        deleting = self._deleting.wait(topic)
+        deleting = self._leaving.wait(topic)
         if deleting is not None:  # a publish after a delete creates the topic afresh
             return deleting.addBoth(lambda _: self.open(topic))
         existing = self._logs.get(topic)
@@ -76,19 +80,34 @@ class TopicLogManager:
         first."""
         if self._closed:
             return fail(LogClosed("the topic log manager is closed"))
-        deleting = self._deleting.wait(topic)
+        deleting = self._leaving.wait(topic)
         if deleting is not None:  # a second delete meanwhile: None once the first is done
             return deleting.addBoth(lambda _: None)
-        return self._deleting.run(topic, self._delete, topic)
+        return self._leaving.run(topic, self._delete, topic)
+
+    def release_topic(self, topic: str):
+        """Close the topic's log here and leave its records as they are: the topic goes
+        to another hub (hedwig.hub.zk_topics), which recovers its ledger. Opens meanwhile
+        wait, then acquire it afresh. Deferred[TopicLog | None]: the log closed, None when
+        it was not open here."""
+        leaving = self._leaving.wait(topic)
+        if leaving is not None:  # deleted or released already: nothing left open
+            return leaving.addBoth(lambda _: None)
+        return self._leaving.run(topic, self._close_log, topic)
 
     @inlineCallbacks
-    def _delete(self, topic: str):
+    def _close_log(self, topic: str):
         opening = self._opening.wait(topic)
         if opening is not None:
             yield opening.addErrback(lambda _f: None)
         topic_log = self._logs.get(topic)
         if topic_log is not None:
             yield topic_log.close()
+        return topic_log
+
+    @inlineCallbacks
+    def _delete(self, topic: str):
+        yield self._close_log(topic)
         deleted = yield self.topic_ops.run(topic, self._delete_record, topic)
         return deleted
 
@@ -135,6 +154,7 @@ class TopicLogManager:
             locator=self.locator,
             on_close=self._log_closed,
             topic_ops=self.topic_ops,
+            gate=self.gate,
         )
         if self._closed:  # the manager closed while the topic was being acquired
             yield topic_log.close()
@@ -145,6 +165,8 @@ class TopicLogManager:
     def _log_closed(self, topic_log: TopicLog) -> None:
         if self._logs.get(topic_log.topic) is topic_log:
             del self._logs[topic_log.topic]
+        if self.on_log_closed is not None:
+            self.on_log_closed(topic_log)
 
     def get(self, topic: str) -> TopicLog | None:
         """The topic's log when it is open here (and still taking appends)."""
@@ -200,6 +222,28 @@ class TopicLogManager:
             yield self.metadata.forget_garbage(done)
         sweep.described = {ledger_id: self._describe(ledger_id) for ledger_id in sweep.unknown}
         return sweep
+
+    @inlineCallbacks
+    def sweep_garbage(self):
+        """On storage shared with other hubs (which create, write and drop ledgers while
+        this one starts): delete the ledgers the metadata records as garbage and forget
+        their records; report nothing else. Deferred[list of the ledger ids deleted]."""
+        garbage = yield self.metadata.list_garbage()
+        gone = []
+        for ledger_id in sorted(garbage):
+            try:
+                yield maybeDeferred(self.ledgers.delete, ledger_id)
+            except NoSuchLedger:
+                pass  # deleted already (by its topic's owner, or another hub's sweep)
+            except LedgerError as e:
+                _logger.warn(
+                    "could not delete garbage ledger {ledger_id}: {error}", ledger_id=ledger_id, error=e
+                )
+                continue
+            gone.append(ledger_id)
+        if gone:
+            yield self.metadata.forget_garbage(gone)
+        return gone
 
     def _describe(self, ledger_id: int) -> str:
         """What an unknown ledger holds, for the operator: its seq-ids, or that it is empty."""

@@ -52,6 +52,7 @@ from hedwig.ledger.interface import LedgerClosed, LedgerFenced, NoSuchLedger
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
 from hedwig.settings import LogSettings
+from hedwig.topiclog.ack_gate import AckGate
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.errors import LogClosed, LogFailed, TopicFenced
 from hedwig.topiclog.interface import ITopicLog
@@ -63,6 +64,7 @@ from hedwig.topiclog.reading import ReadingEntries
 _logger = Logger()
 
 _OPEN, _CLOSING, _CLOSED, _FAILED = LogState.OPEN, LogState.CLOSING, LogState.CLOSED, LogState.FAILED
+NEVER_HELD = AckGate()  # the gate of a log no hub holds (tests, tools)
 
 @implementer(ITopicLog)
 class TopicLog(LedgerLifecycle, ReadingEntries):
@@ -87,6 +89,7 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         locator: EntryLocator | None = None,
         on_close=None,
         topic_ops=None,
+        gate: AckGate = NEVER_HELD,
     ):
         if not ranges or ranges[-1].last_seq is not None:
             raise ValueError("a topic log's ranges end with its open ledger")
@@ -99,6 +102,7 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         self._clock = clock
         self._locator = locator if locator is not None else EntryLocator(ledgers, 16 << 20)
         self._on_close = on_close
+        self._gate = gate  # held hub-wide while ownership is uncertain (ack_gate.py)
         self._set_ranges(list(ranges), version)
         # Roll limits, read once: "no limit" (0) becomes a bound never reached.
         self._max_entries = settings.max_ledger_entries if settings.max_ledger_entries > 0 else NO_LIMIT
@@ -145,6 +149,11 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
     @property
     def is_open(self) -> bool:
         return self._state == _OPEN
+
+    @property
+    def stopped_by(self) -> Exception | None:
+        """Why the log failed (TopicFenced: another hub took the topic over), or None."""
+        return self._stopped_by
 
     def _set_ranges(self, ranges: list[LedgerRange], version: int) -> None:
         self._ranges = ranges
@@ -346,7 +355,11 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         self._delivering = True
         try:
             inflight = self._inflight
+            gate = self._gate
             while inflight and inflight[0].done:
+                if gate.held and inflight[0].failure is None:
+                    gate.park(self)  # (acknowledged, in order, when the gate opens: ack_gate.py)
+                    break
                 op = inflight.popleft()
                 op.out = True
                 if op.failure is None:
@@ -360,6 +373,10 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         if not self._inflight and (self._drained_waiters or self._idle_waiters):
             self._drained_waiters.fire()
             self._check_idle()
+
+    def deliver_held(self) -> None:
+        """The hub's AckGate opened: acknowledge what it held, in order."""
+        self._deliver()
 
     def _check_idle(self) -> None:
         if not self._inflight and not self._waiting and not self._rolling:

@@ -1,0 +1,410 @@
+"""The topic manager of a hub in a region of several hubs: topics owned through ZooKeeper,
+as Hedwig's ZkTopicManager owned them (ITopicManager, hedwig/hub/interface.py).
+
+Ownership. A topic's owner holds the ephemeral znode `<root>/owners/<topic>` (naming
+the hub, hedwig.meta.zk_layout). A request for a topic not open here looks it up once:
+
+- owned by another hub: NOT_RESPONSIBLE_FOR_TOPIC naming it (NotOwner);
+- owned under this hub's own name (left by an earlier session of this address): the
+  znode is deleted and the topic claimed again;
+- owned by nobody: the least loaded live hub should own it (HubRegistry.place, from the
+  view kept by watches: no ZooKeeper read). If that is this hub, it claims the topic; if
+  not, the request is redirected there, and that hub claims it when the request comes.
+
+A claim is one transaction: create the owner znode and bump `<root>/epochs/<topic>`,
+whose new version is this hub's ownership epoch. When several hubs race only one create
+succeeds; the others read the winner and redirect. The epoch fences the metadata: every
+write of the topic's records checks it (hedwig.meta.zk_store), so a hub that lost the
+topic while paused changes nothing. Then the topic log is acquired as in an embedded
+hub: the previous owner's open ledger is fenced on the shared storage and recovered
+(hedwig.ledger.fencing), closed in the ranges, and a new ledger opened.
+
+Requests for an owned, open topic never touch ZooKeeper: `get` is the local manager's
+dictionary lookup.
+
+Release. A topic leaves this hub when it has been idle `topic_release_s`, when the hub
+sheds topics to a hub that joined (zk_balance.py), when another hub took it over (its
+log failed TopicFenced), and all at once when the session is LOST: its live
+subscriptions get TOPIC_MOVED and their consume pointers are written, its log is
+closed, and its owner znode deleted (a lost session's went with it). Requests for it
+meanwhile wait, then look for the owner again.
+
+Connection states: while SUSPENDED the hub claims nothing (SERVICE_DOWN) and holds every
+acknowledgement (hedwig.topiclog.ack_gate); CONNECTED lets them go; LOST releases every
+topic (what was stored before any other hub fenced its ledger is acknowledged: the new
+owner's recovery keeps it).
+"""
+
+import json
+
+from twisted.internet.defer import inlineCallbacks, maybeDeferred, succeed
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from hedwig.concurrency import SharedOperations
+from hedwig.hub.errors import NotOwner, ServiceDown
+from hedwig.hub.interface import ITopicManager
+from hedwig.hub.zk_hubs import HubInfo
+from hedwig.meta.interface import MetadataError, OwnershipLost
+from hedwig.meta.zk_session import CONNECTED, LOST, SUSPENDED
+from hedwig.meta.zk_store import translate
+from hedwig.topiclog.errors import TopicFenced
+
+
+def _errors():
+    from kazoo import exceptions
+
+    return exceptions
+
+
+@implementer(ITopicManager)
+class ZkTopicManager:
+    """ITopicManager over the local TopicManager (which opens the logs of the topics this
+    hub owns) and ZooKeeper (which says who owns what)."""
+
+    log = Logger()
+
+    def __init__(self, local, logs, *, session, store, registry, ledgers=None):
+        self._local = local  # hedwig.hub.topics.TopicManager: the logs open here
+        self._logs = logs  # hedwig.topiclog.TopicLogManager: its ack gate, its closed logs
+        self.session = session
+        self._store = store
+        self._layout = store.layout
+        self.registry = registry
+        self._ledgers = ledgers  # a SharedLedgerStore: forgets a released topic's ledgers
+        self._epochs = store.epochs = {}  # topic -> this hub's ownership epoch
+        self._epoch_nodes = set()  # topics whose epoch znode is known to exist
+        self._claiming = SharedOperations()  # topic -> its lookup and claim
+        self._releasing = SharedOperations()  # topic -> its release
+        # callable(topic) -> Deferred, before a released topic's log closes: the delivery
+        # manager ends its live subscriptions (TOPIC_MOVED) and writes their pointers.
+        self.on_release = None
+        self.stopping = False
+        self.counts = {"claims": 0, "redirects": 0, "releases": 0, "taken_over": 0}
+        logs.on_log_closed = self._log_closed
+        session.add_listener(self._state_changed)
+
+    @property
+    def on_open(self):
+        return self._local.on_open
+
+    @on_open.setter
+    def on_open(self, value):
+        self._local.on_open = value
+
+    @property
+    def name(self) -> str:
+        return self.registry.name
+
+    @property
+    def session_state(self) -> str:
+        """The ZooKeeper session's state (metrics: hedwig_zookeeper_session_state)."""
+        return self.session.state
+
+    def owned_topics(self) -> list:
+        """The topics this hub has claimed (open, or being opened), sorted."""
+        return sorted(self._epochs)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def get(self, topic: str):
+        if self._releasing.running(topic):
+            return None
+        return self._local.get(topic)
+
+    def acquire(self, topic: str):
+        topic_log = self.get(topic)
+        if topic_log is not None:
+            return succeed(topic_log)
+        return self._owned_then(topic, self._local.acquire, topic)
+
+    def acquire_existing(self, topic: str, missing: Exception):
+        """As TopicManager.acquire_existing; a topic that does not exist is let go again."""
+        topic_log = self.get(topic)
+        if topic_log is not None:
+            return succeed(topic_log)
+
+        def open_existing():
+            opened = self._local.acquire_existing(topic, missing)
+
+            def absent(failure):
+                if failure.value is missing and topic in self._epochs and not self._local.get(topic):
+                    self.release(topic)
+                return failure
+
+            return opened.addErrback(absent)
+
+        return self._owned_then(topic, open_existing)
+
+    def _owned_then(self, topic: str, open_, *args):
+        """Own the topic (claiming it, or failing with the owner to redirect to), then
+        open_(*args)."""
+        releasing = self._releasing.wait(topic)
+        if releasing is not None:
+            return releasing.addBoth(lambda _: self._owned_then(topic, open_, *args))
+        if topic in self._epochs:
+            opened = maybeDeferred(open_, *args)
+        else:
+            opened = self._claiming.run(topic, self._claim_or_redirect, topic)
+            opened.addCallback(lambda _: open_(*args))
+        return opened.addErrback(self._open_failed, topic)
+
+    def _open_failed(self, failure, topic: str):
+        if failure.check(TopicFenced, OwnershipLost) and topic in self._epochs:
+            self._moved_away(topic)  # another hub claimed it since this one did
+            return self.locate(topic, failure)
+        return failure
+
+    @inlineCallbacks
+    def _claim_or_redirect(self, topic: str):
+        if not self._may_claim():
+            raise ServiceDown(
+                f"this hub's ZooKeeper connection is {self.session.state.lower()}: it claims no topic"
+                " until it is back; try again"
+            )
+        errors = _errors()
+        owner, version = yield self._read_owner(topic)
+        if owner is not None:
+            if owner.name != self.name:
+                self.counts["redirects"] += 1
+                raise NotOwner(topic, owner.redirect)
+            # An earlier session of this address left it (its session not expired yet).
+            yield self.session.call("delete", self._layout.owner(topic), version).addErrback(
+                lambda f: f.trap(errors.NoNodeError, errors.BadVersionError)
+            )
+            yield self._claim(topic)
+            return
+        assigned = yield self._assigned(topic)
+        if assigned is None:
+            assigned = yield self._assign(topic, self.registry.place(topic))
+        if assigned != self.name:
+            self.counts["redirects"] += 1
+            raise NotOwner(topic, self.registry.redirect_to(assigned))
+        yield self._claim(topic)
+
+    @inlineCallbacks
+    def _assigned(self, topic: str):
+        """The live hub an unowned topic was assigned to (None: none, or it left: then
+        the assignment is deleted)."""
+        errors = _errors()
+        path = self._layout.assignment(topic)
+        try:
+            data, stat = yield self.session.call("get", path)
+        except errors.NoNodeError:
+            return None
+        hub = data.decode("utf-8", "replace")
+        if hub == self.name or hub in self.registry.hubs:
+            return hub
+        yield self.session.call("delete", path, stat.version).addErrback(
+            lambda f: f.trap(errors.NoNodeError, errors.BadVersionError)
+        )
+        return None
+
+    @inlineCallbacks
+    def _assign(self, topic: str, hub: str):
+        """Record that `hub` is to claim the topic (so that it claims when the redirected
+        request comes, whatever its own view of the loads); the hub assigned, which is
+        another's choice when one was recorded first."""
+        if hub == self.name:
+            return hub  # (claimed at once: nothing to record)
+        errors = _errors()
+        try:
+            yield self.session.call(
+                "create", self._layout.assignment(topic), hub.encode("utf-8"), ephemeral=True
+            )
+        except errors.NodeExistsError:
+            chosen = yield self._assigned(topic)
+            return chosen if chosen is not None else hub
+        self.registry.sent(hub)
+        return hub
+
+    def _may_claim(self) -> bool:
+        return self.session.state == CONNECTED and self.registry.registered and not self.stopping
+
+    @inlineCallbacks
+    def _claim(self, topic: str):
+        """Create the owner znode and bump the topic's epoch, in one transaction (then
+        drop the topic's assignment, if any)."""
+        errors = _errors()
+        epoch_path = self._layout.epoch(topic)
+        if topic not in self._epoch_nodes:
+            yield (
+                self.session.call("create", epoch_path, b"")
+                .addErrback(lambda f: f.trap(errors.NodeExistsError))
+                .addErrback(translate)
+            )
+            self._epoch_nodes.add(topic)
+        claim = self.session.transaction()
+        owner_data = json.dumps({"hub": self.name, "tls_port": self.registry.tls_port}).encode("utf-8")
+        claim.create(self._layout.owner(topic), owner_data, ephemeral=True)
+        claim.set_data(epoch_path, self.name.encode("utf-8"))
+        created, epoch = yield self.session.commit(claim).addErrback(translate)
+        if isinstance(created, errors.NodeExistsError):  # another hub won the race
+            owner, _version = yield self._read_owner(topic)
+            self.counts["redirects"] += 1
+            if owner is not None and owner.name != self.name:
+                raise NotOwner(topic, owner.redirect)
+            raise ServiceDown(f"topic {topic} changed owners while this hub claimed it; try again")
+        if isinstance(created, Exception) or isinstance(epoch, Exception):
+            self._epoch_nodes.discard(topic)
+            failed = created if not isinstance(created, errors.RolledBackError) else epoch
+            raise MetadataError(f"claiming topic {topic} failed: {type(failed).__name__}")
+        self._epochs[topic] = epoch.version
+        self.counts["claims"] += 1
+        self.registry.load_changed()
+        self.session.call("delete", self._layout.assignment(topic)).addErrback(lambda _f: None)
+        self.log.debug("claimed topic {topic} (epoch {epoch})", topic=topic, epoch=epoch.version)
+
+    def _read_owner(self, topic: str):
+        """Deferred[(HubInfo, znode version)] of the topic's owner, (None, None) if none."""
+
+        def found(result):
+            data, stat = result
+            try:
+                return HubInfo(json.loads(data.decode("utf-8"))), stat.version
+            except (ValueError, TypeError, AttributeError):
+                return None, stat.version  # not ours to read: treated as no owner
+
+        def absent(failure):
+            failure.trap(_errors().NoNodeError)
+            return None, None
+
+        return (
+            self.session.call("get", self._layout.owner(topic))
+            .addCallbacks(found, absent)
+            .addErrback(translate)
+        )
+
+    def locate(self, topic: str, failure):
+        """After a request failed because the topic left this hub: NotOwner naming the
+        hub that owns it now, or the failure itself when none does."""
+
+        def found(result):
+            owner, _version = result
+            if owner is not None and owner.name != self.name:
+                raise NotOwner(topic, owner.redirect)
+            return failure
+
+        return self._read_owner(topic).addCallbacks(found, lambda _f: failure)
+
+    # -- release ----------------------------------------------------------------------------
+
+    def release(self, topic: str, *, lost: bool = False):
+        """Let the topic go (see the module docstring); Deferred firing once done. `lost`:
+        the owner znode is not this hub's any more (the session went, or another hub took
+        the topic over): it is left alone."""
+        return self._releasing.run(topic, self._release, topic, lost)
+
+    def _moved_away(self, topic: str) -> None:
+        if not self._releasing.running(topic):
+            self.counts["taken_over"] += 1
+            self.log.warn("topic {topic} was taken over by another hub: released here", topic=topic)
+            self.release(topic, lost=True)
+
+    @inlineCallbacks
+    def _release(self, topic: str, lost: bool):
+        claiming = self._claiming.wait(topic)
+        if claiming is not None:
+            yield claiming.addErrback(lambda _f: None)
+        if self.on_release is not None:
+            try:
+                yield self.on_release(topic)
+            except Exception:
+                self.log.failure("releasing topic {topic}: its subscriptions", topic=topic)
+        try:
+            topic_log = yield self._local.release(topic)
+        except Exception:
+            self.log.failure("releasing topic {topic}: closing its log", topic=topic)
+            topic_log = None
+        if topic_log is not None and self._ledgers is not None:
+            for ledger_range in topic_log.ranges:
+                self._ledgers.forget(ledger_range.ledger_id)
+        epoch = self._epochs.pop(topic, None)
+        if epoch is not None and not lost:
+            yield self._delete_owner(topic, epoch)
+        if epoch is not None:
+            self.counts["releases"] += 1
+            self.registry.load_changed()
+        return None
+
+    @inlineCallbacks
+    def _delete_owner(self, topic: str, epoch: int):
+        """Delete the owner znode, if the topic is still this hub's (its epoch checked)."""
+        let_go = self.session.transaction()
+        let_go.check(self._layout.epoch(topic), epoch)
+        let_go.delete(self._layout.owner(topic))
+        try:
+            yield self.session.commit(let_go)
+        except Exception as e:  # the session's end deletes it anyway
+            self.log.debug("releasing topic {topic}: its owner znode: {error}", topic=topic, error=e)
+
+    def _log_closed(self, topic_log) -> None:
+        """A topic log closed: one that failed because another hub took the topic over
+        (TopicFenced) takes this hub's ownership with it."""
+        if isinstance(topic_log.stopped_by, TopicFenced) and topic_log.topic in self._epochs:
+            self._moved_away(topic_log.topic)
+
+    # -- the session ------------------------------------------------------------------------
+
+    def _state_changed(self, state: str) -> None:
+        gate = self._logs.gate
+        if state == SUSPENDED:
+            gate.hold()
+            self.log.warn(
+                "ZooKeeper connection lost: acknowledgements held and no topic claimed until it is"
+                " back ({owned} topics owned)",
+                owned=len(self._epochs),
+            )
+        elif state == CONNECTED and gate.held:
+            held = gate.parked
+            gate.release()
+            self.log.info(
+                "ZooKeeper connection back: the acknowledgements of {held} topic(s) released", held=held
+            )
+        elif state == CONNECTED:
+            self.log.info("ZooKeeper connected (session {session})", session=self.session.session_id)
+        elif state == LOST:
+            gate.release()
+            owned = list(self._epochs)
+            self.log.warn(
+                "ZooKeeper session lost: releasing every topic ({count}); registering again once connected",
+                count=len(owned),
+            )
+            for topic in owned:
+                self.release(topic, lost=True)
+
+    # -- the rest of ITopicManager -----------------------------------------------------------
+
+    def exists(self, topic: str):
+        return self._local.exists(topic)
+
+    def delete(self, topic: str):
+        return self._local.delete(topic)
+
+    def open_topics(self) -> list:
+        return self._local.open_topics()
+
+    def list_topics(self):
+        return self._local.list_topics()
+
+    @inlineCallbacks
+    def owners(self):
+        """Deferred[dict]: topic -> its owner's "host:port" (None when nobody owns it)."""
+        from twisted.internet.defer import DeferredList
+
+        branch = self._layout.branch("owners")
+        topics = yield self.list_topics()
+        names = yield self.session.call("get_children", branch).addErrback(translate)
+        from hedwig.meta.zk_layout import decode_name
+
+        owned = [decode_name(n) for n in names]
+        reads = yield DeferredList([self._read_owner(t) for t in owned], consumeErrors=True)
+        found = {t: r[1][0].name for t, r in zip(owned, reads, strict=True) if r[0] and r[1][0] is not None}
+        return {topic: found.get(topic) for topic in topics}
+
+    def close(self):
+        """The hub is stopping: nothing more is claimed, held acknowledgements go out,
+        every open log closes (the owner znodes go with the session, closed last)."""
+        self.stopping = True
+        self._logs.gate.release()
+        return self._local.close()

@@ -73,13 +73,14 @@ class ZkRegion:
             session=self.session,
             store=self.store,
             registry=self.registry,
+            clock=self.reactor,
             ledgers=self.ledgers,
         )
         return self.topics
 
     def _load(self):
         """(topics owned, messages published per second since the last time asked)."""
-        owned = len(self.topics.owned_topics()) if self.topics is not None else 0
+        owned = self.topics.load if self.topics is not None else 0
         if self.hub is not None:
             now, published = time.monotonic(), self.hub.stats.messages_published
             then, before = self._rate_mark

@@ -41,11 +41,11 @@ from twisted.internet.defer import inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from hedwig.concurrency import SharedOperations
+from hedwig.concurrency import SharedOperations, Waiters
 from hedwig.hub.errors import NotOwner, ServiceDown
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.zk_hubs import HubInfo
-from hedwig.meta.interface import MetadataError, OwnershipLost
+from hedwig.meta.interface import MetadataError, MetadataUnavailable, OwnershipLost
 from hedwig.meta.zk_session import CONNECTED, LOST, SUSPENDED
 from hedwig.meta.zk_store import translate
 from hedwig.topiclog.errors import TopicFenced
@@ -64,7 +64,7 @@ class ZkTopicManager:
 
     log = Logger()
 
-    def __init__(self, local, logs, *, session, store, registry, ledgers=None):
+    def __init__(self, local, logs, *, session, store, registry, clock, ledgers=None):
         self._local = local  # hedwig.hub.topics.TopicManager: the logs open here
         self._logs = logs  # hedwig.topiclog.TopicLogManager: its ack gate, its closed logs
         self.session = session
@@ -73,6 +73,7 @@ class ZkTopicManager:
         self.registry = registry
         self._ledgers = ledgers  # a SharedLedgerStore: forgets a released topic's ledgers
         self._epochs = store.epochs = {}  # topic -> this hub's ownership epoch
+        self._claims = set()  # topics being claimed here (counted in the load meanwhile)
         self._epoch_nodes = set()  # topics whose epoch znode is known to exist
         self._claiming = SharedOperations()  # topic -> its lookup and claim
         self._releasing = SharedOperations()  # topic -> its release
@@ -80,6 +81,8 @@ class ZkTopicManager:
         # manager ends its live subscriptions (TOPIC_MOVED) and writes their pointers.
         self.on_release = None
         self.stopping = False
+        self._connected = Waiters()  # told when the session is (re)connected
+        self._clock = clock
         self.counts = {"claims": 0, "redirects": 0, "releases": 0, "taken_over": 0}
         logs.on_log_closed = self._log_closed
         session.add_listener(self._state_changed)
@@ -104,6 +107,11 @@ class ZkTopicManager:
     def owned_topics(self) -> list:
         """The topics this hub has claimed (open, or being opened), sorted."""
         return sorted(self._epochs)
+
+    @property
+    def load(self) -> int:
+        """Topics owned, and being claimed: what placement compares between hubs."""
+        return len(self._epochs) + len(self._claims)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -221,10 +229,18 @@ class ZkTopicManager:
     def _may_claim(self) -> bool:
         return self.session.state == CONNECTED and self.registry.registered and not self.stopping
 
-    @inlineCallbacks
     def _claim(self, topic: str):
         """Create the owner znode and bump the topic's epoch, in one transaction (then
         drop the topic's assignment, if any)."""
+        self._claims.add(topic)
+        return self._claim_once(topic).addBoth(self._claimed, topic)
+
+    def _claimed(self, result, topic: str):
+        self._claims.discard(topic)
+        return result
+
+    @inlineCallbacks
+    def _claim_once(self, topic: str):
         errors = _errors()
         epoch_path = self._layout.epoch(topic)
         if topic not in self._epoch_nodes:
@@ -277,7 +293,9 @@ class ZkTopicManager:
 
     def locate(self, topic: str, failure):
         """After a request failed because the topic left this hub: NotOwner naming the
-        hub that owns it now, or the failure itself when none does."""
+        hub that owns it now, or the failure itself when none does. A hub that finds its
+        connection down (it woke from a pause) asks once it is back, within a session
+        timeout."""
 
         def found(result):
             owner, _version = result
@@ -285,7 +303,15 @@ class ZkTopicManager:
                 raise NotOwner(topic, owner.redirect)
             return failure
 
-        return self._read_owner(topic).addCallbacks(found, lambda _f: failure)
+        def unavailable(read_failure, again):
+            if not again or not read_failure.check(MetadataUnavailable) or self.stopping:
+                return failure
+            back = self._connected.wait()
+            back.addTimeout(self.session.timeout_s, self._clock)
+            back.addCallback(lambda _: self._read_owner(topic))
+            return back.addCallbacks(found, unavailable, errbackArgs=(False,))
+
+        return self._read_owner(topic).addCallbacks(found, unavailable, errbackArgs=(True,))
 
     # -- release ----------------------------------------------------------------------------
 
@@ -355,7 +381,9 @@ class ZkTopicManager:
                 " back ({owned} topics owned)",
                 owned=len(self._epochs),
             )
-        elif state == CONNECTED and gate.held:
+        if state == CONNECTED:
+            self._connected.fire()
+        if state == CONNECTED and gate.held:
             held = gate.parked
             gate.release()
             self.log.info(

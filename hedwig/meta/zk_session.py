@@ -98,6 +98,11 @@ class ZkSession:
                 self.log.failure("a ZooKeeper state listener failed")
 
     @property
+    def timeout_s(self) -> float:
+        """The session timeout asked for, in seconds."""
+        return self.client._session_timeout / 1000.0
+
+    @property
     def connected(self) -> bool:
         return self.state == CONNECTED
 

@@ -144,6 +144,17 @@ class HubProcess:
             self.process.wait()
         self._join_reader()
 
+    def pause(self) -> None:
+        """SIGSTOP: the hub stops running, its sockets and sessions left as they are (a
+        long pause, as a stalled process or a GC would make)."""
+        if self.running:
+            self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT: a paused hub runs again (nothing for one that runs)."""
+        if self.running:
+            self.process.send_signal(signal.SIGCONT)
+
     def stop(self, signum: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """`signum` (SIGTERM: a graceful shutdown) and wait, SIGKILL after `timeout`; the
         exit status (None if it never started)."""

@@ -390,7 +390,8 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         """Stop the log: appends not yet stored fail in call order; then close."""
         if self._state in (_FAILED, _CLOSED):
             return
-        _logger.error("{error}", error=exc)
+        # (taken over by another hub of the region: its routine, not this hub's fault)
+        (_logger.warn if isinstance(exc, TopicFenced) else _logger.error)("{error}", error=exc)
         self._state = _FAILED
         self._stopped_by = exc
         reason = Failure(exc)

@@ -1,0 +1,84 @@
+"""Hub processes of one region of several hubs on a real ZooKeeper (tests and bench/).
+
+Every hub of the region is started as a user starts one: `hedwig hub --conf FILE
+--zookeeper HOST:PORT --data-dir ROOT`, the same configuration file (a root of the
+region's own in ZooKeeper, a short session timeout) and the same storage root.
+"""
+
+import itertools
+import os
+from pathlib import Path
+
+from hedwig.testing.hubprocess import HubProcess
+
+_roots = itertools.count()
+
+
+class RegionHubs:
+    """The hubs of one region, started one by one (`add`), stopped together."""
+
+    def __init__(
+        self,
+        zookeeper,
+        directory,
+        *,
+        session_timeout_ms: int = 2000,
+        conf: str = "",
+        root: str | None = None,
+        region: str = "",
+        http: bool = False,
+    ):
+        self.zookeeper = zookeeper
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.root = root or f"/region-{os.getpid()}-{next(_roots)}"
+        self.data_dir = self.directory / "storage"
+        self.session_timeout_ms = session_timeout_ms
+        self.http = http
+        self.conf = self.directory / "hub.conf"
+        region_section = f"[region]\nname = {region}\n" if region else ""
+        self.conf.write_text(
+            f"[zookeeper]\nroot = {self.root}\nsession_timeout_ms = {session_timeout_ms}\n"
+            f"connect_timeout_s = 10\n{region_section}{conf}\n"
+        )
+        self.hubs: list[HubProcess] = []
+
+    @property
+    def addresses(self) -> str:
+        """Every started hub's address, "a:1,b:2" (clients try them in turn)."""
+        return ",".join(hub.address for hub in self.hubs)
+
+    def add(self, *extra_args: str) -> HubProcess:
+        hub = HubProcess(
+            self.data_dir,
+            0,
+            "--conf",
+            str(self.conf),
+            "--zookeeper",
+            self.zookeeper.address,
+            *extra_args,
+            http=self.http,
+        )
+        self.hubs.append(hub)
+        return hub.start()
+
+    def start(self, count: int) -> "RegionHubs":
+        for _ in range(count):
+            self.add()
+        return self
+
+    def hub_at(self, address: str) -> HubProcess:
+        return next(hub for hub in self.hubs if hub.address == address)
+
+    def others(self, address: str) -> list:
+        return [hub for hub in self.hubs if hub.address != address and hub.running]
+
+    def stop(self) -> None:
+        for hub in self.hubs:
+            hub.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()

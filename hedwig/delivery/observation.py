@@ -31,6 +31,13 @@ class DescribingSubscriptions:
             )
         return rows
 
+    def attached(self, topic: str) -> int:
+        """Subscriptions of `topic` attached to a connection here now."""
+        table = self._tables.get(topic)
+        if table is None:
+            return 0
+        return sum(subscription.cursor is not None for subscription in table.subscriptions.values())
+
     def stats(self) -> dict:
         cursors = [c for cs in self._channels.values() for c in cs]
         subscriptions = [s for t in self._tables.values() for s in t.subscriptions.values()]

@@ -94,6 +94,7 @@ class HubService(MultiService):
         self._lock_file = None
         self._embedded_ledgers = ledgers is None
         self.zk = None  # hedwig.hub.zk_region.ZkRegion, in a region of several hubs
+        self.balancer = None  # hedwig.hub.zk_balance.Balancer, in a region of several hubs
 
     # -- start ------------------------------------------------------------------------------
 
@@ -192,6 +193,13 @@ class HubService(MultiService):
             self.tls_listener.setServiceParent(self)
         self.gc = parts.gc
         self.gc.setServiceParent(self)
+        if self.zk is not None:  # idle topics released, the region's topics rebalanced
+            from hedwig.hub.zk_balance import Balancer
+
+            self.balancer = Balancer(
+                parts.topics, self.zk.registry, parts.delivery, config.zookeeper, reactor
+            )
+            self.balancer.setServiceParent(self)
         if config.http.port:
             from hedwig.observe.listener import HttpObserver
 
@@ -365,6 +373,8 @@ class HubService(MultiService):
         )
         if self.observer is not None:
             self.observer.history.stopService()
+        if self.balancer is not None:
+            self.balancer.stopService()
         yield self._step("close the region link", self.regions.stop(), timeout)
         connections = list(hub.connections)
         yield self._step(

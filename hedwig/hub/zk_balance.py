@@ -1,0 +1,138 @@
+"""Topics leaving a hub of a region on their own: released when idle, shed when the hub
+owns more than its share (ZkTopicManager.release does the moving; subscribers follow).
+
+- Idle release (`topic_release_s`, Hedwig's retention_secs; 0: off): a topic that took no
+  publish and had no attached subscriber for that long is released, so that it goes to
+  the least loaded hub when next used. Checked from what the hub holds in memory (its
+  last seq-id, its attached subscriptions), a few times per period.
+- Rebalancing (`rebalance_interval_s`, and JOIN_SETTLE_S after a hub joins): the region's
+  topics divided by its live hubs is each hub's share; a hub owning more than its share
+  by more than `rebalance_tolerance` releases the difference, at most
+  `rebalance_max_shed` a round, those without attached subscribers first. The released
+  topics are claimed by the least loaded hubs as their next requests arrive: the
+  subscribers', which TOPIC_MOVED sends to resubscribe, and the publishers', redirected.
+  The share counts every topic of the region (owned or not), so a hub that shed topics
+  nobody claimed yet does not shed again.
+"""
+
+import hashlib
+import math
+
+from twisted.application.service import Service
+from twisted.internet.defer import DeferredList, inlineCallbacks
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from hedwig.meta.zk_session import CONNECTED
+
+JOIN_SETTLE_S = 1.0  # a joined hub's first load is in ZooKeeper by then
+
+
+class Balancer(Service):
+    log = Logger()
+
+    def __init__(self, topics, registry, delivery, settings, clock):
+        self.topics = topics  # ZkTopicManager
+        self.registry = registry
+        self.delivery = delivery
+        self.settings = settings  # ZooKeeperSettings
+        self.clock = clock
+        self._loops = []
+        self._seen = {}  # topic -> (last seq-id, when it was first seen there, idle)
+        self._soon = None
+        self._balancing = False
+        self.released_idle = 0
+        self.shed = 0
+
+    def startService(self):
+        super().startService()
+        settings = self.settings
+        if settings.topic_release_s > 0:
+            self._loop(self.release_idle, min(settings.topic_release_s / 4, 5.0))
+        self._loop(self.rebalance, settings.rebalance_interval_s)
+        self.registry.listeners.append(self._hubs_changed)
+
+    def _loop(self, work, interval: float) -> None:
+        loop = LoopingCall(work)
+        loop.clock = self.clock
+        loop.start(interval, now=False).addErrback(lambda f: self.log.failure("{work} failed", f, work=work))
+        self._loops.append(loop)
+
+    def stopService(self):
+        super().stopService()
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        if self._soon is not None and self._soon.active():
+            self._soon.cancel()
+        if self._hubs_changed in self.registry.listeners:
+            self.registry.listeners.remove(self._hubs_changed)
+
+    # -- idle topics ------------------------------------------------------------------------
+
+    def release_idle(self) -> None:
+        now = self.clock.seconds()
+        owned = self.topics.owned_topics()
+        for topic in owned:
+            topic_log = self.topics.get(topic)
+            if topic_log is None:
+                continue
+            last_seq = topic_log.last_seq
+            seen = self._seen.get(topic)
+            if seen is None or seen[0] != last_seq or self.delivery.attached(topic):
+                self._seen[topic] = (last_seq, now)
+            elif now - seen[1] >= self.settings.topic_release_s:
+                del self._seen[topic]
+                self.released_idle += 1
+                self.log.info(
+                    "topic {topic} idle for {seconds:.0f} s: released", topic=topic, seconds=now - seen[1]
+                )
+                self.topics.release(topic)
+        for topic in set(self._seen) - set(owned):
+            del self._seen[topic]
+
+    # -- rebalancing ------------------------------------------------------------------------
+
+    def _hubs_changed(self, joined, left) -> None:
+        if joined - {self.registry.name} and (self._soon is None or not self._soon.active()):
+            self._soon = self.clock.callLater(JOIN_SETTLE_S, self.rebalance)
+
+    @inlineCallbacks
+    def rebalance(self):
+        """One round: shed what this hub owns beyond its share (see the module docstring)."""
+        if self._balancing or not self.running:
+            return
+        if self.topics.session.state != CONNECTED or not self.registry.registered:
+            return
+        self._balancing = True
+        try:
+            hubs = len(set(self.registry.hubs) | {self.registry.name})
+            if hubs < 2:
+                return
+            region_topics = len((yield self.topics.list_topics()))
+            share = math.ceil(region_topics / hubs)
+            mine = self.topics.owned_topics()
+            excess = len(mine) - share
+            if excess <= 0 or len(mine) <= share * (1 + self.settings.rebalance_tolerance):
+                return
+            count = min(excess, self.settings.rebalance_max_shed)
+            chosen = sorted(mine, key=lambda t: (self.delivery.attached(t), _order(t, self.registry.name)))
+            chosen = chosen[:count]
+            self.log.info(
+                "rebalancing: {mine} topics owned, the share of {hubs} hubs is {share} of {total}:"
+                " releasing {count}",
+                mine=len(mine),
+                hubs=hubs,
+                share=share,
+                total=region_topics,
+                count=count,
+            )
+            self.shed += count
+            yield DeferredList([self.topics.release(topic) for topic in chosen], consumeErrors=True)
+        finally:
+            self._balancing = False
+
+
+def _order(topic: str, hub: str) -> bytes:
+    """Which topics a hub sheds first among equals: spread, and the same every round."""
+    return hashlib.blake2b(f"{hub}\0{topic}".encode(), digest_size=8).digest()

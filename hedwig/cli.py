@@ -20,6 +20,7 @@ from hedwig.client.errors import HedwigError
 from hedwig.commands.admin import (
     add_create,
     add_delete,
+    add_hubs,
     add_reset,
     add_subscriptions,
     add_topics,
@@ -78,8 +79,8 @@ def drain(args) -> int:
 
 # -- the command --------------------------------------------------------------------------------
 
-SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_read, add_unsubscribe, add_topics, add_describe,
-               add_stats, add_subscriptions, add_create, add_delete, add_reset, add_drain,
+SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_read, add_unsubscribe, add_topics, add_hubs,
+               add_describe, add_stats, add_subscriptions, add_create, add_delete, add_reset, add_drain,
                add_completion, add_top, add_user_command, add_bench]  # fmt: skip
 
 # Subcommands whose last positional takes any number of words: words left over after

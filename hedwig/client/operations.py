@@ -70,6 +70,16 @@ class ClientOperations:
         """The hub's counters."""
         return self._request(None, lambda c: c.call(Op.STATS, b""), retry=True)
 
+    def hubs(self):
+        """The region's live hubs: rows of hub ("host:port"), tls_port, region, topics
+        (owned), messages_per_s and started_us; an embedded hub alone."""
+        return self._request(None, lambda c: c.call(Op.LIST_HUBS, b""), retry=True)
+
+    def owners(self):
+        """Every topic -> the "host:port" of the hub that owns it (None: no hub does now,
+        the next request makes one claim it)."""
+        return self._request(None, lambda c: c.call(Op.LIST_OWNERS, b""), retry=True)
+
     # -- administration ------------------------------------------------------------------
 
     def create_topic(self, topic: str):

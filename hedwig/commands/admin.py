@@ -15,15 +15,38 @@ def add_topics(subparsers, client_options):
 
 
 def topics(args) -> int:
-    """list the hub's topics"""
+    """list the topics, each with the hub that owns it ("-": none does now)"""
     with client(args) as hub:
-        names = hub.topics()
+        owners = hub.owners()
+    rows = [{"topic": name, "owner": owners[name]} for name in sorted(owners)]
     if args.json:
-        print(json.dumps(names))
-    else:
-        for name in names:
-            print(name)
+        print(json.dumps(rows))
+        return 0
+    width = max((len(row["topic"]) for row in rows), default=0)
+    for row in rows:
+        print(f"{row['topic'].ljust(width)}  {row['owner'] or '-'}")
     return 0
+
+
+# -- hubs -----------------------------------------------------------------------------------------
+
+
+def add_hubs(subparsers, client_options):
+    return client_command(subparsers, client_options, hubs)
+
+
+def hubs(args) -> int:
+    """list the region's live hubs with their load (topics owned, messages/s)"""
+    with client(args) as hub:
+        rows = hub.hubs()
+    columns = [
+        ("hub", "hub"),
+        ("topics", "topics"),
+        ("messages_per_s", "messages/s"),
+        ("tls_port", "tls port"),
+        ("region", "region"),
+    ]
+    return print_reply(args, rows, lambda rows: table(rows, columns))
 
 
 # -- create, delete -------------------------------------------------------------------------------

@@ -225,6 +225,35 @@ class Hub:
     def list_topics(self) -> Deferred:
         return self.topics.list_topics()
 
+    def list_hubs(self) -> Deferred:
+        """Deferred[list of dict]: the region's live hubs with their load ("hub",
+        "tls_port", "region", "topics", "messages_per_s", "started_us"); an embedded
+        hub is alone."""
+        hubs = getattr(self.topics, "hubs", None)
+        if hubs is not None:
+            return succeed(hubs())
+        tls = self.config.tls
+        return succeed(
+            [
+                {
+                    "hub": self.name,
+                    "tls_port": tls.port if tls.enabled else None,
+                    "region": self.region,
+                    "topics": len(self.topics.open_topics()),
+                    "messages_per_s": None,
+                    "started_us": int(self.started_at * 1_000_000),
+                }
+            ]
+        )
+
+    def topic_owners(self) -> Deferred:
+        """Deferred[dict]: every topic -> the "host:port" of the hub that owns it (None:
+        none does now); an embedded hub owns them all."""
+        owners = getattr(self.topics, "owners", None)
+        if owners is not None:
+            return owners()
+        return self.topics.list_topics().addCallback(lambda names: dict.fromkeys(names, self.name))
+
     def describe_topic(self, topic: str) -> Deferred:
         def describe(topic_log):
             description = {"topic": topic, "owner": self.name}

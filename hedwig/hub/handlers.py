@@ -206,6 +206,14 @@ class RequestHandlers:
         topic = decode_describe_topic(body)
         self._answer_json(self.hub.describe_topic(topic), request_id, Op.DESCRIBE_TOPIC, started)
 
+    def _on_list_hubs(self, request_id, body, started):
+        decode_empty(body, "LIST_HUBS")
+        self._answer_json(self.hub.list_hubs(), request_id, Op.LIST_HUBS, started)
+
+    def _on_list_owners(self, request_id, body, started):
+        decode_empty(body, "LIST_OWNERS")
+        self._answer_json(self.hub.topic_owners(), request_id, Op.LIST_OWNERS, started)
+
     def _on_stats(self, request_id, body, started):
         decode_empty(body, "STATS")
         stats = Deferred()
@@ -261,6 +269,8 @@ HANDLERS = {
     Op.LIST_TOPICS: RequestHandlers._on_list_topics,
     Op.DESCRIBE_TOPIC: RequestHandlers._on_describe_topic,
     Op.STATS: RequestHandlers._on_stats,
+    Op.LIST_HUBS: RequestHandlers._on_list_hubs,
+    Op.LIST_OWNERS: RequestHandlers._on_list_owners,
     Op.CREATE_TOPIC: RequestHandlers._on_create_topic,
     Op.DELETE_TOPIC: RequestHandlers._on_delete_topic,
     Op.LIST_SUBSCRIPTIONS: RequestHandlers._on_list_subscriptions,

@@ -37,7 +37,7 @@ owner's recovery keeps it).
 
 import json
 
-from twisted.internet.defer import inlineCallbacks, maybeDeferred, succeed
+from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
 from zope.interface import implementer
 
@@ -46,6 +46,7 @@ from hedwig.hub.errors import NotOwner, ServiceDown
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.zk_hubs import HubInfo
 from hedwig.meta.interface import MetadataError, MetadataUnavailable, OwnershipLost
+from hedwig.meta.zk_layout import decode_name
 from hedwig.meta.zk_session import CONNECTED, LOST, SUSPENDED
 from hedwig.meta.zk_store import translate
 from hedwig.topiclog.errors import TopicFenced
@@ -415,16 +416,18 @@ class ZkTopicManager:
     def list_topics(self):
         return self._local.list_topics()
 
+    def hubs(self) -> list:
+        """The region's live hubs with their load, as their znodes say (this one's now)."""
+        view = dict(self.registry.hubs)
+        view[self.name] = self.registry.info()
+        return [dict(view[name]) for name in sorted(view)]
+
     @inlineCallbacks
     def owners(self):
         """Deferred[dict]: topic -> its owner's "host:port" (None when nobody owns it)."""
-        from twisted.internet.defer import DeferredList
-
         branch = self._layout.branch("owners")
         topics = yield self.list_topics()
         names = yield self.session.call("get_children", branch).addErrback(translate)
-        from hedwig.meta.zk_layout import decode_name
-
         owned = [decode_name(n) for n in names]
         reads = yield DeferredList([self._read_owner(t) for t in owned], consumeErrors=True)
         found = {t: r[1][0].name for t, r in zip(owned, reads, strict=True) if r[0] and r[1][0] is not None}

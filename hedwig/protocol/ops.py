@@ -30,6 +30,9 @@ class Op(IntEnum):
     # Client -> hub, idempotent publish (protocol/producer_requests.py, hub/producer_state.py).
     INIT_PRODUCER = 24  # the reply carries a new producer id
     IDEMPOTENT_PUBLISH = 25  # PUBLISH with (producer id, sequence): a repeat is not stored again
+    # Client -> hub, a region's hubs and who owns what (JSON replies; embedded: this hub).
+    LIST_HUBS = 40
+    LIST_OWNERS = 41
     # Hub -> client.
     RESPONSE = 64  # carries the request id of the request it answers
     DELIVERY = 65  # request id 0; body starts with the subscription handle

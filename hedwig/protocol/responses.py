@@ -71,6 +71,8 @@ _PAYLOAD_DECODERS = {
     Op.DELETE_TOPIC: decode_json,
     Op.LIST_SUBSCRIPTIONS: decode_json,
     Op.RESET_SUBSCRIPTION: decode_json,
+    Op.LIST_HUBS: decode_json,
+    Op.LIST_OWNERS: decode_json,
 }
 
 

@@ -80,8 +80,11 @@ def test_subscribe_from_each_start_and_show_seq(hub):
 def test_topics_describe_stats_unsubscribe(hub):
     hedwig("publish", "admin-cli", "x", "y", hub=hub)
     hedwig("subscribe", "admin-cli", "watcher", "--from", "earliest", "--count", "1", hub=hub)
-    assert "admin-cli" in lines(hedwig("topics", hub=hub))
-    assert "admin-cli" in json.loads(hedwig("topics", "--json", hub=hub).stdout)
+    assert f"admin-cli  {hub.address}" in lines(hedwig("topics", hub=hub))  # each with its owner
+    listed = json.loads(hedwig("topics", "--json", hub=hub).stdout)
+    assert {"topic": "admin-cli", "owner": hub.address} in listed
+    (row,) = json.loads(hedwig("hubs", "--json", hub=hub).stdout)  # an embedded hub is alone
+    assert row["hub"] == hub.address and row["topics"] >= 1
     described = "\n".join(lines(hedwig("describe", "admin-cli", hub=hub)))
     assert re.search(r"seq-ids:\s+1\.\.2", described), described
     assert re.search(r"watcher: consumed 1, .*backlog 1", described), described
@@ -170,7 +173,7 @@ def test_the_readme_make_run_command_serves_the_cli(tmp_path):
             "the",
             "readme",
         ]
-        assert lines(hedwig("topics", env=env)) == ["readme"]
+        assert lines(hedwig("topics", env=env)) == [f"readme  {process.address}"]
         assert process.stop() == 0
 
 

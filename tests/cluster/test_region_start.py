@@ -47,9 +47,7 @@ def test_a_region_and_an_embedded_hub_never_share_a_storage_root(region, tmp_pat
             "--conf", str(hubs.conf), "--zookeeper", hubs.zookeeper.address, "--data-dir", str(hubs.data_dir)
         )
     assert status == 1
-    assert last.startswith(
-        "hedwig hub: could not start: an embedded hub (no [zookeeper] servers) is serving"
-    )
+    assert last.startswith("hedwig hub: could not start: an embedded hub (no [zookeeper] servers) is serving")
 
 
 @pytest.mark.parametrize(

@@ -290,7 +290,7 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         self._connections = {}  # address -> BlockingConnection
         self._subscriptions = set()
         self._closed = False
-        self._routes = Routes(self._connect_any())
+        self._routes = Routes(self._connect_any(), tls=tls is not None)
 
     def __enter__(self):
         return self

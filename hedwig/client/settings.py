@@ -35,7 +35,7 @@ class BatchingClientSettings(ClientSettings):
         self.max_in_flight = max_in_flight
         self.max_batch_bytes = max_batch_bytes
         self.ack_delay = ack_delay
-        self._routes = Routes(self._addresses[0])
+        self._routes = Routes(self._addresses[0], tls=self.tls is not None)
         self._protocols = {}  # address -> the protocol connected to it (HELLO answered)
         self._connecting = {}  # address -> what waits for the connection being made
         self._subscriptions = set()

@@ -27,6 +27,7 @@ class RegionHubs:
         root: str | None = None,
         region: str = "",
         http: bool = False,
+        tls: bool = False,
     ):
         self.zookeeper = zookeeper
         self.directory = Path(directory)
@@ -35,6 +36,7 @@ class RegionHubs:
         self.data_dir = self.directory / "storage"
         self.session_timeout_ms = session_timeout_ms
         self.http = http
+        self.tls = tls  # `conf` enables [tls] (port 0): each hub's TLS port is read from its log
         self.conf = self.directory / "hub.conf"
         region_section = f"[region]\nname = {region}\n" if region else ""
         self.conf.write_text(
@@ -58,6 +60,7 @@ class RegionHubs:
             self.zookeeper.address,
             *extra_args,
             http=self.http,
+            tls=self.tls,
         )
         self.hubs.append(hub)
         return hub.start()

@@ -98,6 +98,21 @@ def test_redirect_rule():
         next_owner("t", "c:3", [("a", 1), ("b", 2)], 1)
 
 
+def test_a_redirect_may_name_the_owners_tls_port_and_a_tls_client_goes_there():
+    asked = [("a", 1)]
+    assert next_owner("t", "b:2:9876", asked, 2) == ("b", 2)
+    assert next_owner("t", "b:2:9876", asked, 2, tls=True) == ("b", 9876)
+    assert next_owner("t", "[::1]:2:9876", asked, 2, tls=True) == ("::1", 9876)
+    assert next_owner("t", "[::1]:2", asked, 2) == ("::1", 2)
+    with pytest.raises(errors.TooManyRedirects, match="unusable owner 'b:2'"):
+        next_owner("t", "b:2", asked, 2, tls=True)  # a TLS client is not sent to a plain port
+    with pytest.raises(errors.TooManyRedirects, match="unusable"):
+        next_owner("t", "b:2:70000", asked, 2)
+    routes = Routes(("a", 9876), tls=True)
+    moved = Response(Op.PUBLISH, Status.NOT_RESPONSIBLE_FOR_TOPIC, "b:2:9877", None)
+    assert routes.follow("t", moved, [("a", 9876)], 2) == ("b", 9877)
+
+
 def test_routes_follow_a_redirect_and_remember_the_owner():
     routes = Routes(("a", 1))
     moved = Response(Op.PUBLISH, Status.NOT_RESPONSIBLE_FOR_TOPIC, "b:2", None)

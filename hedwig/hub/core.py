@@ -379,6 +379,9 @@ class Hub:
         snapshot["delivery"] = self.delivery.stats()
         if self.regions is not None:
             snapshot["regions"] = self.regions.stats()
+        zookeeper = getattr(self.topics, "zookeeper_stats", None)
+        if zookeeper is not None:
+            snapshot["zookeeper"] = zookeeper()
         return snapshot
 
     # -- connections ------------------------------------------------------------------------

@@ -105,6 +105,20 @@ class ZkTopicManager:
         """The ZooKeeper session's state (metrics: hedwig_zookeeper_session_state)."""
         return self.session.state
 
+    def zookeeper_stats(self) -> dict:
+        """STATS' "zookeeper" section (and the metrics of hedwig.observe.metrics)."""
+        return {
+            "servers": self.session.servers,
+            "root": self._layout.root,
+            "session": self.session.state,
+            "session_id": self.session.session_id,
+            "sessions": self.session.sessions,
+            "hubs": len(set(self.registry.hubs) | {self.name}),
+            "owned": len(self._epochs),
+            "acks_held": self._logs.gate.held,
+            **self.counts,
+        }
+
     def owned_topics(self) -> list:
         """The topics this hub has claimed (open, or being opened), sorted."""
         return sorted(self._epochs)

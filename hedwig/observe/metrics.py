@@ -80,6 +80,19 @@ METRICS = {
         "gauge",
         "Topics whose ZooKeeper owner znode this hub holds (regions on ZooKeeper only).",
     ),
+    "hedwig_zookeeper_hubs": (
+        "gauge",
+        "Live hubs of the region, as this hub sees them (regions on ZooKeeper only).",
+    ),
+    "hedwig_zookeeper_topic_moves": (
+        "counter",
+        "Topics claimed here, released from here, and taken over from here by another hub, by"
+        " event (regions on ZooKeeper only).",
+    ),
+    "hedwig_requests_redirected": (
+        "counter",
+        "Requests answered NOT_RESPONSIBLE_FOR_TOPIC (another hub owns it).",
+    ),
 }
 
 
@@ -148,6 +161,7 @@ class HubCollector:
         yield _counter("hedwig_gc_runs", gc.runs)
         yield _counter("hedwig_gc_ledgers_deleted", gc.ledgers_deleted)
         yield from self._regions(view.regions(subscriptions))
+        yield _counter("hedwig_requests_redirected", hub.stats.redirected)
         yield from self._zookeeper(hub.topics)
 
     def _published(self, counters: TopicCounters):
@@ -224,6 +238,15 @@ class HubCollector:
         yield family
         owned = getattr(topics, "owned_topics", None)
         yield _gauge("hedwig_zookeeper_owned_topics", len(owned()) if owned else len(topics.open_topics()))
+        zookeeper = getattr(topics, "zookeeper_stats", None)
+        if zookeeper is None:
+            return
+        stats = zookeeper()
+        yield _gauge("hedwig_zookeeper_hubs", stats["hubs"])
+        moves = _counter("hedwig_zookeeper_topic_moves", labels=["event"])
+        for event in ("claims", "releases", "taken_over"):
+            moves.add_metric([event], stats[event])
+        yield moves
 
 
 def hub_registry(view, max_topic_labels: int) -> CollectorRegistry:

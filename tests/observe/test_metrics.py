@@ -150,6 +150,8 @@ def test_every_metric_is_exposed_or_conditional_and_documented(tmp_path):
         "hedwig_region_parent_link_up",
         "hedwig_zookeeper_session_state",
         "hedwig_zookeeper_owned_topics",
+        "hedwig_zookeeper_hubs",
+        "hedwig_zookeeper_topic_moves",
     }
     for metric in METRICS:
         exposed = {f"{metric}_total", f"{metric}_count", metric}

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.zkregion import RegionHubs
 from hedwig.testing.zookeeper import ZooKeeperMissing, ZooKeeperServer
 
 # Hypothesis keeps what it learns (constants, examples) in a directory of its own: a
@@ -74,6 +75,24 @@ def zookeeper(tmp_path_factory):
     server = start_zookeeper(tmp_path_factory.mktemp("zookeeper"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def region(zookeeper, tmp_path):
+    """region(count=..., **options) -> RegionHubs with `count` hubs started; all stopped
+    at the end."""
+    made = []
+
+    def make(count: int = 0, zk=None, **options):
+        hubs = RegionHubs(zk or zookeeper, tmp_path / f"region{len(made)}", **options)
+        made.append(hubs)
+        return hubs.start(count)
+
+    yield make
+    for hubs in made:
+        for hub in hubs.hubs:
+            hub.resume()
+        hubs.stop()
 
 
 # -- no test leaves files in the repository ---------------------------------------------------

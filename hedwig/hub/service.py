@@ -128,6 +128,7 @@ class HubService(MultiService):
 
     def _join_region(self, ports):
         joined = self.zk.joined(self.hub, self.hub.name, self.tls_port)
+        joined.addCallback(lambda _: self._serving(f", ZooKeeper {self.zk.servers}{self.zk.root}"))
         return joined.addCallback(lambda _: ports)
 
     @property
@@ -311,13 +312,18 @@ class HubService(MultiService):
         address = port.getHost()
         host = advertised_host(self.config) if self.zk is not None else address.host
         self.hub.name = f"{host}:{address.port}"
+        if self.zk is None:  # (a region's hub says so once it is registered: _join_region)
+            self._serving()
+        return port
+
+    def _serving(self, where: str = "") -> None:
         self.log.info(
-            "hedwig hub {name} (region {region}) serving {data_dir}",
+            "hedwig hub {name} (region {region}{where}) serving {data_dir}",
             name=self.hub.name,
             region=self.hub.region,
+            where=where,
             data_dir=self.config.hub.data_dir,
         )
-        return port
 
     def _listening_tls(self, port):
         address = port.getHost()

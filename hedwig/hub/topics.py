@@ -108,6 +108,9 @@ class TopicManager:
         ledgers as they are (the topic goes to another hub of the region, which recovers
         its ledger); its cached entries leave. Requests for it meanwhile wait, then
         acquire it afresh (hedwig.hub.zk_topics decides where)."""
+        opening = self._opening.wait(topic)
+        if opening is not None:  # (its requests get the log first; their appends finish)
+            return opening.addBoth(lambda _: self.release(topic))
         self._open.discard(topic)
         released = self._logs.release_topic(topic)
 

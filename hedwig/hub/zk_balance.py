@@ -7,8 +7,10 @@ owns more than its share (ZkTopicManager.release does the moving; subscribers fo
   last seq-id, its attached subscriptions), a few times per period.
 - Rebalancing (`rebalance_interval_s`, and JOIN_SETTLE_S after a hub joins): the region's
   topics divided by its live hubs is each hub's share; a hub owning more than its share
-  by more than `rebalance_tolerance` releases the difference, at most
-  `rebalance_max_shed` a round, those without attached subscribers first. The released
+  by more than `rebalance_tolerance` and by two topics at least releases the difference,
+  at most `rebalance_max_shed` a round, those without attached subscribers first, none
+  claimed in the last MIN_OWNED_S (so that a burst of new topics, placed least loaded
+  first already, is not shuffled while the region's count is still small). The released
   topics are claimed by the least loaded hubs as their next requests arrive: the
   subscribers', which TOPIC_MOVED sends to resubscribe, and the publishers', redirected.
   The share counts every topic of the region (owned or not), so a hub that shed topics
@@ -26,6 +28,7 @@ from twisted.logger import Logger
 from hedwig.meta.zk_session import CONNECTED
 
 JOIN_SETTLE_S = 1.0  # a joined hub's first load is in ZooKeeper by then
+MIN_OWNED_S = 5.0  # a topic claimed this recently is not shed
 
 
 class Balancer(Service):
@@ -94,8 +97,16 @@ class Balancer(Service):
     # -- rebalancing ------------------------------------------------------------------------
 
     def _hubs_changed(self, joined, left) -> None:
-        if joined - {self.registry.name} and (self._soon is None or not self._soon.active()):
-            self._soon = self.clock.callLater(JOIN_SETTLE_S, self.rebalance)
+        if joined - {self.registry.name}:
+            self._again(JOIN_SETTLE_S)
+
+    def _again(self, delay: float) -> None:
+        """A rebalancing round `delay` from now (unless one is due sooner)."""
+        if self._soon is not None and self._soon.active():
+            if self._soon.getTime() <= self.clock.seconds() + delay:
+                return
+            self._soon.cancel()
+        self._soon = self.clock.callLater(delay, self.rebalance)
 
     @inlineCallbacks
     def rebalance(self):
@@ -112,11 +123,16 @@ class Balancer(Service):
             region_topics = len((yield self.topics.list_topics()))
             share = math.ceil(region_topics / hubs)
             mine = self.topics.owned_topics()
-            excess = len(mine) - share
-            if excess <= 0 or len(mine) <= share * (1 + self.settings.rebalance_tolerance):
+            if len(mine) <= max(share + 1, share * (1 + self.settings.rebalance_tolerance)):
                 return
-            count = min(excess, self.settings.rebalance_max_shed)
-            chosen = sorted(mine, key=lambda t: (self.delivery.attached(t), _order(t, self.registry.name)))
+            settled = self.clock.seconds() - MIN_OWNED_S
+            movable = [topic for topic in mine if self.topics.claimed_at(topic) <= settled]
+            if len(movable) < len(mine) - share:  # some are too new yet: look again then
+                self._again(MIN_OWNED_S)
+            count = min(len(mine) - share, len(movable), self.settings.rebalance_max_shed)
+            if count <= 0:
+                return
+            chosen = sorted(movable, key=lambda t: (self.delivery.attached(t), _order(t, self.registry.name)))
             chosen = chosen[:count]
             self.log.info(
                 "rebalancing: {mine} topics owned, the share of {hubs} hubs is {share} of {total}:"

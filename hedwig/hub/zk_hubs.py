@@ -19,6 +19,7 @@ import time
 from twisted.internet.defer import DeferredList, inlineCallbacks, succeed
 from twisted.logger import Logger
 
+from hedwig.concurrency import Waiters
 from hedwig.meta.zk_session import CONNECTED, LOST
 from hedwig.meta.zk_store import translate
 
@@ -68,6 +69,7 @@ class HubRegistry:
         self._load = load or (lambda: (0, 0.0))
         self.hubs: dict[str, HubInfo] = {}
         self.registered = False
+        self._registered = Waiters()  # told once registered
         self._expected = {}  # hub -> topics sent its way since its znode last said its load
         self._written = None  # the load last written
         self._writing = False
@@ -108,9 +110,19 @@ class HubRegistry:
             yield self.session.call("delete", path).addErrback(lambda f: f.trap(errors.NoNodeError))
             yield self.session.call("create", path, data, ephemeral=True, makepath=True)
         self.registered = True
+        self._registered.fire()
         self._written = data
         self.log.info("registered as {hub} under {path}", hub=self.name, path=self.layout.branch("hubs"))
         yield self.refresh()
+
+    def when_registered(self, timeout_s: float, clock):
+        """Deferred firing once this hub is registered (at once if it is); it gives up
+        quietly after `timeout_s` (the caller looks at `registered` again)."""
+        if self.registered:
+            return succeed(None)
+        waiting = self._registered.wait()
+        waiting.addTimeout(timeout_s, clock)
+        return waiting.addErrback(lambda _f: None)
 
     def deregister(self):
         """Delete this hub's znode now (a clean stop; closing the session would too)."""

@@ -75,6 +75,7 @@ class ZkTopicManager:
         self._ledgers = ledgers  # a SharedLedgerStore: forgets a released topic's ledgers
         self._epochs = store.epochs = {}  # topic -> this hub's ownership epoch
         self._claims = set()  # topics being claimed here (counted in the load meanwhile)
+        self._claimed_at = {}  # topic -> when this hub claimed it (rebalancing spares new ones)
         self._epoch_nodes = set()  # topics whose epoch znode is known to exist
         self._claiming = SharedOperations()  # topic -> its lookup and claim
         self._releasing = SharedOperations()  # topic -> its release
@@ -122,6 +123,10 @@ class ZkTopicManager:
     def owned_topics(self) -> list:
         """The topics this hub has claimed (open, or being opened), sorted."""
         return sorted(self._epochs)
+
+    def claimed_at(self, topic: str) -> float:
+        """When this hub claimed an owned topic (its clock's seconds)."""
+        return self._claimed_at.get(topic, 0.0)
 
     @property
     def load(self) -> int:
@@ -180,11 +185,13 @@ class ZkTopicManager:
 
     @inlineCallbacks
     def _claim_or_redirect(self, topic: str):
+        if self.session.state == CONNECTED and not self.registry.registered and not self.stopping:
+            # (registering: at start, or after a LOST session: a moment)
+            yield self.registry.when_registered(self.session.timeout_s, self._clock)
         if not self._may_claim():
-            raise ServiceDown(
-                f"this hub's ZooKeeper connection is {self.session.state.lower()}: it claims no topic"
-                " until it is back; try again"
-            )
+            state = self.session.state.lower()
+            why = "is stopping" if self.stopping else f"has its ZooKeeper connection {state}"
+            raise ServiceDown(f"this hub {why}: it claims no topic meanwhile; try again")
         errors = _errors()
         owner, version = yield self._read_owner(topic)
         if owner is not None:
@@ -227,9 +234,9 @@ class ZkTopicManager:
     def _assign(self, topic: str, hub: str):
         """Record that `hub` is to claim the topic (so that it claims when the redirected
         request comes, whatever its own view of the loads); the hub assigned, which is
-        another's choice when one was recorded first."""
-        if hub == self.name:
-            return hub  # (claimed at once: nothing to record)
+        another's choice when one was recorded first. A hub choosing itself records it
+        too: hubs racing for a new topic then agree on one before anyone claims, and no
+        request is sent to a hub that another one beats to the claim."""
         errors = _errors()
         try:
             yield self.session.call(
@@ -238,7 +245,8 @@ class ZkTopicManager:
         except errors.NodeExistsError:
             chosen = yield self._assigned(topic)
             return chosen if chosen is not None else hub
-        self.registry.sent(hub)
+        if hub != self.name:
+            self.registry.sent(hub)
         return hub
 
     def _may_claim(self) -> bool:
@@ -251,7 +259,9 @@ class ZkTopicManager:
         return self._claim_once(topic).addBoth(self._claimed, topic)
 
     def _claimed(self, result, topic: str):
+        """After a claim, won or lost: the topic's assignment has done its work."""
         self._claims.discard(topic)
+        self.session.call("delete", self._layout.assignment(topic)).addErrback(lambda _f: None)
         return result
 
     @inlineCallbacks
@@ -281,9 +291,9 @@ class ZkTopicManager:
             failed = created if not isinstance(created, errors.RolledBackError) else epoch
             raise MetadataError(f"claiming topic {topic} failed: {type(failed).__name__}")
         self._epochs[topic] = epoch.version
+        self._claimed_at[topic] = self._clock.seconds()
         self.counts["claims"] += 1
         self.registry.load_changed()
-        self.session.call("delete", self._layout.assignment(topic)).addErrback(lambda _f: None)
         self.log.debug("claimed topic {topic} (epoch {epoch})", topic=topic, epoch=epoch.version)
 
     def _read_owner(self, topic: str):
@@ -361,6 +371,7 @@ class ZkTopicManager:
             for ledger_range in topic_log.ranges:
                 self._ledgers.forget(ledger_range.ledger_id)
         epoch = self._epochs.pop(topic, None)
+        self._claimed_at.pop(topic, None)
         if epoch is not None and not lost:
             yield self._delete_owner(topic, epoch)
         if epoch is not None:

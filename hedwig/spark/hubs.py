@@ -16,11 +16,17 @@ class UnknownTopic(LookupError):
 
 
 class HubReader:
-    """A blocking connection for one process (a planner, or one Spark task)."""
+    """A blocking connection for one process (a planner, or one Spark task).
+
+    In a region of several hubs any hub answers the planner (the client follows each
+    topic's redirect to its owner); `owners` keeps the owner each topic's description
+    named, which the planner hands to the topic's partitions so that each task asks the
+    owner first (hedwig.spark.planning.SeqRange.owner)."""
 
     def __init__(self, hubs, timeout: float = 30.0, access: HubAccess | None = None):
         """`access`: TLS and credentials (hedwig.spark.access)."""
         self.hubs = tuple(hubs)
+        self.owners = {}  # topic -> the "host:port" that described it (its owner)
         options = (access or HubAccess()).client_options()
         try:
             self._client = Client(list(self.hubs), timeout=timeout, client_name="hedwig-spark", **options)
@@ -38,6 +44,7 @@ class HubReader:
                 f"topic {topic!r} does not exist on the hedwig hub at {', '.join(self.hubs)} "
                 "(option 'topics'; a topic exists once something was published or subscribed to it)"
             ) from None
+        self.owners[topic] = described.get("owner") or None
         return TopicBounds(int(described["first_seq"]), int(described["last_seq"]))
 
     def read_range(self, topic: str, from_seq: int, to_seq: int, max_bytes: int):

@@ -62,7 +62,9 @@ def _check_schema(schema) -> None:
 def _read_partition(options: SourceOptions, partition):
     if not isinstance(partition, SeqRange):  # Spark's stand-in when nothing was planned
         return
-    with HubReader(options.hubs, timeout=options.timeout_s, access=options.access) as hub:
+    # The owner first (its plain address: over TLS the redirects lead to its TLS port).
+    hubs = options.hubs if partition.owner is None or options.access.tls else (partition.owner, *options.hubs)
+    with HubReader(hubs, timeout=options.timeout_s, access=options.access) as hub:
         yield from read_seq_range(
             hub,
             partition.topic,
@@ -89,7 +91,7 @@ class HedwigBatchReader(DataSourceReader):
             offset = offset_before(options.starting[topic], bounds)
             start[topic] = skip_lost(topic, offset, bounds, options.fail_on_data_loss, _log)
             end[topic] = last_seq_of(topic, options.ending[topic], bounds)
-        return plan_partitions(start, end, options.max_messages_per_partition)
+        return plan_partitions(start, end, options.max_messages_per_partition, hub.owners)
 
     def partitions(self):
         with HubReader(self.options.hubs, timeout=self.options.timeout_s, access=self.options.access) as hub:
@@ -165,7 +167,8 @@ class HedwigStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list:
         # A topic missing from `start` joined the query with this batch: nothing to read.
         reading = {topic: last for topic, last in end.items() if topic in start}
-        return plan_partitions(start, reading, self.options.max_messages_per_partition)
+        owners = self._hub.owners if self._hub is not None else None
+        return plan_partitions(start, reading, self.options.max_messages_per_partition, owners)
 
     def read(self, partition):
         return _read_partition(self.options, partition)

@@ -42,6 +42,8 @@ def test_an_idle_topic_is_released_and_claimed_again_when_next_used(region):
         client.publish_many("idle", [b"one"])
         owner = hubs.hub_at(client.describe("idle")["owner"])
     wait_until(lambda: "topic idle idle for" in owner.output(), "the idle topic released", 30)
+    with Client(owner.address) as client:
+        wait_until(lambda: client.owners() == {"idle": None}, "no hub owning the idle topic", 30)
     (other,) = hubs.others(owner.address)
     with Client(other.address, max_redirects=0) as client:  # nobody owns it: the hub asked claims it
         assert client.publish_many("idle", [b"two"]) == [2]

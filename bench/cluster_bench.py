@@ -1,0 +1,195 @@
+"""Region of several hubs benchmark: a real ZooKeeper, hub processes sharing one storage
+root, producer processes on loopback.
+
+    .venv/bin/python bench/cluster_bench.py [--quick] [--no-save] [--producers N]
+
+Every payload is 100 bytes; every hub runs `python -m hedwig hub --zookeeper ...` with
+the defaults but a root of its own and a session timeout (fsync "never"). Figures:
+
+- one_hub: aggregate publish_many throughput over 32 topics into a region of one hub:
+  `--producers` processes (default 4; each a blocking client of every hub of the region,
+  publishing message sets of 1000 to 8 topics of its own in turn), messages per second
+  from the first producer's start to the last one's end.
+- two_hubs: the same producers, the same topics, into a region of two hubs (the topics
+  spread 16/16 by the hubs' least-loaded placement before the clock starts). Target:
+  >= 1.5x one_hub (scaling).
+- takeover: a region of two hubs; the owner of a topic is SIGKILLed while a client of the
+  other hub publishes to it in a loop (a request every 5 ms, no redirect followed, so
+  each answer is the other hub's own: NOT_RESPONSIBLE until it takes over): seconds from
+  the SIGKILL to the first publish that hub acknowledges. Target: <= the session timeout
+  + 1 s, measured with the default session timeout (10 s) and a short one (2 s).
+
+The machine has 2 cores: the hubs and the producers share them, and with one hub the
+producers have a core of their own which with two hubs they share with the second hub.
+So the scaling figure is what two hubs give on the same two cores, producers included;
+the hubs' and producers' CPU seconds are reported beside it. Prints JSON and writes
+bench/results/cluster_bench.json with the load average around each figure.
+"""
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.client_processes import PAYLOAD, run_processes
+from bench.figures import RESULTS_DIR, emit, load, own_cpu_seconds, process_cpu_seconds
+from hedwig.testing.zkregion import RegionHubs
+from hedwig.testing.zookeeper import ZooKeeperServer
+
+RESULTS = RESULTS_DIR / "cluster_bench.json"
+TOPICS = [f"cluster-{i:02d}" for i in range(32)]
+SET_SIZE = 1000
+
+
+def producer(addresses, topics, sets_per_topic, out):
+    """A blocking client of the region publishing `sets_per_topic` message sets of 1000
+    to each of its topics, in turn (after one warm-up set each)."""
+    from hedwig.client import Client
+
+    payloads = [PAYLOAD] * SET_SIZE
+    with Client(addresses) as client:
+        for topic in topics:
+            client.publish_many(topic, payloads)
+        cpu = own_cpu_seconds()
+        started_ns = time.perf_counter_ns()
+        for _ in range(sets_per_topic):
+            for topic in topics:
+                client.publish_many(topic, payloads)
+        ended_ns = time.perf_counter_ns()
+    messages = sets_per_topic * len(topics) * SET_SIZE
+    out.put(
+        {
+            "messages": messages,
+            "started_ns": started_ns,
+            "ended_ns": ended_ns,
+            "cpu_s": own_cpu_seconds() - cpu,
+        }
+    )
+
+
+def placed(hubs) -> dict:
+    """Create every topic through the first hub (least-loaded placement spreads them);
+    {hub address: topics it owns}."""
+    from hedwig.client import Client
+
+    with Client(hubs.addresses) as client:
+        for topic in TOPICS:
+            client.publish_many(topic, [PAYLOAD])
+        owners = client.owners()
+    spread = {}
+    for topic in TOPICS:
+        spread.setdefault(owners[topic], []).append(topic)
+    return spread
+
+
+def throughput(zookeeper, workdir, hub_count: int, producers: int, sets_per_topic: int) -> dict:
+    ctx = multiprocessing.get_context("spawn")
+    with RegionHubs(zookeeper, workdir / f"hubs{hub_count}", session_timeout_ms=10000) as hubs:
+        hubs.start(hub_count)
+        spread = placed(hubs)
+        hub_cpu = [process_cpu_seconds(hub.process.pid) for hub in hubs.hubs]
+        before = load()
+        groups = [TOPICS[i::producers] for i in range(producers)]
+        results = run_processes(
+            ctx, [(producer, (hubs.addresses, group, sets_per_topic)) for group in groups], hubs.hubs
+        )
+        after = load()
+        hub_cpu = [
+            process_cpu_seconds(hub.process.pid) - cpu for hub, cpu in zip(hubs.hubs, hub_cpu, strict=True)
+        ]
+    seconds = (max(r["ended_ns"] for r in results) - min(r["started_ns"] for r in results)) / 1e9
+    messages = sum(r["messages"] for r in results)
+    return {
+        "hubs": hub_count,
+        "producers": producers,
+        "topics_per_hub": sorted(len(topics) for topics in spread.values()),
+        "messages": messages,
+        "seconds": round(seconds, 3),
+        "msg_per_s": round(messages / seconds),
+        "hub_cpu_s": [round(c, 2) for c in hub_cpu],
+        "producer_cpu_s": round(sum(r["cpu_s"] for r in results), 2),
+        "load_before": before,
+        "load_after": after,
+    }
+
+
+def takeover(zookeeper, workdir, session_timeout_ms: int) -> dict:
+    from hedwig.client import Client
+    from hedwig.client.errors import HedwigError
+
+    with RegionHubs(
+        zookeeper, workdir / f"takeover{session_timeout_ms}", session_timeout_ms=session_timeout_ms
+    ) as hubs:
+        hubs.start(2)
+        first, second = hubs.hubs
+        with Client(first.address, max_redirects=0) as client:
+            client.publish_many("takeover", [PAYLOAD])  # claimed by the first hub: asked, least loaded
+            assert client.describe("takeover")["owner"] == first.address
+        before = load()
+        with Client(second.address, max_redirects=0, timeout=5) as survivor:
+            refused = 0
+            killed = time.perf_counter()
+            first.process.send_signal(signal.SIGKILL)
+            while True:
+                try:
+                    survivor.publish_many("takeover", [PAYLOAD])
+                    break
+                except HedwigError:
+                    refused += 1
+                    time.sleep(0.005)  # (the pace of the probe: its resolution)
+            acknowledged = time.perf_counter()
+        first.process.wait()
+    seconds = acknowledged - killed
+    return {
+        "session_timeout_ms": session_timeout_ms,
+        "seconds": round(seconds, 3),
+        "target_s": session_timeout_ms / 1000 + 1,
+        "met": seconds <= session_timeout_ms / 1000 + 1,
+        "refused_meanwhile": refused,
+        "load_before": before,
+        "load_after": load(),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer messages (a smoke run)")
+    parser.add_argument("--no-save", action="store_true", help="print only; keep the saved results")
+    parser.add_argument("--producers", type=int, default=4, help="producer processes (default 4)")
+    args = parser.parse_args()
+    sets_per_topic = 5 if args.quick else 60
+    workdir = tempfile.mkdtemp(prefix="hedwig-cluster-bench-")
+    try:
+        from pathlib import Path
+
+        work = Path(workdir)
+        with ZooKeeperServer(work / "zookeeper", tick_ms=500, max_ticks=40) as zookeeper:
+            one = throughput(zookeeper, work, 1, args.producers, sets_per_topic)
+            two = throughput(zookeeper, work, 2, args.producers, sets_per_topic)
+            takeovers = [takeover(zookeeper, work, timeout) for timeout in (10000, 2000)]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    scaling = two["msg_per_s"] / one["msg_per_s"]
+    report = {
+        "benchmark": "cluster_bench",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "cores": os.cpu_count(),
+        "payload_bytes": len(PAYLOAD),
+        "set_size": SET_SIZE,
+        "one_hub": one,
+        "two_hubs": two,
+        "scaling": {"value": round(scaling, 2), "target": ">= 1.5", "met": scaling >= 1.5},
+        "takeover": takeovers,
+    }
+    emit(report, RESULTS, save=not args.no_save)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -35,7 +35,6 @@ topic (what was stored before any other hub fenced its ledger is acknowledged: t
 owner's recovery keeps it).
 """
 
-import json
 
 from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
@@ -44,8 +43,8 @@ from zope.interface import implementer
 from hedwig.concurrency import SharedOperations, Waiters
 from hedwig.hub.errors import NotOwner, ServiceDown
 from hedwig.hub.interface import ITopicManager
-from hedwig.hub.zk_hubs import HubInfo
-from hedwig.meta.interface import MetadataError, MetadataUnavailable, OwnershipLost
+from hedwig.hub.zk_owners import OwnerZnodes
+from hedwig.meta.interface import MetadataUnavailable, OwnershipLost
 from hedwig.meta.zk_layout import decode_name
 from hedwig.meta.zk_session import CONNECTED, LOST, SUSPENDED
 from hedwig.meta.zk_store import translate
@@ -76,12 +75,14 @@ class ZkTopicManager:
         self._epochs = store.epochs = {}  # topic -> this hub's ownership epoch
         self._claims = set()  # topics being claimed here (counted in the load meanwhile)
         self._claimed_at = {}  # topic -> when this hub claimed it (rebalancing spares new ones)
-        self._epoch_nodes = set()  # topics whose epoch znode is known to exist
+        self.znodes = OwnerZnodes(session, store.layout, registry)  # who owns what, in ZooKeeper
         self._claiming = SharedOperations()  # topic -> its lookup and claim
         self._releasing = SharedOperations()  # topic -> its release
         # callable(topic) -> Deferred, before a released topic's log closes: the delivery
         # manager ends its live subscriptions (TOPIC_MOVED) and writes their pointers.
         self.on_release = None
+        # (claimed(topic), released(topic)) told as topics come and go (region relays)
+        self.ownership_listeners = []
         self.stopping = False
         self._connected = Waiters()  # told when the session is (re)connected
         self._clock = clock
@@ -140,11 +141,17 @@ class ZkTopicManager:
             return None
         return self._local.get(topic)
 
-    def acquire(self, topic: str):
+    def owns(self, topic: str) -> bool:
+        """Whether this hub owns the topic (claimed, not being released)."""
+        return topic in self._epochs and not self._releasing.running(topic)
+
+    def acquire(self, topic: str, place: bool = True):
+        """As ITopicManager.acquire. `place` False: a topic nobody owns is claimed here,
+        whatever the loads (a region relay must run somewhere)."""
         topic_log = self.get(topic)
         if topic_log is not None:
             return succeed(topic_log)
-        return self._owned_then(topic, self._local.acquire, topic)
+        return self._owned_then(topic, self._local.acquire, topic, place=place)
 
     def acquire_existing(self, topic: str, missing: Exception):
         """As TopicManager.acquire_existing; a topic that does not exist is let go again."""
@@ -164,16 +171,16 @@ class ZkTopicManager:
 
         return self._owned_then(topic, open_existing)
 
-    def _owned_then(self, topic: str, open_, *args):
+    def _owned_then(self, topic: str, open_, *args, place: bool = True):
         """Own the topic (claiming it, or failing with the owner to redirect to), then
         open_(*args)."""
         releasing = self._releasing.wait(topic)
         if releasing is not None:
-            return releasing.addBoth(lambda _: self._owned_then(topic, open_, *args))
+            return releasing.addBoth(lambda _: self._owned_then(topic, open_, *args, place=place))
         if topic in self._epochs:
             opened = maybeDeferred(open_, *args)
         else:
-            opened = self._claiming.run(topic, self._claim_or_redirect, topic)
+            opened = self._claiming.run(topic, self._claim_or_redirect, topic, place)
             opened.addCallback(lambda _: open_(*args))
         return opened.addErrback(self._open_failed, topic)
 
@@ -184,7 +191,7 @@ class ZkTopicManager:
         return failure
 
     @inlineCallbacks
-    def _claim_or_redirect(self, topic: str):
+    def _claim_or_redirect(self, topic: str, place: bool = True):
         if self.session.state == CONNECTED and not self.registry.registered and not self.stopping:
             # (registering: at start, or after a LOST session: a moment)
             yield self.registry.when_registered(self.session.timeout_s, self._clock)
@@ -192,62 +199,25 @@ class ZkTopicManager:
             state = self.session.state.lower()
             why = "is stopping" if self.stopping else f"has its ZooKeeper connection {state}"
             raise ServiceDown(f"this hub {why}: it claims no topic meanwhile; try again")
-        errors = _errors()
-        owner, version = yield self._read_owner(topic)
+        owners = self.znodes
+        owner, version = yield owners.read_owner(topic)
         if owner is not None:
             if owner.name != self.name:
                 self.counts["redirects"] += 1
                 raise NotOwner(topic, owner.redirect)
             # An earlier session of this address left it (its session not expired yet).
-            yield self.session.call("delete", self._layout.owner(topic), version).addErrback(
-                lambda f: f.trap(errors.NoNodeError, errors.BadVersionError)
-            )
+            yield owners.delete_stale_owner(topic, version)
             yield self._claim(topic)
             return
-        assigned = yield self._assigned(topic)
+        assigned = yield owners.assigned(topic, self.name)
         if assigned is None:
-            assigned = yield self._assign(topic, self.registry.place(topic))
+            assigned = yield owners.assign(
+                topic, self.registry.place(topic) if place else self.name, self.name
+            )
         if assigned != self.name:
             self.counts["redirects"] += 1
             raise NotOwner(topic, self.registry.redirect_to(assigned))
         yield self._claim(topic)
-
-    @inlineCallbacks
-    def _assigned(self, topic: str):
-        """The live hub an unowned topic was assigned to (None: none, or it left: then
-        the assignment is deleted)."""
-        errors = _errors()
-        path = self._layout.assignment(topic)
-        try:
-            data, stat = yield self.session.call("get", path)
-        except errors.NoNodeError:
-            return None
-        hub = data.decode("utf-8", "replace")
-        if hub == self.name or hub in self.registry.hubs:
-            return hub
-        yield self.session.call("delete", path, stat.version).addErrback(
-            lambda f: f.trap(errors.NoNodeError, errors.BadVersionError)
-        )
-        return None
-
-    @inlineCallbacks
-    def _assign(self, topic: str, hub: str):
-        """Record that `hub` is to claim the topic (so that it claims when the redirected
-        request comes, whatever its own view of the loads); the hub assigned, which is
-        another's choice when one was recorded first. A hub choosing itself records it
-        too: hubs racing for a new topic then agree on one before anyone claims, and no
-        request is sent to a hub that another one beats to the claim."""
-        errors = _errors()
-        try:
-            yield self.session.call(
-                "create", self._layout.assignment(topic), hub.encode("utf-8"), ephemeral=True
-            )
-        except errors.NodeExistsError:
-            chosen = yield self._assigned(topic)
-            return chosen if chosen is not None else hub
-        if hub != self.name:
-            self.registry.sent(hub)
-        return hub
 
     def _may_claim(self) -> bool:
         return self.session.state == CONNECTED and self.registry.registered and not self.stopping
@@ -261,60 +231,23 @@ class ZkTopicManager:
     def _claimed(self, result, topic: str):
         """After a claim, won or lost: the topic's assignment has done its work."""
         self._claims.discard(topic)
-        self.session.call("delete", self._layout.assignment(topic)).addErrback(lambda _f: None)
+        self.znodes.drop_assignment(topic)
         return result
 
     @inlineCallbacks
     def _claim_once(self, topic: str):
-        errors = _errors()
-        epoch_path = self._layout.epoch(topic)
-        if topic not in self._epoch_nodes:
-            yield (
-                self.session.call("create", epoch_path, b"")
-                .addErrback(lambda f: f.trap(errors.NodeExistsError))
-                .addErrback(translate)
-            )
-            self._epoch_nodes.add(topic)
-        claim = self.session.transaction()
-        owner_data = json.dumps({"hub": self.name, "tls_port": self.registry.tls_port}).encode("utf-8")
-        claim.create(self._layout.owner(topic), owner_data, ephemeral=True)
-        claim.set_data(epoch_path, self.name.encode("utf-8"))
-        created, epoch = yield self.session.commit(claim).addErrback(translate)
-        if isinstance(created, errors.NodeExistsError):  # another hub won the race
-            owner, _version = yield self._read_owner(topic)
+        try:
+            epoch = yield self.znodes.claim(topic, self.name, self.registry.tls_port)
+        except NotOwner:
             self.counts["redirects"] += 1
-            if owner is not None and owner.name != self.name:
-                raise NotOwner(topic, owner.redirect)
-            raise ServiceDown(f"topic {topic} changed owners while this hub claimed it; try again")
-        if isinstance(created, Exception) or isinstance(epoch, Exception):
-            self._epoch_nodes.discard(topic)
-            failed = created if not isinstance(created, errors.RolledBackError) else epoch
-            raise MetadataError(f"claiming topic {topic} failed: {type(failed).__name__}")
-        self._epochs[topic] = epoch.version
+            raise
+        self._epochs[topic] = epoch
         self._claimed_at[topic] = self._clock.seconds()
         self.counts["claims"] += 1
         self.registry.load_changed()
-        self.log.debug("claimed topic {topic} (epoch {epoch})", topic=topic, epoch=epoch.version)
-
-    def _read_owner(self, topic: str):
-        """Deferred[(HubInfo, znode version)] of the topic's owner, (None, None) if none."""
-
-        def found(result):
-            data, stat = result
-            try:
-                return HubInfo(json.loads(data.decode("utf-8"))), stat.version
-            except (ValueError, TypeError, AttributeError):
-                return None, stat.version  # not ours to read: treated as no owner
-
-        def absent(failure):
-            failure.trap(_errors().NoNodeError)
-            return None, None
-
-        return (
-            self.session.call("get", self._layout.owner(topic))
-            .addCallbacks(found, absent)
-            .addErrback(translate)
-        )
+        for claimed, _released in list(self.ownership_listeners):
+            claimed(topic)
+        self.log.debug("claimed topic {topic} (epoch {epoch})", topic=topic, epoch=epoch)
 
     def locate(self, topic: str, failure):
         """After a request failed because the topic left this hub: NotOwner naming the
@@ -333,10 +266,10 @@ class ZkTopicManager:
                 return failure
             back = self._connected.wait()
             back.addTimeout(self.session.timeout_s, self._clock)
-            back.addCallback(lambda _: self._read_owner(topic))
+            back.addCallback(lambda _: self.znodes.read_owner(topic))
             return back.addCallbacks(found, unavailable, errbackArgs=(False,))
 
-        return self._read_owner(topic).addCallbacks(found, unavailable, errbackArgs=(True,))
+        return self.znodes.read_owner(topic).addCallbacks(found, unavailable, errbackArgs=(True,))
 
     # -- release ----------------------------------------------------------------------------
 
@@ -373,22 +306,17 @@ class ZkTopicManager:
         epoch = self._epochs.pop(topic, None)
         self._claimed_at.pop(topic, None)
         if epoch is not None and not lost:
-            yield self._delete_owner(topic, epoch)
+            yield self.znodes.delete_owner(topic, epoch)
         if epoch is not None:
             self.counts["releases"] += 1
             self.registry.load_changed()
+            for _claimed, released in list(self.ownership_listeners):
+                released(topic)
         return None
 
-    @inlineCallbacks
-    def _delete_owner(self, topic: str, epoch: int):
-        """Delete the owner znode, if the topic is still this hub's (its epoch checked)."""
-        let_go = self.session.transaction()
-        let_go.check(self._layout.epoch(topic), epoch)
-        let_go.delete(self._layout.owner(topic))
-        try:
-            yield self.session.commit(let_go)
-        except Exception as e:  # the session's end deletes it anyway
-            self.log.debug("releasing topic {topic}: its owner znode: {error}", topic=topic, error=e)
+    def when_unowned(self, topic: str):
+        """Deferred firing once no hub owns `topic` (at once when none does now)."""
+        return self.znodes.when_unowned(topic)
 
     def _log_closed(self, topic_log) -> None:
         """A topic log closed: one that failed because another hub took the topic over
@@ -409,6 +337,7 @@ class ZkTopicManager:
             )
         if state == CONNECTED:
             self._connected.fire()
+            self.znodes.watch_again()  # (watches went with the connection)
         if state == CONNECTED and gate.held:
             held = gate.parked
             gate.release()
@@ -454,7 +383,7 @@ class ZkTopicManager:
         topics = yield self.list_topics()
         names = yield self.session.call("get_children", branch).addErrback(translate)
         owned = [decode_name(n) for n in names]
-        reads = yield DeferredList([self._read_owner(t) for t in owned], consumeErrors=True)
+        reads = yield DeferredList([self.znodes.read_owner(t) for t in owned], consumeErrors=True)
         found = {t: r[1][0].name for t, r in zip(owned, reads, strict=True) if r[0] and r[1][0] is not None}
         return {topic: found.get(topic) for topic in topics}
 

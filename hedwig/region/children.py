@@ -11,13 +11,17 @@ TLS connection whose verified client certificate names the region (a subjectAltN
 name, or the common name) may link as it: without it any client could relay, or hold a
 region's relay subscriptions, by sending REGION_LINK. A region
 that links again (its hub restarted before the old connection was seen to die) replaces
-its old link, whose connection is closed. With [auth] on, a child links as the region
+its old link, whose connection is closed; a child region of several hubs links from each
+of them (REGION_LINK names the linking hub too), and a hub that links again replaces its
+own link only. With [auth] on, a child links as the region
 its user names (`region` in the users file), and relays only the origins that user's
 `relay_origins` name, never this region's or its ancestors' (check_origin).
 
 Right after the answer the parent sends the child its interest (REGION_INTEREST): the
 topics it wants relayed up, and those on which it holds a relay subscription for the
-child; then every change as interest comes and goes.
+child; then every change as interest comes and goes. In a region of several hubs each
+hub speaks for the topics it owns (a topic's relays run on its owner): its snapshot
+names those only, and a topic it claims later is announced then (`claimed`).
 """
 
 from twisted.logger import Logger
@@ -54,12 +58,13 @@ def unauthenticated(connection, region: str) -> str | None:
 
 
 class ChildLink:
-    """One linked child region: its connection and what it relayed up."""
+    """One linked hub of a child region: its connection and what it relayed up."""
 
-    __slots__ = ("connection", "linked_at", "region", "source")
+    __slots__ = ("connection", "hub", "linked_at", "region", "source")
 
-    def __init__(self, region: str, connection, linked_at: float):
+    def __init__(self, region: str, hub: str, connection, linked_at: float):
         self.region = region
+        self.hub = hub  # the child hub's name, "" when it did not say
         self.connection = connection
         self.linked_at = linked_at
         self.source = RelaySource(region)
@@ -68,14 +73,14 @@ class ChildLink:
 class Children:
     def __init__(self, manager):
         self.manager = manager
-        self.links: dict[str, ChildLink] = {}
+        self.links: dict[str, dict[str, ChildLink]] = {}  # region -> child hub -> its link
         self._by_connection: dict[object, ChildLink] = {}
         self.refused = 0
 
     def accept(self, connection, body) -> bytes:
         """Link the child region REGION_LINK names; the reply payload. Raises RequestError."""
         manager = self.manager
-        region = decode_region_link(body)
+        region, hub = decode_region_link(body)
         if not is_region_name(region):
             raise RequestError(Status.MALFORMED_REQUEST, f"{region[:60]!r} is not a region name")
         principal = getattr(connection, "principal", None)
@@ -96,7 +101,7 @@ class Children:
         if cycle is not None:
             self._refuse(connection, region, cycle)
             return encode_region_link_reply(manager.name, manager.path.names, False)
-        previous = self.links.get(region)
+        previous = self.links.get(region, {}).get(hub)
         if previous is not None and previous.connection is not connection:
             _logger.warn(
                 "region {region} linked again from {peer}; closing its link from {old}",
@@ -106,8 +111,8 @@ class Children:
             )
             self._forget(previous)
             previous.connection.close_when_sent()
-        link = ChildLink(region, connection, manager.reactor.seconds())
-        self.links[region] = link
+        link = ChildLink(region, hub, connection, manager.reactor.seconds())
+        self.links.setdefault(region, {})[hub] = link
         self._by_connection[connection] = link
         connection.is_hub_peer = True
         connection.closed.addCallback(lambda _: self._lost(link))
@@ -148,54 +153,76 @@ class Children:
         link = self._by_connection.get(connection)
         return link.source if link is not None else None
 
+    def _current(self, link: ChildLink) -> bool:
+        return self.links.get(link.region, {}).get(link.hub) is link
+
     def _forget(self, link: ChildLink) -> None:
-        if self.links.get(link.region) is link:
-            del self.links[link.region]
+        if self._current(link):
+            hubs = self.links[link.region]
+            del hubs[link.hub]
+            if not hubs:
+                del self.links[link.region]
         self._by_connection.pop(link.connection, None)
 
     def _lost(self, link: ChildLink) -> None:
-        if self.links.get(link.region) is link:
+        if self._current(link):
             _logger.info("region {region}'s link ended", region=link.region)
         self._forget(link)
 
+    def _open_links(self, region: str) -> list:
+        return [link for link in self.links.get(region, {}).values() if link.connection.is_open]
+
     def _send_snapshot(self, link: ChildLink) -> None:
-        if self.links.get(link.region) is not link or not link.connection.is_open:
+        if not self._current(link) or not link.connection.is_open:
             return
-        interest = self.manager.interest
+        interest, owns = self.manager.interest, self.manager.ownership.owns
         write = link.connection.write
-        for frame in interest_frames(InterestKind.WANT, interest.wanted_from(link.region)):
+        wanted = [(topic, since) for topic, since in interest.wanted_from(link.region) if owns(topic)]
+        for frame in interest_frames(InterestKind.WANT, wanted):
             write(frame)
-        for frame in interest_frames(InterestKind.HELD, interest.relayed_by(link.region)):
+        held = [topic for topic in interest.relayed_by(link.region) if owns(topic)]
+        for frame in interest_frames(InterestKind.HELD, held):
             write(frame)
         for frame in interest_frames(InterestKind.END, []):
             write(frame)
 
     def interest_changed(self, topic: str, region: str, wanted: bool) -> None:
-        link = self.links.get(region)
-        if link is None or not link.connection.is_open:
-            return
+        if not self.manager.ownership.owns(topic):
+            return  # (its owner speaks for it)
         if wanted:
             frames = interest_frames(InterestKind.ADD, [(topic, self.manager.interest.since(topic, region))])
         else:
             frames = interest_frames(InterestKind.DROP, [topic])
-        for frame in frames:
-            link.connection.write(frame)
+        for link in self._open_links(region):
+            for frame in frames:
+                link.connection.write(frame)
+
+    def claimed(self, topic: str) -> None:
+        """This hub now owns `topic` (a region of several hubs): the child regions that
+        want it relayed up hear it from here now."""
+        interest = self.manager.interest
+        for region in list(self.links):
+            if interest.wants(topic, region):
+                self.interest_changed(topic, region, True)
 
     def drop_all(self, reason: str) -> None:
         """Close every child link (this region's path changed: they must check it again)."""
-        for link in list(self.links.values()):
-            _logger.info("closing region {region}'s link: {reason}", region=link.region, reason=reason)
-            self._forget(link)
-            link.connection.close_when_sent()
+        for hubs in list(self.links.values()):
+            for link in list(hubs.values()):
+                _logger.info("closing region {region}'s link: {reason}", region=link.region, reason=reason)
+                self._forget(link)
+                link.connection.close_when_sent()
 
     def describe(self) -> list:
         now = self.manager.reactor.seconds()
         return [
             {
                 "region": link.region,
+                "hub": link.hub or None,
                 "peer": link.connection.peer,
                 "tls": is_tls(link.connection.transport),
                 "linked_for_s": round(now - link.linked_at, 3),
             }
-            for _region, link in sorted(self.links.items())
+            for _region, hubs in sorted(self.links.items())
+            for _hub, link in sorted(hubs.items())
         ]

@@ -1,7 +1,7 @@
 """Bodies of the region link ops (docs/protocol.md, "Region links"), and RESPONSE frames
 read without the client's decoders (a link reads replies to ops clients never send).
 
-    REGION_LINK request:   str8 child region
+    REGION_LINK request:   str8 child region   [str8 the child hub's host:port]
     REGION_LINK payload:   str8 region   u8 flags (bit 0: the path reaches a root)
                            u8 count      count x str8: the parent's path, itself first
     RELAY_PUBLISH request: str8 topic    u32 start   u32 stop   then a stored entry
@@ -76,15 +76,21 @@ def _read_topic(body, offset: int) -> tuple[str, int]:
 # -- REGION_LINK ---------------------------------------------------------------------------------
 
 
-def encode_region_link(region: str) -> bytes:
-    return _str8(region)
+def encode_region_link(region: str, hub: str = "") -> bytes:
+    """`hub`: the linking hub's own name ("host:port"), so that a parent tells the hubs of
+    a child region of several hubs apart (empty: a child hub that does not say)."""
+    return _str8(region) + (_str8(hub) if hub else b"")
 
 
-def decode_region_link(body) -> str:
+def decode_region_link(body) -> tuple[str, str]:
+    """(child region, its hub's name or "")."""
     region, offset = _read_str8(body, 0, "region")
+    hub = ""
     if offset != len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK has bytes after the region")
-    return region
+        hub, offset = _read_str8(body, offset, "hub name")
+    if offset != len(body):
+        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK has bytes after the hub name")
+    return region, hub
 
 
 def encode_region_link_reply(region: str, path: list[str], complete: bool) -> bytes:

@@ -107,7 +107,10 @@ def test_an_entry_without_an_origin_cannot_be_relayed():
 
 
 def test_region_link_round_trips():
-    assert wire.decode_region_link(wire.encode_region_link("paris")) == "paris"
+    assert wire.decode_region_link(wire.encode_region_link("paris")) == ("paris", "")
+    assert wire.decode_region_link(wire.encode_region_link("paris", "h1:4080")) == ("paris", "h1:4080")
+    with pytest.raises(RequestError, match="after the hub name"):
+        wire.decode_region_link(wire.encode_region_link("paris", "h1:4080") + b"x")
     payload = wire.encode_region_link_reply("europe", ["europe", "world"], True)
     assert wire.decode_region_link_reply(payload) == ("europe", ["europe", "world"], True)
     payload = wire.encode_region_link_reply("b", ["b", "a"], False)

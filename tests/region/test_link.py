@@ -59,7 +59,7 @@ class ParentEnd:
         (hello_op, hello_id, hello), (link_op, link_id, body) = self.frames()[:2]
         assert (hello_op, link_op) == (Op.HELLO, Op.REGION_LINK)
         assert decode_hello(hello).client_name == "hub of region leaf"
-        assert decode_region_link(body) == "leaf"
+        assert decode_region_link(body)[0] == "leaf"
         self.send(
             response_frame(hello_id, Op.HELLO, payload=encode_hello_reply(region, "p:1", 1 << 24, 1 << 20)),
             response_frame(

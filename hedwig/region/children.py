@@ -120,7 +120,8 @@ class Children:
         if manager.path.complete:
             # After the reply, which the hub writes when this returns.
             manager.reactor.callLater(0, self._send_snapshot, link)
-        return encode_region_link_reply(manager.name, manager.path.names, manager.path.complete)
+        several = manager.ownership.shared  # (then each hub speaks for its own topics)
+        return encode_region_link_reply(manager.name, manager.path.names, manager.path.complete, several)
 
     def _refuse(self, connection, region: str, problem: str) -> None:
         """A refused link is a client error (hub/peerlog.py): once per peer per interval,

@@ -77,6 +77,14 @@ class InterestTable:
         if not interest.local and not interest.relays:
             del self._topics[topic]
 
+    def reset(self, topic: str, subscriptions: dict) -> None:
+        """The topic's durable subscriptions are these ({subscriber id: since (us)}), as
+        its metadata says (read again when this hub claims it: in a region of several
+        hubs, the changes made while another hub owned it were that hub's to see)."""
+        self._topics.pop(topic, None)
+        for subscriber_id, since in subscriptions.items():
+            self.add(topic, subscriber_id, since)
+
     def wants(self, topic: str, neighbour: str) -> bool:
         """Whether this region wants `topic` relayed from `neighbour`."""
         return self.since(topic, neighbour) is not None

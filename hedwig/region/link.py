@@ -24,13 +24,18 @@ from twisted.logger import Logger
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.auth_request import Credentials
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import RequestError, encode_hello
+from hedwig.protocol.requests import RequestError, decode_hello_reply, encode_hello
 from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.protocol.status import Status
 from hedwig.region.backoff import Backoff
 from hedwig.region.path import cycle_through
 from hedwig.region.settings import read_parent_password
-from hedwig.region.wire import decode_region_link_reply, encode_region_link
+from hedwig.region.wire import (
+    SEVERAL_HUBS,
+    decode_region_link_reply,
+    encode_region_link,
+    region_link_reply_flags,
+)
 from hedwig.tls import TlsError, handshake_failure
 
 _logger = Logger()
@@ -108,13 +113,16 @@ class _LinkFactory(ClientFactory):
 class ParentLink:
     """The child's side of the link to its parent region."""
 
-    def __init__(self, manager, settings, reactor, *, max_frame_bytes: int, tls=None, rng=None):
-        """`tls`: a hedwig.tls.ClientTls to reach the parent with, None for plain TCP."""
+    def __init__(self, manager, settings, reactor, *, max_frame_bytes: int, tls=None, rng=None, address=None):
+        """`tls`: a hedwig.tls.ClientTls to reach the parent with, None for plain TCP.
+        `address`: one hub of a parent region of several, instead of parent_address."""
         self.manager = manager
         self.tls = tls
         self.region = settings.name
         self.parent = settings.parent
-        self.addresses = parse_addresses(settings.parent_address)
+        self.addresses = parse_addresses(address or settings.parent_address)
+        self.parent_hub = None  # the name the parent hub answering HELLO gave itself
+        self.several_hubs = False  # its REGION_LINK reply said its region runs on several
         self.timeout = settings.link_timeout_s
         # AUTH after HELLO, when the parent authenticates its children ([auth] there)
         self.credentials = None
@@ -251,13 +259,20 @@ class ParentLink:
         self._link()
 
     def _link(self) -> None:
-        linked = self.request(Op.REGION_LINK, encode_region_link(self.region))
+        # A hub of a region of several hubs names itself: the parent keeps a link per hub.
+        me = self.manager.hub.name if self.manager.ownership.shared else ""
+        linked = self.request(Op.REGION_LINK, encode_region_link(self.region, me))
         linked.addCallbacks(self._linked, lambda _failure: None)  # (a lost connection retries)
 
     def _greeted(self, reply) -> None:
-        status, message, _payload = reply
+        status, message, payload = reply
         if status is not Status.SUCCESS:
             self._close(REFUSED, f"the parent refused HELLO: {status.name}: {message}")
+            return
+        try:
+            self.parent_hub = decode_hello_reply(payload).hub_name or None
+        except RequestError:
+            self.parent_hub = None
 
     def _linked(self, reply) -> None:
         status, message, payload = reply
@@ -270,6 +285,7 @@ class ParentLink:
             return
         try:
             region, path, complete = decode_region_link_reply(payload)
+            self.several_hubs = bool(region_link_reply_flags(payload) & SEVERAL_HUBS)
         except RequestError as e:
             self._close(RETRYING, f"{where} sent a bad REGION_LINK reply: {e.reason}")
             return
@@ -434,6 +450,7 @@ class ParentLink:
         now = self._reactor.seconds()
         return {
             "parent": self.parent,
+            "parent_hub": self.parent_hub,
             "address": format_address(self.address) if self.address else None,
             "addresses": [format_address(a) for a in self.addresses],
             "tls": self.tls is not None,

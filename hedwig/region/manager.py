@@ -29,9 +29,9 @@ from hedwig.region.children import Children
 from hedwig.region.entries import via_filter
 from hedwig.region.inbox import Inboxes
 from hedwig.region.interest import InterestTable
-from hedwig.region.link import ParentLink
+from hedwig.region.ownership import RelayOwnership
+from hedwig.region.parents import ParentLinks
 from hedwig.region.path import RegionPath
-from hedwig.region.session import LinkSession
 from hedwig.region.settings import relay_peer, relay_subscriber_id
 from hedwig.region.wire import decode_relay_publish
 from hedwig.tls_settings import parent_tls
@@ -39,6 +39,9 @@ from hedwig.tls_settings import parent_tls
 _logger = Logger()
 
 _LOAD_STEP = 500  # topics whose subscriptions are listed per reactor turn at start
+# A hub that released a topic waits this long before it claims the topic's relays again
+# (the others and the topic's requests place it first).
+KEEP_AFTER_RELEASE_S = 5.0
 
 # A relay subscription's cursor state (hedwig.delivery.cursor), as a relay row says it.
 _RELAY_STATES = {
@@ -66,10 +69,12 @@ class RegionManager:
         self.path = RegionPath(self.name, self.parent, data_dir)
         self.interest = InterestTable()
         self.inboxes = Inboxes(hub, self.name, reactor)
+        self.ownership = RelayOwnership(hub)  # which topics' relays run here
+        self.ownership.listen(self._claimed, self._released)
         self.children = Children(self)
-        self.link = None
+        self.parents = None  # the links to the parent region's hubs (parents.py)
         if self.parent:
-            self.link = ParentLink(
+            self.parents = ParentLinks(
                 self,
                 self.settings,
                 reactor,
@@ -77,7 +82,7 @@ class RegionManager:
                 tls=parent_tls(config),
                 rng=rng,
             )
-        self.session = None
+        self._kept = set()  # topics waiting for their owner to go (keep)
         self._filters = {}
         self._loaded = False
         self._early_changes = []  # subscription notices that arrived while loading
@@ -120,8 +125,21 @@ class RegionManager:
         for topic, subscriber_id, added in changes:
             self._apply(topic, subscriber_id, added)
         self._ready.fire()
-        if self.link is not None:
-            self.link.start()
+        if self.parents is not None:
+            self.parents.start()
+            if self.ownership.shared:  # relays from the parent of topics nobody here owns yet
+                for topic, _since in self.interest.wanted_from(self.parent):
+                    self.keep(topic)
+
+    @property
+    def link(self):
+        """The link over `[region] parent_address` (None for the root region)."""
+        return self.parents.primary if self.parents is not None else None
+
+    @property
+    def session(self):
+        """That link's LinkSession while it is up."""
+        return self.parents.session_of(self.parents.primary) if self.parents is not None else None
 
     def now_us(self) -> int:
         return int(self.reactor.seconds() * 1_000_000)
@@ -132,11 +150,11 @@ class RegionManager:
         return self._ready.wait()
 
     def stop(self) -> Deferred:
-        """Close the parent link (its relay subscriptions here are detached and their
+        """Close the parent links (their relay subscriptions here are detached and their
         pointers written). Child links are connections: the hub closes them."""
-        if self.link is None:
+        if self.parents is None:
             return succeed(None)
-        return self.link.stop()
+        return self.parents.stop()
 
     # -- hooks of the delivery manager ------------------------------------------------------------
 
@@ -170,10 +188,69 @@ class RegionManager:
             now = interest.wants(topic, neighbour)
             if now != was:
                 if neighbour == self.parent:
-                    if self.session is not None:
-                        self.session.want_down(topic, now)
+                    if self.ownership.owns(topic):
+                        self.parents.want_down(topic, now)
                 else:
                     self.children.interest_changed(topic, neighbour, now)
+
+    # -- a region of several hubs: relays move with their topic ---------------------------------
+
+    def _claimed(self, topic: str) -> None:
+        """This hub claimed `topic`: its interest as the metadata says it now, then its
+        relays (announced to the child regions, subscribed at the parent, sent up)."""
+        listed = self.hub.delivery.metadata.list_subscriptions(topic)
+        listed.addCallbacks(self._take_up, lambda f: _logger.failure("relays of {t}", f, t=topic), (topic,))
+
+    def _take_up(self, records, topic: str) -> None:
+        if not self.ownership.owns(topic):
+            return  # (released again meanwhile)
+        now = self.now_us()
+        self.interest.reset(
+            topic, {sid: r.value.preferences.get("created_us") or now for sid, r in records.items()}
+        )
+        self.children.claimed(topic)
+        if self.parents is None:
+            return
+        if self.interest.wants(topic, self.parent):
+            self.parents.want_down(topic, True)
+        for session in list(self.parents.sessions.values()):
+            if topic in session.parent_wants:
+                session.up.set(topic, True)
+
+    def _released(self, topic: str) -> None:
+        """`topic` left this hub: its relays stop here (its new owner takes them up: the
+        hubs that keep it, or the one its next request reaches). This hub keeps it too,
+        from a little later, so that it does not take back what it let go."""
+        if self.parents is not None:
+            self.parents.leave_down(topic)
+            for session in self.parents.sessions.values():
+                session.up.on.discard(topic)  # (its relay subscription ended with TOPIC_MOVED)
+            if self.wanted_here(topic):
+                self.reactor.callLater(KEEP_AFTER_RELEASE_S, self.keep, topic)
+
+    def wanted_here(self, topic: str) -> bool:
+        """Whether this region relays `topic` with the parent (either way)."""
+        if self.parents is None:
+            return False
+        up = any(topic in session.parent_wants for session in self.parents.sessions.values())
+        return up or self.interest.wants(topic, self.parent)
+
+    def keep(self, topic: str) -> None:
+        """A topic whose relays another hub of this region runs: once nobody owns it (the
+        owner left, or released it), this hub claims it and takes its relays up."""
+        if topic in self._kept or not self.ownership.shared:
+            return
+        self._kept.add(topic)
+        waiting = self.ownership.when_unowned(topic)
+
+        def unowned(_):
+            self._kept.discard(topic)
+            if not self.wanted_here(topic) or self.ownership.owns(topic):
+                return None
+            claiming = self.ownership.acquire_for_relay(topic)  # (the claim tells _claimed)
+            return claiming.addErrback(lambda _f: self.keep(topic))
+
+        waiting.addCallback(unowned).addErrback(lambda f: _logger.failure("keeping {t}", f, t=topic))
 
     # -- the parent link ---------------------------------------------------------------------------
 
@@ -183,13 +260,11 @@ class RegionManager:
             if self.children.links:
                 self.children.drop_all(f"region {self.name}'s path to the root changed")
 
-    def link_up(self, link) -> LinkSession:
-        session = self.session = LinkSession(self, link)
-        session.start()
-        return session
+    def link_up(self, link):
+        return self.parents.link_up(link)
 
     def link_down(self, link) -> None:
-        self.session = None
+        self.parents.link_down(link)
 
     # -- child links (requests the hub hands over) ---------------------------------------------------
 
@@ -311,6 +386,8 @@ class RegionManager:
         return {
             "region": self.name,
             "parent": parent,
+            # every link to the parent region: one per hub when it runs on several
+            "parent_links": self.parents.describe() if self.parents is not None else [],
             "path": self.path.names,
             "path_complete": self.path.complete,
             "children": self.children.describe(),

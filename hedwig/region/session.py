@@ -19,11 +19,13 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from hedwig.hub.errors import NotOwner
 from hedwig.protocol.ops import Op
 from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.requests import (
     RequestError,
     decode_json,
+    encode_close_subscription,
     encode_describe_topic,
     encode_unsubscribe,
 )
@@ -53,6 +55,20 @@ _RELAY_ENDED = {
 
 class RelayFailed(Exception):
     pass
+
+
+class Redirected(Exception):
+    """A parent hub answered NOT_RESPONSIBLE_FOR_TOPIC: another of its region's hubs owns
+    the topic (`owner`); `wanted`: whether the relay was being turned on there."""
+
+    def __init__(self, owner: str, wanted: bool):
+        super().__init__(f"owned by {owner or 'another hub'}")
+        self.owner = owner
+        self.wanted = wanted
+
+
+class NotHere(Exception):
+    """Another hub of this region owns the topic: its relays run there."""
 
 
 @implementer(ISubscriber)
@@ -91,9 +107,10 @@ class RelaySubscription:
 
 
 class LinkSession:
-    def __init__(self, manager, link):
+    def __init__(self, manager, link, parents=None):
         self.manager = manager
         self.link = link
+        self.parents = parents  # ParentLinks (parents.py): routes topics between parent hubs
         self.parent = link.parent
         self.hub = manager.hub
         self.relay_id = relay_subscriber_id(manager.name)  # ours, at the parent
@@ -107,20 +124,24 @@ class LinkSession:
         self._consumes: set[RelaySubscription] = set()  # with stored entries to consume at the parent
         self._consume_call = None
         self._reading_paused = False
-        self.down = TopicSwitch(self._subscribe_down, self._unsubscribe_down, self._switch_failed)
+        self.down = TopicSwitch(self._subscribe_down, self._unsubscribe_down, self._down_failed)
         self.received_entries = 0
         # up
         self.up_channel = UpChannel(
             self, self.hub, relay_subscriber_id(self.parent), manager.settings.relay_inflight_bytes
         )
-        self.up = TopicSwitch(self._attach_up, self.up_channel.delete, self._switch_failed)
+        self.up = TopicSwitch(self._attach_up, self.up_channel.delete, self._up_failed)
         self.parent_wants: dict[str, int] = {}  # topic -> since when (us, the parent's clock)
         self._snapshot_want: dict[str, int] = {}
         self._snapshot_held: set[str] = set()
         self.synced = False  # the parent's interest snapshot arrived
 
     def start(self) -> None:
-        for topic, _since in self.manager.interest.wanted_from(self.parent):
+        if self.parents is not None:
+            topics = self.parents.down_topics(self.link)
+        else:
+            topics = [topic for topic, _since in self.manager.interest.wanted_from(self.parent)]
+        for topic in topics:
             self.down.set(topic, True)
 
     def close(self) -> Deferred:
@@ -136,6 +157,42 @@ class LinkSession:
         if self.closed:
             return
         self.link.drop(f"relay subscription of {topic}: {failure.getErrorMessage()}")
+
+    def _down_failed(self, topic: str, failure) -> None:
+        """A relay subscription at the parent failed; one owned by another parent hub
+        goes there (parents.py)."""
+        if failure.check(Redirected) and self.parents is not None and not self.closed:
+            self.parents.redirected_down(topic, failure.value.owner, failure.value.wanted)
+            return
+        self._switch_failed(topic, failure)
+
+    def _up_failed(self, topic: str, failure) -> None:
+        """Attaching a relay up failed; for a topic another hub of this region owns, that
+        hub relays it (this one takes over if it is left unowned: manager.keep)."""
+        if failure.check(NotHere):
+            if not self.closed:
+                self.manager.keep(topic)
+            return
+        self._switch_failed(topic, failure)
+
+    def leave_down(self, topic: str) -> None:
+        """The topic left this hub (a region of several hubs): its relay from the parent
+        stops here without ending it there (its new owner here attaches it)."""
+        down = self._down.pop(topic, None)
+        self.down.on.discard(topic)
+        if down is None:
+            return
+        self._consumes.discard(down)
+        self.link.release(down.handle)
+        self.link.request(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(down.handle)).addErrback(
+            lambda _f: None
+        )
+
+    def redirected_up(self, topic: str, owner: str) -> None:
+        """The parent hub answered a RELAY_PUBLISH of `topic` NOT_RESPONSIBLE_FOR_TOPIC."""
+        self.up.on.discard(topic)
+        if self.parents is not None:
+            self.parents.redirected_up(topic, owner)
 
     # -- down: subscriptions at the parent ---------------------------------------------------
 
@@ -163,6 +220,8 @@ class LinkSession:
         status, message, _payload = reply
         if status is Status.CLIENT_NOT_SUBSCRIBED and may_create:
             return self._create_down(topic)
+        if status is Status.NOT_RESPONSIBLE_FOR_TOPIC:
+            raise Redirected(message, True)
         if status is not Status.SUCCESS:
             raise RelayFailed(f"the parent refused SUBSCRIBE: {status.name}: {message}")
         # (The protocol session attached it before this reply came: _attached.)
@@ -182,6 +241,8 @@ class LinkSession:
     @staticmethod
     def _unsubscribed(reply) -> None:
         status, message, _payload = reply
+        if status is Status.NOT_RESPONSIBLE_FOR_TOPIC:
+            raise Redirected(message, False)
         if status not in (Status.SUCCESS, Status.CLIENT_NOT_SUBSCRIBED, Status.NO_SUCH_TOPIC):
             raise RelayFailed(f"the parent refused UNSUBSCRIBE: {status.name}: {message}")
 
@@ -222,8 +283,12 @@ class LinkSession:
             self._consume_call = self._reactor.callLater(0, self._send_consumes)
 
     def _store_failed(self, failure, down: RelaySubscription) -> None:
-        if not self.closed:
-            self.link.drop(f"storing a relayed entry of {down.topic} failed: {failure.getErrorMessage()}")
+        if self.closed:
+            return
+        if failure.check(NotOwner):  # the topic left this hub meanwhile: its new owner relays it
+            self.leave_down(down.topic)
+            return
+        self.link.drop(f"storing a relayed entry of {down.topic} failed: {failure.getErrorMessage()}")
 
     def _send_consumes(self) -> None:
         """One CONSUME per topic per reactor turn, however many entries were stored."""
@@ -240,6 +305,8 @@ class LinkSession:
         del self._down[down.topic]
         self._consumes.discard(down)
         self.down.on.discard(down.topic)
+        if not self.manager.ownership.owns(down.topic):
+            return  # (attached by the hub of this region that owns the topic now)
         why = _RELAY_ENDED.get(event)
         if why is not None:
             _logger.error(
@@ -276,7 +343,18 @@ class LinkSession:
                 self.up.set(topic, False)
 
     def _attach_up(self, topic: str) -> Deferred:
-        return self.up_channel.attach(topic, late_start(self.parent_wants.get(topic), self._clock_margin_ms))
+        start = late_start(self.parent_wants.get(topic), self._clock_margin_ms)
+        ownership = self.manager.ownership
+        if not ownership.shared:
+            return self.up_channel.attach(topic, start)
+
+        def not_here(failure):
+            failure.trap(NotOwner)
+            raise NotHere(str(failure.value))
+
+        # In a region of several hubs the topic's owner relays it (claimed here if nobody does).
+        owned = ownership.acquire_for_relay(topic).addErrback(not_here)
+        return owned.addCallback(lambda _log: self.up_channel.attach(topic, start))
 
     def _reconcile(self) -> None:
         """The snapshot is complete: relay up what the parent wants, delete the relay
@@ -287,7 +365,10 @@ class LinkSession:
         self.parent_wants = wanted
         self.synced = True
         interest = self.manager.interest
-        for topic in interest.relayed_by(self.parent):
+        several = self.parents is not None and self.parents.several
+        for topic in [] if several else interest.relayed_by(self.parent):
+            # (a parent region of several hubs: each names the topics it owns; one that is
+            # not named may be another's, and ends with that one's DROP)
             if topic not in wanted:
                 self.up.known_on(topic)
                 self.up.set(topic, False)

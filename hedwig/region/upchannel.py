@@ -129,6 +129,9 @@ class UpChannel:
         if self.closed:
             return
         status, message, payload = reply
+        if status is Status.NOT_RESPONSIBLE_FOR_TOPIC:  # another hub of the parent region owns it
+            self._redirected(topic, message)
+            return
         if status is not Status.SUCCESS:
             self._session.link.drop(f"the parent refused an entry of {topic}: {status.name}: {message}")
             return
@@ -138,6 +141,18 @@ class UpChannel:
             self._hub.delivery.consume(topic, self.subscriber_id, consumed_to)
         except SubscribeError:
             pass  # deleted meanwhile (the parent's interest went)
+
+    def _redirected(self, topic: str, owner: str) -> None:
+        """Relay `topic` up over the owner's link from now on: let go of it here (the other
+        link attaches it from its consumed seq-id; what this one sent unanswered goes again,
+        and the parent drops what it holds already)."""
+        handle = self._handles.get(topic)
+        if handle is None:
+            return  # (moved already, by an earlier answer)
+        self._forget(handle)
+        closing = self._hub.delivery.close_subscription(topic, self.subscriber_id)
+        closing.addErrback(lambda _f: None)
+        self._session.redirected_up(topic, owner)
 
     def _lost(self, failure, size: int) -> None:
         self._settle(size)

@@ -2,7 +2,8 @@
 read without the client's decoders (a link reads replies to ops clients never send).
 
     REGION_LINK request:   str8 child region   [str8 the child hub's host:port]
-    REGION_LINK payload:   str8 region   u8 flags (bit 0: the path reaches a root)
+    REGION_LINK payload:   str8 region   u8 flags (bit 0: the path reaches a root; bit 1:
+                           the parent region runs on several hubs)
                            u8 count      count x str8: the parent's path, itself first
     RELAY_PUBLISH request: str8 topic    u32 start   u32 stop   then a stored entry
     RELAY_PUBLISH payload: u64 first_seq   u64 last_seq   (0, 0: every message was held already)
@@ -30,6 +31,7 @@ _INTEREST_HEAD = struct.Struct("!BI")
 _SINCE = struct.Struct("!Q")
 
 PATH_COMPLETE = 0x01
+SEVERAL_HUBS = 0x02  # the parent region runs on several hubs: link to each (LIST_HUBS)
 # Topics per REGION_INTEREST frame: 255-byte names keep a frame well under 1 MiB.
 INTEREST_TOPICS_PER_FRAME = 4000
 
@@ -93,10 +95,13 @@ def decode_region_link(body) -> tuple[str, str]:
     return region, hub
 
 
-def encode_region_link_reply(region: str, path: list[str], complete: bool) -> bytes:
+def encode_region_link_reply(
+    region: str, path: list[str], complete: bool, several_hubs: bool = False
+) -> bytes:
     if len(path) > 255:
         raise ValueError("a region path holds at most 255 regions")
-    parts = [_str8(region), _U8.pack(PATH_COMPLETE if complete else 0), _U8.pack(len(path))]
+    flags = (PATH_COMPLETE if complete else 0) | (SEVERAL_HUBS if several_hubs else 0)
+    parts = [_str8(region), _U8.pack(flags), _U8.pack(len(path))]
     parts.extend(_str8(name) for name in path)
     return b"".join(parts)
 
@@ -115,6 +120,11 @@ def decode_region_link_reply(payload) -> tuple[str, list[str], bool]:
     if offset != len(payload):
         raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK reply has bytes after its path")
     return region, path, bool(flags & PATH_COMPLETE)
+
+
+def region_link_reply_flags(payload) -> int:
+    """The flags byte of a REGION_LINK reply decode_region_link_reply accepted."""
+    return payload[1 + payload[0]]
 
 
 # -- RELAY_PUBLISH -------------------------------------------------------------------------------

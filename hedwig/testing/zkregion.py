@@ -26,9 +26,12 @@ class RegionHubs:
         conf: str = "",
         root: str | None = None,
         region: str = "",
+        region_settings: dict | None = None,
         http: bool = False,
         tls: bool = False,
     ):
+        """`region`: [region] name; `region_settings`: more [region] settings (parent,
+        parent_address, ...); `conf`: more sections, as hub.conf text."""
         self.zookeeper = zookeeper
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -38,7 +41,10 @@ class RegionHubs:
         self.http = http
         self.tls = tls  # `conf` enables [tls] (port 0): each hub's TLS port is read from its log
         self.conf = self.directory / "hub.conf"
-        region_section = f"[region]\nname = {region}\n" if region else ""
+        settings = {"name": region} if region else {}
+        settings.update(region_settings or {})
+        lines = "".join(f"{key} = {value}\n" for key, value in settings.items())
+        region_section = f"[region]\n{lines}" if settings else ""
         self.conf.write_text(
             f"[zookeeper]\nroot = {self.root}\nsession_timeout_ms = {session_timeout_ms}\n"
             f"connect_timeout_s = 10\n{region_section}{conf}\n"

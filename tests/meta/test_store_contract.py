@@ -60,13 +60,13 @@ def store(request, tmp_path):
             client.close()
 
 
-def zookeeper_store(server, root: str):
+def zookeeper_store(server, root: str, session_timeout_ms: int = 4000):
     """A ZkMetadataStore under `root` of `server`, answering through a ThreadAnswers, and
     its kazoo client (started here, on the test's thread; the caller stops it)."""
     from hedwig.meta.zk_session import ZkSession, kazoo_client
     from hedwig.meta.zk_store import ZkMetadataStore
 
-    client = kazoo_client(server.address, 4000)
+    client = kazoo_client(server.address, session_timeout_ms)
     client.start(timeout=30)
     _answers.append(ThreadAnswers())
     backend = ZkMetadataStore(ZkSession(client, _answers[0]), root)

@@ -1,0 +1,88 @@
+"""What the ZooKeeper store adds to the IMetadataStore contract (test_store_contract.py runs
+that): an owner's writes checked against its ownership epoch, names ZooKeeper would
+refuse, and a connection that is down, all against a real ZooKeeper."""
+
+import pytest
+
+from hedwig.meta import NEW, BadVersion, LedgerRange, SubscriptionState, Versioned
+from hedwig.meta.interface import OwnershipLost
+from hedwig.meta.zk_layout import decode_name, encode_name
+from tests.conftest import start_zookeeper
+from tests.meta.test_store_contract import _answers, result, zookeeper_store
+
+RANGES = [LedgerRange(1, 1, None)]
+STATE = SubscriptionState(0, {})
+
+
+@pytest.fixture
+def zk(zookeeper, request):
+    root = f"/zk-store-{request.node.name}"
+    store, client = zookeeper_store(zookeeper, root)
+    yield store
+    _answers.clear()
+    client.stop()
+    client.close()
+
+
+def epoch(store, topic, bumps: int) -> int:
+    """Bump the topic's epoch znode as `bumps` claims would; its version."""
+    client = store.session.client
+    client.ensure_path(store.layout.epoch(topic))
+    for _ in range(bumps):
+        client.set(store.layout.epoch(topic), b"a hub")
+    return client.exists(store.layout.epoch(topic)).version
+
+
+def test_an_owners_writes_carry_its_epoch_and_fail_once_another_hub_claimed(zk):
+    zk.epochs = {"t": epoch(zk, "t", 1)}
+    assert result(zk.put_topic("t", RANGES, NEW)) == 0
+    assert result(zk.put_subscription("t", "s", STATE, NEW)) == 0
+    epoch(zk, "t", 1)  # another hub claims the topic: its epoch moves on
+    with pytest.raises(OwnershipLost, match="another hub claimed it"):
+        result(zk.put_topic("t", [LedgerRange(1, 1, 4), LedgerRange(2, 5, None)], 0))
+    with pytest.raises(OwnershipLost):
+        result(zk.put_subscription("t", "s", STATE._replace(consumed_seq=3), 0))
+    with pytest.raises(OwnershipLost):
+        result(zk.delete_subscription("t", "s", 0))
+    assert isinstance(OwnershipLost("t", "x"), BadVersion)  # (a lost compare-and-set)
+    zk.epochs = None  # what the other hub finds: nothing changed
+    assert result(zk.get_topic("t")) == Versioned(RANGES, 0)
+    assert result(zk.get_subscription("t", "s")) == Versioned(STATE, 0)
+
+
+def test_a_hub_writes_no_record_of_a_topic_it_does_not_own(zk):
+    zk.epochs = {}
+    with pytest.raises(OwnershipLost, match="does not own it"):
+        result(zk.put_topic("t", RANGES, NEW))
+    zk.epochs = None
+    assert result(zk.get_topic("t")) is None
+
+
+@pytest.mark.parametrize("name", [".", "..", "...", "a.b", "_-.", "with space", "slash/inside", "pct%"])
+def test_names_zookeeper_would_refuse_are_stored_and_listed_as_they_are(zk, name):
+    assert decode_name(encode_name(name)) == name
+    assert encode_name(name) not in (".", "..") and "/" not in encode_name(name)
+    result(zk.put_topic(name, RANGES, NEW))
+    result(zk.put_subscription(name, name, STATE, NEW))
+    assert result(zk.list_topics()) == [name]
+    assert list(result(zk.list_subscriptions(name))) == [name]
+
+
+def test_a_write_made_while_zookeeper_is_down_is_made_once_it_is_back(tmp_path):
+    """kazoo keeps requests made while its connection is down and sends them on the next
+    one: a hub's metadata writes wait out a ZooKeeper restart (its session lives on)."""
+    server = start_zookeeper(tmp_path / "zookeeper")
+    store, client = zookeeper_store(server, "/restarted", session_timeout_ms=10_000)
+    try:
+        result(store.put_topic("t", RANGES, NEW))
+        server.stop()
+        written = store.put_topic("t", [LedgerRange(1, 1, 3), LedgerRange(2, 4, None)], 0)
+        assert not written.called
+        server.start()
+        assert result(written) == 1
+        assert result(store.get_topic("t")).version == 1
+    finally:
+        _answers.clear()
+        client.stop()
+        client.close()
+        server.stop()

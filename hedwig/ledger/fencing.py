@@ -63,10 +63,9 @@ from hedwig.ledger.layout import (
     STATE_FENCED,
     STATE_OFFSET,
     HeaderFields,
-    current_boot_id,
 )
 from hedwig.ledger.pagefiles import sync_paths
-from hedwig.ledger.recovery import recover_tail
+from hedwig.ledger.recovery import recover_as_the_header_says
 
 # How long a recoverer waits between setting the fence and reading the count: orders of
 # magnitude beyond any processor's store-buffer drain, short beside a takeover.
@@ -146,21 +145,7 @@ def fence_and_recover(path: str, by: str) -> ClosedLedger:
     time.sleep(FENCE_SETTLE_S)
     with open(os.path.join(path, HEADER_FILE), "rb") as f:
         header = HeaderFields(f.read(HEADER_BYTES))
-    count, data_bytes = header.committed_count, header.committed_bytes
-    same_boot = header.boot_id == current_boot_id()
-    closed = header.state == STATE_CLOSED
-    problem = None
-    if not closed or (not same_boot and header.durable_count < count):
-        recovered = recover_tail(
-            path,
-            count,
-            data_bytes,
-            header.durable_count,
-            header.page_bytes,
-            header.index_page_records,
-            same_boot,
-            check_tail=not closed,
-            roll_forward=not same_boot and not closed,
-        )
-        count, data_bytes, problem = recovered.count, recovered.data_bytes, recovered.problem
-    return _write_closed(path, ClosedLedger(count, data_bytes, by, problem))
+    recovered = recover_as_the_header_says(path, header)
+    if recovered is None:  # (closed by its writer: its count stands)
+        return _write_closed(path, ClosedLedger(header.committed_count, header.committed_bytes, by))
+    return _write_closed(path, ClosedLedger(recovered.count, recovered.data_bytes, by, recovered.problem))

@@ -29,7 +29,7 @@ from hedwig.ledger.mmap_ledger import (
     write_header_fields,
 )
 from hedwig.ledger.pagefiles import PageStream
-from hedwig.ledger.recovery import clear_records_after, recover_tail
+from hedwig.ledger.recovery import clear_records_after, recover_as_the_header_says
 
 
 class OpeningLedgers:
@@ -74,21 +74,10 @@ class OpeningLedgers:
         if header.ledger_id != ledger_id:
             raise HeaderError(f"the header names ledger {header.ledger_id}")
         closed = header.state == STATE_CLOSED
-        same_boot = header.boot_id == current_boot_id()
         count, data_bytes = header.committed_count, header.committed_bytes
         end_page = end_offset = 0
-        if not closed or (not same_boot and header.durable_count < count):
-            recovered = recover_tail(
-                path,
-                count,
-                data_bytes,
-                header.durable_count,
-                header.page_bytes,
-                header.index_page_records,
-                same_boot,
-                check_tail=not closed,
-                roll_forward=not same_boot and not closed,
-            )
+        recovered = recover_as_the_header_says(path, header)
+        if recovered is not None:
             if recovered.problem is not None:
                 self.log.warn(
                     "ledger {ledger_id}: {problem}; cut back from {before} to {after} entries",

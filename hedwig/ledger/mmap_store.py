@@ -69,7 +69,7 @@ from hedwig.ledger.mmap_opening import OpeningLedgers
 from hedwig.ledger.mmap_reading import ReadingLedgers
 from hedwig.ledger.mmap_syncing import SyncingLedgers
 from hedwig.ledger.open_headers import OpenHeaders
-from hedwig.ledger.pagefiles import RESERVED, storage_error, sync_paths
+from hedwig.ledger.pagefiles import RESERVED, replace_durably, storage_error, sync_paths
 from hedwig.settings import MIB
 
 
@@ -206,15 +206,8 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         synced) to a file, so an id is never handed out twice, even after a crash."""
         if self._next_id >= self._reserved_until:
             until = self._next_id + ID_RESERVATION
-            target = os.path.join(self._dir, NEXT_ID_FILE)
-            staging = target + ".tmp"
             try:
-                with open(staging, "w") as f:
-                    f.write(f"{until}\n")
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.rename(staging, target)
-                sync_paths([self._dir])
+                replace_durably(os.path.join(self._dir, NEXT_ID_FILE), f"{until}\n")
             except OSError as e:
                 raise storage_error(e, "creating a ledger: reserving ids") from None
             self._reserved_until = until

@@ -145,6 +145,18 @@ def sync_path(path: str) -> None:
         return
 
 
+def replace_durably(target: str, text: str) -> None:
+    """Write `text` as the file `target`, in place of what it held, crash-safely: a staging
+    file synced, renamed over it, its directory synced."""
+    staging = target + ".tmp"
+    with open(staging, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(staging, target)
+    sync_paths([os.path.dirname(target)])
+
+
 def sync_paths(paths) -> None:
     for path in paths:
         sync_path(path)

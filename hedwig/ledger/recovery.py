@@ -27,6 +27,8 @@ from typing import NamedTuple
 from hedwig.ledger.layout import (
     RECORD,
     RECORD_BYTES,
+    STATE_CLOSED,
+    current_boot_id,
     data_page_name,
     index_page_name,
     record_check,
@@ -165,6 +167,28 @@ def recover_tail(
         return Recovered(kept, data_bytes, page, offset, problem, 0)
     finally:
         index.close()
+
+
+def recover_as_the_header_says(directory: str, header) -> Recovered | None:
+    """Recover a ledger's tail as its header (layout.HeaderFields) calls for: an open
+    ledger's is checked (and rolled forward after a reboot); a closed one's only after a
+    reboot that may have lost what its last sync did not cover. None when its counts
+    stand as they are."""
+    closed = header.state == STATE_CLOSED
+    same_boot = header.boot_id == current_boot_id()
+    if closed and (same_boot or header.durable_count >= header.committed_count):
+        return None
+    return recover_tail(
+        directory,
+        header.committed_count,
+        header.committed_bytes,
+        header.durable_count,
+        header.page_bytes,
+        header.index_page_records,
+        same_boot,
+        check_tail=not closed,
+        roll_forward=not same_boot and not closed,
+    )
 
 
 def clear_records_after(directory: str, count: int, records_per_page: int) -> None:

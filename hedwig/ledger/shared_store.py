@@ -49,7 +49,7 @@ from hedwig.ledger.layout import (
 )
 from hedwig.ledger.mmap_ledger import ID_RESERVATION, Ledger
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from hedwig.ledger.pagefiles import storage_error, sync_paths
+from hedwig.ledger.pagefiles import replace_durably, storage_error
 
 _STATE = STATE.unpack_from
 
@@ -101,14 +101,7 @@ class SharedLedgerStore(MmapLedgerStore):
             except FileNotFoundError:  # a root not reserved from before: after what is there
                 ids = [parse_ledger_dir_name(n.partition(".")[0]) for n in os.listdir(self._dir)]
                 start = max([i for i in ids if i is not None], default=0) + 1
-            target = os.path.join(self._dir, NEXT_ID_FILE)
-            staging = target + ".tmp"
-            with open(staging, "w") as f:
-                f.write(f"{start + ID_RESERVATION}\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.rename(staging, target)
-            sync_paths([self._dir])
+            replace_durably(os.path.join(self._dir, NEXT_ID_FILE), f"{start + ID_RESERVATION}\n")
             return start
         finally:
             os.close(lock)  # (releases the lock)

@@ -146,13 +146,18 @@ class ParentLinks:
         if session is not None:
             session.leave_down(topic)
 
+    def _owner_link(self, owner: str):
+        """The link to the parent hub a redirect named (None for an owner unknown or
+        unusable: the relay waits for TOPIC_MOVED, a snapshot or the next redirect)."""
+        try:
+            return self._link_to(*_hub_of(owner)) if owner else None
+        except ValueError:
+            return None
+
     def redirected_down(self, topic: str, owner: str, wanted: bool) -> None:
         """The parent hub asked answered NOT_RESPONSIBLE_FOR_TOPIC naming `owner`."""
-        if not owner:
-            return
-        try:
-            link = self._link_to(*_hub_of(owner))
-        except ValueError:
+        link = self._owner_link(owner)
+        if link is None:
             return
         if wanted:
             self.down[topic] = link
@@ -168,13 +173,8 @@ class ParentLinks:
         """A RELAY_PUBLISH was answered NOT_RESPONSIBLE_FOR_TOPIC naming `owner`: the
         topic's relay up goes on over the owner's link (attached there, from where it was
         acknowledged)."""
-        if not owner:
-            return
-        try:
-            link = self._link_to(*_hub_of(owner))
-        except ValueError:
-            return
-        session = self.sessions.get(link)
+        link = self._owner_link(owner)
+        session = self.sessions.get(link) if link is not None else None
         if session is not None:
             session.up.set(topic, True)
 

@@ -400,7 +400,8 @@ class HubService(MultiService):
         hub.client_errors.stop()  # the client errors counted and not yet written, written now
         yield self._step("stop garbage collection", self.gc.stopService(), timeout)
         yield self._step("flush consume pointers", hub.delivery.stop(), timeout)
-        yield self._step("close topic logs", self._logs.close(), timeout)
+        # (through the topic manager: a region's lets held acknowledgements go first)
+        yield self._step("close topic logs", hub.topics.close(), timeout)
         yield self._step("close the ledger store", self.ledgers.close(), timeout)
         yield self._step("close the metadata store", self.metadata.close(), timeout)
         if self.zk is not None:

@@ -42,13 +42,7 @@ class ParentLinks:
         self.extra: dict[str, ParentLink] = {}  # parent hub name -> the link to it
         self.sessions: dict[ParentLink, LinkSession] = {}
         self.down: dict[str, ParentLink] = {}  # topic -> the link its relay from the parent is on
-        self.hubs = 1  # hubs of the parent region, as last listed
         self._running = False
-
-    @property
-    def several(self) -> bool:
-        """Whether the parent region runs on several hubs (each speaking for its topics)."""
-        return self.hubs > 1
 
     def links(self) -> list:
         return [self.primary, *self.extra.values()]
@@ -89,7 +83,6 @@ class ParentLinks:
             rows = {row["hub"]: row for row in decode_json(payload)}
         except (ValueError, TypeError, KeyError):
             return
-        self.hubs = len(rows)
         for name, row in rows.items():
             if name != self.primary.parent_hub and name not in self.extra:
                 self._link_to(name, row.get("tls_port"))

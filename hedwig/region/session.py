@@ -365,7 +365,7 @@ class LinkSession:
         self.parent_wants = wanted
         self.synced = True
         interest = self.manager.interest
-        several = self.parents is not None and self.parents.several
+        several = self.link.several_hubs
         for topic in [] if several else interest.relayed_by(self.parent):
             # (a parent region of several hubs: each names the topics it owns; one that is
             # not named may be another's, and ends with that one's DROP)

@@ -34,3 +34,24 @@ def test_hubs_topics_and_describe_name_the_owners_from_any_hub(region):
     table = lines(hedwig("hubs", hub=second))
     assert table[0].split() == ["HUB", "TOPICS", "MESSAGES/S", "TLS", "PORT", "REGION"]
     assert [line.split()[:2] for line in table[1:]] == sorted([[first.address, "2"], [second.address, "2"]])
+
+
+def test_a_hub_that_stops_cleanly_leaves_the_region_at_once(region):
+    """Its znodes go with its session, closed as it stops: the others see it gone and
+    claim its topics long before its session would have expired (10 s here)."""
+    hubs = region(2, session_timeout_ms=10_000)
+    first, second = hubs.hubs
+    for i in range(4):
+        hedwig("publish", f"leaving-{i}", "m", hub=first)
+    owned = [row["topic"] for row in json.loads(hedwig("topics", "--json", hub=first).stdout)
+             if row["owner"] == second.address]  # fmt: skip
+    assert owned
+    assert second.stop() == 0
+
+    def listed():
+        return [row["hub"] for row in json.loads(hedwig("hubs", "--json", hub=first).stdout)]
+
+    wait_until(lambda: listed() == [first.address], "the first hub alone in the list", 5)
+    for topic in owned:  # claimed by the hub that is left, at the first request
+        described = json.loads(hedwig("describe", topic, "--json", hub=first).stdout)
+        assert described["owner"] == first.address and described["last_seq"] == 1

@@ -92,7 +92,8 @@ class RegionPath:
     def _save(self) -> None:
         if self._file is None:
             return
-        temporary = self._file.with_suffix(".tmp")
+        # (a file of its own: the hubs of a region of several share the storage root)
+        temporary = self._file.with_suffix(f".{os.getpid()}.tmp")
         try:
             temporary.write_text(json.dumps({"path": self.names}), "utf-8")
             os.replace(temporary, self._file)

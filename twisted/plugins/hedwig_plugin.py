@@ -1,5 +1,5 @@
 """twistd plugin: `twistd -n hedwig [--conf FILE] [--host H] [--port P] [--data-dir DIR]
-[--http-port P]`.
+[--http-port P] [--zookeeper HOST:PORT[,...]]`.
 
 twistd runs the HubService under its own logging, daemonisation and signal handling;
 SIGTERM and SIGINT stop the service gracefully (see hedwig.hub.service). For the hub's
@@ -25,6 +25,7 @@ class Options(usage.Options):
         ["port", "p", None, "port to listen on (default 4080)", int],
         ["data-dir", "d", None, "where ledgers and metadata live (default ./data)"],
         ["http-port", None, None, "port of the status page and /metrics (default 4081; 0: off)", int],
+        ["zookeeper", None, None, "ZooKeeper servers of a region of hubs ([zookeeper] servers)"],
     ]
 
 
@@ -49,6 +50,7 @@ class HedwigServiceMaker:
             port=options["port"],
             data_dir=options["data-dir"],
             http_port=options["http-port"],
+            zookeeper=options["zookeeper"],
         )
         try:
             config = config_from_args(args)

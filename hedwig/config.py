@@ -25,6 +25,7 @@ from hedwig.settings import (
     RegionSettings,
     TlsSettings,
     ZooKeeperSettings,
+    check_bounds,
 )
 from hedwig.tls_settings import check_tls_settings
 from hedwig.zk_settings import check_zookeeper_settings
@@ -74,12 +75,20 @@ def _load_config(path, overrides) -> Config:
     if config.ledger.fsync not in ("never", "interval", "always"):
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
     _check_request_limits(config.hub)
+    check_bounds("delivery", config.delivery, _DELIVERY_BOUNDS)
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
     check_auth_settings(config)
     check_zookeeper_settings(config)
     return config
+
+
+# [delivery] settings a work queue cannot run without (the others' 0 means "off").
+_DELIVERY_BOUNDS = [
+    ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
+    ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
+]
 
 
 def _check_request_limits(hub: HubSettings) -> None:

@@ -72,6 +72,11 @@ class DeliverySettings:
     consume_flush_ms: int = 1000
     max_burst_entries: int = 100  # entries a cursor delivers before yielding the reactor
     consume_write_gap_ms: int = 100  # least time between two pointer writes of one subscriber (0: none)
+    # Shared and pull subscriptions: a delivery not acknowledged this long goes out again
+    # (a subscription's own ack_timeout, set at SUBSCRIBE, wins) ...
+    ack_timeout_ms: int = 30_000
+    # ... and a member that asks for no window (or 0) holds at most this many unacknowledged.
+    shared_window: int = 1000
 
 
 @dataclass

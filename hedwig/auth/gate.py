@@ -8,11 +8,12 @@ answered AUTHENTICATION_FAILED and closed; any other request needs its permissio
     PUBLISH, SUBSCRIBE      publish / subscribe on the topic; and create, unless the
                             topic exists (it is opened as an existing topic first, in
                             the request's place in the order, so the request cannot
-                            create it)
+                            create it); a SUBSCRIBE naming max_deliveries also publish
+                            and create on its dead-letter topic (the hub publishes there)
     UNSUBSCRIBE, READ_RANGE subscribe on the topic (the subscription's owner is checked
     DESCRIBE_TOPIC          by the delivery manager; a reader needs a topic's bounds)
-    CONSUME, CLOSE_SUBSCRIPTION   nothing more: they name a handle this connection
-                            attached under these checks
+    CONSUME, CLOSE_SUBSCRIPTION,  nothing more: they name a handle this connection
+    ACK, NACK, FETCH        attached under these checks
     REGION_LINK, RELAY_PUBLISH    a region user (which region, and which origins, are
                             checked where those are decoded: hedwig/region)
     CREATE_TOPIC            create on the topic
@@ -37,6 +38,7 @@ from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subs
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
 from hedwig.protocol.layouts import RequestError, read_topic
 from hedwig.protocol.ops import Op
+from hedwig.protocol.requests import decode_subscribe
 from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.tls import certificate_names, is_tls, peer_certificate
@@ -193,6 +195,11 @@ def _publish(access, principal, op, body):
 
 
 def _subscribe(access, principal, op, body):
+    request = decode_subscribe(body)
+    if request.max_deliveries is not None:  # the hub will publish dead letters for this user
+        dead_letters = request.dead_letter_topic or f"{request.topic}.dlq"
+        access._require(principal, PUBLISH, dead_letters)
+        access._require(principal, CREATE, dead_letters)
     access._topic_request(principal, op, body, SUBSCRIBE)
 
 
@@ -235,6 +242,9 @@ _CHECKS = {
     Op.INIT_PRODUCER: _handle,  # (a producer id grants nothing: each set is checked)
     Op.SUBSCRIBE: _subscribe,
     Op.CONSUME: _handle,
+    Op.ACK: _handle,
+    Op.NACK: _handle,
+    Op.FETCH: _handle,
     Op.CLOSE_SUBSCRIPTION: _handle,
     Op.UNSUBSCRIBE: _read,
     Op.READ_RANGE: _read,

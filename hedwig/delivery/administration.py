@@ -34,7 +34,8 @@ class AdministeringSubscriptions:
             raise SubscribeError(
                 Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {topic_log.topic}"
             )
-        if subscription.cursor is not None or subscriber_id in table.busy:
+        members = subscription.dispatcher.members if subscription.dispatcher is not None else ()
+        if subscription.cursor is not None or members or subscriber_id in table.busy:
             raise SubscribeError(
                 Status.TOPIC_BUSY,
                 f"{subscriber_id} is attached to {topic_log.topic}: stop its subscriber first "
@@ -43,6 +44,8 @@ class AdministeringSubscriptions:
         new = consumed_for_start(topic_log, start)
         old = subscription.consumed_seq
         subscription.reposition(new)
+        if subscription.dispatcher is not None:
+            subscription.dispatcher.reposition(new)
         low = table.min_consumed
         table.moved(old, new)
         if table.min_consumed is not None and low is not None and table.min_consumed > low:
@@ -61,6 +64,7 @@ class AdministeringSubscriptions:
         if self._tables.get(topic) is table:
             del self._tables[topic]
         names = sorted(table.subscriptions)
+        self._unwatch_bounds(table)
         deleting = []
         for subscriber_id in names:
             subscription = table.subscriptions[subscriber_id]
@@ -69,6 +73,7 @@ class AdministeringSubscriptions:
                 self._detach(cursor)
                 self._notify_ended(cursor, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
                 self.forced_closes += 1
+            self._end_shared(subscription, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
             deleting.append(subscription.settle().addCallback(self._delete_record, subscription))
         if not deleting:
             return succeed(names)

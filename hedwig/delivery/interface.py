@@ -38,6 +38,19 @@ class IDeliveryChannel(Interface):
         SUBSCRIPTION_FORCED_CLOSED, TOPIC_MOVED); the connection tells its client."""
 
 
+class ISharedDeliveryChannel(IDeliveryChannel):
+    """A channel that may hold members of shared and pull subscriptions (the hub's client
+    connections): besides deliveries, it is sent redeliveries and a FETCH's end."""
+
+    def redeliver(handle, entry, start, stop, count):
+        """As deliver(), for messages delivered the `count`th time (count >= 2): the hub
+        writes hedwig.protocol.work_requests.redelivery_header and the entry's bytes."""
+
+    def fetch_done(handle):
+        """The pull subscription `handle`'s FETCH ended: every delivery it brought was
+        sent before this (an EVENT FETCH_DONE, which does not end the subscription)."""
+
+
 class IRelayPolicy(Interface):
     """What region relaying asks of delivery (hedwig.region implements it; a hub without
     regions has none). The delivery manager is given it once, by the hub's assembly,
@@ -73,16 +86,47 @@ class IDeliveryManager(Interface):
 
     def subscribe(topic_log, channel, handle, request):
         """Create and/or attach the subscription a SUBSCRIBE `request`
-        (hedwig.protocol.requests.Subscribe: its mode, start, window, force_attach and
-        deliver) names on `channel` under the channel-local `handle`. Deferred[dict]
-        {"consumed_seq", "next_seq"}; fails with SubscribeError (its status goes on the wire)."""
+        (hedwig.protocol.requests.Subscribe: its mode, start, window, force_attach,
+        deliver, and its kind, pull and work-queue options) names on `channel` under the
+        channel-local `handle`. Deferred[dict] {"consumed_seq", "next_seq"}; fails with
+        SubscribeError (its status goes on the wire).
+
+        A shared subscription (kind "shared") takes any number of members, each a channel
+        and handle (one per channel), providing ISharedDeliveryChannel; a pull one
+        (pull=True) is sent only what FETCH asks for. Both are acknowledged message by
+        message (acknowledge), delivered again after ack_timeout, a NACK or a member
+        leaving, and dead-lettered after max_deliveries. Attaching as another kind or
+        delivery than the subscription has fails WRONG_SUBSCRIPTION_KIND; a start
+        applies only when such a subscription is created. A message_bound (any kind)
+        skips the oldest unconsumed messages beyond it."""
 
     def consume(topic, subscriber_id, seq):
         """Everything up to `seq` is consumed (cumulative, idempotent); raises
-        SubscribeError for an unknown subscription or a seq-id beyond what was sent."""
+        SubscribeError for an unknown subscription or a seq-id beyond what was sent
+        (WRONG_SUBSCRIPTION_KIND for a shared one; a pull one takes it as acknowledging
+        every seq-id up to `seq` it was sent)."""
 
-    def close_subscription(topic, subscriber_id):
-        """Deferred: detach the subscriber and write its pointer; the subscription stays."""
+    def acknowledge(topic, subscriber_id, channel, ranges):
+        """A shared or pull subscription's member on `channel` acknowledges seq-id ranges
+        [(first, last)] (those not delivered yet are ignored). The number newly
+        acknowledged; SubscribeError (CLIENT_NOT_SUBSCRIBED, WRONG_SUBSCRIPTION_KIND)."""
+
+    def reject(topic, subscriber_id, channel, ranges):
+        """NACK: what the member on `channel` holds of these ranges goes out again now.
+        The number taken back; SubscribeError as acknowledge."""
+
+    def fetch(topic, subscriber_id, channel, max_messages, timeout_s):
+        """A pull subscription's member on `channel` asks for up to `max_messages`: what
+        is at hand now, else the first within `timeout_s`; the channel's fetch_done ends
+        it. SubscribeError (WRONG_SUBSCRIPTION_KIND for push, FETCH_IN_PROGRESS)."""
+
+    def use_publisher(publish):
+        """Publish dead letters with publish(topic, message_set) -> Deferred (the hub's
+        one publish path). Called once, by the hub's assembly."""
+
+    def close_subscription(topic, subscriber_id, channel=None):
+        """Deferred: detach the subscriber (of a shared subscription, the member on
+        `channel`) and write its pointer; the subscription stays."""
 
     def unsubscribe(topic, subscriber_id):
         """Deferred: delete the durable subscription (its cursor stops first)."""

@@ -8,14 +8,15 @@ resume come from the connection's transport through `pause_channel` / `resume_ch
 A subscriber attached with deliver=False gets an AckOnlyAttachment instead (ack_only.py):
 it holds the subscription like a cursor, receives nothing, and may consume up to the
 topic's last seq-id; everything else about its consume pointer is as for any other.
+Shared and pull subscriptions (work queues) have a dispatcher and members instead of a
+cursor (sharing.py); message bounds skip what a subscription holds beyond them (bounds.py).
 
 Region relays (hedwig.region) take part through one declared seam, an IRelayPolicy given
-by the hub's assembly (`use_relay_policy`): it says which entries a relay subscriber is
-not sent (they count as consumed once everything before them is), and it is told when a
-durable subscription is created or deleted here (interest in a topic).
+by the hub's assembly (`use_relay_policy`, relaying.py): it says which entries a relay
+subscriber is not sent (they count as consumed once everything before them is), and it
+is told when a durable subscription is created or deleted here (interest in a topic).
 """
 
-from collections import deque
 
 from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
 from twisted.logger import Logger
@@ -24,10 +25,14 @@ from zope.interface import implementer
 from hedwig.concurrency import SharedOperations
 from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.administration import AdministeringSubscriptions
+from hedwig.delivery.bounds import BoundingSubscriptions
+from hedwig.delivery.counters import WorkQueueCounters
 from hedwig.delivery.cursor import Cursor
-from hedwig.delivery.interface import IDeliveryManager, IRelayPolicy, SubscribeError
+from hedwig.delivery.interface import IDeliveryManager, SubscribeError
 from hedwig.delivery.observation import DescribingSubscriptions
 from hedwig.delivery.ownership import check_owner
+from hedwig.delivery.relaying import RelayingSubscriptions
+from hedwig.delivery.sharing import SharingSubscriptions, option_preferences
 from hedwig.delivery.start import consumed_for_start
 from hedwig.delivery.subscription import Subscription
 from hedwig.delivery.topic_table import TopicTable
@@ -41,7 +46,13 @@ MODES = ("create", "attach", "create_or_attach")
 
 
 @implementer(IDeliveryManager)
-class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
+class DeliveryManager(
+    DescribingSubscriptions,
+    AdministeringSubscriptions,
+    RelayingSubscriptions,
+    SharingSubscriptions,
+    BoundingSubscriptions,
+):
     """Cursors, windows and consume pointers of every subscription on this hub."""
 
     def __init__(self, metadata, clock, settings: DeliverySettings | None = None):
@@ -57,11 +68,8 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
         self.forced_closes = 0
         self.channel_errors = 0
         self._relay_policy = None  # IRelayPolicy, when this hub relays between regions
-
-    def use_relay_policy(self, policy) -> None:
-        if policy is not None and not IRelayPolicy.providedBy(policy):
-            raise TypeError(f"{policy!r} does not provide IRelayPolicy")
-        self._relay_policy = policy
+        self._publish = None  # publish(topic, message_set) -> Deferred, for dead letters
+        self.work = WorkQueueCounters()  # shared and pull subscriptions, message bounds
 
     # -- topics ------------------------------------------------------------------------
 
@@ -98,6 +106,10 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
             for sid, record in records.items()
         }
         table = self._tables[topic_log.topic] = TopicTable(topic_log, subscriptions)
+        for sid, subscription in subscriptions.items():
+            if subscription.kind == "shared" or subscription.pull:
+                self._share(subscription, table, records[sid].value.acked)
+        self._check_bounds(table)
         return table
 
     def release_topic(self, topic: str, event=SubscriptionEvent.TOPIC_MOVED) -> Deferred:
@@ -109,11 +121,13 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
         if table is None:
             return succeed(None)
         flushes = []
+        self._unwatch_bounds(table)
         for subscription in table.subscriptions.values():
             cursor = subscription.cursor
             if cursor is not None:
                 self._detach(cursor)
                 self._notify_ended(cursor, event)
+            self._end_shared(subscription, event)
             flushes.append(subscription.flush())
         table.topic_log.release()
         return _all(flushes)
@@ -144,6 +158,8 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
     def _subscribe(self, table, topic_log, channel, handle, request, window, principal=None):
         subscriber_id, mode, start = request.subscriber_id, request.mode, request.start
         deliver = request.deliver
+        if request.per_message:
+            self._check_per_message(topic_log.topic, request, channel)
         if subscriber_id in table.busy:
             raise SubscribeError(
                 Status.TOPIC_BUSY, f"{subscriber_id} on {topic_log.topic} is being (un)subscribed"
@@ -155,15 +171,15 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
                     Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {topic_log.topic}"
                 )
             consumed = topic_log.last_seq if start is None else consumed_for_start(topic_log, start)
-            return self._create(
-                table, topic_log, subscriber_id, consumed, channel, handle, window, deliver, principal
-            )
+            return self._create(table, topic_log, consumed, channel, handle, request, window, principal)
         check_owner(subscription, principal)
         if mode == "create":
             raise SubscribeError(
                 Status.CLIENT_ALREADY_SUBSCRIBED,
                 f"{subscriber_id} is already subscribed to {topic_log.topic}",
             )
+        if subscription.dispatcher is not None or request.per_message:
+            return self._attach_member(table, subscription, channel, handle, request)
         current = subscription.cursor
         if current is not None:
             if current.channel is channel:
@@ -181,6 +197,11 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
             self._notify_ended(current, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
         if window is not None and window != subscription.preferences.get("window"):
             subscription.preferences["window"] = window
+        bound = request.message_bound
+        if bound is not None and bound != subscription.preferences.get("message_bound"):
+            subscription.preferences["message_bound"] = bound
+            subscription.preferences_changed()
+            self._check_bounds(table)
         if start is None:
             self._attach(table, subscription, topic_log, channel, handle, deliver)
             return self._result(subscription)
@@ -197,8 +218,10 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
 
         return subscription.flush().addCallbacks(lambda _: self._result(subscription), not_written)
 
-    def _create(self, table, topic_log, subscriber_id, consumed, channel, handle, window, deliver, principal):
-        preferences = {} if window is None else {"window": window}
+    def _create(self, table, topic_log, consumed, channel, handle, request, window, principal):
+        subscriber_id = request.subscriber_id
+        preferences = {} if window is None or request.per_message else {"window": window}
+        preferences.update(option_preferences(request))
         if principal is not None:  # ([auth] on) the subscription belongs to its creator
             preferences["owner"] = principal.name
         # When the subscription began, kept with it: a region relays what was published
@@ -225,9 +248,16 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
                 self.settings,
             )
             table.add(subscription)
-            self._attach(table, subscription, topic_log, channel, handle, deliver)
+            if request.per_message:
+                self._share(subscription, table)
+                result = self._attach_member(table, subscription, channel, handle, request)
+            else:
+                self._attach(table, subscription, topic_log, channel, handle, request.deliver)
+                result = self._result(subscription)
             self._changed(topic_log.topic, subscriber_id, True)
-            return self._result(subscription)
+            if request.message_bound is not None:
+                self._check_bounds(table)
+            return result
 
         def done(result):
             table.busy.discard(subscriber_id)
@@ -241,8 +271,12 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
         else:
             cursor = AckOnlyAttachment(subscription, channel, handle)
         subscription.cursor = cursor
-        self._channels.setdefault(channel, set()).add(cursor)
-        if channel in self._paused:
+        self._hold(cursor)
+
+    def _hold(self, cursor) -> None:
+        """Keep an attached cursor (or member) with its channel, and start it."""
+        self._channels.setdefault(cursor.channel, set()).add(cursor)
+        if cursor.channel in self._paused:
             cursor.paused = True
         self.subscribes += 1
         cursor.start()
@@ -289,31 +323,6 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
         except Exception:
             _logger.failure("telling {handle} its subscription ended failed", handle=cursor.handle)
 
-    def _passed_over(self, cursor, from_seq: int, entry) -> None:
-        """The cursor passed over seq-ids from_seq..entry.last_seq: consumed at once when
-        everything before them is, else when a consume reaches them."""
-        subscription = cursor.subscription
-        if subscription.consumed_seq >= from_seq - 1:
-            try:
-                self.consume(subscription.topic, subscription.subscriber_id, entry.last_seq)
-            except SubscribeError:
-                pass  # (deleted meanwhile: nothing to move)
-            return
-        runs = cursor.filtered_runs
-        if runs is None:
-            runs = cursor.filtered_runs = deque()
-        if runs and runs[-1][1] == from_seq - 1:
-            runs[-1][1] = entry.last_seq
-        else:
-            runs.append([from_seq - 1, entry.last_seq])  # [consumed that reaches it, its end]
-
-    def _changed(self, topic: str, subscriber_id: str, added: bool) -> None:
-        if self._relay_policy is not None:
-            try:
-                self._relay_policy.subscription_changed(topic, subscriber_id, added)
-            except Exception:
-                _logger.failure("reporting a subscription change of {topic} failed", topic=topic)
-
     def _channel_error(self, cursor) -> None:
         """The channel raised on deliver: stop that subscriber (its pointer stays)."""
         self.channel_errors += 1
@@ -350,6 +359,9 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
         ignored; seq-ids not yet delivered are capped at the last delivered, or for a
         subscriber that takes no deliveries at the topic's last seq-id)."""
         table, subscription = self._subscription(topic, subscriber_id)
+        if subscription.dispatcher is not None:
+            self._consume_per_message(subscription, seq)
+            return
         cursor = subscription.cursor
         limit = cursor.next_seq - 1 if cursor is not None and cursor.delivers else table.topic_log.last_seq
         if seq > limit:
@@ -361,21 +373,20 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
         if seq <= old:
             return
         self.consumes += 1
-        subscription.consumed(seq)
-        low = table.min_consumed
-        table.moved(old, seq)
-        if table.min_consumed != low:
-            table.topic_log.prune(table.min_consumed)
+        table.advance(subscription, seq)
         if cursor is not None and cursor.window_full:
             cursor.window_opened()
 
-    def close_subscription(self, topic: str, subscriber_id: str) -> Deferred:
-        """Stop the subscriber's cursor and write its pointer; the subscription stays."""
+    def close_subscription(self, topic: str, subscriber_id: str, channel=None) -> Deferred:
+        """Stop the subscriber's cursor (a shared subscription's member on `channel`) and
+        write its pointer; the subscription stays."""
         try:
             _table, subscription = self._subscription(topic, subscriber_id)
         except SubscribeError:
             return fail()
-        if subscription.cursor is not None:
+        if subscription.dispatcher is not None:
+            self._close_member(subscription, channel)
+        elif subscription.cursor is not None:
             self._detach(subscription.cursor)
         return subscription.flush()
 
@@ -393,6 +404,7 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
             )
         if subscription.cursor is not None:
             self._detach(subscription.cursor)
+        self._detach_members(subscription)
         table.busy.add(subscriber_id)
 
         def delete(_):
@@ -403,6 +415,7 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
         def deleted(_):
             subscription.deleted = True
             subscription.cancel()
+            self._end_shared(subscription)
             table.remove(subscriber_id)
             self._changed(topic, subscriber_id, False)
             low = table.min_consumed
@@ -452,6 +465,10 @@ class DeliveryManager(DescribingSubscriptions, AdministeringSubscriptions):
             for cursor in list(cursors):
                 self._detach(cursor)
         self._paused.clear()
+        for table in self._tables.values():
+            self._unwatch_bounds(table)
+            for subscription in table.subscriptions.values():
+                self._end_shared(subscription)
         flushes = [s.flush() for t in self._tables.values() for s in t.subscriptions.values()]
         return _all(flushes)
 

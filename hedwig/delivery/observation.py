@@ -1,6 +1,11 @@
 """What the delivery manager shows of its subscriptions: DESCRIBE_TOPIC's rows and the
-STATS counters (DeliveryManager's part for observation)."""
+STATS counters (DeliveryManager's part for observation).
 
+Every row says the subscription's kind, delivery, members (attached subscribers: 0 or 1
+for an exclusive one), pending (delivered, not acknowledged), redeliveries and what its
+message bound skipped; a shared or pull one adds what is queued to go out again, the
+acknowledgements held above its consumed seq-id, dead letters and its settings.
+"""
 
 
 class DescribingSubscriptions:
@@ -16,19 +21,29 @@ class DescribingSubscriptions:
             subscription = table.subscriptions[sid]
             cursor = subscription.cursor
             window = subscription.preferences.get("window", self.settings.default_window)
-            rows.append(
-                {
-                    "subscriber_id": sid,
-                    "consumed_seq": subscription.consumed_seq,
-                    "persisted_seq": subscription.persisted_seq,
-                    "delivered_seq": cursor.delivered_seq if cursor else subscription.consumed_seq,
-                    "backlog": max(0, last_seq - subscription.consumed_seq),
-                    "window": cursor.window if cursor else window,
-                    "state": cursor.state if cursor else "detached",
-                    "push_waits": cursor.push_waits if cursor else 0,
-                    "pulls": cursor.pulls if cursor else 0,
-                }
-            )
+            delivered = cursor.delivered_seq if cursor else subscription.consumed_seq
+            row = {
+                "subscriber_id": sid,
+                "kind": subscription.kind,
+                "delivery": "pull" if subscription.pull else "push",
+                "consumed_seq": subscription.consumed_seq,
+                "persisted_seq": subscription.persisted_seq,
+                "delivered_seq": delivered,
+                "backlog": max(0, last_seq - subscription.consumed_seq),
+                "window": cursor.window if cursor else window,
+                "state": cursor.state if cursor else "detached",
+                "push_waits": cursor.push_waits if cursor else 0,
+                "pulls": cursor.pulls if cursor else 0,
+                "members": 0 if cursor is None else 1,
+                "pending": max(0, delivered - subscription.consumed_seq) if cursor and cursor.delivers else 0,
+                "redeliveries": 0,
+                "skipped_by_bound": subscription.skipped_by_bound,
+                "message_bound": subscription.preferences.get("message_bound"),
+                "unwritten": subscription.dirty,
+            }
+            if subscription.dispatcher is not None:
+                row.update(self._shared_row(subscription))
+            rows.append(row)
         return rows
 
     def attached(self, topic: str) -> int:
@@ -37,6 +52,25 @@ class DescribingSubscriptions:
         if table is None:
             return 0
         return sum(subscription.cursor is not None for subscription in table.subscriptions.values())
+
+    def _shared_row(self, subscription) -> dict:
+        dispatcher = subscription.dispatcher
+        members = dispatcher.members
+        return {
+            "delivered_seq": dispatcher.next_seq - 1,
+            "window": max((m.window for m in members.values()), default=self.settings.shared_window),
+            "state": ("pull" if subscription.pull else "shared") if members else "detached",
+            "members": len(members),
+            "pending": dispatcher.pending,
+            "queued": dispatcher.queued,
+            "acked_above": dispatcher.acked.count(),
+            "redeliveries": dispatcher.redelivered,
+            "dead_lettered": dispatcher.dead_lettered,
+            "skipped_by_bound": dispatcher.skipped_by_bound,
+            "ack_timeout_ms": round(dispatcher.ack_timeout_s * 1000),
+            "max_deliveries": dispatcher.max_deliveries,
+            "dead_letter_topic": dispatcher.dead_letter_topic if dispatcher.max_deliveries else None,
+        }
 
     def stats(self) -> dict:
         cursors = [c for cs in self._channels.values() for c in cs]
@@ -57,4 +91,6 @@ class DescribingSubscriptions:
             "skipped_by_retention": sum(c.skipped for c in cursors),
             "forced_closes": self.forced_closes,
             "channel_errors": self.channel_errors,
+            "shared_members": sum(c.subscription.dispatcher is not None for c in cursors),
+            **self.work.snapshot(),
         }

@@ -9,6 +9,11 @@ next single write, so a slow store costs one pending write, never a queue.
 With message sets one consume often moves the pointer past `consume_interval` at once, so
 that rule alone means a metadata write per consume; `consume_write_gap_ms` (0: off) spaces
 one subscriber's writes by at least that long, bounding the write rate whatever the set size.
+
+A shared or pull subscription (its `dispatcher`, shared.py) is also acknowledged above
+its pointer, message by message: `acks_changed` counts those acknowledgements toward the
+same policy, and every write carries them (`acked_source(consumed_seq)`, the record's
+opaque `acked` bytes) with the pointer, so the two are never persisted apart.
 """
 
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
@@ -24,6 +29,7 @@ class Subscription:
     """One durable subscriber (topic, subscriber id) loaded on this hub."""
 
     __slots__ = (
+        "_changes",
         "_clock",
         "_flush_after_s",
         "_flush_waiters",
@@ -31,14 +37,19 @@ class Subscription:
         "_last_write",
         "_write_gap_s",
         "_metadata",
+        "_persisted_changes",
         "_rewrite",
+        "_unwritten_acks",
         "_timer",
         "_writing",
+        "acked_source",
         "consumed_seq",
         "cursor",
         "deleted",
+        "dispatcher",
         "persisted_seq",
         "preferences",
+        "skipped_by_bound",
         "subscriber_id",
         "topic",
         "version",
@@ -53,7 +64,14 @@ class Subscription:
         self.persisted_seq = consumed_seq
         self.preferences = dict(preferences or {})
         self.version = version
-        self.cursor = None  # the live Cursor when attached to a channel
+        self.cursor = None  # the live Cursor when attached to a channel (or a pull subscription's member)
+        self.dispatcher = None  # a shared or pull subscription's SharedDispatcher
+        self.acked_source = None  # seq -> the acked bytes to write with consumed seq-id seq
+        self.skipped_by_bound = 0  # messages its message bound skipped (exclusive; shared: its dispatcher's)
+        # Changes written beside the pointer (acks above it, preferences): made, and written.
+        self._changes = 0
+        self._persisted_changes = 0
+        self._unwritten_acks = 0
         self.deleted = False
         self.writes = 0
         self.write_failures = 0
@@ -70,12 +88,36 @@ class Subscription:
 
     @property
     def dirty(self) -> bool:
-        return self.consumed_seq != self.persisted_seq
+        return self.consumed_seq != self.persisted_seq or self._changes != self._persisted_changes
+
+    @property
+    def kind(self) -> str:
+        return self.preferences.get("kind", "exclusive")
+
+    @property
+    def pull(self) -> bool:
+        return bool(self.preferences.get("pull"))
 
     def consumed(self, seq: int) -> None:
         """The pointer moved to `seq` in memory; write it when the policy says so."""
         self.consumed_seq = seq
-        if seq - self.persisted_seq >= self._interval:
+        self._schedule(seq - self.persisted_seq >= self._interval)
+
+    def acks_changed(self, count: int) -> None:
+        """`count` messages above the pointer were acknowledged (or the set of them
+        changed otherwise): written with the pointer, under the same policy."""
+        self._changes += 1
+        self._unwritten_acks += count
+        self._schedule(self._unwritten_acks >= self._interval)
+
+    def preferences_changed(self) -> None:
+        """A SUBSCRIBE changed the preferences: written within consume_flush_ms."""
+        self._changes += 1
+        self._schedule(False)
+
+    def _schedule(self, due: bool) -> None:
+        """Write now (or once the write gap allows) when `due`, else within the flush delay."""
+        if due:
             wait = self._last_write + self._write_gap_s - self._clock.seconds()
             if wait <= 0:
                 self._request_write()
@@ -144,20 +186,25 @@ class Subscription:
         self._rewrite = False
         self._last_write = self._clock.seconds()
         seq = self.consumed_seq
+        changes, self._unwritten_acks = self._changes, 0
+        acked = self.acked_source(seq) if self.acked_source is not None else b""
         waiters, self._flush_waiters = self._flush_waiters, Waiters()
         d = maybeDeferred(
             self._metadata.put_subscription,
             self.topic,
             self.subscriber_id,
-            SubscriptionState(seq, self.preferences),
+            SubscriptionState(seq, self.preferences, acked),
             self.version,
         )
-        d.addCallbacks(self._written, self._write_failed, callbackArgs=(seq, waiters), errbackArgs=(waiters,))
+        d.addCallbacks(
+            self._written, self._write_failed, callbackArgs=(seq, changes, waiters), errbackArgs=(waiters,)
+        )
 
-    def _written(self, version, seq, waiters) -> None:
+    def _written(self, version, seq, changes, waiters) -> None:
         self._writing = False
         self.version = version
         self.persisted_seq = seq
+        self._persisted_changes = changes
         self.writes += 1
         if self.dirty and (self._rewrite or self._flush_waiters):
             self._start_write()  # (takes the waiters that came meanwhile)

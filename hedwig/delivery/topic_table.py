@@ -8,13 +8,14 @@ consuming in turn that is O(1) per consume, amortised.
 
 
 class TopicTable:
-    __slots__ = ("_at_min", "busy", "topic_log", "min_consumed", "subscriptions", "topic")
+    __slots__ = ("_at_min", "bound_watch", "busy", "topic_log", "min_consumed", "subscriptions", "topic")
 
     def __init__(self, topic_log, subscriptions):
         self.topic = topic_log.topic
         self.topic_log = topic_log  # the topic's current TopicLog (updated on every subscribe)
         self.subscriptions = subscriptions  # subscriber id -> Subscription
         self.busy = set()  # subscriber ids with a subscribe/unsubscribe in progress
+        self.bound_watch = None  # the wait for the next publish while a subscription has a bound
         self.min_consumed = None
         self._at_min = 0
         self._recompute()
@@ -52,6 +53,16 @@ class TopicTable:
         if subscription is not None:
             self._leave(subscription.consumed_seq)
         return subscription
+
+    def advance(self, subscription, seq: int) -> None:
+        """Move `subscription`'s consumed seq-id forward to `seq` (written by its policy),
+        and prune the cache when that moved the least one."""
+        old = subscription.consumed_seq
+        subscription.consumed(seq)
+        low = self.min_consumed
+        self.moved(old, seq)
+        if self.min_consumed != low:
+            self.topic_log.prune(self.min_consumed)
 
     def moved(self, old_seq: int, new_seq: int) -> None:
         """A subscriber's consumed seq-id went from old_seq to new_seq (already stored)."""

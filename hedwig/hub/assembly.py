@@ -67,6 +67,7 @@ def assemble_hub(
     hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor, name=name)
     if zk_region is not None:
         topics.on_release = delivery.release_topic  # subscribers move with their topic
+    delivery.use_publisher(hub.publish)  # dead letters go through the one publish path
     parts = HubParts(
         hub=hub,
         topic_logs=topic_logs,

@@ -23,7 +23,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.delivery.interface import IDeliveryChannel
+from hedwig.delivery.interface import ISharedDeliveryChannel
 from hedwig.hub.errors import status_for
 from hedwig.hub.flow import DeliveryFlow
 from hedwig.hub.handlers import HANDLERS, RequestHandlers
@@ -50,7 +50,7 @@ def _describe_peer(address) -> str:
     return f"{host}:{address.port}" if host is not None else str(address)
 
 
-@implementer(IDeliveryChannel, IPushProducer)
+@implementer(ISharedDeliveryChannel, IPushProducer)
 class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
     log = Logger()
     is_hub_peer = False  # region relays (reserved "__" subscriber ids) are hubs' own connections

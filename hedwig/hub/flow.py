@@ -5,6 +5,8 @@ reading; too many requests in flight stop reading until half are answered)
 (HubConnection's part for backpressure)."""
 
 from hedwig.protocol.framing import delivery_header, encode_event
+from hedwig.protocol.status import SubscriptionEvent
+from hedwig.protocol.work_requests import redelivery_header
 
 # Deliveries held back until their SUBSCRIBE reply is out: past this, the channel pauses.
 MAX_HELD_BYTES = 4 * 1024 * 1024
@@ -29,6 +31,32 @@ class DeliveryFlow:
         held.append(header)
         held.append(data)
         self._held_bytes += len(header) + len(data)
+        if self._held_bytes > MAX_HELD_BYTES:
+            self._update_delivery_pause()
+
+    def redeliver(self, handle, entry, start, stop, count):
+        """A shared or pull subscription's messages [start, stop) of `entry`, delivered the
+        `count`th time (ISharedDeliveryChannel)."""
+        data = entry.data
+        stats = self.hub.stats
+        stats.entries_delivered += 1
+        stats.messages_delivered += stop - start
+        self._send_or_hold(handle, (redelivery_header(handle, start, stop, count, len(data)), data))
+
+    def fetch_done(self, handle):
+        """The pull subscription `handle`'s FETCH ended (an EVENT that does not end it)."""
+        self._send_or_hold(handle, (encode_event(handle, SubscriptionEvent.FETCH_DONE),))
+
+    def _send_or_hold(self, handle, chunks) -> None:
+        """Write `chunks` for subscription `handle`, or hold them until its SUBSCRIBE's
+        reply is out (as deliver does)."""
+        held = self._held.get(handle)
+        if held is None:
+            if handle in self._subscriptions:
+                self.write_sequence(chunks)
+            return
+        held.extend(chunks)
+        self._held_bytes += sum(map(len, chunks))
         if self._held_bytes > MAX_HELD_BYTES:
             self._update_delivery_pause()
 

@@ -5,6 +5,7 @@ table the connection dispatches with (HubConnection's part for requests)."""
 from twisted.internet.defer import Deferred, maybeDeferred
 
 from hedwig.hub.producer_handlers import on_idempotent_publish, on_init_producer
+from hedwig.hub.work_handlers import on_ack, on_fetch, on_nack
 from hedwig.protocol.admin_requests import (
     decode_create_topic,
     decode_delete_topic,
@@ -134,7 +135,7 @@ class RequestHandlers:
         if not self._connected:
             # The client left while the topic was being acquired: the attachment made
             # since has no connection to serve, so detach it (its pointer is flushed).
-            closing = self.hub.delivery.close_subscription(*key)
+            closing = self.hub.delivery.close_subscription(*key, self)
             closing.addErrback(lambda f: self.log.failure("detaching {key} failed", f, key=key))
             return
         payload = encode_subscribed(handle, result["consumed_seq"], result["next_seq"])
@@ -151,26 +152,28 @@ class RequestHandlers:
         self._drop_held(handle)
         self._failed(failure, slot, request_id, Op.SUBSCRIBE, started)
 
-    def _on_consume(self, request_id, body, started):
-        handle, seq = decode_consume(body)
+    def _attached_key(self, handle: int):
+        """(topic, subscriber id) of the subscription `handle` names on this connection,
+        once its SUBSCRIBE is answered; CLIENT_NOT_SUBSCRIBED otherwise."""
         key = self._subscriptions.get(handle)
         if key is None or handle in self._held:
             raise RequestError(
                 Status.CLIENT_NOT_SUBSCRIBED, f"no subscription with handle {handle} on this connection"
             )
+        return key
+
+    def _on_consume(self, request_id, body, started):
+        handle, seq = decode_consume(body)
+        key = self._attached_key(handle)
         self.hub.delivery.consume(key[0], key[1], seq)
         self.hub.stats.ops["consume"].record(True, self.hub.clock.seconds() - started)
 
     def _on_close_subscription(self, request_id, body, started):
         handle = decode_close_subscription(body)
-        key = self._subscriptions.get(handle)
-        if key is None or handle in self._held:
-            raise RequestError(
-                Status.CLIENT_NOT_SUBSCRIBED, f"no subscription with handle {handle} on this connection"
-            )
+        key = self._attached_key(handle)
         del self._subscriptions[handle]
         del self._handles[key]
-        closed = self.hub.delivery.close_subscription(key[0], key[1])
+        closed = self.hub.delivery.close_subscription(key[0], key[1], self)
         self._answer_empty(closed, request_id, Op.CLOSE_SUBSCRIPTION, started)
 
     def _on_unsubscribe(self, request_id, body, started):
@@ -275,4 +278,7 @@ HANDLERS = {
     Op.DELETE_TOPIC: RequestHandlers._on_delete_topic,
     Op.LIST_SUBSCRIPTIONS: RequestHandlers._on_list_subscriptions,
     Op.RESET_SUBSCRIPTION: RequestHandlers._on_reset_subscription,
+    Op.ACK: on_ack,
+    Op.NACK: on_nack,
+    Op.FETCH: on_fetch,
 }

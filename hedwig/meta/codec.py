@@ -7,7 +7,7 @@ a clear error before it is stored rather than found later by a reader.
 
 import json
 
-from hedwig.meta.interface import LedgerRange, MetadataError, SubscriptionState
+from hedwig.meta.interface import MAX_ACKED_BYTES, LedgerRange, MetadataError, SubscriptionState
 
 
 class BadRecord(MetadataError, ValueError):
@@ -76,14 +76,21 @@ def decode_ranges(text) -> list[LedgerRange]:
 
 
 def check_subscription(state) -> SubscriptionState:
-    if not isinstance(state, (list, tuple)) or len(state) != 2:
-        raise BadRecord(f"a subscription state is (consumed_seq, preferences), not {state!r}")
-    consumed_seq, preferences = state
+    if not isinstance(state, (list, tuple)) or len(state) not in (2, 3):
+        raise BadRecord(f"a subscription state is (consumed_seq, preferences[, acked]), not {state!r}")
+    consumed_seq, preferences, *rest = state
     if not _is_int(consumed_seq) or consumed_seq < 0:
         raise BadRecord(f"consumed seq-id must be an integer in 0..{MAX_INT}, not {consumed_seq!r}")
     if not isinstance(preferences, dict) or not all(isinstance(k, str) for k in preferences):
         raise BadRecord("subscription preferences are a dict with str keys")
-    return SubscriptionState(consumed_seq, preferences)
+    acked = rest[0] if rest else b""
+    if not isinstance(acked, (bytes, bytearray, memoryview)):
+        raise BadRecord(f"a subscription's acked field is bytes, not {type(acked).__name__}")
+    if len(acked) > MAX_ACKED_BYTES:
+        raise BadRecord(
+            f"a subscription's acked field holds at most {MAX_ACKED_BYTES} bytes, not {len(acked)}"
+        )
+    return SubscriptionState(consumed_seq, preferences, bytes(acked))
 
 
 def encode_preferences(preferences: dict) -> str:

@@ -56,9 +56,18 @@ class LedgerRange(NamedTuple):
     last_seq: int | None
 
 
+# The most bytes a subscription's `acked` field may hold: a store refuses more (BadRecord).
+# (A ZooKeeper znode holds 1 MiB with its JSON; the delivery layer stays far below.)
+MAX_ACKED_BYTES = 256 * 1024
+
+
 class SubscriptionState(NamedTuple):
     consumed_seq: int  # everything up to here is consumed; delivery resumes at +1
     preferences: dict  # JSON-able: window, start, ...
+    # Seq-ids above consumed_seq acknowledged one by one (shared and pull subscriptions),
+    # in the delivery layer's compact encoding (hedwig.delivery.ranges): opaque bytes to a
+    # store, kept and returned exactly as given; b"" for none.
+    acked: bytes = b""
 
 
 class Versioned(NamedTuple):
@@ -91,10 +100,18 @@ class IMetadataStore(Interface):
         """Deferred[list[str]], sorted."""
 
     def get_subscription(topic, subscriber_id):
-        """Deferred[Versioned[SubscriptionState] | None]."""
+        """Deferred[Versioned[SubscriptionState] | None].
+
+        A subscription record is (consumed_seq, preferences, acked): an integer in
+        0..2^63-1, a JSON-able dict with str keys, and opaque bytes of at most
+        MAX_ACKED_BYTES (b"" when the writer gave none, and for every record written
+        before the field existed). A store keeps all three, written together by one
+        put_subscription, and returns `acked` as bytes, byte for byte as given."""
 
     def put_subscription(topic, subscriber_id, state, version):
-        """Compare-and-set as put_topic. Deferred[int new version]."""
+        """Compare-and-set as put_topic. Deferred[int new version]. `state` is a
+        SubscriptionState (or a (consumed_seq, preferences[, acked]) tuple); anything
+        else, or an `acked` over MAX_ACKED_BYTES, fails with BadRecord and changes nothing."""
 
     def delete_subscription(topic, subscriber_id, version):
         """Deferred[None]; fails with BadVersion."""

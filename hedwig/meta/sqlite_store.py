@@ -25,7 +25,9 @@ Garbage: a write that drops ledgers from a topic's ranges records them in the `g
 table in the same transaction; they are forgotten once their files are gone. The hub's
 start-up sweep deletes only ledgers recorded there (hedwig.topiclog.manager), so a
 ledger the metadata does not know is never taken for garbage. Schema 2 added that table;
-a schema-1 database gets it (empty) when it is opened, and keeps working.
+a schema-1 database gets it (empty) when it is opened, and keeps working. Schema 3 added
+the subscriptions' `acked` column (shared and pull subscriptions' acknowledgements
+above their consumed seq-id): an older database gets it, empty for every record.
 
 `expect_records`: the hub opens its database saying whether its ledgers hold entries.
 If they do, a missing, zero-byte or recordless database is refused (MetadataMissing)
@@ -63,30 +65,10 @@ from hedwig.meta.interface import (
     SubscriptionState,
     Versioned,
 )
+from hedwig.meta.sqlite_schema import bring_up_to_date
 
 _logger = Logger()
 
-SCHEMA_VERSION = 2
-_READABLE_SCHEMAS = (0, 1, SCHEMA_VERSION)  # 0: a new database; 1: before the garbage table
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS topics (
-    topic   TEXT PRIMARY KEY,
-    ranges  TEXT NOT NULL,
-    version INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS subscriptions (
-    topic         TEXT NOT NULL,
-    subscriber_id TEXT NOT NULL,
-    consumed_seq  INTEGER NOT NULL,
-    preferences   TEXT NOT NULL,
-    version       INTEGER NOT NULL,
-    PRIMARY KEY (topic, subscriber_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS garbage (
-    ledger_id INTEGER PRIMARY KEY,
-    topic     TEXT NOT NULL
-);
-"""
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
@@ -183,14 +165,7 @@ class SqliteMetadataStore:
             raise MetadataError(f"{self.path}: SQLite refused WAL mode (journal mode {mode})")
         self._sync = None
         self._use_sync(self._topic_sync)
-        found = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if found not in _READABLE_SCHEMAS:
-            raise MetadataError(
-                f"{self.path}: schema version {found}; this hedwig reads up to {SCHEMA_VERSION}"
-            )
-        if found != SCHEMA_VERSION:  # (written only when needed: a full disk takes no write)
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        bring_up_to_date(self._db, self.path)
 
     def _check_present(self) -> None:
         """Refuse a missing or zero-byte database before SQLite would create one over it
@@ -353,36 +328,37 @@ class SqliteMetadataStore:
 
     def _get_subscription(self, topic, subscriber_id):
         row = self._db.execute(
-            "SELECT consumed_seq, preferences, version FROM subscriptions"
+            "SELECT consumed_seq, preferences, acked, version FROM subscriptions"
             " WHERE topic = ? AND subscriber_id = ?",
             (check_name("topic", topic), check_name("subscriber id", subscriber_id)),
         ).fetchone()
         if row is None:
             return None
-        return Versioned(SubscriptionState(row[0], decode_preferences(row[1])), row[2])
+        return Versioned(SubscriptionState(row[0], decode_preferences(row[1]), bytes(row[2])), row[3])
 
     def put_subscription(self, topic, subscriber_id, state, version):
         return self._run(self._put_subscription, topic, subscriber_id, state, version)
 
     def _put_subscription(self, topic, subscriber_id, state, version):
         key = (check_name("topic", topic), check_name("subscriber id", subscriber_id))
-        consumed_seq, preferences = check_subscription(state)
+        consumed_seq, preferences, acked = check_subscription(state)
         text = encode_preferences(preferences)
         self._use_sync(self._subscription_sync)
         if check_version(version) == NEW:
             try:
                 self._db.execute(
-                    "INSERT INTO subscriptions (topic, subscriber_id, consumed_seq, preferences, version)"
-                    " VALUES (?, ?, ?, ?, 0)",
-                    (*key, consumed_seq, text),
+                    "INSERT INTO subscriptions"
+                    " (topic, subscriber_id, consumed_seq, preferences, acked, version)"
+                    " VALUES (?, ?, ?, ?, ?, 0)",
+                    (*key, consumed_seq, text, acked),
                 )
             except sqlite3.IntegrityError:
                 raise BadVersion(f"subscription {key[1]} of topic {key[0]} already exists") from None
             return 0
         cursor = self._db.execute(
-            "UPDATE subscriptions SET consumed_seq = ?, preferences = ?, version = version + 1"
+            "UPDATE subscriptions SET consumed_seq = ?, preferences = ?, acked = ?, version = version + 1"
             " WHERE topic = ? AND subscriber_id = ? AND version = ?",
-            (consumed_seq, text, *key, version),
+            (consumed_seq, text, acked, *key, version),
         )
         if cursor.rowcount != 1:
             raise BadVersion(self._why("subscription", key, version))
@@ -406,15 +382,15 @@ class SqliteMetadataStore:
 
     def _list_subscriptions(self, topic):
         rows = self._db.execute(
-            "SELECT subscriber_id, consumed_seq, preferences, version FROM subscriptions"
+            "SELECT subscriber_id, consumed_seq, preferences, acked, version FROM subscriptions"
             " WHERE topic = ? ORDER BY subscriber_id",
             (check_name("topic", topic),),
         )
         return {
             subscriber_id: Versioned(
-                SubscriptionState(consumed_seq, decode_preferences(preferences)), version
+                SubscriptionState(consumed_seq, decode_preferences(preferences), bytes(acked)), version
             )
-            for subscriber_id, consumed_seq, preferences, version in rows
+            for subscriber_id, consumed_seq, preferences, acked, version in rows
         }
 
     # -- garbage ---------------------------------------------------------------------------

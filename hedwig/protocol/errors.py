@@ -20,6 +20,7 @@ __all__ = [
     "CouldNotConnect",
     "DuplicateSequence",
     "EntryUnreadable",
+    "FetchInProgress",
     "HedwigError",
     "HubError",
     "InvalidSubscriberId",
@@ -32,6 +33,7 @@ __all__ = [
     "NotResponsibleForTopic",
     "ProducerSequenceGap",
     "PublishQueueFull",
+    "PullOnly",
     "RequestError",
     "RequestTimeout",
     "SeqOutOfRange",
@@ -44,6 +46,7 @@ __all__ = [
     "TooManyTopics",
     "TopicBusy",
     "UnsupportedVersion",
+    "WrongSubscriptionKind",
     "error_for",
 ]
 
@@ -132,6 +135,20 @@ class DuplicateSequence(RequestError):
     the hub no longer remembers its seq-ids."""
 
     status = Status.DUPLICATE_SEQUENCE
+
+
+class WrongSubscriptionKind(RequestError):
+    """The request does not fit the subscription's kind: attaching to a shared
+    subscription as an exclusive one (or the other way round), or with push delivery to
+    a pull one; per-message acknowledgements or FETCH where the kind has none."""
+
+    status = Status.WRONG_SUBSCRIPTION_KIND
+
+
+class FetchInProgress(RequestError):
+    """A FETCH on a pull subscription whose previous FETCH has not ended."""
+
+    status = Status.FETCH_IN_PROGRESS
 
 
 class HubError(HedwigError):
@@ -255,6 +272,20 @@ class NoDeliveries(TypeError):
         )
 
 
+class PullOnly(TypeError):
+    """receive or iteration of a pull subscription (deliver="pull"): the hub sends it
+    only what fetch() asks for; or fetch() of one that is not a pull subscription."""
+
+    def __init__(self, topic: str, subscriber_id: str, pull: bool):
+        if pull:
+            message = f"{topic}/{subscriber_id} is a pull subscription: take its messages with fetch()"
+        else:
+            message = (
+                f"{topic}/{subscriber_id} is pushed to: fetch() needs a subscription made with deliver='pull'"
+            )
+        super().__init__(message)
+
+
 _BY_STATUS = {
     cls.status: cls
     for cls in (
@@ -279,6 +310,8 @@ _BY_STATUS = {
         CouldNotConnect,
         AuthenticationFailed,
         NotAuthorized,
+        WrongSubscriptionKind,
+        FetchInProgress,
     )
 }
 _BY_STATUS[Status.UNKNOWN_OPERATION] = MalformedRequest

@@ -33,7 +33,12 @@ SUBSCRIBE_FLAG_WINDOW = 0x02
 # CONSUME may go up to the topic's last seq-id (Hedwig's STOP_DELIVERY for the attach).
 # A set bit asks for the exception, so the flags byte of older clients keeps its meaning.
 SUBSCRIBE_FLAG_NO_DELIVERY = 0x04
-SUBSCRIBE_FLAGS = SUBSCRIBE_FLAG_FORCE_ATTACH | SUBSCRIBE_FLAG_WINDOW | SUBSCRIBE_FLAG_NO_DELIVERY
+# The options block of shared and pull subscriptions and message bounds follows the
+# window (hedwig.protocol.work_requests); without the bit the body is the old one.
+SUBSCRIBE_FLAG_OPTIONS = 0x08
+SUBSCRIBE_FLAGS = (
+    SUBSCRIBE_FLAG_FORCE_ATTACH | SUBSCRIBE_FLAG_WINDOW | SUBSCRIBE_FLAG_NO_DELIVERY | SUBSCRIBE_FLAG_OPTIONS
+)
 
 
 class RequestError(StatusError):

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 @dataclass(slots=True)
 class Message:
     """One delivered message. `publish_time` is a UTC datetime made on first use.
+    `delivery_count`: how many times the hub has delivered it to this subscription (a
+    shared or pull subscription's redeliveries count up from 2; always 1 otherwise).
 
     A slotted dataclass: one is made per message on the client, and its generated
     __init__ is the plain assignments a hand-written one would be. Equal when every
@@ -19,6 +21,7 @@ class Message:
     properties: dict
     origin_region: str
     origin_seq: int
+    delivery_count: int = 1
 
     @property
     def publish_time(self) -> datetime:

@@ -30,6 +30,12 @@ class Op(IntEnum):
     # Client -> hub, idempotent publish (protocol/producer_requests.py, hub/producer_state.py).
     INIT_PRODUCER = 24  # the reply carries a new producer id
     IDEMPOTENT_PUBLISH = 25  # PUBLISH with (producer id, sequence): a repeat is not stored again
+    # Client -> hub, shared and pull subscriptions (protocol/work_requests.py).
+    ACK = 30  # per-message acknowledgements, as seq-id ranges; no reply unless it fails
+    NACK = 31  # deliver these seq-ids again now; no reply unless it fails
+    FETCH = 32  # a pull subscription asks for messages; answered at once, ended by FETCH_DONE
+    # Hub -> client, request id 0: a DELIVERY that carries the delivery count (2 or more).
+    REDELIVERY = 33
     # Client -> hub, a region's hubs and who owns what (JSON replies; embedded: this hub).
     LIST_HUBS = 40
     LIST_OWNERS = 41

@@ -48,6 +48,7 @@ class SubscriptionPosition:
         "sent_ack",
         "ack_every",
         "deliver",
+        "message_bound",
         "subscribed",
     )
 
@@ -61,6 +62,7 @@ class SubscriptionPosition:
         force_attach,
         ack_every=DEFAULT_ACK_EVERY,
         deliver=True,
+        message_bound=None,
     ):
         self.topic = topic
         self.subscriber_id = subscriber_id
@@ -76,6 +78,7 @@ class SubscriptionPosition:
             # Acknowledge before the window closes, or the hub would wait on us.
             ack_every = max(1, min(ack_every, window // 2))
         self.ack_every = max(1, ack_every)
+        self.message_bound = message_bound  # unconsumed messages the hub keeps for it at most
         self.received_through = 0
         self.acked = 0
         self.sent_ack = 0
@@ -83,7 +86,16 @@ class SubscriptionPosition:
 
     def subscribe_request(self) -> Subscribe:
         """The SUBSCRIBE to send: the first time as asked, later to resume."""
-        request = Subscribe(*(getattr(self, field) for field in Subscribe._fields))
+        request = Subscribe(
+            self.topic,
+            self.subscriber_id,
+            self.mode,
+            self.start,
+            self.window,
+            self.force_attach,
+            self.deliver,
+            message_bound=self.message_bound,
+        )
         if not self.subscribed:
             return request
         if not self.deliver:

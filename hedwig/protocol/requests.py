@@ -36,6 +36,7 @@ from hedwig.protocol.layouts import (
     READ_RANGE_TAIL,
     SUBSCRIBE_FLAG_FORCE_ATTACH,
     SUBSCRIBE_FLAG_NO_DELIVERY,
+    SUBSCRIBE_FLAG_OPTIONS,
     SUBSCRIBE_FLAG_WINDOW,
     SUBSCRIBE_FLAGS,
     SUBSCRIBE_TAIL,
@@ -54,6 +55,7 @@ from hedwig.protocol.layouts import (
 )
 from hedwig.protocol.ops import PROTOCOL_VERSION
 from hedwig.protocol.status import Status
+from hedwig.protocol.work_requests import SubscribeOptions, decode_options, encode_options
 
 # -- HELLO ------------------------------------------------------------------------------------
 
@@ -161,6 +163,26 @@ class Subscribe(NamedTuple):
     window: int | None = None  # None: the hub's default; 0: unlimited
     force_attach: bool = False
     deliver: bool = True  # False: acknowledgement only (no deliveries; CONSUME up to the last seq-id)
+    # Shared and pull subscriptions, and message bounds (work_requests.SubscribeOptions;
+    # None: not given, the subscription's own or the hub's default).
+    kind: str = "exclusive"  # "exclusive" | "shared": one attached subscriber, or any number
+    pull: bool = False  # True: nothing is pushed; FETCH asks for messages
+    ack_timeout_ms: int | None = None  # a delivery not acknowledged this long goes out again
+    max_deliveries: int | None = None  # deliveries of a message before it is dead-lettered
+    message_bound: int | None = None  # unconsumed messages kept at most (the oldest are skipped)
+    dead_letter_topic: str | None = None  # None: "<topic>.dlq"
+
+    @property
+    def options(self) -> SubscribeOptions:
+        return SubscribeOptions(*self[_OPTIONS_AT:])
+
+    @property
+    def per_message(self) -> bool:
+        """Shared or pull: acknowledged message by message, delivered again when not."""
+        return self.kind == "shared" or self.pull
+
+
+_OPTIONS_AT = Subscribe._fields.index("kind")
 
 
 class Subscribed(NamedTuple):
@@ -188,7 +210,7 @@ def encode_subscribe(*fields, **named) -> bytes:
 
 
 def encode_subscribe_request(request: Subscribe) -> bytes:
-    topic, subscriber_id, mode, start, window, force_attach, deliver = request
+    topic, subscriber_id, mode, start, window, force_attach, deliver = request[:_OPTIONS_AT]
     try:
         mode_code = MODES_BY_NAME[mode]
     except KeyError:
@@ -199,9 +221,11 @@ def encode_subscribe_request(request: Subscribe) -> bytes:
         flags |= SUBSCRIBE_FLAG_WINDOW
     if not deliver:
         flags |= SUBSCRIBE_FLAG_NO_DELIVERY
-    return (
-        str8(topic) + str8(subscriber_id) + SUBSCRIBE_TAIL.pack(mode_code, kind, value, flags, window or 0)
-    )
+    options = request.options
+    if options.needed:
+        flags |= SUBSCRIBE_FLAG_OPTIONS
+    body = str8(topic) + str8(subscriber_id) + SUBSCRIBE_TAIL.pack(mode_code, kind, value, flags, window or 0)
+    return body + encode_options(options) if options.needed else body
 
 
 # The largest start a hub can act on: seq-ids and times (us) are signed 64-bit integers
@@ -213,7 +237,15 @@ def decode_subscribe(body) -> Subscribe:
     topic, offset = read_topic(body, 0)
     subscriber_id, offset = read_subscriber(body, offset)
     mode_code, kind, value, flags, window = unpack_field(SUBSCRIBE_TAIL, body, offset, "SUBSCRIBE")
-    expect_end(body, offset + SUBSCRIBE_TAIL.size, "SUBSCRIBE")
+    offset += SUBSCRIBE_TAIL.size
+    if flags & ~SUBSCRIBE_FLAGS:
+        raise RequestError(Status.MALFORMED_REQUEST, f"unknown subscribe flags {flags:#x}")
+    deliver = not flags & SUBSCRIBE_FLAG_NO_DELIVERY
+    if flags & SUBSCRIBE_FLAG_OPTIONS:
+        options = decode_options(body, offset, deliver)
+    else:
+        expect_end(body, offset, "SUBSCRIBE")
+        options = SubscribeOptions()
     try:
         mode = MODE_NAMES[SubscribeMode(mode_code)]
     except ValueError:
@@ -239,8 +271,6 @@ def decode_subscribe(body) -> Subscribe:
         start = ("time", value)
     else:
         raise RequestError(Status.MALFORMED_REQUEST, f"unknown start kind {kind}")
-    if flags & ~SUBSCRIBE_FLAGS:
-        raise RequestError(Status.MALFORMED_REQUEST, f"unknown subscribe flags {flags:#x}")
     return Subscribe(
         topic,
         subscriber_id,
@@ -248,7 +278,8 @@ def decode_subscribe(body) -> Subscribe:
         start,
         window if flags & SUBSCRIBE_FLAG_WINDOW else None,
         bool(flags & SUBSCRIBE_FLAG_FORCE_ATTACH),
-        not flags & SUBSCRIBE_FLAG_NO_DELIVERY,
+        deliver,
+        *options,
     )
 
 

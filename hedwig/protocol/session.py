@@ -45,13 +45,15 @@ from hedwig.protocol.requests import (
     publish_prefix,
 )
 from hedwig.protocol.responses import Response, decode_response, split_response
-from hedwig.protocol.status import Status
+from hedwig.protocol.status import Status, ends_subscription
+from hedwig.protocol.work_requests import MAX_RANGES, encode_fetch, encode_ranges
 
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
 _PREFIX_CACHE = 1024
 _LENGTH = struct.Struct("!I")
 _OP_AND_ID = struct.Struct("!BI")
 _DELIVERY = struct.Struct("!III")
+_REDELIVERY = struct.Struct("!IIII")
 _EVENT = struct.Struct("!IB")
 _PUBLISHED_BODY = struct.Struct("!BHHQQ")  # a RESPONSE body: op, status, message length, seq-ids
 _UNKNOWN = object()
@@ -94,6 +96,18 @@ class ISubscriber(Interface):
 
     def on_detached():
         """The connection is gone: the subscription is attached nowhere now."""
+
+
+class ISharedSubscriber(ISubscriber):
+    """A shared or pull subscription (acknowledged message by message): it may also be
+    sent messages again, and told things that do not end it."""
+
+    def on_redelivery(start, stop, entry, count):
+        """Messages [start, stop) of a stored entry, delivered for the `count`th time."""
+
+    def on_event(event):
+        """As ISubscriber's; an event that does not end the subscription (FETCH_DONE,
+        hedwig.protocol.status.ends_subscription) leaves its handle attached."""
 
 
 class HubSession:
@@ -195,6 +209,26 @@ class HubSession:
         """The CONSUME frame moving the consumed seq-id of the subscription `handle`."""
         return self.send(Op.CONSUME, encode_consume(handle, seq))
 
+    def ack(self, handle: int, ranges) -> bytes:
+        """The ACK frame(s) acknowledging seq-id ranges [(first, last)] of a shared or pull
+        subscription (answered only when it fails): one frame per MAX_RANGES ranges."""
+        return self._ranges(Op.ACK, handle, ranges)
+
+    def nack(self, handle: int, ranges) -> bytes:
+        """The NACK frame(s) asking for seq-id ranges to be delivered again now."""
+        return self._ranges(Op.NACK, handle, ranges)
+
+    def _ranges(self, op: Op, handle: int, ranges) -> bytes:
+        return b"".join(
+            self.send(op, encode_ranges(handle, ranges[i : i + MAX_RANGES]))
+            for i in range(0, len(ranges), MAX_RANGES)
+        )
+
+    def fetch(self, handle: int, max_messages: int, timeout_ms: int, context=None) -> tuple[int, bytes]:
+        """(request id, frame) of a pull subscription's FETCH: answered at once; its
+        messages come as deliveries of the handle, and a FETCH_DONE event ends it."""
+        return self.request(Op.FETCH, encode_fetch(handle, max_messages, timeout_ms), context)
+
     def release(self, handle: int) -> None:
         """The driver closed the subscription `handle`: its frames go to nobody now."""
         self._subscribers.pop(handle, None)
@@ -287,9 +321,14 @@ class HubSession:
                 if length < 10:
                     raise ProtocolViolation("EVENT shorter than its body")
                 handle, event = _EVENT.unpack_from(data, position + 9)
-                subscriber = self._subscribers.pop(handle, None)
+                if ends_subscription(event):
+                    subscriber = self._subscribers.pop(handle, None)
+                else:
+                    subscriber = self._subscribers.get(handle)
                 if subscriber is not None:
                     subscriber.on_event(event)
+            elif op == Op.REDELIVERY:
+                self._redelivery(data, position, length, end)
             elif op in self._accepts:
                 receiver.request_received(op, request_id, data[position + 9 : end])
             else:
@@ -300,6 +339,17 @@ class HubSession:
             self._partial = [rest]
             self._partial_bytes = len(rest)
             self._needed = 4 + _LENGTH.unpack_from(rest, 0)[0] if len(rest) >= 4 else 4
+
+    def _redelivery(self, data, position: int, length: int, end: int) -> None:
+        if length < 21:
+            raise ProtocolViolation("REDELIVERY shorter than its header")
+        handle, start, stop, count = _REDELIVERY.unpack_from(data, position + 9)
+        subscriber = self._subscribers.get(handle)
+        if subscriber is None:
+            return  # (one the driver released meanwhile)
+        if not ISharedSubscriber.providedBy(subscriber):
+            raise ProtocolViolation(f"REDELIVERY for handle {handle}, an exclusive subscription")
+        subscriber.on_redelivery(start, stop, data[position + 25 : end], count)
 
     def _response(self, request_id: int, body) -> None:
         if len(body) == _PUBLISHED_BODY.size and not self._raw_responses:

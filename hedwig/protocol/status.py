@@ -38,6 +38,12 @@ class Status(IntEnum):
     # Authentication and authorization ([auth] enabled; docs/protocol.md "AUTH").
     AUTHENTICATION_FAILED = 430  # wrong credentials, or a request before AUTH: the hub closes
     NOT_AUTHORIZED = 431  # a permission the user lacks, or another user's subscription
+    # Shared and pull subscriptions (docs/protocol.md "Shared and pull subscriptions").
+    # A request that does not fit the subscription's kind: attaching as another kind or
+    # delivery than it has, ACK / NACK / FETCH on an exclusive push one, CONSUME on a
+    # shared one, FETCH on a push one.
+    WRONG_SUBSCRIPTION_KIND = 440
+    FETCH_IN_PROGRESS = 441  # a FETCH on a handle whose previous FETCH has not ended
     # Hub-side conditions, Hedwig's numbers.
     NOT_RESPONSIBLE_FOR_TOPIC = 501  # message: the owner's "host:port"
     SERVICE_DOWN = 502
@@ -63,6 +69,15 @@ class SubscriptionEvent(IntEnum):
     # The subscription's next entry cannot be read (damaged, or its ledger lost): every
     # message before it was delivered; the subscription ended (its pointer stays).
     ENTRY_UNREADABLE = 3
+    # Events 10-19 are about a live subscription and do not end it (ends_subscription).
+    # A pull subscription's FETCH ended: every DELIVERY it brought came before this.
+    FETCH_DONE = 10
+
+
+def ends_subscription(event: int) -> bool:
+    """Whether an EVENT ends its subscription (frees its handle): every event but 10-19,
+    which tell a live subscription something (FETCH_DONE)."""
+    return not 10 <= event <= 19
 
 
 class StatusError(ValueError):

@@ -22,9 +22,11 @@ def subscribe_request(
     window=None,
     force_attach=False,
     deliver=True,
+    **options,
 ):
-    """A SUBSCRIBE as the hub decodes it, with a client's defaults for what a test leaves out."""
-    return Subscribe(topic, subscriber_id, mode, start, window, force_attach, deliver)
+    """A SUBSCRIBE as the hub decodes it, with a client's defaults for what a test leaves
+    out (`options`: kind, pull, ack_timeout_ms, max_deliveries, message_bound, ...)."""
+    return Subscribe(topic, subscriber_id, mode, start, window, force_attach, deliver, **options)
 
 
 class TurnClock(Clock):

@@ -2,7 +2,7 @@
 
 from hedwig.protocol import encode_entry_header, encode_message_set
 from hedwig.protocol.position import SubscriptionPosition
-from hedwig.protocol.requests import Subscribed
+from hedwig.protocol.requests import Subscribe, Subscribed
 
 
 def entry(first_seq, count):
@@ -29,8 +29,8 @@ def position(**kwargs):
 
 
 def test_first_subscribe_is_sent_as_asked():
-    p = position(mode="create", start=("seq", 5), window=7, force_attach=True)
-    assert p.subscribe_request()._asdict() == dict(
+    p = position(mode="create", start=("seq", 5), window=7, force_attach=True, message_bound=9)
+    assert p.subscribe_request() == Subscribe(
         topic="t",
         subscriber_id="s",
         mode="create",
@@ -38,6 +38,7 @@ def test_first_subscribe_is_sent_as_asked():
         window=7,
         force_attach=True,
         deliver=True,
+        message_bound=9,
     )
 
 

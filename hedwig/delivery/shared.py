@@ -1,0 +1,337 @@
+"""The dispatcher of a shared (or pull) subscription: every member's deliveries.
+
+One durable subscription, any number of members (one for an exclusive pull
+subscription). The dispatcher reads entries from the cache as a cursor does and hands
+each member, in turn, a slice of an entry as large as its room (its window less what it
+holds; a pull member no more than its FETCH asks for): the whole rest of the entry when
+the room allows, so the hub still works per entry, and a member is sent the stored bytes
+with start and stop as any subscriber is. Messages go to one member at a time; each
+member receives first deliveries in seq-id order, redeliveries when they come, and
+nothing orders deliveries across members.
+
+What a member was sent and has not acknowledged is a lease (leases.py), taken back when
+it is NACKed, when `ack_timeout` passes, or when the member leaves, and then delivered
+again (REDELIVERY, with its delivery count) before anything new, or dead-lettered after
+`max_deliveries`. The acknowledgement bookkeeping (acks above the consumed seq-id,
+expiry, dead letters, the message bound's skips) is the AckBook's (shared_acks.py).
+
+Waiting: for the next publish (a tail stub) the dispatcher still serves redeliveries;
+for a ledger read it waits, as a cursor does. A pull member's FETCH ends (FETCH_DONE)
+once it has been given something and nothing more is at hand, or at its timeout.
+"""
+
+from collections import deque
+from heapq import heappop, heappush
+
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.logger import Logger
+
+from hedwig.delivery.interface import SubscribeError
+from hedwig.delivery.leases import Holdings, Lease
+from hedwig.delivery.shared_acks import AckBook
+from hedwig.protocol.status import Status
+from hedwig.topiclog.errors import EntriesUnreadable
+
+_logger = Logger()
+
+_SETTLE = "settle"  # the pump stopped with nothing more at hand: fetches that got something end
+_WAIT = "wait"  # a ledger read, or the reactor's next turn: fetches go on
+
+
+class SharedDispatcher(AckBook):
+    """Members, leases and redeliveries of one shared or pull subscription."""
+
+    def __init__(self, subscription, table, clock, settings, counters, hooks, acked):
+        """`hooks` (the delivery manager): advance(dispatcher, seq), channel_error(member),
+        unreadable(dispatcher, failure), dead_letter(dispatcher, first, last, count)."""
+        self.subscription = subscription
+        self.table = table  # the topic's TopicTable: its current log, the least pointer
+        self.clock = clock
+        self.counters = counters  # the manager's totals, for STATS and /metrics
+        self.hooks = hooks
+        self.max_burst = settings.max_burst_entries
+        self.members = {}  # channel -> Member
+        self._order = []  # the members, in turn
+        self._turn = 0
+        self.acked = acked  # RangeSet: acknowledged seq-ids above the consumed one
+        self.holdings = Holdings()
+        self.queue = []  # heap of (first, last, delivery count) to deliver again
+        self.expiry = deque()  # leases, in the order they were made (deadlines ascending)
+        self.next_seq = subscription.consumed_seq + 1  # the first seq-id never delivered
+        self.redelivered = 0
+        self.dead_lettered = 0
+        self.dead_letter_failures = 0
+        self.dead_letters_in_flight = 0
+        self.skipped_by_bound = 0
+        self.skipped_by_retention = 0
+        self._fetching = set()  # pull members with a FETCH in progress
+        self._reading = None  # the ledger read the pump waits on
+        self._tail = None  # the wait for the next publish
+        self._timer = None  # the pump's next turn
+        self._expiry_timer = None
+        self._pumping = False
+        self.stopped = False
+        self.ack_timeout_s = settings.ack_timeout_ms / 1000.0
+        self.max_deliveries = None
+        self.dead_letter_topic = None
+        self.configure(settings)
+
+    def configure(self, settings) -> None:
+        """Take the subscription's preferences (set at SUBSCRIBE; the hub's defaults)."""
+        preferences = self.subscription.preferences
+        self.ack_timeout_s = preferences.get("ack_timeout_ms", settings.ack_timeout_ms) / 1000.0
+        self.max_deliveries = preferences.get("max_deliveries")
+        self.dead_letter_topic = preferences.get("dead_letter_topic") or f"{self.subscription.topic}.dlq"
+
+    @property
+    def pull(self) -> bool:
+        return self.subscription.pull
+
+    # -- members -------------------------------------------------------------------------
+
+    def add(self, member) -> None:
+        self.members[member.channel] = member
+        self._order.append(member)
+
+    def remove(self, member) -> None:
+        """The member left (closed, disconnected, forced out): what it holds goes back."""
+        if self.members.get(member.channel) is not member:
+            return
+        del self.members[member.channel]
+        index = self._order.index(member)
+        del self._order[index]
+        if index < self._turn:
+            self._turn -= 1
+        self._stop_fetch(member)
+        for start, end, lease in self.holdings.release_where(lambda lease: lease.member is not member):
+            self.give_back(start, end, lease.count)
+        self.pump_soon()  # (the next turn: a hub detaching everyone redelivers to nobody)
+
+    def member_of(self, channel):
+        return self.members.get(channel)
+
+    def _next_member(self):
+        """(the next member in turn with room, its place in the order), or (None, None)."""
+        order = self._order
+        count = len(order)
+        turn = self._turn
+        for k in range(count):
+            i = (turn + k) % count
+            member = order[i]
+            if member.room > 0:
+                return member, i
+        return None, None
+
+    # -- FETCH (pull members) ---------------------------------------------------------------
+
+    def fetch(self, member, max_messages: int, timeout_s: float) -> None:
+        """Give `member` up to `max_messages`: what is at hand now, else the first that
+        comes within `timeout_s`; FETCH_DONE ends it."""
+        if not member.pull:
+            raise SubscribeError(
+                Status.WRONG_SUBSCRIPTION_KIND,
+                f"{self.subscription.subscriber_id} on {self.subscription.topic} is pushed to:"
+                " FETCH is for pull subscriptions",
+            )
+        if member.fetching:
+            raise SubscribeError(Status.FETCH_IN_PROGRESS, "the previous FETCH on this handle has not ended")
+        member.fetching = True
+        member.credit = max_messages
+        member.fetched = 0
+        self._fetching.add(member)
+        member.fetch_timer = self.clock.callLater(timeout_s, self._fetch_expired, member)
+        self.counters.fetches += 1
+        self.pump()
+
+    def _fetch_expired(self, member) -> None:
+        member.fetch_timer = None
+        self._end_fetch(member)
+
+    def _settle_fetches(self) -> None:
+        for member in [m for m in self._fetching if m.fetched]:
+            self._end_fetch(member)
+
+    def _stop_fetch(self, member) -> None:
+        member.fetching = False
+        member.credit = 0
+        self._fetching.discard(member)
+        timer, member.fetch_timer = member.fetch_timer, None
+        if timer is not None and timer.active():
+            timer.cancel()
+
+    def _end_fetch(self, member) -> None:
+        if not member.fetching:
+            return
+        self._stop_fetch(member)
+        try:
+            member.channel.fetch_done(member.handle)
+        except Exception:
+            _logger.failure("ending a FETCH of {handle} failed; detaching it", handle=member.handle)
+            self.hooks.channel_error(member)
+
+    # -- the pump ---------------------------------------------------------------------------
+
+    def pump_soon(self) -> None:
+        if self._timer is None and not self.stopped:
+            self._timer = self.clock.callLater(0, self._turned)
+
+    def _turned(self) -> None:
+        self._timer = None
+        self.pump()
+
+    def pump(self) -> None:
+        """Deliver while a member has room and something is at hand."""
+        if self._pumping or self._reading is not None or self.stopped or self._timer is not None:
+            return
+        self._pumping = True
+        try:
+            stopped = self._pump()
+        finally:
+            self._pumping = False
+        if stopped is _SETTLE and self._fetching:
+            self._settle_fetches()
+
+    def _pump(self):
+        budget = self.max_burst
+        log = self.table.topic_log
+        self._drop_collected(log)
+        while True:
+            member, place = self._next_member()
+            if member is None:
+                return _SETTLE
+            piece = self._take(log)
+            if piece is None:
+                return _SETTLE
+            self._turn = (place + 1) % len(self._order)
+            first, last, count = piece
+            found = log.get(first)
+            if type(found) is Deferred:
+                if count > 1:
+                    heappush(self.queue, piece)
+                self._reading = found
+                found.addCallbacks(self._read, self._read_failed)
+                return _WAIT
+            last = min(last, found.last_seq, first + member.room - 1)
+            if count > 1 and last < piece[1]:
+                heappush(self.queue, (last + 1, piece[1], count))
+            self._deliver(member, found, first, last, count)
+            budget -= 1
+            if not budget:  # let other subscribers and connections have the reactor
+                self.pump_soon()
+                return _WAIT
+
+    def _take(self, log):
+        """(first, last, delivery count) of the next run to deliver: a redelivery first,
+        else new seq-ids (skipping those acknowledged already); None when there is none
+        (the dispatcher then waits for the next publish)."""
+        queue = self.queue
+        floor = self.subscription.consumed_seq
+        while queue:
+            first, last, count = heappop(queue)
+            if last <= floor:
+                continue
+            missing = self.acked.missing(max(first, floor + 1), last)
+            if not missing:
+                continue
+            start, end = missing[0]
+            if end < last:
+                heappush(queue, (end + 1, last, count))
+            return start, end, count
+        seq = self.acked.next_gap(self.next_seq)
+        self.next_seq = seq
+        if seq > log.last_seq:
+            self._wait_for_publish(log, seq)
+            return None
+        bound = self.acked.next_start(seq)
+        return seq, log.last_seq if bound is None else bound - 1, 1
+
+    def _drop_collected(self, log) -> None:
+        """Seq-ids retention removed before they were consumed are skipped (counted)."""
+        if self.subscription.consumed_seq + 1 < log.first_seq:
+            self.skipped_by_retention += self.skip_through(log.first_seq - 1)
+
+    def _deliver(self, member, entry, first: int, last: int, count: int) -> None:
+        base = entry.first_seq
+        try:
+            if count == 1:
+                member.channel.deliver(member.handle, entry, first - base, last - base + 1)
+            else:
+                member.channel.redeliver(member.handle, entry, first - base, last - base + 1, count)
+        except Exception:
+            _logger.failure("delivering to {handle} failed; detaching it", handle=member.handle)
+            if count > 1:
+                heappush(self.queue, (first, last, count))
+            self.hooks.channel_error(member)
+            return
+        n = last - first + 1
+        lease = Lease(member, first, last, count, self.clock.seconds() + self.ack_timeout_s)
+        self.holdings.add(lease)
+        member.held += n
+        member.delivered_entries += 1
+        member.delivered_messages += n
+        if member.pull:
+            member.credit -= n
+            member.fetched += n
+        if count == 1:
+            self.next_seq = last + 1
+        else:
+            member.redelivered_messages += n
+            self.redelivered += n
+            self.counters.redelivered += n
+        self.lease_made(lease)
+
+    def _wait_for_publish(self, log, seq: int) -> None:
+        if self._tail is not None:
+            return
+        waiting = log.get(seq)
+        if type(waiting) is Deferred:
+            self._tail = waiting
+            waiting.addCallbacks(self._published, self._tail_failed)
+
+    def _published(self, _entry) -> None:
+        self._tail = None
+        self.pump()
+
+    def _tail_failed(self, failure) -> None:
+        self._tail = None
+        if not failure.check(CancelledError) and not self.stopped:
+            self.pump_soon()
+
+    def _read(self, _entry) -> None:
+        self._reading = None
+        self.pump()
+
+    def _read_failed(self, failure) -> None:
+        self._reading = None
+        if failure.check(CancelledError) or self.stopped:
+            return
+        if failure.check(EntriesUnreadable):
+            self.hooks.unreadable(self, failure)
+            return
+        delay = self.table.topic_log.cache.settings.retry_backoff_ms / 1000.0
+        _logger.warn(
+            "reading {topic} for shared subscription {subscriber} failed ({error}); retrying in {delay}s",
+            topic=self.subscription.topic,
+            subscriber=self.subscription.subscriber_id,
+            error=failure.getErrorMessage(),
+            delay=delay,
+        )
+        self._timer = self.clock.callLater(delay, self._turned)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """The subscription is going (released, deleted): no timer or wait is left."""
+        self.stopped = True
+        for member in self._order:
+            self._stop_fetch(member)
+        for name in ("_timer", "_expiry_timer"):
+            timer = getattr(self, name)
+            setattr(self, name, None)
+            if timer is not None and timer.active():
+                timer.cancel()
+        for name in ("_tail", "_reading"):
+            waiting = getattr(self, name)
+            setattr(self, name, None)
+            if waiting is not None:
+                waiting.cancel()

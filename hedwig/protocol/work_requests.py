@@ -1,0 +1,188 @@
+"""The requests of shared and pull subscriptions (work queues): SUBSCRIBE's options block,
+ACK, NACK, FETCH, and the REDELIVERY frame (docs/protocol.md "Shared and pull
+subscriptions").
+
+Acknowledgements travel as seq-id ranges, so a client acknowledging every message one
+by one still sends one small frame per batch: a worker that takes messages in order
+acknowledges one range per batch, whatever its size. Every integer is big-endian.
+"""
+
+import struct
+from typing import NamedTuple
+
+from hedwig.protocol.layouts import (
+    RequestError,
+    expect_end,
+    read_str8,
+    str8,
+    unpack_field,
+)
+from hedwig.protocol.names import InvalidName, check_topic
+from hedwig.protocol.ops import Op
+from hedwig.protocol.status import Status
+
+KINDS = ("exclusive", "shared")
+# kind, delivery (0 push, 1 pull), ack_timeout_ms, max_deliveries, message_bound; then
+# str8 dead_letter_topic. 0 (or empty) means "not given".
+SUBSCRIBE_OPTIONS = struct.Struct("!BBIIQ")
+_RANGES_HEAD = struct.Struct("!IH")  # handle, number of ranges
+_RANGE = struct.Struct("!QQ")
+_FETCH = struct.Struct("!III")  # handle, max_messages, timeout_ms
+_REDELIVERY_PREFIX = struct.Struct("!IBIIIII")
+MAX_RANGES = 0xFFFF  # ranges one ACK or NACK carries at most
+MAX_SEQ = 2**63 - 1  # seq-ids are signed 64-bit wherever they are stored
+
+
+class SubscribeOptions(NamedTuple):
+    """What SUBSCRIBE's options block says (None: not given)."""
+
+    kind: str = "exclusive"
+    pull: bool = False
+    ack_timeout_ms: int | None = None
+    max_deliveries: int | None = None
+    message_bound: int | None = None
+    dead_letter_topic: str | None = None
+
+    @property
+    def needed(self) -> bool:
+        """Whether a SUBSCRIBE must carry the block (an exclusive push subscription
+        without a message bound is the request of old)."""
+        return self != _NONE
+
+
+_NONE = SubscribeOptions()
+
+
+def check_options(options: SubscribeOptions, deliver: bool) -> None:
+    """Refuse options that mean nothing together (a client raises ValueError at once; the
+    hub answers MALFORMED_REQUEST)."""
+    if options.kind not in KINDS:
+        raise ValueError(f"kind is 'exclusive' or 'shared', not {options.kind!r}")
+    per_message = options.kind == "shared" or options.pull
+    if per_message and not deliver:
+        raise ValueError("an acknowledgement-only attachment (deliver=False) is exclusive and pushed")
+    if not per_message and (
+        options.ack_timeout_ms is not None
+        or options.max_deliveries is not None
+        or options.dead_letter_topic is not None
+    ):
+        raise ValueError(
+            "ack_timeout, max_deliveries and dead_letter_topic are for shared or pull subscriptions"
+        )
+    for name, value, limit in (
+        ("ack_timeout_ms", options.ack_timeout_ms, 0xFFFFFFFF),
+        ("max_deliveries", options.max_deliveries, 0xFFFFFFFF),
+        ("message_bound", options.message_bound, MAX_SEQ),
+    ):
+        if value is not None and (type(value) is not int or not 1 <= value <= limit):
+            raise ValueError(f"{name} is a whole number in 1..{limit}, not {value!r}")
+    if options.dead_letter_topic is not None:
+        try:
+            check_topic(options.dead_letter_topic.encode("utf-8"))
+        except InvalidName as e:
+            raise ValueError(f"dead_letter_topic: {e}") from None
+
+
+def encode_options(options: SubscribeOptions) -> bytes:
+    return SUBSCRIBE_OPTIONS.pack(
+        KINDS.index(options.kind),
+        1 if options.pull else 0,
+        options.ack_timeout_ms or 0,
+        options.max_deliveries or 0,
+        options.message_bound or 0,
+    ) + str8(options.dead_letter_topic or "")
+
+
+def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
+    """The options block at `offset`, which must end the body."""
+    kind, delivery, ack_timeout_ms, max_deliveries, bound = unpack_field(
+        SUBSCRIBE_OPTIONS, body, offset, "SUBSCRIBE options"
+    )
+    raw, end = read_str8(body, offset + SUBSCRIBE_OPTIONS.size, "dead-letter topic")
+    expect_end(body, end, "SUBSCRIBE")
+    if kind >= len(KINDS) or delivery > 1:
+        raise RequestError(
+            Status.MALFORMED_REQUEST, f"unknown subscription kind {kind} or delivery {delivery}"
+        )
+    dead_letter_topic = None
+    if raw:
+        try:
+            dead_letter_topic = check_topic(raw)
+        except InvalidName as e:
+            raise RequestError(Status.INVALID_TOPIC, f"dead-letter topic: {e}") from None
+    options = SubscribeOptions(
+        KINDS[kind],
+        bool(delivery),
+        ack_timeout_ms or None,
+        max_deliveries or None,
+        bound or None,
+        dead_letter_topic,
+    )
+    try:
+        check_options(options, deliver)
+    except ValueError as e:
+        raise RequestError(Status.MALFORMED_REQUEST, str(e)) from None
+    return options
+
+
+# -- ACK and NACK ------------------------------------------------------------------------------
+
+
+class SeqRanges(NamedTuple):
+    handle: int
+    ranges: list  # [(first, last)], inclusive, each first <= last
+
+
+def encode_ranges(handle: int, ranges) -> bytes:
+    """An ACK or NACK body: the subscription `handle` and seq-id ranges (first, last)."""
+    ranges = list(ranges)
+    if not 1 <= len(ranges) <= MAX_RANGES:
+        raise ValueError(f"an ACK or NACK carries 1..{MAX_RANGES} ranges, not {len(ranges)}")
+    pack = _RANGE.pack
+    return _RANGES_HEAD.pack(handle, len(ranges)) + b"".join(pack(first, last) for first, last in ranges)
+
+
+def decode_ranges(body, what: str) -> SeqRanges:
+    handle, count = unpack_field(_RANGES_HEAD, body, 0, what)
+    if count == 0:
+        raise RequestError(Status.MALFORMED_REQUEST, f"{what} names no seq-id range")
+    expect_end(body, _RANGES_HEAD.size + count * _RANGE.size, what)
+    values = struct.unpack_from(f"!{2 * count}Q", body, _RANGES_HEAD.size)
+    ranges = list(zip(values[::2], values[1::2], strict=True))
+    for first, last in ranges:
+        if not 1 <= first <= last <= MAX_SEQ:
+            raise RequestError(
+                Status.MALFORMED_REQUEST,
+                f"{what}: {first}..{last} is not a range of seq-ids (1 <= first <= last)",
+            )
+    return SeqRanges(handle, ranges)
+
+
+# -- FETCH ------------------------------------------------------------------------------------
+
+
+class Fetch(NamedTuple):
+    handle: int
+    max_messages: int  # at least 1
+    timeout_ms: int  # how long to wait for the first message; 0: only what is there now
+
+
+def encode_fetch(handle: int, max_messages: int, timeout_ms: int) -> bytes:
+    return _FETCH.pack(handle, max_messages, timeout_ms)
+
+
+def decode_fetch(body) -> Fetch:
+    handle, max_messages, timeout_ms = unpack_field(_FETCH, body, 0, "FETCH")
+    expect_end(body, _FETCH.size, "FETCH")
+    if max_messages < 1:
+        raise RequestError(Status.MALFORMED_REQUEST, "FETCH asks for at least 1 message")
+    return Fetch(handle, max_messages, timeout_ms)
+
+
+# -- REDELIVERY (hub -> client) ---------------------------------------------------------------
+
+
+def redelivery_header(handle: int, start: int, stop: int, count: int, entry_length: int) -> bytes:
+    """Frame header and prefix of a REDELIVERY of messages [start, stop) of one entry,
+    delivered for the `count`th time; the entry's stored bytes follow unchanged."""
+    return _REDELIVERY_PREFIX.pack(21 + entry_length, Op.REDELIVERY, 0, handle, start, stop, count)

@@ -6,9 +6,24 @@ connection per hub, follow redirects, resubscribe after a dropped connection wit
 gap, and raise the typed exceptions of hedwig.client.errors.
 """
 
-from hedwig.client.blocking import AckOnlySubscription, Client, Subscription
+from hedwig.client.blocking import (
+    AckOnlySubscription,
+    Client,
+    PullSubscription,
+    SharedSubscription,
+    Subscription,
+)
 from hedwig.protocol import Message, Status
 from hedwig.protocol.errors import *  # noqa: F403 (every typed error, as hedwig.client.<Error>)
 from hedwig.protocol.errors import __all__ as _errors
 
-__all__ = ["AckOnlySubscription", "Client", "Message", "Status", "Subscription", *_errors]
+__all__ = [
+    "AckOnlySubscription",
+    "Client",
+    "Message",
+    "PullSubscription",
+    "SharedSubscription",
+    "Status",
+    "Subscription",
+    *_errors,
+]

@@ -21,7 +21,12 @@ import asyncio
 
 from hedwig.client.aio_idempotent import AioIdempotentPublisher, IdempotentPublishing
 from hedwig.client.aio_protocol import AioHubProtocol
-from hedwig.client.aio_subscriptions import AckOnlySubscription, Subscription
+from hedwig.client.aio_subscriptions import (
+    AckOnlySubscription,
+    PullSubscription,
+    SharedSubscription,
+    Subscription,
+)
 from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
     DEFAULT_HUB,
@@ -33,7 +38,7 @@ from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import PublishBatch, encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import BatchingClientSettings
-from hedwig.client.start import position_as_asked
+from hedwig.client.start import position_as_asked, subscription_kind
 from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
@@ -48,7 +53,13 @@ from hedwig.protocol.errors import (
     SubscriptionClosed,
 )
 
-__all__ = ["AckOnlySubscription", "Client", "Subscription"]
+__all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
+_CLASSES = {
+    "exclusive": Subscription,
+    "ack_only": AckOnlySubscription,
+    "shared": SharedSubscription,
+    "pull": PullSubscription,
+}
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 
@@ -303,7 +314,10 @@ class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
         start=None,
         window: int | None = None,
         force_attach: bool = False,
-        deliver: bool = True,
+        deliver=True,
+        *,
+        kind: str = "exclusive",
+        **options,
     ) -> Subscription:
         """Attach to (or create) the durable subscription (topic, subscriber_id).
 
@@ -311,11 +325,19 @@ class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
         for an existing one), "earliest", "latest", a seq-id or a datetime. `window`:
         delivered-but-unacknowledged messages at most (None: the client's).
         `deliver=False`: acknowledgement only; an AckOnlySubscription.
+
+        `kind="shared"`: a work queue, whose members (any number, on any connections) each
+        get some of the messages: a SharedSubscription, acknowledged message by message.
+        `deliver="pull"`: nothing is pushed; `await fetch(...)` asks (a PullSubscription).
+        `options`: ack_timeout (seconds), max_deliveries, dead_letter_topic and
+        message_bound, as the blocking client's subscribe says.
         """
         if self._closed:
             raise ClientClosed(message="the client is closed")
-        position = position_as_asked(self, topic, subscriber_id, mode, start, window, force_attach, deliver)
-        subscription = (Subscription if deliver else AckOnlySubscription)(self, position)
+        position = position_as_asked(
+            self, topic, subscriber_id, mode, start, window, force_attach, deliver, kind, **options
+        )
+        subscription = _CLASSES[subscription_kind(position)](self, position)
         await self._subscribe(subscription)
         self._subscriptions.add(subscription)
         return subscription

@@ -1,5 +1,7 @@
 """The asyncio client's subscriptions: `async for message in subscription`, acks that move
-the hub's consumed seq-id, and the acknowledgement-only kind (deliver=False).
+the hub's consumed seq-id, the acknowledgement-only kind (deliver=False), and the
+work-queue kinds: shared (kind="shared", acknowledged message by message) and pull
+(deliver="pull", messages only as `fetch` asks).
 
 The connection's protocol session hands each subscription the frames of its handle
 (it is an ISubscriber); its SubscriptionPosition (hedwig.protocol.position) decides
@@ -14,16 +16,19 @@ from collections import deque
 from zope.interface import implementer
 
 from hedwig.client.subscription_base import (
+    AcknowledgesEach,
     AcknowledgesOnly,
     AttachedOnProtocol,
     FlushesAckOnAttach,
     PositionedSubscription,
+    PullsOnly,
 )
-from hedwig.protocol import Op
-from hedwig.protocol.errors import HedwigError, SubscriptionClosed
+from hedwig.protocol import Op, Status
+from hedwig.protocol.errors import ConnectionLost, FetchInProgress, HedwigError, SubscriptionClosed, error_for
 from hedwig.protocol.position import SubscriptionPosition, seq_of
 from hedwig.protocol.requests import encode_close_subscription
-from hedwig.protocol.session import ISubscriber
+from hedwig.protocol.session import ISharedSubscriber, ISubscriber
+from hedwig.protocol.work_requests import encode_fetch
 
 
 @implementer(ISubscriber)
@@ -50,6 +55,10 @@ class Subscription(AttachedOnProtocol, PositionedSubscription):
 
     def on_delivery(self, start, stop, entry) -> None:
         self._messages.extend(self._position.messages(start, stop, entry))
+        self._wake()
+
+    def _hand_over(self, messages) -> None:
+        self._messages.extend(messages)
         self._wake()
 
     def _has_ended(self) -> bool:
@@ -163,3 +172,85 @@ class AckOnlySubscription(FlushesAckOnAttach, AcknowledgesOnly, Subscription):
         """Acknowledge every message up to this seq-id, now."""
         self._position.acknowledge(seq_of(message_or_seq))
         self._flush_ack()
+
+
+@implementer(ISharedSubscriber)
+class SharedSubscription(FlushesAckOnAttach, AcknowledgesEach, Subscription):
+    """A member of a shared subscription (kind="shared"): `async for` its messages as any
+    subscription's and `await ack(message)` each one when it is done (only that one:
+    acks go out in batches of ranges, and `ack_delay` after the last); one not
+    acknowledged within the subscription's ack_timeout, or held when this member goes
+    away, comes again (to any member) with its `delivery_count`; `nack` sends it back now."""
+
+    async def ack(self, message_or_seq) -> None:
+        """Acknowledge this message, and no other."""
+        to_send = self._position.ack(seq_of(message_or_seq))
+        if to_send is not None:
+            self._send_consume(to_send)
+        elif self._position.ack_due and self._ack_call is None:
+            self._ack_call = asyncio.get_running_loop().call_later(self._client.ack_delay, self._flush_ack)
+
+    async def nack(self, message_or_seq) -> None:
+        """Give this message back: the hub delivers it again now (maybe to this member)."""
+        if self._protocol is not None:  # (detached: the hub took back all it held)
+            seq = seq_of(message_or_seq)
+            self._protocol.nack(self._handle, [(seq, seq)])
+
+    def _send_consume(self, ranges) -> None:
+        if self._protocol is not None:
+            self._protocol.ack(self._handle, ranges)
+        else:
+            self._position.not_sent(ranges)  # (sent once attached again)
+
+
+class PullSubscription(PullsOnly, SharedSubscription):
+    """A pull subscription (deliver="pull"): nothing is pushed; `await fetch(...)` asks."""
+
+    def __init__(self, client, position):
+        super().__init__(client, position)
+        self._fetch_over = None  # the Future a fetch in progress waits on
+
+    async def receive(self, timeout: float | None = None):
+        raise self._not_pushed()
+
+    def __aiter__(self):
+        raise self._not_pushed()
+
+    def _fetch_ended(self) -> None:
+        if self._fetch_over is not None and not self._fetch_over.done():
+            self._fetch_over.set_result(None)
+
+    def on_detached(self, topic_moved: bool = False) -> None:
+        self._fetch_ended()
+        super().on_detached(topic_moved)
+
+    async def fetch(self, max_messages: int = 100, timeout: float = 30.0) -> list:
+        """Up to `max_messages` messages: those the hub has for this subscription now, or,
+        when it has none, the first that come within `timeout` seconds; an empty list
+        when the timeout passes first. `ack` each when done."""
+        if max_messages < 1:
+            raise ValueError(f"fetch asks for at least 1 message, not {max_messages}")
+        if self._closed is not None:
+            raise self._closed
+        if self._fetch_over is not None:
+            raise FetchInProgress(message="a fetch of this subscription is in progress")
+        if self._protocol is None:
+            raise ConnectionLost(message="the subscription is attaching again; fetch once it is")
+        self._flush_ack()
+        self._fetch_over = over = asyncio.get_running_loop().create_future()
+        try:
+            body = encode_fetch(self._handle, max_messages, round(timeout * 1000))
+            response = await self._protocol.call(Op.FETCH, body)
+            if response.status is not Status.SUCCESS:
+                raise error_for(response.status, response.message)
+            try:
+                await asyncio.wait_for(asyncio.shield(over), timeout + self._client.timeout)
+            except TimeoutError:
+                pass  # (the hub never ended it: what came is the answer)
+        except ConnectionLost:
+            pass  # what came before the connection went
+        finally:
+            self._fetch_over = None
+        messages = list(self._messages)
+        self._messages.clear()
+        return messages

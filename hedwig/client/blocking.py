@@ -18,11 +18,14 @@ not processed yet.
 
 import threading
 import time
-from collections import deque
-
-from zope.interface import implementer
 
 from hedwig.client.blocking_idempotent import BlockingIdempotence, IdempotentPublishing
+from hedwig.client.blocking_subscriptions import (
+    AckOnlySubscription,
+    PullSubscription,
+    SharedSubscription,
+    Subscription,
+)
 from hedwig.client.connection import BlockingConnection, TlsConnection
 from hedwig.client.defaults import (
     DEFAULT_ACK_EVERY,
@@ -35,9 +38,8 @@ from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import ClientSettings
-from hedwig.client.start import position_as_asked
-from hedwig.client.subscription_base import AcknowledgesOnly, PositionedSubscription
-from hedwig.protocol import Op, Status
+from hedwig.client.start import position_as_asked, subscription_kind
+from hedwig.protocol import Status
 from hedwig.protocol.addresses import parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
 from hedwig.protocol.errors import (
@@ -45,203 +47,23 @@ from hedwig.protocol.errors import (
     ClientNotSubscribed,
     ConnectionLost,
     CouldNotConnect,
-    HedwigError,
     MessageTooLarge,
     RequestTimeout,
     ServiceDown,
     SubscriptionClosed,
     TopicBusy,
 )
-from hedwig.protocol.position import SubscriptionPosition, seq_of
 from hedwig.protocol.redirects import Routes
-from hedwig.protocol.requests import encode_close_subscription
-from hedwig.protocol.session import ISubscriber
 
+__all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
+_CLASSES = {
+    "exclusive": Subscription,
+    "ack_only": AckOnlySubscription,
+    "shared": SharedSubscription,
+    "pull": PullSubscription,
+}
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
-
-
-@implementer(ISubscriber)
-class Subscription(PositionedSubscription):
-    """A live subscription: iterate it, or `receive(timeout)`; `ack` what you processed.
-
-    Messages come in seq-id order with no gap, across reconnects. Iteration ends when the
-    subscription is closed; `receive` then raises SubscriptionClosed.
-    """
-
-    def __init__(self, client, position: SubscriptionPosition):
-        self._client = client
-        self._position = position
-        self._queue = deque()
-        self._connection = None
-        self._handle = None
-        self._closed = None  # the SubscriptionClosed once closed
-        self._closed_here = False
-        self._detached_at = None  # when the connection was lost, while resubscribing
-
-    @property
-    def closed(self) -> bool:
-        return self._closed is not None
-
-    # -- ISubscriber: called by the connection's session, on the reading thread ----------------
-
-    def on_attached(self, connection, subscribed) -> None:
-        self._connection = connection
-        self._handle = subscribed.handle
-        self._detached_at = None
-
-    def on_delivery(self, start, stop, entry) -> None:
-        self._queue.extend(self._position.messages(start, stop, entry))
-
-    def on_detached(self, topic_moved: bool = False) -> None:
-        self._connection = None
-        self._handle = None
-        self._detached_at = time.monotonic()
-        if topic_moved:
-            self._client._forget_route(self.topic)
-
-    def _ended(self, error) -> None:
-        self._connection = None
-        self._handle = None
-        self._closed = error
-
-    # -- the application's side --------------------------------------------------------------
-
-    def receive(self, timeout: float | None = None):
-        """The next message, or None when `timeout` seconds pass first (None: wait)."""
-        queue = self._queue
-        if queue:
-            return queue.popleft()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self._closed is not None:
-                raise self._closed
-            connection = self._connection
-            if connection is None:
-                self._client._resubscribe(self, deadline)
-                if self._connection is None and deadline is not None and time.monotonic() >= deadline:
-                    return None
-                continue
-            self._flush_ack(connection)
-            ready = connection.wait_for(
-                lambda connection=connection: queue or self._connection is not connection, deadline
-            )
-            if queue:
-                return queue.popleft()
-            if not ready and (deadline is not None and time.monotonic() >= deadline):
-                return None
-
-    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
-        """Every message already here (at most `max_messages`), waiting like `receive`
-        for the first; an empty list when `timeout` passes first. One call per delivery
-        instead of one per message, for consumers that take messages in bulk."""
-        first = self.receive(timeout)
-        if first is None:
-            return []
-        queue = self._queue
-        count = len(queue) if max_messages is None else min(len(queue), max_messages - 1)
-        popleft = queue.popleft
-        batch = [first]
-        batch += [popleft() for _ in range(count)]
-        return batch
-
-    def __iter__(self):
-        while True:
-            try:
-                message = self.receive()
-            except SubscriptionClosed:
-                if self._closed_here:
-                    return
-                raise
-            yield message
-
-    def ack(self, message_or_seq) -> None:
-        """Acknowledge this message and every one before it (cumulative)."""
-        to_send = self._position.ack(seq_of(message_or_seq))
-        if to_send is not None and self._connection is not None:
-            self._send_consume(self._connection, to_send)
-
-    def _flush_ack(self, connection) -> None:
-        to_send = self._position.unsent_ack()
-        if to_send is not None:
-            self._send_consume(connection, to_send)
-
-    def _send_consume(self, connection, seq) -> None:
-        handle = self._handle
-        if handle is None:
-            return
-        try:
-            connection.consume(handle, seq)
-        except HedwigError:
-            # Resubscribing sends the pointer again (sent_ack drops to the hub's value).
-            self._position.not_sent(seq)
-
-    def close(self) -> None:
-        """Flush acknowledgements and detach (the subscription stays, durable)."""
-        if self._closed is not None:
-            return
-        connection, handle = self._connection, self._handle
-        self._closed = SubscriptionClosed(message="closed by the application")
-        self._closed_here = True
-        self._queue.clear()  # closed means no more messages, even those already here
-        self._client._subscriptions.discard(self)
-        if connection is None or handle is None:
-            return
-        self._flush_ack(connection)
-        connection.release(handle)
-        self._connection = None
-        try:
-            connection.call(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
-        except HedwigError:
-            pass  # the connection is gone, and the subscription detached with it
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else ("attached" if self._connection else "detached")
-        return f"<{type(self).__name__} {self.topic}/{self.subscriber_id} {state}>"
-
-
-class AckOnlySubscription(AcknowledgesOnly, Subscription):
-    """A subscription attached with deliver=False: it holds the durable subscription (the
-    hub keeps what it has not acknowledged) and receives nothing. `ack(seq)` sends the
-    CONSUME at once, and may name any seq-id up to the topic's last; a hub that went away
-    is attached to again first, and while it cannot be reached `ack` raises (CouldNotConnect,
-    ConnectionLost, ...) with the acknowledgement kept: it goes out with the next `ack`.
-    """
-
-    def receive(self, timeout: float | None = None):
-        raise self._no_deliveries()
-
-    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
-        raise self._no_deliveries()
-
-    def __iter__(self):
-        raise self._no_deliveries()
-
-    def ack(self, message_or_seq) -> None:
-        """Acknowledge every message up to this seq-id, now."""
-        self._position.acknowledge(seq_of(message_or_seq))
-        if self._connection is not None:
-            # Nobody reads for a subscription that receives nothing: handle what came
-            # meanwhile (a forced close, a hub that closed the connection) before sending.
-            self._connection.closed_by_hub()
-        if self._closed is not None:
-            raise self._closed
-        if self._connection is None:
-            self._client._attach_again(self)
-        seq = self._position.unsent_ack()
-        if seq is None:
-            return
-        try:
-            self._connection.consume(self._handle, seq)
-        except HedwigError:
-            self._position.not_sent(seq)
-            raise
 
 
 class Client(IdempotentPublishing, ClientSettings, ClientOperations):
@@ -421,7 +243,10 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         start=None,
         window: int | None = None,
         force_attach: bool = False,
-        deliver: bool = True,
+        deliver=True,
+        *,
+        kind: str = "exclusive",
+        **options,
     ) -> Subscription:
         """Attach to (or create) the durable subscription (topic, subscriber_id).
 
@@ -429,11 +254,21 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         for an existing one), "earliest", "latest", a seq-id or a datetime.
         `window`: delivered-but-unacknowledged messages at most (None: the client's).
         `deliver=False`: acknowledgement only; returns an AckOnlySubscription.
+
+        `kind="shared"`: a work queue; any number of members (on any connections) share
+        the subscription, each message going to one of them: a SharedSubscription, whose
+        messages are acknowledged one by one. `deliver="pull"`: nothing is pushed; take
+        messages with `fetch` (a PullSubscription; exclusive or shared). Options:
+        `ack_timeout` (seconds before an unacknowledged message goes out again; the
+        hub's default is 30), `max_deliveries` (then to the dead-letter topic, default
+        "<topic>.dlq", and acknowledged; `dead_letter_topic` names another) and
+        `message_bound` (any kind: at most that many unconsumed messages are kept for it,
+        the oldest skipped). A shared subscription's `start` applies when it is created.
         """
         position = position_as_asked(
-            self, topic, subscriber_id, mode, start, window, force_attach, deliver
+            self, topic, subscriber_id, mode, start, window, force_attach, deliver, kind, **options
         )
-        subscription = (Subscription if deliver else AckOnlySubscription)(self, position)
+        subscription = _CLASSES[subscription_kind(position)](self, position)
         self._subscribe(subscription)
         self._subscriptions.add(subscription)
         return subscription

@@ -135,6 +135,14 @@ class BlockingConnection:
         """Move the consumed seq-id of the subscription `handle` (no reply on success)."""
         self._send([self._channel.consume(handle, seq)])
 
+    def ack(self, handle: int, ranges) -> None:
+        """Acknowledge seq-id ranges of the shared or pull subscription `handle`."""
+        self._send([self._channel.ack(handle, ranges)])
+
+    def nack(self, handle: int, ranges) -> None:
+        """Ask for seq-id ranges of the subscription `handle` to be delivered again now."""
+        self._send([self._channel.nack(handle, ranges)])
+
     def release(self, handle: int) -> None:
         """The subscription `handle` is closed here: its frames go to nobody."""
         self._channel.release(handle)

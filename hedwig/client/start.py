@@ -10,6 +10,8 @@ digits, or an ISO-8601 time.
 from datetime import datetime
 
 from hedwig.protocol.position import SubscriptionPosition
+from hedwig.protocol.shared_position import SharedPosition
+from hedwig.protocol.work_requests import SubscribeOptions, check_options
 
 
 def wire_start(start):
@@ -40,16 +42,65 @@ def parse_start(text: str):
         ) from None
 
 
-def position_as_asked(client, topic, subscriber_id, mode, start, window, force_attach, deliver):
-    """The SubscriptionPosition of a subscription as an application asks either client
-    for it: `start` in any form wire_start takes, `window` None for the client's own."""
+# What a subscribe() of any client takes beyond its named arguments (docs: the clients'
+# subscribe docstrings): the work-queue options and the message bound.
+SUBSCRIBE_OPTIONS = ("ack_timeout", "max_deliveries", "dead_letter_topic", "message_bound")
+DELIVERIES = (True, False, "push", "pull")
+
+
+def position_as_asked(
+    client, topic, subscriber_id, mode, start, window, force_attach, deliver, kind="exclusive", **options
+):
+    """The position of a subscription as an application asks any client for it: `start`
+    in any form wire_start takes, `window` None for the client's own; `deliver` True (or
+    "push"), "pull", or False (acknowledgement only); `kind` "exclusive" or "shared";
+    `options`: ack_timeout (seconds), max_deliveries, dead_letter_topic, message_bound.
+    A SharedPosition for a shared or pull subscription, else a SubscriptionPosition;
+    ValueError (TypeError for an unknown option) for what cannot work."""
+    unknown = set(options) - set(SUBSCRIBE_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"subscribe() got unknown options {sorted(unknown)}: it takes {list(SUBSCRIBE_OPTIONS)}"
+        )
+    if not any(deliver is value or deliver == value for value in DELIVERIES):
+        raise ValueError(
+            f"deliver is True (push), 'push', 'pull' or False (acknowledgement only), not {deliver!r}"
+        )
+    ack_timeout = options.get("ack_timeout")
+    if ack_timeout is not None and not 0 < ack_timeout < float("inf"):
+        raise ValueError(f"ack_timeout is a number of seconds above 0, not {ack_timeout!r}")
+    wanted = SubscribeOptions(
+        kind,
+        deliver == "pull",
+        None if ack_timeout is None else max(1, round(ack_timeout * 1000)),
+        options.get("max_deliveries"),
+        options.get("message_bound"),
+        options.get("dead_letter_topic"),
+    )
+    check_options(wanted, deliver is not False)
+    window = client.window if window is None else window
+    if kind == "shared" or wanted.pull:
+        return SharedPosition(
+            topic, subscriber_id, mode, wire_start(start), window, force_attach, wanted, client.ack_every
+        )
     return SubscriptionPosition(
         topic,
         subscriber_id,
         mode,
         wire_start(start),
-        client.window if window is None else window,
+        window,
         force_attach,
         client.ack_every,
-        deliver,
+        deliver is not False,
+        wanted.message_bound,
     )
+
+
+def subscription_kind(position) -> str:
+    """Which class of subscription a client makes for `position`: "ack_only", "pull",
+    "shared" or "exclusive" (each client maps these to its own classes)."""
+    if not position.deliver:
+        return "ack_only"
+    if isinstance(position, SharedPosition):
+        return "pull" if position.pull else "shared"
+    return "exclusive"

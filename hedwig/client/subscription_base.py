@@ -8,7 +8,7 @@ events mean; an acknowledgement-only subscription (deliver=False) refuses a deli
 the same way in both clients.
 """
 
-from hedwig.protocol.errors import EntryUnreadable, NoDeliveries, SubscriptionClosed
+from hedwig.protocol.errors import EntryUnreadable, NoDeliveries, PullOnly, SubscriptionClosed
 from hedwig.protocol.session import ProtocolViolation
 from hedwig.protocol.status import SubscriptionEvent
 
@@ -56,6 +56,50 @@ class AcknowledgesOnly:
         raise ProtocolViolation(
             f"the hub delivered to {self.topic}/{self.subscriber_id}, attached with deliver=False"
         )
+
+
+class AcknowledgesEach:
+    """Mixed into every client's shared and pull subscriptions (a SharedPosition): each
+    message is acknowledged by itself (acks go out in batches, as ranges); a message
+    not acknowledged comes again, with its `delivery_count`; `nack` asks for that now.
+    The client's class gives `_hand_over(messages)` (to its queue or handler) and
+    `_fetch_ended()` (a pull subscription's FETCH_DONE)."""
+
+    __slots__ = ()
+
+    @property
+    def acked(self) -> int:
+        """How many messages were acknowledged through this subscription."""
+        return self._position.acked_count
+
+    @property
+    def kind(self) -> str:
+        return self._position.options.kind
+
+    @property
+    def pull(self) -> bool:
+        return self._position.pull
+
+    def on_redelivery(self, start, stop, entry, count) -> None:
+        self._hand_over(self._position.messages(start, stop, entry, count))
+
+    def on_event(self, event) -> None:
+        if event == SubscriptionEvent.FETCH_DONE:
+            self._fetch_ended()
+        else:
+            super().on_event(event)
+
+    def _fetch_ended(self) -> None:
+        raise ProtocolViolation(f"FETCH_DONE for {self.topic}/{self.subscriber_id}, which fetched nothing")
+
+
+class PullsOnly:
+    """Mixed into a pull subscription: the hub sends it only what fetch() asks for."""
+
+    __slots__ = ()
+
+    def _not_pushed(self) -> PullOnly:
+        return PullOnly(self.topic, self.subscriber_id, True)
 
 
 class AttachedOnProtocol:

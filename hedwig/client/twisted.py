@@ -37,10 +37,15 @@ from hedwig.client.payloads import PublishBatch, encode_payloads, payload_bytes
 from hedwig.client.protocol import HubProtocol
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import BatchingClientSettings
-from hedwig.client.start import position_as_asked
+from hedwig.client.start import position_as_asked, subscription_kind
 from hedwig.client.twisted_backpressure import ProducerBackpressure
 from hedwig.client.twisted_idempotent import IdempotentPublisher, IdempotentPublishing
-from hedwig.client.twisted_subscriptions import AckOnlySubscription, Subscription
+from hedwig.client.twisted_subscriptions import (
+    AckOnlySubscription,
+    PullSubscription,
+    SharedSubscription,
+    Subscription,
+)
 from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
@@ -56,7 +61,7 @@ from hedwig.protocol.errors import (
     SubscriptionClosed,
 )
 
-__all__ = ["AckOnlySubscription", "Client", "Subscription"]
+__all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 
@@ -344,28 +349,42 @@ class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings,
         start=None,
         window: int | None = None,
         force_attach: bool = False,
-        deliver: bool = True,
+        deliver=True,
+        *,
+        kind: str = "exclusive",
+        **options,
     ) -> Deferred:
         """Attach to (or create) a durable subscription; fires with a Subscription.
 
         `handler(message)` is called for each message; without one, messages go to
         `subscription.queue`. `start`: None, "earliest", "latest", a seq-id or a datetime.
         `deliver=False`: acknowledgement only (no handler); fires with an AckOnlySubscription.
+
+        `kind="shared"`: a work queue, whose members (any number, on any connections) each
+        get some of the messages: a SharedSubscription, acknowledged message by message.
+        `deliver="pull"`: nothing is pushed; `fetch` asks (a PullSubscription, no
+        handler). `options`: ack_timeout (seconds), max_deliveries, dead_letter_topic and
+        message_bound, as the blocking client's subscribe says.
         """
         if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
-        if not deliver and handler is not None:
-            return fail(ValueError("a subscription with deliver=False receives nothing: give no handler"))
+        if deliver in (False, "pull") and handler is not None:
+            return fail(
+                ValueError(f"a subscription with deliver={deliver!r} is pushed nothing: give no handler")
+            )
         try:
             position = position_as_asked(
-                self, topic, subscriber_id, mode, start, window, force_attach, deliver
+                self, topic, subscriber_id, mode, start, window, force_attach, deliver, kind, **options
             )
-        except ValueError as e:
+        except (TypeError, ValueError) as e:
             return fail(e)
-        if deliver:
-            subscription = Subscription(self, position, handler)
+        made = subscription_kind(position)
+        if made in ("exclusive", "shared"):
+            subscription = (Subscription if made == "exclusive" else SharedSubscription)(
+                self, position, handler
+            )
         else:
-            subscription = AckOnlySubscription(self, position)
+            subscription = (AckOnlySubscription if made == "ack_only" else PullSubscription)(self, position)
 
         def subscribed(_value):
             self._subscriptions.add(subscription)

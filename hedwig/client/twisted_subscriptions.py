@@ -1,11 +1,12 @@
 """The Twisted client's subscriptions: messages to a handler or a DeferredQueue, acks that
-move the hub's consumed seq-id, and the acknowledgement-only kind (deliver=False).
+move the hub's consumed seq-id, the acknowledgement-only kind (deliver=False), and the
+work-queue kinds: shared (kind="shared", acknowledged message by message) and pull
+(deliver="pull", messages only as `fetch` asks).
 
 The client (twisted.py) makes them and routes each delivery to its subscription by the
 channel-local handle; a subscription keeps its position so a reconnect resumes it from
 its last acknowledgement (hedwig.protocol.position).
 """
-
 
 from twisted.internet.defer import Deferred, DeferredQueue, fail, succeed
 from twisted.logger import Logger
@@ -13,15 +14,19 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from hedwig.client.subscription_base import (
+    AcknowledgesEach,
     AcknowledgesOnly,
     AttachedOnProtocol,
     FlushesAckOnAttach,
     PositionedSubscription,
+    PullsOnly,
 )
-from hedwig.protocol import Op
+from hedwig.protocol import Op, Status
+from hedwig.protocol.errors import ConnectionLost, FetchInProgress, SubscriptionClosed, error_for
 from hedwig.protocol.position import SubscriptionPosition, seq_of
 from hedwig.protocol.requests import encode_close_subscription
-from hedwig.protocol.session import ISubscriber
+from hedwig.protocol.session import ISharedSubscriber, ISubscriber
+from hedwig.protocol.work_requests import encode_fetch
 
 log = Logger()
 
@@ -73,7 +78,9 @@ class Subscription(AttachedOnProtocol, PositionedSubscription):
     # -- ISubscriber: called by the connection's protocol session -------------------------------
 
     def on_delivery(self, start, stop, entry) -> None:
-        messages = self._position.messages(start, stop, entry)
+        self._hand_over(self._position.messages(start, stop, entry))
+
+    def _hand_over(self, messages) -> None:
         if self._handler is not None:
             handler = self._handler
             for message in messages:
@@ -124,7 +131,7 @@ class Subscription(AttachedOnProtocol, PositionedSubscription):
             return succeed(None)
         to_send = self._position.unsent_ack()
         if to_send is not None:
-            protocol.consume(handle, to_send)
+            self._send_consume(to_send)
         protocol.release(handle)
         self._protocol = None
         d = protocol.call(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
@@ -155,3 +162,93 @@ class AckOnlySubscription(FlushesAckOnAttach, AcknowledgesOnly, Subscription):
         """Acknowledge every message up to this seq-id, now."""
         self._position.acknowledge(seq_of(message_or_seq))
         self._flush_ack()
+
+
+@implementer(ISharedSubscriber)
+class SharedSubscription(FlushesAckOnAttach, AcknowledgesEach, Subscription):
+    """A member of a shared subscription (kind="shared"): messages to the handler or the
+    queue as any subscription's; `ack` each one when it is done (only that one: acks go
+    out in batches of ranges, and `ack_delay` after the last); one not acknowledged within
+    the subscription's ack_timeout, or held when this member goes away, comes again (to
+    any member) with its `delivery_count`; `nack(message)` sends it back now."""
+
+    def ack(self, message_or_seq) -> None:
+        """Acknowledge this message, and no other."""
+        to_send = self._position.ack(seq_of(message_or_seq))
+        if to_send is not None:
+            self._send_consume(to_send)
+        elif self._position.ack_due and self._ack_call is None:
+            self._ack_call = self._client._clock.callLater(self._client.ack_delay, self._flush_ack)
+
+    def nack(self, message_or_seq) -> None:
+        """Give this message back: the hub delivers it again now (maybe to this member)."""
+        if self._protocol is not None:  # (detached: the hub took back all it held)
+            seq = seq_of(message_or_seq)
+            self._protocol.nack(self._handle, [(seq, seq)])
+
+    def _send_consume(self, ranges) -> None:
+        if self._protocol is not None:
+            self._protocol.ack(self._handle, ranges)
+        else:
+            self._position.not_sent(ranges)  # (sent once attached again)
+
+
+class PullSubscription(PullsOnly, SharedSubscription):
+    """A pull subscription (deliver="pull"): nothing is pushed; `fetch` asks for messages
+    and fires with a list of them. No handler, no queue."""
+
+    def __init__(self, client, position):
+        super().__init__(client, position)
+        self._queue = None
+        self._fetching = None  # (the Deferred of the fetch in progress, its messages, its guard)
+
+    @property
+    def queue(self):
+        raise self._not_pushed()
+
+    def fetch(self, max_messages: int = 100, timeout: float = 30.0) -> Deferred:
+        """Fires with up to `max_messages` messages: those the hub has for this
+        subscription now, or, when it has none, the first that come within `timeout`
+        seconds; an empty list when the timeout passes first. `ack` each when done."""
+        if max_messages < 1:
+            return fail(ValueError(f"fetch asks for at least 1 message, not {max_messages}"))
+        if self._done:
+            return fail(SubscriptionClosed(message="the subscription is closed"))
+        if self._fetching is not None:
+            return fail(FetchInProgress(message="a fetch of this subscription is in progress"))
+        if self._protocol is None:
+            return fail(ConnectionLost(message="the subscription is attaching again; fetch once it is"))
+        self._flush_ack()
+        fetched = Deferred()
+        guard = self._client._clock.callLater(timeout + self._client.timeout, self._end_fetch)
+        self._fetching = (fetched, [], guard)
+        body = encode_fetch(self._handle, max_messages, round(timeout * 1000))
+        self._protocol.call(Op.FETCH, body).addCallbacks(self._fetch_answered, lambda _f: self._end_fetch())
+        return fetched
+
+    def _fetch_answered(self, response) -> None:
+        if response.status is not Status.SUCCESS and self._fetching is not None:
+            fetched, _messages, guard = self._fetching
+            self._fetching = None
+            guard.cancel()
+            fetched.errback(Failure(error_for(response.status, response.message)))
+
+    def _hand_over(self, messages) -> None:
+        if self._fetching is not None:
+            self._fetching[1].extend(messages)
+
+    def _fetch_ended(self) -> None:
+        self._end_fetch()
+
+    def _end_fetch(self) -> None:
+        """The fetch is over (FETCH_DONE, its guard, a lost connection): what came."""
+        fetching, self._fetching = self._fetching, None
+        if fetching is not None:
+            fetched, messages, guard = fetching
+            if guard.active():
+                guard.cancel()
+            fetched.callback(messages)
+
+    def on_detached(self, topic_moved: bool = False) -> None:
+        self._end_fetch()
+        super().on_detached(topic_moved)

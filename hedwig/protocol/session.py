@@ -46,7 +46,7 @@ from hedwig.protocol.requests import (
 )
 from hedwig.protocol.responses import Response, decode_response, split_response
 from hedwig.protocol.status import Status, ends_subscription
-from hedwig.protocol.work_requests import MAX_RANGES, encode_fetch, encode_ranges
+from hedwig.protocol.work_requests import MAX_RANGES, encode_ranges
 
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
 _PREFIX_CACHE = 1024
@@ -223,11 +223,6 @@ class HubSession:
             self.send(op, encode_ranges(handle, ranges[i : i + MAX_RANGES]))
             for i in range(0, len(ranges), MAX_RANGES)
         )
-
-    def fetch(self, handle: int, max_messages: int, timeout_ms: int, context=None) -> tuple[int, bytes]:
-        """(request id, frame) of a pull subscription's FETCH: answered at once; its
-        messages come as deliveries of the handle, and a FETCH_DONE event ends it."""
-        return self.request(Op.FETCH, encode_fetch(handle, max_messages, timeout_ms), context)
 
     def release(self, handle: int) -> None:
         """The driver closed the subscription `handle`: its frames go to nobody now."""

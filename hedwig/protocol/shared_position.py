@@ -30,6 +30,7 @@ class SharedPosition:
         "force_attach",
         "mode",
         "options",
+        "received_through",
         "start",
         "subscribed",
         "subscriber_id",
@@ -62,6 +63,7 @@ class SharedPosition:
             ack_every = max(1, min(ack_every, window // 2))
         self.ack_every = max(1, ack_every)
         self.acked_count = 0  # messages acknowledged through this subscription
+        self.received_through = 0  # the highest seq-id handed to the application
         self.subscribed = False
         self._pending = []  # [first, last] ranges acknowledged and not sent yet
         self._pending_count = 0
@@ -96,6 +98,8 @@ class SharedPosition:
         if count != 1:
             for message in messages:
                 message.delivery_count = count
+        if messages and messages[-1].seq > self.received_through:
+            self.received_through = messages[-1].seq
         return messages
 
     def acknowledge(self, seq: int) -> None:

@@ -48,6 +48,12 @@ class _BlockingSubscription:
     def ack(self, message):
         self.subscription.ack(message)
 
+    def nack(self, message):
+        self.subscription.nack(message)
+
+    def fetch(self, max_messages, timeout):
+        return self.subscription.fetch(max_messages, timeout)
+
     def close(self):
         self.subscription.close()
 
@@ -108,6 +114,12 @@ class _TwistedSubscription:
     def ack(self, message):
         self.owner.wait(self.subscription.ack, message)
 
+    def nack(self, message):
+        self.owner.wait(self.subscription.nack, message)
+
+    def fetch(self, max_messages, timeout):
+        return self.owner.wait(self.subscription.fetch, max_messages, timeout)
+
     def close(self):
         self.owner.wait(self.subscription.close)
 
@@ -152,6 +164,12 @@ class _AioSubscription:
 
     def ack(self, message):
         self.owner.wait(self.subscription.ack(message))
+
+    def nack(self, message):
+        self.owner.wait(self.subscription.nack(message))
+
+    def fetch(self, max_messages, timeout):
+        return self.owner.wait(self.subscription.fetch(max_messages, timeout))
 
     def close(self):
         self.owner.wait(self.subscription.close())

@@ -2,6 +2,8 @@
 (tests/client/every_client.py gives them one face), each against a real hub process:
 what a user of any of them relies on behaves the same in all three."""
 
+import threading
+
 import pytest
 
 from hedwig.client.errors import InvalidTopic, SubscriptionClosed, TooManyRedirects
@@ -79,3 +81,62 @@ def test_redirects_are_followed_and_a_loop_is_refused(connect, hub):
         assert client.call("publish", f"every-redirected-{connect.kind}", b"x") >= 1
         with pytest.raises(TooManyRedirects):
             connect(nowhere.address).call("publish", f"every-nowhere-{connect.kind}", b"x")
+
+
+def test_members_of_a_shared_subscription_split_the_messages_each_acknowledged_once(connect):
+    topic = f"every-shared-{connect.kind}"
+    first, second = connect(), connect()
+    members = [
+        first.subscribe(topic, "workers", kind="shared", start="earliest", window=10),
+        second.subscribe(topic, "workers", kind="shared", window=10),
+    ]
+    first.call("publish_many", topic, [b"%d" % i for i in range(1, 41)])
+    got = [[], []]
+    while sum(map(len, got)) < 40:
+        for i, member in enumerate(members):
+            message = member.receive(timeout=0.2)
+            if message is not None:
+                assert message.delivery_count == 1
+                got[i].append(message.seq)
+                member.ack(message)
+    assert sorted(got[0] + got[1]) == list(range(1, 41)), "each message to one member"
+    assert got[0] and got[1], "both members took part"
+    for member in members:
+        member.close()
+    [row] = first.call("describe", topic)["subscribers"]
+    assert (row["kind"], row["consumed_seq"], row["pending"], row["members"]) == ("shared", 40, 0, 0)
+
+
+def test_a_nacked_or_timed_out_message_comes_again_with_its_delivery_count(connect):
+    topic = f"every-redeliver-{connect.kind}"
+    client = connect()
+    member = client.subscribe(topic, "w", kind="shared", start="earliest", ack_timeout=0.3)
+    client.call("publish", topic, b"job")
+    first = member.receive()
+    member.nack(first)
+    again = member.receive()
+    assert (again.seq, again.payload, again.delivery_count) == (first.seq, b"job", 2)
+    third = member.receive()  # not acknowledged: back after the 0.3 s ack timeout
+    assert (third.seq, third.delivery_count) == (first.seq, 3)
+    member.ack(third)
+    member.close()
+    [row] = client.call("describe", topic)["subscribers"]
+    assert (row["consumed_seq"], row["redeliveries"]) == (1, 2)
+
+
+def test_a_pull_subscription_fetches_at_once_after_the_first_publish_or_nothing_at_the_timeout(connect):
+    topic = f"every-pull-{connect.kind}"
+    client = connect()
+    puller = client.subscribe(topic, "p", deliver="pull", start="earliest")
+    client.call("publish_many", topic, [b"a", b"b", b"c"])
+    assert [m.payload for m in puller.fetch(2, 10.0)] == [b"a", b"b"]
+    got = puller.fetch(10, 10.0)
+    assert [m.seq for m in got] == [3]
+    for message in got:
+        puller.ack(message)
+    assert puller.fetch(10, 0.2) == []
+    publisher = connect()
+    waiting = threading.Timer(0.3, publisher.call, ("publish", topic, b"d"))
+    waiting.start()
+    assert [m.payload for m in puller.fetch(10, 20.0)] == [b"d"], "the first publish ends the wait"
+    waiting.join()

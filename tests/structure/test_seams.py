@@ -4,15 +4,17 @@ from twisted.internet.task import Clock
 from zope.interface.verify import verifyClass, verifyObject
 
 from hedwig.cache import CachedTopicLog, ICachedTopicLog, ReadAheadCache
+from hedwig.client import aio_subscriptions, blocking_subscriptions, twisted_subscriptions
 from hedwig.client.blocking import Subscription as BlockingSubscription
 from hedwig.client.twisted_subscriptions import Subscription as TwistedSubscription
 from hedwig.delivery import DeliveryManager
-from hedwig.delivery.interface import IDeliveryManager
+from hedwig.delivery.interface import IDeliveryManager, ISharedDeliveryChannel
+from hedwig.hub.connection import HubConnection
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.relays import IRelays
 from hedwig.hub.topics import TopicManager
 from hedwig.protocol.messageset import encode_message_set
-from hedwig.protocol.session import ISubscriber
+from hedwig.protocol.session import ISharedSubscriber, ISubscriber
 from hedwig.region.manager import RegionManager
 from hedwig.region.session import RelaySubscription
 from hedwig.testing.deferreds import fired
@@ -30,6 +32,12 @@ def test_the_parts_declare_their_interfaces():
     # Every subscription a protocol session hands frames to: both clients' and the link's.
     for subscription in (BlockingSubscription, TwistedSubscription, RelaySubscription):
         assert verifyClass(ISubscriber, subscription)
+    # Shared and pull subscriptions (work queues) of all three clients, and the connection
+    # that holds their members on the hub.
+    for module in (blocking_subscriptions, twisted_subscriptions, aio_subscriptions):
+        for subscription in (module.SharedSubscription, module.PullSubscription):
+            assert verifyClass(ISharedSubscriber, subscription)
+    assert verifyClass(ISharedDeliveryChannel, HubConnection)
 
 
 def test_the_cache_decorates_the_topic_log_and_hands_out_one_decorator_per_log(tmp_path):

@@ -141,7 +141,7 @@ class SharedDispatcher(AckBook):
         self._fetching.add(member)
         member.fetch_timer = self.clock.callLater(timeout_s, self._fetch_expired, member)
         self.counters.fetches += 1
-        self.pump()
+        self.pump_soon()  # (the next turn: the FETCH's reply is usually out first)
 
     def _fetch_expired(self, member) -> None:
         member.fetch_timer = None

@@ -2,6 +2,7 @@
 
 from hedwig.meta.codec import BadRecord
 from hedwig.meta.interface import (
+    MAX_ACKED_BYTES,
     NEW,
     BadVersion,
     IMetadataStore,
@@ -14,6 +15,7 @@ from hedwig.meta.interface import (
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 
 __all__ = [
+    "MAX_ACKED_BYTES",
     "NEW",
     "BadRecord",
     "BadVersion",

@@ -157,3 +157,25 @@ def test_relay_publish_needs_a_region_user(hub):
     bob.send(b"".join(relay_publish_parts(5, "t.relay", 0, 1, relayed([b"x"], origin=b"leaf"))))
     status, message, _ = bob.reply(5)
     assert status is Status.NOT_AUTHORIZED, message
+
+
+def test_dead_letters_need_publish_and_create_on_the_dead_letter_topic(hub, owned):
+    """The hub publishes a subscription's dead letters itself: naming max_deliveries asks
+    it to, so the user must be allowed to publish (and create) there."""
+    bob = Peer(hub.address, "bob")  # publish and subscribe on t.*, create nothing
+    status, message, _ = subscribe(bob, owned, "bobs", kind="shared", max_deliveries=3)
+    assert status is Status.NOT_AUTHORIZED and f"{owned}.dlq" in message, message
+    alice = Peer(hub.address, "alice")
+    status, message, _ = subscribe(
+        alice, owned, "work", kind="shared", max_deliveries=3, dead_letter_topic="x.dead"
+    )
+    assert status is Status.NOT_AUTHORIZED and "x.dead" in message, message
+    assert subscribe(alice, owned, "work", kind="shared", max_deliveries=3)[0] is Status.SUCCESS
+
+
+def test_joining_another_users_shared_subscription_is_refused(hub, owned):
+    alice = Peer(hub.address, "alice")
+    assert subscribe(alice, owned, "team", kind="shared")[0] is Status.SUCCESS
+    bob = Peer(hub.address, "bob")
+    status, message, _ = subscribe(bob, owned, "team", kind="shared")
+    assert status is Status.NOT_AUTHORIZED, message

@@ -10,7 +10,9 @@ from tests.delivery.shared_harness import SharedHarness
 
 
 def fetch(h, channel, max_messages, timeout_s, sid="p"):
+    """A FETCH, and the reactor's next turn (when its deliveries begin)."""
     h.manager.fetch("t", sid, channel, max_messages, timeout_s)
+    h.turn()
 
 
 def test_nothing_is_pushed_to_a_pull_subscription(tmp_path):

@@ -72,8 +72,13 @@ def test_a_schema_1_database_keeps_working_and_gains_the_garbage_record(tmp_path
         assert result(opened.list_garbage()) == {}
         assert result(opened.put_topic("t", [LedgerRange(5, 4, None)], 2, [4])) == 3
         assert result(opened.list_garbage()) == {4: "t"}
+        # Schema 3's acked column came with it: empty for the old record, and writable.
+        assert result(opened.get_subscription("t", "s")).value.acked == b""
+        result(opened.put_subscription("t", "s", SubscriptionState(3, {}, b"\x01\x05\x00"), 0))
+        assert result(opened.list_subscriptions("t"))["s"].value.acked == b"\x01\x05\x00"
     finally:
         result(opened.close())
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 # -- a database that cannot describe the caller's data ------------------------------------------

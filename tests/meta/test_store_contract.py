@@ -9,6 +9,7 @@ from twisted.python.failure import Failure
 from zope.interface.verify import verifyObject
 
 from hedwig.meta import (
+    MAX_ACKED_BYTES,
     NEW,
     BadRecord,
     BadVersion,
@@ -257,6 +258,35 @@ def test_malformed_subscriptions_are_refused_and_nothing_changes(store, state, m
     with pytest.raises(BadRecord, match=message):
         result(store.put_subscription("t", "s", state, 0))
     assert result(store.get_subscription("t", "s")) == Versioned(STATE, 0)
+
+
+def test_a_subscription_keeps_its_acked_bytes_as_given(store):
+    """The opaque `acked` field (shared subscriptions' acknowledgements above consumed_seq):
+    written with the pointer, returned byte for byte, b"" when none was given."""
+    assert result(store.get_subscription("t", "s")) is None
+    result(store.put_subscription("t", "s", STATE, NEW))
+    assert result(store.get_subscription("t", "s")).value.acked == b""
+    blob = bytes(range(256)) * 4 + b"\x00"
+    result(store.put_subscription("t", "s", SubscriptionState(5, {}, blob), 0))
+    got = result(store.get_subscription("t", "s")).value
+    assert (got.consumed_seq, got.acked) == (5, blob) and type(got.acked) is bytes
+    assert result(store.list_subscriptions("t"))["s"].value.acked == blob
+    result(store.put_subscription("t", "s", SubscriptionState(9, {}, bytearray(b"\x01\x02")), 1))
+    assert result(store.get_subscription("t", "s")).value.acked == b"\x01\x02"
+    result(store.put_subscription("t", "s", SubscriptionState(9, {}), 2))
+    assert result(store.get_subscription("t", "s")).value.acked == b"", "a write without it clears it"
+
+
+@pytest.mark.parametrize(
+    "acked, message",
+    [("text", "bytes"), (12, "bytes"), (b"x" * (MAX_ACKED_BYTES + 1), "at most")],
+)
+def test_an_acked_field_that_is_not_bytes_within_the_limit_is_refused(store, acked, message):
+    result(store.put_subscription("t", "s", STATE, NEW))
+    with pytest.raises(BadRecord, match=message):
+        result(store.put_subscription("t", "s", SubscriptionState(1, {}, acked), 0))
+    assert result(store.get_subscription("t", "s")) == Versioned(STATE, 0)
+    result(store.put_subscription("t", "s", SubscriptionState(1, {}, b"x" * MAX_ACKED_BYTES), 0))
 
 
 def test_a_closed_store_fails_clearly(store):

@@ -1,0 +1,215 @@
+"""The requests of shared and pull subscriptions on the wire, and the session's part:
+SUBSCRIBE's options block, ACK / NACK ranges, FETCH, REDELIVERY frames and the events
+that do not end a subscription; each decoded from bytes, each malformed body refused."""
+
+import struct
+
+import pytest
+from zope.interface import implementer
+
+from hedwig.protocol import (
+    Op,
+    Status,
+    SubscriptionEvent,
+    encode_entry_header,
+    encode_frame,
+    encode_message_set,
+)
+from hedwig.protocol.framing import encode_event
+from hedwig.protocol.layouts import RequestError
+from hedwig.protocol.requests import Subscribe, decode_subscribe, encode_subscribe, encode_subscribe_request
+from hedwig.protocol.session import HubSession, ISharedSubscriber, ProtocolViolation
+from hedwig.protocol.shared_position import SharedPosition
+from hedwig.protocol.work_requests import (
+    MAX_RANGES,
+    SubscribeOptions,
+    decode_fetch,
+    decode_ranges,
+    encode_fetch,
+    encode_ranges,
+    redelivery_header,
+)
+from tests.client.hubscript import HubScript
+from tests.protocol.test_session import Recorder, Subscriber, attach
+
+OLD_TAIL = struct.pack("!BBQBI", 3, 0, 0, 0, 0)  # create_or_attach, default start, no flags
+
+
+def test_a_subscribe_without_options_is_the_body_of_old():
+    assert encode_subscribe("t", "s") == b"\x01t\x01s" + OLD_TAIL
+    assert encode_subscribe("t", "s", message_bound=None, kind="exclusive") == b"\x01t\x01s" + OLD_TAIL
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Subscribe("t", "s", kind="shared"),
+        Subscribe("t", "s", kind="shared", pull=True, window=5, ack_timeout_ms=1500, max_deliveries=4),
+        Subscribe("t", "s", pull=True, dead_letter_topic="dead.letters", max_deliveries=1),
+        Subscribe("t", "s", message_bound=1000),
+        Subscribe("t", "s", deliver=False, message_bound=7),
+    ],
+)
+def test_subscribe_options_round_trip(request_):
+    assert decode_subscribe(encode_subscribe_request(request_)) == request_
+
+
+def options_body(kind=1, delivery=0, ack_timeout=0, max_deliveries=0, bound=0, dlq=b"", flags=0x08):
+    head = b"\x01t\x01s" + struct.pack("!BBQBI", 3, 0, 0, flags, 0)
+    return (
+        head
+        + struct.pack("!BBIIQ", kind, delivery, ack_timeout, max_deliveries, bound)
+        + bytes([len(dlq)])
+        + dlq
+    )
+
+
+@pytest.mark.parametrize(
+    "body, status, match",
+    [
+        (options_body(kind=2), Status.MALFORMED_REQUEST, "kind"),
+        (options_body(delivery=2), Status.MALFORMED_REQUEST, "delivery"),
+        (options_body(dlq=b"bad topic"), Status.INVALID_TOPIC, "dead-letter topic"),
+        (options_body(kind=0, ack_timeout=10), Status.MALFORMED_REQUEST, "shared or pull"),
+        (options_body(flags=0x0C), Status.MALFORMED_REQUEST, "acknowledgement-only"),
+        (options_body() + b"x", Status.MALFORMED_REQUEST, "unexpected bytes"),
+        (options_body()[:-5], Status.MALFORMED_REQUEST, "needs"),
+        (options_body(bound=2**63), Status.MALFORMED_REQUEST, "message_bound"),
+    ],
+)
+def test_malformed_subscribe_options_are_refused(body, status, match):
+    with pytest.raises(RequestError, match=match) as refused:
+        decode_subscribe(body)
+    assert refused.value.status == status
+
+
+def test_ack_and_nack_bodies_carry_ranges():
+    body = encode_ranges(9, [(1, 1), (5, 9)])
+    assert body == struct.pack("!IHQQQQ", 9, 2, 1, 1, 5, 9)
+    assert decode_ranges(body, "ACK") == (9, [(1, 1), (5, 9)])
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        (struct.pack("!IH", 1, 0), "no seq-id range"),
+        (struct.pack("!IHQQ", 1, 1, 5, 4), "not a range"),
+        (struct.pack("!IHQQ", 1, 1, 0, 4), "not a range"),
+        (struct.pack("!IHQQ", 1, 1, 1, 2**63), "not a range"),
+        (struct.pack("!IHQQ", 1, 2, 1, 2), "ACK body"),
+        (struct.pack("!IHQQ", 1, 1, 1, 2) + b"\x00", "unexpected bytes"),
+        (b"\x00\x00", "needs 6 bytes"),
+    ],
+)
+def test_malformed_ranges_are_refused(body, match):
+    with pytest.raises(RequestError, match=match) as refused:
+        decode_ranges(body, "ACK")
+    assert refused.value.status == Status.MALFORMED_REQUEST
+
+
+def test_fetch_asks_for_at_least_one_message():
+    assert decode_fetch(encode_fetch(3, 10, 2500)) == (3, 10, 2500)
+    with pytest.raises(RequestError, match="at least 1"):
+        decode_fetch(encode_fetch(3, 0, 2500))
+    with pytest.raises(RequestError):
+        decode_fetch(encode_fetch(3, 1, 1) + b"\x00")
+
+
+# -- the session ------------------------------------------------------------------------------
+
+
+@implementer(ISharedSubscriber)
+class SharedSubscriber(Subscriber):
+    def on_redelivery(self, start, stop, entry, count):
+        self.frames.append(("redelivery", self.handle, start, stop, count))
+
+
+def entry_bytes(first_seq, payloads):
+    return encode_entry_header(first_seq, len(payloads), 0, b"", first_seq) + encode_message_set(payloads)
+
+
+def redelivery(handle, first_seq, payloads, start, stop, count):
+    entry = entry_bytes(first_seq, payloads)
+    return redelivery_header(handle, start, stop, count, len(entry)) + entry
+
+
+def test_a_redelivery_reaches_a_shared_subscriber_with_its_count():
+    recorder = Recorder()
+    session = HubSession(recorder)
+    subscriber = SharedSubscriber(recorder)
+    request_id, _ = session.subscribe(
+        SharedPosition("t", "s", "create_or_attach", None, 0, False, SubscribeOptions("shared")), subscriber
+    )
+    session.data_received(HubScript.subscribed(request_id, 4, 0, 1))
+    recorder.frames.clear()
+    session.data_received(redelivery(4, 10, [b"a", b"b", b"c"], 1, 3, 5))
+    assert recorder.frames == [("redelivery", 4, 1, 3, 5)]
+
+
+def test_a_redelivery_for_an_exclusive_subscription_is_a_protocol_violation():
+    recorder = Recorder()
+    session = HubSession(recorder)
+    attach(session, recorder, 2)
+    with pytest.raises(ProtocolViolation, match="exclusive"):
+        session.data_received(redelivery(2, 1, [b"a"], 0, 1, 2))
+    with pytest.raises(ProtocolViolation, match="shorter"):
+        HubSession(recorder).data_received(encode_frame(Op.REDELIVERY, 0, b"\x00" * 12))
+
+
+def test_fetch_done_leaves_the_subscription_attached_and_other_events_end_it():
+    recorder = Recorder()
+    session = HubSession(recorder)
+    attach(session, recorder, 3)
+    session.data_received(encode_event(3, SubscriptionEvent.FETCH_DONE) + HubScript.delivery(3, 1, [b"x"]))
+    assert [frame[0] for frame in recorder.frames] == ["event", "delivery"]
+    session.data_received(encode_event(3, SubscriptionEvent.TOPIC_MOVED) + HubScript.delivery(3, 2, [b"y"]))
+    assert [frame[0] for frame in recorder.frames] == ["event", "delivery", "event"], "the handle is free"
+    assert session.subscriber(3) is None
+
+
+def test_acks_are_sent_as_ranges_in_as_many_frames_as_they_need():
+    session = HubSession(Recorder())
+    many = [(2 * i + 1, 2 * i + 1) for i in range(MAX_RANGES + 3)]
+    frames = HubScript().requests(session.ack(7, many))
+    assert [op for op, _, _ in frames] == [Op.ACK, Op.ACK]
+    decoded = [decode_ranges(body, "ACK") for _, _, body in frames]
+    assert [len(d.ranges) for d in decoded] == [MAX_RANGES, 3]
+    assert decoded[0].handle == decoded[1].handle == 7
+    [(op, _, body)] = HubScript().requests(session.nack(7, [(4, 4)]))
+    assert (op, decode_ranges(body, "NACK").ranges) == (Op.NACK, [(4, 4)])
+
+
+# -- the client's position ------------------------------------------------------------------------
+
+
+def shared_position(**kw):
+    options = SubscribeOptions(kw.pop("kind", "shared"), kw.pop("pull", False))
+    return SharedPosition(
+        "t", "s", kw.pop("mode", "create"), ("seq", 3), kw.pop("window", 0), False, options, **kw
+    )
+
+
+def test_acks_batch_as_ranges_and_go_out_every_ack_every():
+    position = shared_position(ack_every=5)
+    assert [position.ack(seq) for seq in (1, 2, 3, 7)] == [None] * 4
+    assert position.ack_due
+    assert position.ack(8) == [[1, 3], [7, 8]]
+    assert not position.ack_due and position.unsent_ack() is None
+    position.ack(4)
+    ranges = position.unsent_ack()
+    position.not_sent(ranges)
+    assert position.unsent_ack() == [[4, 4]], "what could not be sent is due again"
+    assert position.acked_count == 6
+
+
+def test_a_shared_position_attaches_again_as_it_is_and_never_drops_a_redelivery():
+    position = shared_position(window=10)
+    assert position.ack_every == 5, "before the window closes"
+    first = position.subscribe_request()
+    assert (first.mode, first.start, first.kind) == ("create", ("seq", 3), "shared")
+    position.on_subscribed(None)
+    again = position.subscribe_request()
+    assert (again.mode, again.start) == ("attach", None), "a start applies when it is created"
+    entry = entry_bytes(5, [b"a", b"b"])
+    assert [(m.seq, m.delivery_count) for m in position.messages(0, 2, entry)] == [(5, 1), (6, 1)]
+    assert [(m.seq, m.delivery_count) for m in position.messages(0, 2, entry, 3)] == [(5, 3), (6, 3)]

@@ -88,6 +88,7 @@ def _load_config(path, overrides) -> Config:
 _DELIVERY_BOUNDS = [
     ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
     ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
+    ("max_shared_window", lambda v: v >= 1, "at least 1"),
 ]
 
 

@@ -75,8 +75,11 @@ class DeliverySettings:
     # Shared and pull subscriptions: a delivery not acknowledged this long goes out again
     # (a subscription's own ack_timeout, set at SUBSCRIBE, wins) ...
     ack_timeout_ms: int = 30_000
-    # ... and a member that asks for no window (or 0) holds at most this many unacknowledged.
+    # ... and a member that asks for no window (or 0) holds at most this many unacknowledged,
+    # one that asks for more than max_shared_window that many (what the hub keeps per
+    # unacknowledged message is bounded by the members' windows).
     shared_window: int = 1000
+    max_shared_window: int = 100_000
 
 
 @dataclass

@@ -114,7 +114,8 @@ class SharingSubscriptions:
             subscription.preferences.update(changed)
             subscription.preferences_changed()
             dispatcher.configure(self.settings)
-        member = Member(dispatcher, channel, handle, request.window or self.settings.shared_window, pull)
+        window = min(request.window or self.settings.shared_window, self.settings.max_shared_window)
+        member = Member(dispatcher, channel, handle, window, pull)
         dispatcher.add(member)
         if kind == "exclusive":
             subscription.cursor = member

@@ -261,3 +261,14 @@ def test_release_ends_every_member_and_writes_the_acks(tmp_path):
     assert b.ended == [(4, SubscriptionEvent.TOPIC_MOVED)]
     assert h.record("w").acked != b""
     assert not h.clock.getDelayedCalls(), "no timer left behind"
+
+
+def test_a_members_window_is_never_unlimited_nor_above_the_hubs_cap(tmp_path):
+    h = SharedHarness(tmp_path, shared_window=7, max_shared_window=50)
+    asked_none, asked_zero, asked_huge = h.member_channel(), h.member_channel(), h.member_channel()
+    h.join("w", asked_none)
+    h.join("w", asked_zero, window=0)
+    h.join("w", asked_huge, window=2**32 - 1)
+    h.turn()
+    h.publish(200)
+    assert [len(c.seqs()) for c in (asked_none, asked_zero, asked_huge)] == [7, 7, 50]

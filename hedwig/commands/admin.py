@@ -106,7 +106,8 @@ def add_subscriptions(subparsers, client_options):
 
 
 def subscriptions(args) -> int:
-    """list durable subscriptions: consumed seq-id, lag (messages not consumed) and state"""
+    """list durable subscriptions: kind, consumed seq-id, lag (messages not consumed), state,
+    members attached, pending (delivered, not acknowledged) and redeliveries"""
     with client(args) as hub:
         rows = hub.subscriptions(args.topic)
     return print_reply(args, rows, lambda rows: format_subscriptions(rows, args.topic))
@@ -119,7 +120,11 @@ SUBSCRIPTION_COLUMNS = [
     ("consumed_seq", "consumed"),
     ("last_seq", "last"),
     ("lag", "lag"),
+    ("kind", "kind"),
     ("state", "state"),
+    ("members", "members"),
+    ("pending", "pending"),
+    ("redeliveries", "redeliveries"),
 ]
 
 

@@ -3,7 +3,7 @@
 
 import time
 
-from hedwig.client.errors import NoSuchTopic, SeqOutOfRange
+from hedwig.client.errors import NoSuchTopic, SeqOutOfRange, WrongSubscriptionKind
 from hedwig.client.start import parse_start
 from hedwig.commands.common import (
     CommandError,
@@ -66,13 +66,56 @@ def add_subscribe(subparsers, client_options):
         metavar="N",
         help="messages delivered ahead of acknowledgements (default: the hub's)",
     )
+    work = parser.add_argument_group("work queues (shared subscriptions)")
+    work.add_argument(
+        "--shared",
+        action="store_true",
+        help="join SUBSCRIBER as one member of a shared subscription: each message goes to one"
+        " member and is acknowledged by itself (run several to share the work)",
+    )
+    work.add_argument(
+        "--ack-timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="a message not acknowledged this long goes to a member again (default: the hub's, 30)",
+    )
+    work.add_argument(
+        "--max-deliveries",
+        type=positive_int,
+        metavar="N",
+        help="after N deliveries a message goes to the dead-letter topic instead",
+    )
+    work.add_argument(
+        "--dead-letter-topic", metavar="TOPIC", help="where dead letters go (default: TOPIC.dlq)"
+    )
+    parser.add_argument(
+        "--message-bound",
+        type=positive_int,
+        metavar="N",
+        help="keep at most N unconsumed messages for the subscription; older ones are skipped",
+    )
     return parser
+
+
+def _subscribe_options(args) -> dict:
+    """The work-queue options and message bound the command line gives (only those given)."""
+    if not args.shared and (args.ack_timeout or args.max_deliveries or args.dead_letter_topic):
+        raise CommandError("--ack-timeout, --max-deliveries and --dead-letter-topic need --shared")
+    options = {
+        "ack_timeout": args.ack_timeout,
+        "max_deliveries": args.max_deliveries,
+        "dead_letter_topic": args.dead_letter_topic,
+        "message_bound": args.message_bound,
+    }
+    return {key: value for key, value in options.items() if value is not None}
 
 
 def subscribe(args) -> int:
     """print a durable subscription's messages, one per line, acknowledging each once its
-    line is printed (the subscription resumes after it); the topic must exist unless --create"""
+    line is printed (the subscription resumes after it); the topic must exist unless --create;
+    --shared joins a shared subscription as one of its members"""
     start = _start(args.start)
+    options = _subscribe_options(args)
     if args.window is not None and args.window < 0:
         raise CommandError(f"--window {args.window}: expected 0 (unlimited) or more")
     printer = Printer()
@@ -88,7 +131,16 @@ def subscribe(args) -> int:
                     f"topic {args.topic} does not exist (publishing creates it; --create subscribes anyway)"
                 ) from None
         try:
-            sub = hub.subscribe(args.topic, args.subscriber_id, start=start, window=args.window)
+            sub = hub.subscribe(
+                args.topic,
+                args.subscriber_id,
+                start=start,
+                window=args.window,
+                kind="shared" if args.shared else "exclusive",
+                **options,
+            )
+        except (ValueError, WrongSubscriptionKind) as e:
+            raise CommandError(f"{args.subscriber_id} on {args.topic}: {e}") from None
         except SeqOutOfRange as e:
             raise CommandError(f"--from {args.start}: {e}") from None
         with sub:

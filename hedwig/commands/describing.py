@@ -56,6 +56,7 @@ def format_description(info: dict) -> list[str]:
             f"delivered {_consumed(sub.get('delivered_seq'))}, backlog {sub.get('backlog')}, "
             f"window {window if window else 'unlimited'}, {sub.get('state')}"
         )
+        lines.extend(_work_queue_lines(sub))
     relays = info.get("relays")
     if relays:  # region relays (hedwig.region): one line per link of the topic
         lines.append(f"relays:   {len(relays)}")
@@ -70,6 +71,26 @@ def format_description(info: dict) -> list[str]:
     for key in sorted(set(info) - shown):
         value = info[key]
         lines.append(f"{readable(key)}: {value if isinstance(value, str | int) else json.dumps(value)}")
+    return lines
+
+
+def _work_queue_lines(sub: dict) -> list[str]:
+    """A shared or pull subscription's members, pending and redeliveries (and its dead
+    letters and settings), and what a message bound skipped, as an indented line each."""
+    lines = []
+    if sub.get("kind") == "shared" or sub.get("delivery") == "pull":
+        lines.append(
+            f"    {sub.get('kind')} {sub.get('delivery')}: {sub.get('members')} member(s), "
+            f"pending {sub.get('pending')}, queued {sub.get('queued')}, "
+            f"acknowledged above consumed {sub.get('acked_above')}, redeliveries {sub.get('redeliveries')}"
+        )
+        dead = sub.get("dead_letter_topic")
+        letters = "no dead-letter topic"
+        if dead:
+            letters = f"to {dead} after {sub.get('max_deliveries')} deliveries: {sub.get('dead_lettered')}"
+        lines.append(f"    ack timeout {sub.get('ack_timeout_ms') / 1000:g} s, dead letters {letters}")
+    if sub.get("message_bound"):
+        lines.append(f"    message bound {sub.get('message_bound')}: {sub.get('skipped_by_bound')} skipped")
     return lines
 
 

@@ -29,6 +29,10 @@ from hedwig.topiclog.entry import LogEntry
 _READ_RANGE_OVERHEAD = 64
 # A READ_RANGE never returns more entries than this, whatever max_bytes allows.
 MAX_READ_RANGE_ENTRIES = 100_000
+# What LIST_SUBSCRIPTIONS shows of each subscription's DESCRIBE_TOPIC row besides the
+# above: its kind and delivery, members attached, messages delivered and not acknowledged,
+# redeliveries, and what its message bound skipped.
+_WORK_QUEUE_COLUMNS = ("kind", "delivery", "members", "pending", "redeliveries", "skipped_by_bound")
 # The ops every hub serves (hub/handlers.py); a region's are registered beside them.
 CORE_OPS = tuple(
     op for op in Op if op < Op.RESPONSE and op not in (Op.REGION_LINK, Op.RELAY_PUBLISH)
@@ -342,6 +346,7 @@ class Hub:
                     "last_seq": last_seq,
                     "lag": row["backlog"],
                     "state": row["state"],
+                    **{key: row[key] for key in _WORK_QUEUE_COLUMNS},
                 }
                 for row in self.delivery.describe(topic_log.topic)
             ]

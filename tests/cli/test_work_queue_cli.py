@@ -1,0 +1,52 @@
+"""`hedwig subscribe --shared` and what `hedwig subscriptions` and `hedwig describe` show of
+shared subscriptions (members, pending, redeliveries), against a real hub process."""
+
+import json
+
+from hedwig.client import Client
+from hedwig.testing.polling import wait_until
+from tests.cli.test_cli import hedwig, lines
+
+
+def test_shared_members_on_the_command_line_each_take_their_own_messages(hub):
+    hedwig("publish", "cli-shared", "a", "b", "c", "d", "e", "f", hub=hub)
+    member = ["subscribe", "cli-shared", "workers", "--shared", "--window", "3", "--count", "3"]
+    first = lines(hedwig(*member, "--from", "earliest", hub=hub))
+    second = lines(hedwig(*member, hub=hub))
+    assert sorted(first + second) == ["a", "b", "c", "d", "e", "f"], "each once: every one acknowledged"
+    [row] = json.loads(hedwig("subscriptions", "cli-shared", "--json", hub=hub).stdout)
+    assert (row["kind"], row["consumed_seq"], row["members"], row["pending"]) == ("shared", 6, 0, 0)
+
+
+def test_subscriptions_and_describe_show_members_pending_and_redeliveries(hub):
+    hedwig("publish", "cli-pending", "x", "y", "z", hub=hub)
+    with Client(hub.address) as client:
+        member = client.subscribe("cli-pending", "team", kind="shared", start="earliest", ack_timeout=60)
+        held = [member.receive(timeout=30) for _ in range(3)]
+        member.nack(held[0])
+        assert member.receive(timeout=30).delivery_count == 2
+        wait_until(
+            lambda: json.loads(hedwig("subscriptions", "cli-pending", "--json", hub=hub).stdout)[0][
+                "redeliveries"
+            ],
+            "the redelivery counted",
+        )
+        table = lines(hedwig("subscriptions", "cli-pending", hub=hub))
+        headings = ["TOPIC", "SUBSCRIBER", "CONSUMED", "LAST", "LAG", "KIND", "STATE", "MEMBERS", "PENDING"]
+        assert table[0].split() == [*headings, "REDELIVERIES"]
+        assert table[1].split() == ["cli-pending", "team", "0", "3", "3", "shared", "shared", "1", "3", "1"]
+        described = "\n".join(lines(hedwig("describe", "cli-pending", hub=hub)))
+        assert "shared push: 1 member(s), pending 3, queued 0" in described, described
+        assert "redeliveries 1" in described and "ack timeout 60 s" in described, described
+
+
+def test_work_queue_options_need_shared_and_a_kind_mismatch_is_one_line(hub):
+    refused = hedwig("subscribe", "cli-kinds", "s", "--max-deliveries", "3", "--create", hub=hub)
+    assert refused.returncode != 0 and b"need --shared" in refused.stderr
+    hedwig("subscribe", "cli-kinds", "solo", "--create", "--idle", "0.2", hub=hub)
+    mismatch = hedwig("subscribe", "cli-kinds", "solo", "--shared", "--idle", "0.2", hub=hub)
+    assert mismatch.returncode != 0
+    assert (
+        mismatch.stderr.decode().count("\n") == 1
+        and "exclusive push subscription" in mismatch.stderr.decode()
+    )

@@ -40,6 +40,22 @@ METRICS = {
         "gauge",
         "Messages published and not yet consumed, by topic and subscriber.",
     ),
+    "hedwig_messages_acknowledged": (
+        "counter",
+        "Messages of shared and pull subscriptions acknowledged one by one (ACK).",
+    ),
+    "hedwig_messages_redelivered": (
+        "counter",
+        "Messages of shared and pull subscriptions delivered again (ack timeout, NACK, member gone).",
+    ),
+    "hedwig_messages_dead_lettered": (
+        "counter",
+        "Messages published to a dead-letter topic after max_deliveries, and acknowledged.",
+    ),
+    "hedwig_messages_skipped_by_bound": (
+        "counter",
+        "Messages a subscription's message bound skipped before they were consumed.",
+    ),
     "hedwig_subscriptions": ("gauge", "Durable subscriptions of the open topics."),
     "hedwig_subscriptions_attached": ("gauge", "Subscriptions attached to a connection now."),
     "hedwig_topics_owned": ("gauge", "Topics this hub owns and has open."),
@@ -149,6 +165,10 @@ class HubCollector:
         subscriptions = view.subscriptions()
         yield self._backlog(subscriptions, stats.topics)
         delivery = hub.delivery.stats()
+        yield _counter("hedwig_messages_acknowledged", delivery["acked"])
+        yield _counter("hedwig_messages_redelivered", delivery["redelivered"])
+        yield _counter("hedwig_messages_dead_lettered", delivery["dead_lettered"])
+        yield _counter("hedwig_messages_skipped_by_bound", delivery["skipped_by_bound"])
         yield _gauge("hedwig_subscriptions", len(subscriptions))
         yield _gauge("hedwig_subscriptions_attached", delivery["attached"])
         yield _gauge("hedwig_topics_owned", len(hub.topics.open_topics()))

@@ -67,8 +67,9 @@ class HubView:
 
     def subscriptions(self) -> list:
         """A row per durable subscription of the open topics: consumed, delivered,
-        backlog (lag behind the last seq-id), window and cursor state; `relay_to` names
-        the neighbour region a hub's own relay subscription feeds."""
+        backlog (lag behind the last seq-id), window and cursor state, kind, members,
+        pending (delivered, unacknowledged) and redeliveries; `relay_to` names the
+        neighbour region a hub's own relay subscription feeds."""
         rows = []
         delivery = self.hub.delivery
         for name, _topic_log in self.open_topic_logs():
@@ -82,6 +83,10 @@ class HubView:
                         "backlog": row["backlog"],
                         "window": row["window"],
                         "state": row["state"],
+                        "kind": row["kind"],
+                        "members": row["members"],
+                        "pending": row["pending"],
+                        "redeliveries": row["redeliveries"],
                         "relay_to": relay_peer(row["subscriber_id"]),
                     }
                 )

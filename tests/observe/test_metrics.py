@@ -191,3 +191,26 @@ def test_relay_lag_is_the_backlog_of_each_neighbours_relay_subscriptions(tmp_pat
     publisher.publish("b", [b"m"] * 4)
     harness.clock.advance(0)
     assert scrape(harness)[("hedwig_relay_lag_messages", (("region", "paris"),))] == 7
+
+
+def test_work_queue_counters_count_acks_redeliveries_dead_letters_and_bound_skips(tmp_path):
+    from hedwig.protocol.work_requests import encode_ranges
+
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    peer.send(Op.SUBSCRIBE, encode_subscribe("jobs", "w", kind="shared", max_deliveries=2))
+    peer.send(Op.SUBSCRIBE, encode_subscribe("jobs", "slow", deliver=False, message_bound=3))
+    harness.clock.advance(0)
+    handle = next(r.value.handle for _id, r in peer.split()[0] if r.op == Op.SUBSCRIBE)
+    peer.publish("jobs", [b"a", b"b", b"c", b"d", b"e"])
+    harness.clock.advance(0)
+    peer.send(Op.ACK, encode_ranges(handle, [(1, 3)]))
+    peer.send(Op.NACK, encode_ranges(handle, [(4, 4)]))  # delivered again ...
+    harness.clock.advance(0)
+    peer.send(Op.NACK, encode_ranges(handle, [(4, 4)]))  # ... then dead-lettered
+    harness.clock.advance(0)
+    samples = scrape(harness)
+    assert samples[("hedwig_messages_acknowledged_total", ())] == 3
+    assert samples[("hedwig_messages_redelivered_total", ())] == 1
+    assert samples[("hedwig_messages_dead_lettered_total", ())] == 1
+    assert samples[("hedwig_messages_skipped_by_bound_total", ())] == 2

@@ -7,8 +7,6 @@ from datetime import UTC, datetime
 @dataclass(slots=True)
 class Message:
     """One delivered message. `publish_time` is a UTC datetime made on first use.
-    `delivery_count`: how many times the hub has delivered it to this subscription (a
-    shared or pull subscription's redeliveries count up from 2; always 1 otherwise).
 
     A slotted dataclass: one is made per message on the client, and its generated
     __init__ is the plain assignments a hand-written one would be. Equal when every
@@ -21,7 +19,10 @@ class Message:
     properties: dict
     origin_region: str
     origin_seq: int
-    delivery_count: int = 1
+    # How many times the hub delivered it to this subscription: 1, except for a shared or
+    # pull subscription's redeliveries (RedeliveredMessage). A class attribute, not a
+    # field: a message costs nothing more to make for it.
+    delivery_count = 1
 
     @property
     def publish_time(self) -> datetime:
@@ -29,6 +30,27 @@ class Message:
 
     def __repr__(self) -> str:
         return (
-            f"Message(topic={self.topic!r}, seq={self.seq}, payload={self.payload[:40]!r}, "
+            f"{type(self).__name__}(topic={self.topic!r}, seq={self.seq}, payload={self.payload[:40]!r}, "
             f"origin={self.origin_region}:{self.origin_seq})"
+        )
+
+
+@dataclass(slots=True, repr=False)
+class RedeliveredMessage(Message):
+    """A message of a shared or pull subscription delivered again: its `delivery_count`
+    (2 or more) says how many times."""
+
+    delivery_count: int = 2
+
+    @classmethod
+    def again(cls, message: Message, count: int) -> "RedeliveredMessage":
+        return cls(
+            message.topic,
+            message.seq,
+            message.payload,
+            message.publish_time_us,
+            message.properties,
+            message.origin_region,
+            message.origin_seq,
+            count,
         )

@@ -14,6 +14,7 @@ one per shared or pull subscription.
 """
 
 from hedwig.protocol.entry import decode_entry
+from hedwig.protocol.message import RedeliveredMessage
 from hedwig.protocol.position import DEFAULT_ACK_EVERY
 from hedwig.protocol.requests import Subscribe, Subscribed
 from hedwig.protocol.work_requests import SubscribeOptions, check_options
@@ -96,8 +97,8 @@ class SharedPosition:
         """The Messages of a delivery (or of a redelivery, delivered for the `count`th time)."""
         messages = decode_entry(self.topic, entry, start, stop)
         if count != 1:
-            for message in messages:
-                message.delivery_count = count
+            again = RedeliveredMessage.again
+            messages = [again(message, count) for message in messages]
         if messages and messages[-1].seq > self.received_through:
             self.received_through = messages[-1].seq
         return messages

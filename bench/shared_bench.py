@@ -117,7 +117,9 @@ def prepare(hub, topic, total, subscriber_ids) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, to check it runs (not saved)")
-    parser.add_argument("--messages", type=int, default=1_000_000, help="backlog per turn (default 1,000,000)")
+    parser.add_argument(
+        "--messages", type=int, default=1_000_000, help="backlog per turn (default 1,000,000)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="turns of each kind, alternating (default 2)")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/shared_bench.json")
     args = parser.parse_args(argv)

@@ -68,12 +68,12 @@ class AdministeringSubscriptions:
         deleting = []
         for subscriber_id in names:
             subscription = table.subscriptions[subscriber_id]
+            self._end_shared(subscription, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
             cursor = subscription.cursor
             if cursor is not None:
                 self._detach(cursor)
                 self._notify_ended(cursor, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
                 self.forced_closes += 1
-            self._end_shared(subscription, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
             deleting.append(subscription.settle().addCallback(self._delete_record, subscription))
         if not deleting:
             return succeed(names)

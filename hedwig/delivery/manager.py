@@ -123,11 +123,11 @@ class DeliveryManager(
         flushes = []
         self._unwatch_bounds(table)
         for subscription in table.subscriptions.values():
+            self._end_shared(subscription, event)
             cursor = subscription.cursor
             if cursor is not None:
                 self._detach(cursor)
                 self._notify_ended(cursor, event)
-            self._end_shared(subscription, event)
             flushes.append(subscription.flush())
         table.topic_log.release()
         return _all(flushes)
@@ -402,9 +402,11 @@ class DeliveryManager(
             return fail(
                 SubscribeError(Status.TOPIC_BUSY, f"{subscriber_id} on {topic} is being (un)subscribed")
             )
+        if subscription.dispatcher is not None:
+            subscription.dispatcher.stop()  # (what members hold is not dead-lettered now)
+            self._detach_members(subscription)
         if subscription.cursor is not None:
             self._detach(subscription.cursor)
-        self._detach_members(subscription)
         table.busy.add(subscriber_id)
 
         def delete(_):
@@ -415,7 +417,6 @@ class DeliveryManager(
         def deleted(_):
             subscription.deleted = True
             subscription.cancel()
-            self._end_shared(subscription)
             table.remove(subscriber_id)
             self._changed(topic, subscriber_id, False)
             low = table.min_consumed
@@ -423,6 +424,8 @@ class DeliveryManager(
 
         def done(result):
             table.busy.discard(subscriber_id)
+            if subscription.dispatcher is not None and not subscription.deleted:
+                subscription.dispatcher.restart()  # (not deleted: it goes on)
             return result
 
         return subscription.settle().addCallback(delete).addCallback(deleted).addBoth(done)
@@ -461,14 +464,14 @@ class DeliveryManager(
 
     def stop(self) -> Deferred:
         """Shut down: stop every cursor and write every consume pointer."""
-        for cursors in list(self._channels.values()):
-            for cursor in list(cursors):
-                self._detach(cursor)
-        self._paused.clear()
         for table in self._tables.values():
             self._unwatch_bounds(table)
             for subscription in table.subscriptions.values():
                 self._end_shared(subscription)
+        for cursors in list(self._channels.values()):
+            for cursor in list(cursors):
+                self._detach(cursor)
+        self._paused.clear()
         flushes = [s.flush() for t in self._tables.values() for s in t.subscriptions.values()]
         return _all(flushes)
 

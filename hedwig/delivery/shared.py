@@ -94,7 +94,10 @@ class SharedDispatcher(AckBook):
         self._order.append(member)
 
     def remove(self, member) -> None:
-        """The member left (closed, disconnected, forced out): what it holds goes back."""
+        """The member left (closed, disconnected, forced out): what it holds goes back,
+        counted as a delivery that failed; when the hub itself detaches it (the
+        dispatcher is stopped: shutdown, the topic released or deleted) it only goes back
+        to be delivered again, never to the dead-letter topic."""
         if self.members.get(member.channel) is not member:
             return
         del self.members[member.channel]
@@ -104,7 +107,10 @@ class SharedDispatcher(AckBook):
             self._turn -= 1
         self._stop_fetch(member)
         for start, end, lease in self.holdings.release_where(lambda lease: lease.member is not member):
-            self.give_back(start, end, lease.count)
+            if self.stopped:
+                heappush(self.queue, (start, end, lease.count + 1))
+            else:
+                self.give_back(start, end, lease.count)
         self.pump_soon()  # (the next turn: a hub detaching everyone redelivers to nobody)
 
     def member_of(self, channel):
@@ -320,8 +326,15 @@ class SharedDispatcher(AckBook):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def restart(self) -> None:
+        """Go on after a stop (an unsubscribe whose metadata write failed)."""
+        self.stopped = False
+        self._arm_expiry()
+        self.pump_soon()
+
     def stop(self) -> None:
-        """The subscription is going (released, deleted): no timer or wait is left."""
+        """The subscription is going (released, deleted, the hub stopping): no timer or
+        wait is left, and members detached from now on give back without a count."""
         self.stopped = True
         for member in self._order:
             self._stop_fetch(member)

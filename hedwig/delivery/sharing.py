@@ -208,10 +208,11 @@ class SharingSubscriptions:
                 self._notify_ended(member, event)
 
     def _end_shared(self, subscription, event=None) -> None:
-        """The subscription is going (released, deleted): members detached, timers stopped."""
+        """The subscription is going (released, deleted, the hub stopping): timers
+        stopped, then members detached (telling them `event`, when given)."""
         if subscription.dispatcher is not None:
-            self._detach_members(subscription, event)
             subscription.dispatcher.stop()
+            self._detach_members(subscription, event)
 
     def _close_member(self, subscription, channel) -> None:
         member = subscription.dispatcher.member_of(channel) if channel is not None else None

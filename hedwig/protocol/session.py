@@ -16,6 +16,9 @@ SubscriptionPosition (position.py: the client's side of the window, acks, resumi
 asks for. When the hub attaches it, the session moves the position, keeps the
 connection-local handle, and from then on hands the subscriber (ISubscriber) the
 DELIVERY and EVENT frames of that handle; a lost connection detaches every subscriber.
+A shared or pull subscription (an ISharedSubscriber with a SharedPosition) is also
+handed REDELIVERY frames, and events that leave it attached (FETCH_DONE); `ack` and
+`nack` make its ACK and NACK frames.
 Which hub to ask is the redirect rule's (redirects.py), the same for every driver.
 
 What stays with the drivers is what needs I/O or time: waiting, timeouts (they `forget`

@@ -272,3 +272,27 @@ def test_a_members_window_is_never_unlimited_nor_above_the_hubs_cap(tmp_path):
     h.turn()
     h.publish(200)
     assert [len(c.seqs()) for c in (asked_none, asked_zero, asked_huge)] == [7, 7, 50]
+
+
+def test_the_hub_detaching_members_never_dead_letters_what_they_hold(tmp_path):
+    """A member leaving by itself counts as a failed delivery (max_deliveries may send a
+    message to the dead-letter topic); the hub stopping, or releasing the topic, does not."""
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=10, max_deliveries=1)
+    h.turn()
+    h.publish(3)
+    fired(h.manager.release_topic("t"))
+    assert h.dead_letters == []
+    again = SharedHarness(tmp_path / "again", metadata=h.metadata, store=h.store)
+    b = again.member_channel()
+    again.join("w", b, window=10)
+    again.turn()
+    fired(again.manager.stop())
+    assert again.dead_letters == []
+    third = SharedHarness(tmp_path / "third", metadata=h.metadata, store=h.store)
+    c = third.member_channel()
+    third.join("w", c, window=10)
+    third.turn()
+    fired(third.manager.channel_lost(c))
+    assert len(third.dead_letters) == 1, "a member that went away: its deliveries failed"

@@ -19,6 +19,7 @@ backoff) and resubscribes every live subscription from its last acknowledgement.
 
 import asyncio
 
+from hedwig.client import aio_subscriptions
 from hedwig.client.aio_idempotent import AioIdempotentPublisher, IdempotentPublishing
 from hedwig.client.aio_protocol import AioHubProtocol
 from hedwig.client.aio_subscriptions import (
@@ -38,7 +39,7 @@ from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import PublishBatch, encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import BatchingClientSettings
-from hedwig.client.start import position_as_asked, subscription_kind
+from hedwig.client.start import position_as_asked, subscription_class
 from hedwig.protocol import Status
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
@@ -54,12 +55,6 @@ from hedwig.protocol.errors import (
 )
 
 __all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
-_CLASSES = {
-    "exclusive": Subscription,
-    "ack_only": AckOnlySubscription,
-    "shared": SharedSubscription,
-    "pull": PullSubscription,
-}
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 
@@ -337,7 +332,7 @@ class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
         position = position_as_asked(
             self, topic, subscriber_id, mode, start, window, force_attach, deliver, kind, **options
         )
-        subscription = _CLASSES[subscription_kind(position)](self, position)
+        subscription = subscription_class(aio_subscriptions, position)(self, position)
         await self._subscribe(subscription)
         self._subscriptions.add(subscription)
         return subscription

@@ -18,6 +18,7 @@ from zope.interface import implementer
 from hedwig.client.subscription_base import (
     AcknowledgesEach,
     AcknowledgesOnly,
+    AcksOnProtocol,
     AttachedOnProtocol,
     FlushesAckOnAttach,
     PositionedSubscription,
@@ -175,7 +176,7 @@ class AckOnlySubscription(FlushesAckOnAttach, AcknowledgesOnly, Subscription):
 
 
 @implementer(ISharedSubscriber)
-class SharedSubscription(FlushesAckOnAttach, AcknowledgesEach, Subscription):
+class SharedSubscription(AcksOnProtocol, FlushesAckOnAttach, AcknowledgesEach, Subscription):
     """A member of a shared subscription (kind="shared"): `async for` its messages as any
     subscription's and `await ack(message)` each one when it is done (only that one:
     acks go out in batches of ranges, and `ack_delay` after the last); one not
@@ -192,15 +193,7 @@ class SharedSubscription(FlushesAckOnAttach, AcknowledgesEach, Subscription):
 
     async def nack(self, message_or_seq) -> None:
         """Give this message back: the hub delivers it again now (maybe to this member)."""
-        if self._protocol is not None:  # (detached: the hub took back all it held)
-            seq = seq_of(message_or_seq)
-            self._protocol.nack(self._handle, [(seq, seq)])
-
-    def _send_consume(self, ranges) -> None:
-        if self._protocol is not None:
-            self._protocol.ack(self._handle, ranges)
-        else:
-            self._position.not_sent(ranges)  # (sent once attached again)
+        self._nack_now(message_or_seq)
 
 
 class PullSubscription(PullsOnly, SharedSubscription):

@@ -19,6 +19,7 @@ not processed yet.
 import threading
 import time
 
+from hedwig.client import blocking_subscriptions
 from hedwig.client.blocking_idempotent import BlockingIdempotence, IdempotentPublishing
 from hedwig.client.blocking_subscriptions import (
     AckOnlySubscription,
@@ -38,7 +39,7 @@ from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import ClientSettings
-from hedwig.client.start import position_as_asked, subscription_kind
+from hedwig.client.start import position_as_asked, subscription_class
 from hedwig.protocol import Status
 from hedwig.protocol.addresses import parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
@@ -56,12 +57,6 @@ from hedwig.protocol.errors import (
 from hedwig.protocol.redirects import Routes
 
 __all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
-_CLASSES = {
-    "exclusive": Subscription,
-    "ack_only": AckOnlySubscription,
-    "shared": SharedSubscription,
-    "pull": PullSubscription,
-}
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
 
@@ -268,7 +263,7 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         position = position_as_asked(
             self, topic, subscriber_id, mode, start, window, force_attach, deliver, kind, **options
         )
-        subscription = _CLASSES[subscription_kind(position)](self, position)
+        subscription = subscription_class(blocking_subscriptions, position)(self, position)
         self._subscribe(subscription)
         self._subscriptions.add(subscription)
         return subscription

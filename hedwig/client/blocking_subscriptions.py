@@ -86,14 +86,9 @@ class Subscription(PositionedSubscription):
             return queue.popleft()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            if self._closed is not None:
-                raise self._closed
-            connection = self._connection
+            connection = self._attached(deadline)
             if connection is None:
-                self._client._resubscribe(self, deadline)
-                if self._connection is None and deadline is not None and time.monotonic() >= deadline:
-                    return None
-                continue
+                return None
             self._flush_ack(connection)
             ready = connection.wait_for(
                 lambda connection=connection: queue or self._connection is not connection, deadline
@@ -101,6 +96,18 @@ class Subscription(PositionedSubscription):
             if queue:
                 return queue.popleft()
             if not ready and (deadline is not None and time.monotonic() >= deadline):
+                return None
+
+    def _attached(self, deadline):
+        """The connection this subscription is attached on, attaching it again first if it
+        is not; None when `deadline` passes first; its SubscriptionClosed once it ended."""
+        while True:
+            if self._closed is not None:
+                raise self._closed
+            if self._connection is not None:
+                return self._connection
+            self._client._resubscribe(self, deadline)
+            if self._connection is None and deadline is not None and time.monotonic() >= deadline:
                 return None
 
     def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
@@ -178,7 +185,20 @@ class Subscription(PositionedSubscription):
         return f"<{type(self).__name__} {self.topic}/{self.subscriber_id} {state}>"
 
 
-class AckOnlySubscription(AcknowledgesOnly, Subscription):
+class _PushedNothing:
+    """receive, receive_batch and iteration refused (`_refusal()` says why)."""
+
+    def receive(self, timeout: float | None = None):
+        raise self._refusal()
+
+    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
+        raise self._refusal()
+
+    def __iter__(self):
+        raise self._refusal()
+
+
+class AckOnlySubscription(_PushedNothing, AcknowledgesOnly, Subscription):
     """A subscription attached with deliver=False: it holds the durable subscription (the
     hub keeps what it has not acknowledged) and receives nothing. `ack(seq)` sends the
     CONSUME at once, and may name any seq-id up to the topic's last; a hub that went away
@@ -186,14 +206,8 @@ class AckOnlySubscription(AcknowledgesOnly, Subscription):
     ConnectionLost, ...) with the acknowledgement kept: it goes out with the next `ack`.
     """
 
-    def receive(self, timeout: float | None = None):
-        raise self._no_deliveries()
-
-    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
-        raise self._no_deliveries()
-
-    def __iter__(self):
-        raise self._no_deliveries()
+    def _refusal(self):
+        return self._no_deliveries()
 
     def ack(self, message_or_seq) -> None:
         """Acknowledge every message up to this seq-id, now."""
@@ -253,21 +267,15 @@ class SharedSubscription(AcknowledgesEach, Subscription):
             self._position.not_sent(ranges)
 
 
-class PullSubscription(PullsOnly, SharedSubscription):
+class PullSubscription(_PushedNothing, PullsOnly, SharedSubscription):
     """A pull subscription (deliver="pull"): the hub sends nothing until `fetch` asks."""
 
     def __init__(self, client, position):
         super().__init__(client, position)
         self._fetch_over = False
 
-    def receive(self, timeout: float | None = None):
-        raise self._not_pushed()
-
-    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
-        raise self._not_pushed()
-
-    def __iter__(self):
-        raise self._not_pushed()
+    def _refusal(self):
+        return self._not_pushed()
 
     def _fetch_ended(self) -> None:
         self._fetch_over = True
@@ -280,14 +288,9 @@ class PullSubscription(PullsOnly, SharedSubscription):
             raise ValueError(f"fetch asks for at least 1 message, not {max_messages}")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            if self._closed is not None:
-                raise self._closed
-            connection = self._connection
+            connection = self._attached(deadline)
             if connection is None:
-                self._client._resubscribe(self, deadline)
-                if self._connection is None:
-                    return []
-                continue
+                return []
             self._flush_ack(connection)
             wait = FETCH_SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())
             self._fetch_over = False

@@ -92,7 +92,7 @@ def position_as_asked(
         force_attach,
         client.ack_every,
         deliver is not False,
-        wanted.message_bound,
+        SubscribeOptions(message_bound=wanted.message_bound),
     )
 
 
@@ -104,3 +104,17 @@ def subscription_kind(position) -> str:
     if isinstance(position, SharedPosition):
         return "pull" if position.pull else "shared"
     return "exclusive"
+
+
+_CLASS_NAMES = {
+    "exclusive": "Subscription",
+    "ack_only": "AckOnlySubscription",
+    "shared": "SharedSubscription",
+    "pull": "PullSubscription",
+}
+
+
+def subscription_class(module, position):
+    """The class of `module` (a client's subscriptions module, which names its classes
+    alike) a client makes for `position`."""
+    return getattr(module, _CLASS_NAMES[subscription_kind(position)])

@@ -9,6 +9,7 @@ the same way in both clients.
 """
 
 from hedwig.protocol.errors import EntryUnreadable, NoDeliveries, PullOnly, SubscriptionClosed
+from hedwig.protocol.position import seq_of
 from hedwig.protocol.session import ProtocolViolation
 from hedwig.protocol.status import SubscriptionEvent
 
@@ -143,6 +144,26 @@ class AttachedOnProtocol:
         if self._protocol is not None:
             self._protocol.consume(self._handle, seq)
         # (else resubscribing from acked+1 tells the hub)
+
+
+class AcksOnProtocol:
+    """Mixed into the asyncio and Twisted shared subscriptions: their acks and NACKs go
+    on the protocol they are attached on; acks made while detached wait for the next
+    attach (FlushesAckOnAttach), and a NACK then is moot (the hub took back everything
+    the member held when it went)."""
+
+    __slots__ = ()
+
+    def _send_consume(self, ranges) -> None:
+        if self._protocol is not None:
+            self._protocol.ack(self._handle, ranges)
+        else:
+            self._position.not_sent(ranges)
+
+    def _nack_now(self, message_or_seq) -> None:
+        if self._protocol is not None:
+            seq = seq_of(message_or_seq)
+            self._protocol.nack(self._handle, [(seq, seq)])
 
 
 class FlushesAckOnAttach:

@@ -21,10 +21,25 @@ is and sends its last acknowledgement as a CONSUME, and each ack goes out at onc
 from hedwig.protocol.entry import decode_entry, decode_entry_header
 from hedwig.protocol.message import Message
 from hedwig.protocol.requests import Subscribe, Subscribed
+from hedwig.protocol.work_requests import SubscribeOptions
 
 # A CONSUME every this many acknowledged seq-ids, and whenever the client would wait
 # [Hedwig's client: consumed messages sent every 5].
 DEFAULT_ACK_EVERY = 100
+
+
+def request_as_asked(position) -> Subscribe:
+    """The SUBSCRIBE a position (this module's, or a SharedPosition) asked for first."""
+    return Subscribe(
+        position.topic,
+        position.subscriber_id,
+        position.mode,
+        position.start,
+        position.window,
+        position.force_attach,
+        position.deliver,
+        *position.options,
+    )
 
 
 def seq_of(message_or_seq) -> int:
@@ -48,7 +63,7 @@ class SubscriptionPosition:
         "sent_ack",
         "ack_every",
         "deliver",
-        "message_bound",
+        "options",
         "subscribed",
     )
 
@@ -62,7 +77,7 @@ class SubscriptionPosition:
         force_attach,
         ack_every=DEFAULT_ACK_EVERY,
         deliver=True,
-        message_bound=None,
+        options=None,
     ):
         self.topic = topic
         self.subscriber_id = subscriber_id
@@ -78,7 +93,7 @@ class SubscriptionPosition:
             # Acknowledge before the window closes, or the hub would wait on us.
             ack_every = max(1, min(ack_every, window // 2))
         self.ack_every = max(1, ack_every)
-        self.message_bound = message_bound  # unconsumed messages the hub keeps for it at most
+        self.options = options or SubscribeOptions()  # (an exclusive one's: its message bound)
         self.received_through = 0
         self.acked = 0
         self.sent_ack = 0
@@ -86,16 +101,7 @@ class SubscriptionPosition:
 
     def subscribe_request(self) -> Subscribe:
         """The SUBSCRIBE to send: the first time as asked, later to resume."""
-        request = Subscribe(
-            self.topic,
-            self.subscriber_id,
-            self.mode,
-            self.start,
-            self.window,
-            self.force_attach,
-            self.deliver,
-            message_bound=self.message_bound,
-        )
+        request = request_as_asked(self)
         if not self.subscribed:
             return request
         if not self.deliver:

@@ -15,7 +15,7 @@ one per shared or pull subscription.
 
 from hedwig.protocol.entry import decode_entry
 from hedwig.protocol.message import RedeliveredMessage
-from hedwig.protocol.position import DEFAULT_ACK_EVERY
+from hedwig.protocol.position import DEFAULT_ACK_EVERY, request_as_asked
 from hedwig.protocol.requests import Subscribe, Subscribed
 from hedwig.protocol.work_requests import SubscribeOptions, check_options
 
@@ -76,16 +76,7 @@ class SharedPosition:
     def subscribe_request(self) -> Subscribe:
         """The SUBSCRIBE to send: as asked the first time; later, to attach again as it
         is (a shared subscription's starting point applies when it is created)."""
-        request = Subscribe(
-            self.topic,
-            self.subscriber_id,
-            self.mode,
-            self.start,
-            self.window,
-            self.force_attach,
-            True,
-            *self.options,
-        )
+        request = request_as_asked(self)
         if not self.subscribed:
             return request
         return request._replace(mode="attach" if self.mode == "create" else self.mode, start=None)

@@ -90,8 +90,11 @@ def test_create_subscriptions_reset_and_delete(hub):
     (row,) = subscriptions(hub, "managed")
     assert (row["subscriber_id"], row["consumed_seq"], row["lag"], row["state"]) == ("s", 1, 2, "detached")
     table = lines(hedwig("subscriptions", hub=hub))
-    assert table[0].split() == ["TOPIC", "SUBSCRIBER", "CONSUMED", "LAST", "LAG", "STATE"]
-    assert ["managed", "s", "1", "3", "2", "detached"] in [line.split() for line in table]
+    headings = ["TOPIC", "SUBSCRIBER", "CONSUMED", "LAST", "LAG", "KIND", "STATE"]
+    assert table[0].split() == [*headings, "MEMBERS", "PENDING", "REDELIVERIES"]
+    assert ["managed", "s", "1", "3", "2", "exclusive", "detached", "0", "0", "0"] in [
+        line.split() for line in table
+    ]
 
     assert lines(hedwig("reset", "managed", "s", "--to", "earliest", hub=hub)) == [
         "s on managed: consumed seq-id 1 -> 0; it next gets seq-id 1"

@@ -242,12 +242,15 @@ def test_twistd_plugin_runs_and_stops_a_hub(tmp_path):
         assert "stopped" in process.output()
 
 
-def test_the_readme_python_example_runs(hub, capsys):
+def test_the_readme_python_examples_run(hub, capsys):
     readme = (ROOT / "README.md").read_text()
-    [example] = re.findall(r"```python\n(.*?)```", readme, re.S)
+    [example, work_queue] = re.findall(r"```python\n(.*?)```", readme, re.S)
     exec(compile(example.replace("127.0.0.1:4080", hub.address), "README.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [["1", "b'one'"], ["2", "b'two'"], ["3", "b'three'"]]
+    exec(compile(work_queue.replace("127.0.0.1:4080", hub.address), "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["1 b'resize a.jpg' 1", "2 b'resize b.jpg' 1"]
 
 
 def test_a_subscriber_that_stops_reading_is_paused_then_catches_up(hub):

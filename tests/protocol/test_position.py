@@ -3,6 +3,7 @@
 from hedwig.protocol import encode_entry_header, encode_message_set
 from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.requests import Subscribe, Subscribed
+from hedwig.protocol.work_requests import SubscribeOptions
 
 
 def entry(first_seq, count):
@@ -29,7 +30,13 @@ def position(**kwargs):
 
 
 def test_first_subscribe_is_sent_as_asked():
-    p = position(mode="create", start=("seq", 5), window=7, force_attach=True, message_bound=9)
+    p = position(
+        mode="create",
+        start=("seq", 5),
+        window=7,
+        force_attach=True,
+        options=SubscribeOptions(message_bound=9),
+    )
     assert p.subscribe_request() == Subscribe(
         topic="t",
         subscriber_id="s",

@@ -29,7 +29,7 @@ from hedwig.protocol.errors import ConnectionLost, FetchInProgress, HedwigError,
 from hedwig.protocol.position import SubscriptionPosition, seq_of
 from hedwig.protocol.requests import encode_close_subscription
 from hedwig.protocol.session import ISharedSubscriber, ISubscriber
-from hedwig.protocol.work_requests import encode_fetch
+from hedwig.protocol.work_requests import check_fetch, encode_fetch
 
 
 @implementer(ISubscriber)
@@ -221,8 +221,7 @@ class PullSubscription(PullsOnly, SharedSubscription):
         """Up to `max_messages` messages: those the hub has for this subscription now, or,
         when it has none, the first that come within `timeout` seconds; an empty list
         when the timeout passes first. `ack` each when done."""
-        if max_messages < 1:
-            raise ValueError(f"fetch asks for at least 1 message, not {max_messages}")
+        check_fetch(max_messages, timeout)
         if self._closed is not None:
             raise self._closed
         if self._fetch_over is not None:

@@ -24,7 +24,7 @@ from hedwig.protocol.errors import HedwigError, SubscriptionClosed, error_for
 from hedwig.protocol.position import SubscriptionPosition, seq_of
 from hedwig.protocol.requests import encode_close_subscription
 from hedwig.protocol.session import ISharedSubscriber, ISubscriber
-from hedwig.protocol.work_requests import encode_fetch
+from hedwig.protocol.work_requests import check_fetch, encode_fetch
 
 # A fetch without a timeout asks the hub for this long at a time, until something comes.
 FETCH_SLICE_S = 30.0
@@ -284,8 +284,7 @@ class PullSubscription(_PushedNothing, PullsOnly, SharedSubscription):
         """Up to `max_messages` messages: those the hub has for this subscription now, or,
         when it has none, the first that come within `timeout` seconds (None: until some
         come); an empty list when the timeout passes first. `ack` each when done."""
-        if max_messages < 1:
-            raise ValueError(f"fetch asks for at least 1 message, not {max_messages}")
+        check_fetch(max_messages, FETCH_SLICE_S if timeout is None else timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             connection = self._attached(deadline)

@@ -27,7 +27,7 @@ from hedwig.protocol.errors import ConnectionLost, FetchInProgress, Subscription
 from hedwig.protocol.position import SubscriptionPosition, seq_of
 from hedwig.protocol.requests import encode_close_subscription
 from hedwig.protocol.session import ISharedSubscriber, ISubscriber
-from hedwig.protocol.work_requests import encode_fetch
+from hedwig.protocol.work_requests import check_fetch, encode_fetch
 
 log = Logger()
 
@@ -203,8 +203,10 @@ class PullSubscription(PullsOnly, SharedSubscription):
         """Fires with up to `max_messages` messages: those the hub has for this
         subscription now, or, when it has none, the first that come within `timeout`
         seconds; an empty list when the timeout passes first. `ack` each when done."""
-        if max_messages < 1:
-            return fail(ValueError(f"fetch asks for at least 1 message, not {max_messages}"))
+        try:
+            check_fetch(max_messages, timeout)
+        except ValueError as e:
+            return fail(e)
         if self._done:
             return fail(SubscriptionClosed(message="the subscription is closed"))
         if self._fetching is not None:

@@ -171,6 +171,14 @@ def encode_fetch(handle: int, max_messages: int, timeout_ms: int) -> bytes:
     return _FETCH.pack(handle, max_messages, timeout_ms)
 
 
+def check_fetch(max_messages, timeout) -> None:
+    """Refuse what a client's fetch(max_messages, timeout seconds) cannot ask for."""
+    if type(max_messages) is not int or not 1 <= max_messages <= 0xFFFFFFFF:
+        raise ValueError(f"fetch asks for 1..4294967295 messages, not {max_messages!r}")
+    if not isinstance(timeout, int | float) or not 0 <= timeout <= 0xFFFFFFFF / 1000:
+        raise ValueError(f"a fetch waits 0 or more seconds (0: only what is there now), not {timeout!r}")
+
+
 def decode_fetch(body) -> Fetch:
     handle, max_messages, timeout_ms = unpack_field(_FETCH, body, 0, "FETCH")
     expect_end(body, _FETCH.size, "FETCH")

@@ -23,6 +23,7 @@ from hedwig.protocol.shared_position import SharedPosition
 from hedwig.protocol.work_requests import (
     MAX_RANGES,
     SubscribeOptions,
+    check_fetch,
     decode_fetch,
     decode_ranges,
     encode_fetch,
@@ -213,3 +214,11 @@ def test_a_shared_position_attaches_again_as_it_is_and_never_drops_a_redelivery(
     entry = entry_bytes(5, [b"a", b"b"])
     assert [(m.seq, m.delivery_count) for m in position.messages(0, 2, entry)] == [(5, 1), (6, 1)]
     assert [(m.seq, m.delivery_count) for m in position.messages(0, 2, entry, 3)] == [(5, 3), (6, 3)]
+
+
+@pytest.mark.parametrize(
+    "max_messages, timeout", [(0, 1.0), (2**32, 1.0), (1.5, 1.0), (1, -1), (1, None), (1, "1")]
+)
+def test_a_fetch_the_wire_cannot_carry_is_refused_before_it_is_sent(max_messages, timeout):
+    with pytest.raises(ValueError):
+        check_fetch(max_messages, timeout)

@@ -67,6 +67,7 @@ class DescribingSubscriptions:
             "redeliveries": dispatcher.redelivered,
             "dead_lettered": dispatcher.dead_lettered,
             "skipped_by_bound": dispatcher.skipped_by_bound,
+            "skipped_by_retention": dispatcher.skipped_by_retention,
             "ack_timeout_ms": round(dispatcher.ack_timeout_s * 1000),
             "max_deliveries": dispatcher.max_deliveries,
             "dead_letter_topic": dispatcher.dead_letter_topic if dispatcher.max_deliveries else None,

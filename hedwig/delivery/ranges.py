@@ -42,10 +42,6 @@ class RangeSet:
     def __iter__(self):
         return zip(self.starts, self.ends, strict=True)
 
-    def __contains__(self, seq: int) -> bool:
-        i = bisect_right(self.starts, seq) - 1
-        return i >= 0 and self.ends[i] >= seq
-
     def count(self) -> int:
         """The number of seq-ids in the set."""
         return sum(self.ends) - sum(self.starts) + len(self.starts)
@@ -71,32 +67,6 @@ class RangeSet:
             starts[i:j] = [min(first, starts[i])]
             ends[i:j] = [max(last, ends[j - 1])]
         return new
-
-    def covered(self, first: int, last: int) -> list:
-        """The pieces of first..last that are in the set."""
-        starts, ends = self.starts, self.ends
-        i = bisect_left(ends, first)
-        pieces = []
-        while i < len(starts) and starts[i] <= last:
-            pieces.append((max(first, starts[i]), min(last, ends[i])))
-            i += 1
-        return pieces
-
-    def missing(self, first: int, last: int) -> list:
-        """The pieces of first..last that are not in the set."""
-        pieces = []
-        cursor = first
-        for start, end in self.covered(first, last):
-            if start > cursor:
-                pieces.append((cursor, start - 1))
-            cursor = end + 1
-        if cursor <= last:
-            pieces.append((cursor, last))
-        return pieces
-
-    def count_in(self, first: int, last: int) -> int:
-        """How many seq-ids of first..last are in the set."""
-        return sum(end - start + 1 for start, end in self.covered(first, last))
 
     def next_gap(self, seq: int) -> int:
         """The least seq-id at or after `seq` that is not in the set."""

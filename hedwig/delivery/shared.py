@@ -230,25 +230,24 @@ class SharedDispatcher(AckBook):
         """(first, last, delivery count) of the next run to deliver: a redelivery first,
         else new seq-ids (skipping those acknowledged already); None when there is none
         (the dispatcher then waits for the next publish)."""
-        queue = self.queue
+        queue, acked = self.queue, self.acked
         floor = self.subscription.consumed_seq
         while queue:
             first, last, count = heappop(queue)
-            if last <= floor:
+            start = acked.next_gap(max(first, floor + 1))  # (what was acknowledged meanwhile is done)
+            if start > last:
                 continue
-            missing = self.acked.missing(max(first, floor + 1), last)
-            if not missing:
-                continue
-            start, end = missing[0]
+            following = acked.next_start(start)
+            end = last if following is None or following > last else following - 1
             if end < last:
                 heappush(queue, (end + 1, last, count))
             return start, end, count
-        seq = self.acked.next_gap(self.next_seq)
+        seq = acked.next_gap(self.next_seq)
         self.next_seq = seq
         if seq > log.last_seq:
             self._wait_for_publish(log, seq)
             return None
-        bound = self.acked.next_start(seq)
+        bound = acked.next_start(seq)
         return seq, log.last_seq if bound is None else bound - 1, 1
 
     def _drop_collected(self, log) -> None:

@@ -296,3 +296,20 @@ def test_the_hub_detaching_members_never_dead_letters_what_they_hold(tmp_path):
     third.turn()
     fired(third.manager.channel_lost(c))
     assert len(third.dead_letters) == 1, "a member that went away: its deliveries failed"
+
+
+def test_what_retention_removed_before_it_was_consumed_is_skipped_and_counted(tmp_path):
+    from tests.delivery.harness import Harness
+    from tests.delivery.shared_harness import MemberChannel
+
+    h = Harness(tmp_path)
+    h.log.backlog(20)
+    member = MemberChannel(h.manager)
+    h.subscribe("w", member, kind="shared", start="earliest", window=5)
+    h.turn()
+    assert member.take() == [1, 2, 3, 4, 5]
+    h.log.forget_upto(10)  # retention removed 1..10, acknowledged or not
+    h.manager.acknowledge("t", "w", member, [(1, 1)])
+    r = row(h)
+    assert (r["consumed_seq"], r["skipped_by_retention"], r["pending"]) == (10, 9, 5)
+    assert member.take() == [11, 12, 13, 14, 15]

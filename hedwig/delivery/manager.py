@@ -373,7 +373,11 @@ class DeliveryManager(
         if seq <= old:
             return
         self.consumes += 1
-        table.advance(subscription, seq)
+        subscription.consumed(seq)  # (TopicTable.advance, inline: a CONSUME's path)
+        low = table.min_consumed
+        table.moved(old, seq)
+        if table.min_consumed != low:
+            table.topic_log.prune(table.min_consumed)
         if cursor is not None and cursor.window_full:
             cursor.window_opened()
 

@@ -99,9 +99,17 @@ class Subscription:
         return bool(self.preferences.get("pull"))
 
     def consumed(self, seq: int) -> None:
-        """The pointer moved to `seq` in memory; write it when the policy says so."""
+        """The pointer moved to `seq` in memory; write it when the policy says so (as
+        _schedule does, inline: every CONSUME comes here)."""
         self.consumed_seq = seq
-        self._schedule(seq - self.persisted_seq >= self._interval)
+        if seq - self.persisted_seq >= self._interval:
+            wait = self._last_write + self._write_gap_s - self._clock.seconds()
+            if wait <= 0:
+                self._request_write()
+            else:
+                self._arm(wait)
+        else:
+            self._arm(self._flush_after_s)
 
     def acks_changed(self, count: int) -> None:
         """`count` messages above the pointer were acknowledged (or the set of them

@@ -86,9 +86,11 @@ class Subscription(PositionedSubscription):
             return queue.popleft()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            connection = self._attached(deadline)
-            if connection is None:
-                return None
+            connection = self._connection
+            if connection is None or self._closed is not None:  # (else no call: every wait)
+                connection = self._attached(deadline)
+                if connection is None:
+                    return None
             self._flush_ack(connection)
             ready = connection.wait_for(
                 lambda connection=connection: queue or self._connection is not connection, deadline

@@ -72,7 +72,7 @@ def test_a_damaged_entry_stops_reads_and_ends_subscriptions_with_an_event(tmp_pa
             subscription.receive(timeout=30)
         assert ended.value.seq == 3
         assert str(tmp_path) not in str(ended.value)
-        log = process.output()
+    log = process.output()  # (once the hub has stopped: every line its log reader took)
     ledger_id = int(ledger.name[1:])
     assert f"ledger {ledger_id} entry 2" in log, log
     assert "Traceback" not in log, log

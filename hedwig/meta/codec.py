@@ -5,6 +5,7 @@ so a record written by one can be read by another, and a malformed record is ref
 a clear error before it is stored rather than found later by a reader.
 """
 
+import base64
 import json
 
 from hedwig.meta.interface import MAX_ACKED_BYTES, LedgerRange, MetadataError, SubscriptionState
@@ -120,16 +121,26 @@ def check_name(kind: str, name) -> str:
 
 
 def encode_subscription(state) -> str:
-    """A subscription state as one JSON object (a ZooKeeper node's data)."""
-    consumed_seq, preferences = check_subscription(state)
-    return f'{{"consumed_seq":{consumed_seq},"preferences":{encode_preferences(preferences)}}}'
+    """A subscription state as one JSON object (a ZooKeeper node's data). The acked bytes
+    go in base64 under "acked", left out when empty: a record without acknowledgements
+    above its pointer is the same text as before the field existed."""
+    consumed_seq, preferences, acked = check_subscription(state)
+    text = f'{{"consumed_seq":{consumed_seq},"preferences":{encode_preferences(preferences)}'
+    if acked:
+        return f'{text},"acked":"{base64.b64encode(acked).decode("ascii")}"}}'
+    return text + "}"
 
 
 def decode_subscription(text) -> SubscriptionState:
+    """encode_subscription's text back; a record written before the acked field has b""."""
     try:
         value = json.loads(text)
-        return check_subscription((value["consumed_seq"], value["preferences"]))
-    except (ValueError, TypeError, KeyError) as e:
+        acked = value.get("acked", "")
+        if not isinstance(acked, str):
+            raise TypeError(f"acked is base64 text, not {type(acked).__name__}")
+        acked = base64.b64decode(acked, validate=True) if acked else b""
+        return check_subscription((value["consumed_seq"], value["preferences"], acked))
+    except (ValueError, TypeError, KeyError, AttributeError) as e:  # (binascii.Error: a ValueError)
         raise BadRecord(f"a stored subscription is unreadable: {e}") from None
 
 

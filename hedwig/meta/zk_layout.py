@@ -10,7 +10,8 @@
                                         an owner's metadata writes check it (fencing)
     <root>/topics/<topic>               the topic's ledger ranges (its version is the
                                         record's compare-and-set version)
-    <root>/subscriptions/<topic>/<id>   a subscription: consumed seq-id and preferences
+    <root>/subscriptions/<topic>/<id>   a subscription: consumed seq-id, preferences and
+                                        (shared, pull) the acks above it, in base64
     <root>/garbage/<ledger id>          a ledger dropped by a topic, not yet deleted
 
 Record data is the JSON of hedwig.meta.codec, as the SQLite store keeps it. Names are

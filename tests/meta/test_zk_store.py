@@ -2,9 +2,13 @@
 that): an owner's writes checked against its ownership epoch, names ZooKeeper would
 refuse, and a connection that is down, all against a real ZooKeeper."""
 
+import base64
+import json
+
 import pytest
 
 from hedwig.meta import NEW, BadVersion, LedgerRange, SubscriptionState, Versioned
+from hedwig.meta.codec import BadRecord
 from hedwig.meta.interface import OwnershipLost
 from hedwig.meta.zk_layout import decode_name, encode_name
 from tests.conftest import start_zookeeper
@@ -86,3 +90,23 @@ def test_a_write_made_while_zookeeper_is_down_is_made_once_it_is_back(tmp_path):
         client.stop()
         client.close()
         server.stop()
+
+
+def test_acked_bytes_are_base64_in_the_node_and_a_node_written_before_them_reads_empty(zk):
+    """A subscription node holds its acked bytes as base64 under "acked" (left out when
+    empty: the same JSON as a node written before the field, which reads as b"")."""
+    client = zk.session.client
+    path = zk.layout.subscription("t", "s")
+    result(zk.put_subscription("t", "s", SubscriptionState(4, {"window": 9}, b"\x00\xff\x10"), NEW))
+    assert json.loads(client.get(path)[0]) == {
+        "consumed_seq": 4,
+        "preferences": {"window": 9},
+        "acked": base64.b64encode(b"\x00\xff\x10").decode(),
+    }
+    client.set(path, b'{"consumed_seq":7,"preferences":{}}')  # as a hub before the field wrote it
+    assert result(zk.get_subscription("t", "s")) == Versioned(SubscriptionState(7, {}, b""), 1)
+    for acked in (b'"not base64!"', b"5"):
+        unreadable = b'{"consumed_seq":7,"preferences":{},"acked":' + acked + b"}"
+        client.set(path, unreadable)
+        with pytest.raises(BadRecord, match="unreadable"):
+            result(zk.get_subscription("t", "s"))

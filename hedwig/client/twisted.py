@@ -60,6 +60,7 @@ from hedwig.protocol.errors import (
     PublishQueueFull,
     SubscriptionClosed,
 )
+from hedwig.protocol.messageset import message_set_count
 
 __all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
 _BACKOFF_FIRST = 0.05
@@ -281,10 +282,19 @@ class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings,
             return succeed([])
         if self._closing is not None:
             return fail(ClientClosed(message="the client is closed"))
-        message_set, count, largest = encode_payloads(payloads, properties, self._codec)
+        message_set, _count, largest = encode_payloads(payloads, properties, self._codec)
         limit = self._message_limit(topic)
         if limit is not None and largest > limit:
             return fail(MessageTooLarge(message=f"a message of {largest} bytes exceeds the limit of {limit}"))
+        return self.publish_set(topic, message_set)
+
+    def publish_set(self, topic: str, message_set: bytes) -> Deferred:
+        """Publish a message set already encoded (hedwig.protocol.messageset, plain or
+        compressed: as a hub stores it) as it is; fires with its seq-ids. The hub checks
+        it (MessageSetError statuses). A hub handing a set on to the topic's owner uses it."""
+        if self._closing is not None:
+            return fail(ClientClosed(message="the client is closed"))
+        count = message_set_count(message_set)
         self.in_flight += count
         d = self._publish_set(topic, message_set, count)
 

@@ -131,6 +131,11 @@ class AuthSettings:
     allow_anonymous: bool = False  # connections that send no AUTH act as the user "anonymous"
     failure_delay_s: float = 1.0  # a wrong AUTH is answered this late, then the connection closed
     max_concurrent_checks: int = 2  # password checks (scrypt) running at once, hub-wide
+    # In a region of several hubs whose hubs have [auth] on: the user this hub authenticates
+    # as when it publishes to another hub of the region (a dead letter for a topic that hub
+    # owns), and a file holding its password (one line). Pulsar's brokerClient credentials.
+    hub_user: str = ""
+    hub_password_file: str = ""
 
 
 @dataclass
@@ -180,3 +185,17 @@ def check_bounds(section: str, settings, bounds) -> None:
         value = getattr(settings, key)
         if not within(value):
             raise ConfigError(f"[{section}] {key} = {value}: expected {expected}")
+
+
+def read_password_file(setting: str, path: str) -> str:
+    """The password in `path` (its first line, 1 to 1024 bytes): kept in a file so that it
+    is neither on a command line nor in hub.conf, which many may read. ConfigError naming
+    `setting` ("[section] name") when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            password = file.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{setting} = {path!r}: {e}") from None
+    if not 1 <= len(password.encode("utf-8")) <= 1024:
+        raise ConfigError(f"{setting} = {path!r}: 1 to 1024 bytes")
+    return password

@@ -1,7 +1,8 @@
 """Checks of the [auth] section, called by the configuration loader (hedwig.config)."""
 
 from hedwig.auth.users import UsersFile, UsersFileError
-from hedwig.settings import Config, ConfigError
+from hedwig.protocol.auth_request import Credentials
+from hedwig.settings import Config, ConfigError, read_password_file
 
 
 def check_auth_settings(config: Config) -> None:
@@ -11,6 +12,8 @@ def check_auth_settings(config: Config) -> None:
         raise ConfigError(f"[auth] failure_delay_s = {auth.failure_delay_s}: expected 0..60")
     if not 1 <= auth.max_concurrent_checks <= 64:
         raise ConfigError(f"[auth] max_concurrent_checks = {auth.max_concurrent_checks}: expected 1..64")
+    if auth.hub_user:
+        hub_credentials(config)  # (refused here, at load, rather than at the first dead letter)
     if not auth.enabled:
         return
     if not auth.users_file:
@@ -19,3 +22,14 @@ def check_auth_settings(config: Config) -> None:
         UsersFile.load(auth.users_file)
     except UsersFileError as e:
         raise ConfigError(f"[auth] users_file: {e}") from None
+
+
+def hub_credentials(config: Config):
+    """The Credentials this hub authenticates with towards the other hubs of its region
+    ([auth] hub_user and hub_password_file), or None when hub_user is not set."""
+    auth = config.auth
+    if not auth.hub_user:
+        return None
+    if not auth.hub_password_file:
+        raise ConfigError("[auth] hub_user needs hub_password_file (a file holding its password)")
+    return Credentials(auth.hub_user, read_password_file("[auth] hub_password_file", auth.hub_password_file))

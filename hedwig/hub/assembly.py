@@ -15,9 +15,11 @@ tested. Listeners and the data directory's lock are the service's business (serv
 
 from dataclasses import dataclass
 
+from hedwig.auth.settings import hub_credentials
 from hedwig.cache import ReadAheadCache
 from hedwig.delivery import DeliveryManager
 from hedwig.hub.core import Hub
+from hedwig.hub.forwarding import OwnerPublishing
 from hedwig.hub.gc import GarbageCollector
 from hedwig.hub.topics import TopicManager
 from hedwig.settings import Config
@@ -35,6 +37,7 @@ class HubParts:
     delivery: DeliveryManager
     gc: GarbageCollector
     relays: object = None  # IRelays (hedwig.region.RegionManager) when the hub relays
+    forwarding: object = None  # OwnerPublishing (dead letters) in a region of several hubs
 
 
 def assemble_hub(
@@ -65,9 +68,6 @@ def assemble_hub(
         topics = zk_region.topic_manager(topics, topic_logs)
     delivery = DeliveryManager(metadata, reactor, config.delivery)
     hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor, name=name)
-    if zk_region is not None:
-        topics.on_release = delivery.release_topic  # subscribers move with their topic
-    delivery.use_publisher(hub.publish)  # dead letters go through the one publish path
     parts = HubParts(
         hub=hub,
         topic_logs=topic_logs,
@@ -76,6 +76,13 @@ def assemble_hub(
         delivery=delivery,
         gc=GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s),
     )
+    if zk_region is not None:
+        topics.on_release = delivery.release_topic  # subscribers move with their topic
+        # Dead letters through the one publish path, or on their topic's owner (another hub).
+        parts.forwarding = OwnerPublishing(hub, reactor, hub_credentials(config))
+        delivery.use_publisher(parts.forwarding.publish)
+    else:
+        delivery.use_publisher(hub.publish)  # dead letters go through the one publish path
     if config.auth.enabled:
         hub.auth = _access_gate(config, reactor)
     if relays:

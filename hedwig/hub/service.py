@@ -95,6 +95,7 @@ class HubService(MultiService):
         self._embedded_ledgers = ledgers is None
         self.zk = None  # hedwig.hub.zk_region.ZkRegion, in a region of several hubs
         self.balancer = None  # hedwig.hub.zk_balance.Balancer, in a region of several hubs
+        self.forwarding = None  # hedwig.hub.forwarding.OwnerPublishing, likewise
 
     # -- start ------------------------------------------------------------------------------
 
@@ -180,6 +181,7 @@ class HubService(MultiService):
             zk_region=self.zk,
         )
         self.hub, self._logs, self.regions = parts.hub, parts.topic_logs, parts.relays
+        self.forwarding = parts.forwarding
         factory = HubFactory(self.hub)
         endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
         self.listener = ListenerService(endpoint, factory)
@@ -400,6 +402,8 @@ class HubService(MultiService):
         hub.client_errors.stop()  # the client errors counted and not yet written, written now
         yield self._step("stop garbage collection", self.gc.stopService(), timeout)
         yield self._step("flush consume pointers", hub.delivery.stop(), timeout)
+        if self.forwarding is not None:
+            yield self._step("close connections to other hubs", self.forwarding.close(), timeout)
         # (through the topic manager: a region's lets held acknowledgements go first)
         yield self._step("close topic logs", hub.topics.close(), timeout)
         yield self._step("close the ledger store", self.ledgers.close(), timeout)

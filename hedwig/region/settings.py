@@ -10,7 +10,7 @@ refuses those (see path.py).
 import re
 
 from hedwig.protocol.addresses import parse_addresses
-from hedwig.settings import Config, ConfigError, check_bounds
+from hedwig.settings import Config, ConfigError, check_bounds, read_password_file
 
 # Relay subscriptions: the neighbour region N relays a topic from this hub as `__region__N`.
 RELAY_PREFIX = "__region__"
@@ -53,18 +53,10 @@ def check_region_name(name: str, setting: str) -> None:
 
 
 def read_parent_password(region) -> str:
-    """The password of [region] parent_user, from parent_password_file (its first line):
-    a file, so that it is neither on a command line nor in hub.conf, which many may read."""
+    """The password of [region] parent_user, from parent_password_file (its first line)."""
     if not region.parent_password_file:
         raise ConfigError("[region] parent_user needs parent_password_file (a file holding its password)")
-    try:
-        with open(region.parent_password_file, encoding="utf-8") as file:
-            password = file.readline().rstrip("\r\n")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"[region] parent_password_file = {region.parent_password_file!r}: {e}") from None
-    if not 1 <= len(password.encode("utf-8")) <= 1024:
-        raise ConfigError(f"[region] parent_password_file = {region.parent_password_file!r}: 1 to 1024 bytes")
-    return password
+    return read_password_file("[region] parent_password_file", region.parent_password_file)
 
 
 def check_region_settings(config: Config) -> None:

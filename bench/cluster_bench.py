@@ -7,7 +7,7 @@ Every payload is 100 bytes; every hub runs `python -m hedwig hub --zookeeper ...
 the defaults but a root of its own and a session timeout (fsync "never"). Figures:
 
 - one_hub: aggregate publish_many throughput over 32 topics into a region of one hub:
-  `--producers` processes (default 4; each an asyncio client of every hub of the region,
+  `--producers` processes (default 4; each a client of every hub of the region,
   publishing message sets of 1000 to 8 topics of its own, one set in flight per topic),
   messages per second from the first producer's start to the last one's end.
 - two_hubs: the same producers, the same topics, into a region of two hubs (the topics
@@ -20,15 +20,30 @@ the defaults but a root of its own and a session timeout (fsync "never"). Figure
   + 1 s, measured with the default session timeout (10 s) and a short one (2 s).
 
 Three rounds, one hub then two each time (fresh regions); the median of each is reported
-with every round's figure. `--prepared`: the producers send one message set encoded once
-(what publish_many sends, without encoding it again each time), so that nearly all of
-the CPU goes to the hubs; results in cluster_bench_prepared.json.
+with every round's figure. The producers are the asyncio client calling publish_many;
+with `--prepared` they send one message set encoded once, through the protocol session
+over plain sockets (bench/session_producer.py: no asyncio machinery per request), so
+that nearly all of the CPU goes to the hubs; results in cluster_bench_prepared.json.
 
-The machine has 2 cores: the hubs and the producers share them, and with one hub the
-producers have a core of their own which with two hubs they share with the second hub.
-So the scaling figure is what two hubs give on the same two cores, producers included;
-the hubs' and producers' CPU seconds are reported beside it. Prints JSON and writes
-bench/results/cluster_bench.json with the load average around each figure.
+The machine has 2 cores: the hubs and the producers share them. With one hub the
+producers, and the hub's page-preparing threads, have the core the hub's reactor thread
+leaves; with two hubs that core is the second hub's, so every CPU second not spent by a
+hub's reactor thread comes out of the two-hub figure alone. Two things are done so that
+this is the hubs' cost and not the bench's:
+
+- the producers are as cheap as they can be (`--prepared`, above): the asyncio client
+  cost about 200 us of CPU per set, 60% of a hub's;
+- before the clock, every producer publishes WARM_SETS sets to each of its topics, and
+  all of them wait for each other (a Barrier) before it starts. Without it each fresh hub
+  spent the first 256 MiB of the run filling its entry cache with newly faulted memory
+  (64k minor faults, 4-7 us each on this virtual machine, measured): a cost a running hub
+  paid once at its start, which two fresh hubs paid twice within the measured run.
+
+The producers are the same processes doing the same work in both configurations. Each
+round reports the hubs' CPU split (reactor thread and other threads, user and system,
+minor faults), the producers' CPU, and the busy CPU seconds of everything else on the
+machine meanwhile (other_cpu_s: other work running here, ZooKeeper, kernel threads),
+with the load average around it. Prints JSON and writes bench/results/cluster_bench.json.
 """
 
 import argparse
@@ -38,26 +53,39 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.client_processes import PAYLOAD, run_processes
-from bench.figures import RESULTS_DIR, emit, load, median, own_cpu_seconds, process_cpu_seconds
+from bench.client_processes import PAYLOAD, START_WAIT_S, run_processes
+from bench.figures import (
+    RESULTS_DIR,
+    emit,
+    load,
+    machine_cpu_seconds,
+    median,
+    own_cpu_seconds,
+    thread_cpu,
+    thread_cpu_delta,
+)
+from bench.session_producer import SET_SIZE, session_producer
 from hedwig.testing.zkregion import RegionHubs
 from hedwig.testing.zookeeper import ZooKeeperServer
 
 RESULTS = RESULTS_DIR / "cluster_bench.json"
 PREPARED_RESULTS = RESULTS_DIR / "cluster_bench_prepared.json"
 TOPICS = [f"cluster-{i:02d}" for i in range(32)]
-SET_SIZE = 1000
+# Sets each producer publishes to each of its topics before the clock starts: 32 x 160
+# sets of 110 KB (563 MB) fill each hub's entry cache (256 MiB, the default) in either
+# configuration, so that the measured sets reuse its memory as a running hub's do.
+WARM_SETS = 160
 
 
-def producer(addresses, topics, sets_per_topic, prepared, out):
+def producer(addresses, topics, sets_per_topic, warm_sets, start, out):
     """An asyncio client of the region publishing `sets_per_topic` message sets of 1000 to
-    each of its topics, one set in flight per topic (after one warm-up set each): with
-    publish_many, or (`prepared`) sending one message set encoded once, so that the
-    producers cost the hubs' two cores as little as they can.
+    each of its topics with publish_many, one set in flight per topic, after `warm_sets`
+    sets each and `start` (a Barrier of every producer and the bench) passed.
 
     One set in flight per topic, not one per producer: a producer waiting on one hub's
     answer would leave the other hub idle, and the figure would measure the producers'
@@ -65,28 +93,21 @@ def producer(addresses, topics, sets_per_topic, prepared, out):
     import asyncio
 
     from hedwig.client.aio import Client
-    from hedwig.client.payloads import encode_payloads
 
     payloads = [PAYLOAD] * SET_SIZE
-    message_set = encode_payloads(payloads, None, None)[0]
 
     async def main():
         async with Client(addresses) as client:
 
-            async def publish(topic):
-                if prepared:  # (the client's one-set publish: what publish_many sends once encoded)
-                    await client._publish_set(topic, message_set, SET_SIZE)
-                else:
+            async def publish_sets(topic, count):
+                for _ in range(count):
                     await client.publish_many(topic, payloads)
 
-            async def publish_sets(topic):
-                for _ in range(sets_per_topic):
-                    await publish(topic)
-
-            await asyncio.gather(*(publish(topic) for topic in topics))
+            await asyncio.gather(*(publish_sets(topic, warm_sets) for topic in topics))
+            start.wait(START_WAIT_S)  # (blocks the loop: nothing is in flight now)
             cpu = own_cpu_seconds()
             started_ns = time.perf_counter_ns()
-            await asyncio.gather(*(publish_sets(topic) for topic in topics))
+            await asyncio.gather(*(publish_sets(topic, sets_per_topic) for topic in topics))
             ended_ns = time.perf_counter_ns()
             return started_ns, ended_ns, own_cpu_seconds() - cpu
 
@@ -117,7 +138,7 @@ def placed(hubs) -> dict:
 
 
 def throughput(
-    zookeeper, workdir, hub_count: int, producers: int, sets_per_topic: int, prepared: bool
+    zookeeper, workdir, hub_count: int, producers: int, sets_per_topic: int, warm_sets: int, prepared: bool
 ) -> dict:
     ctx = multiprocessing.get_context("spawn")
     with RegionHubs(
@@ -125,20 +146,38 @@ def throughput(
     ) as hubs:
         hubs.start(hub_count)
         spread = placed(hubs)
-        hub_cpu = [process_cpu_seconds(hub.process.pid) for hub in hubs.hubs]
-        before = load()
+        owners = {topic: hub for hub, topics in spread.items() for topic in topics}
         groups = [TOPICS[i::producers] for i in range(producers)]
-        results = run_processes(
-            ctx,
-            [(producer, (hubs.addresses, group, sets_per_topic, prepared)) for group in groups],
-            hubs.hubs,
-        )
-        after = load()
+        start = ctx.Barrier(producers + 1)  # every producer warmed up, and the bench
+        work = (sets_per_topic, warm_sets, start)
+        if prepared:
+            targets = [(session_producer, (owners, group, *work)) for group in groups]
+        else:
+            targets = [(producer, (hubs.addresses, group, *work)) for group in groups]
+        started = {}
+
+        def at_start():  # (a thread: the bench's own thread waits in run_processes)
+            start.wait(START_WAIT_S)
+            started["hubs"] = [thread_cpu(hub.process.pid) for hub in hubs.hubs]
+            started["machine"] = machine_cpu_seconds()
+            started["load"] = load()
+
+        reader = threading.Thread(target=at_start, daemon=True)
+        reader.start()
+        results = run_processes(ctx, targets, hubs.hubs)
+        machine = machine_cpu_seconds() - started["machine"]
         hub_cpu = [
-            process_cpu_seconds(hub.process.pid) - cpu for hub, cpu in zip(hubs.hubs, hub_cpu, strict=True)
+            thread_cpu_delta(before, thread_cpu(hub.process.pid))
+            for hub, before in zip(hubs.hubs, started["hubs"], strict=True)
         ]
+        after = load()
     seconds = (max(r["ended_ns"] for r in results) - min(r["started_ns"] for r in results)) / 1e9
     messages = sum(r["messages"] for r in results)
+    hub_totals = [
+        round(h["main_user_s"] + h["main_system_s"] + h["threads_user_s"] + h["threads_system_s"], 2)
+        for h in hub_cpu
+    ]
+    producer_cpu = sum(r["cpu_s"] for r in results)
     return {
         "hubs": hub_count,
         "producers": producers,
@@ -146,9 +185,13 @@ def throughput(
         "messages": messages,
         "seconds": round(seconds, 3),
         "msg_per_s": round(messages / seconds),
-        "hub_cpu_s": [round(c, 2) for c in hub_cpu],
-        "producer_cpu_s": round(sum(r["cpu_s"] for r in results), 2),
-        "load_before": before,
+        "hub_cpu_s": hub_totals,
+        "hub_cpu": hub_cpu,
+        "producer_cpu_s": round(producer_cpu, 2),
+        # Busy CPU seconds of the machine meanwhile that were neither the hubs' nor the
+        # producers': other processes (other work on the machine, ZooKeeper) and the kernel's threads.
+        "other_cpu_s": round(machine - sum(hub_totals) - producer_cpu, 2),
+        "load_before": started["load"],
         "load_after": after,
     }
 
@@ -204,6 +247,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     sets_per_topic = 5 if args.quick else 250
+    warm_sets = 2 if args.quick else WARM_SETS
     rounds = 1 if args.quick else 3
     workdir = tempfile.mkdtemp(prefix="hedwig-cluster-bench-")
     try:
@@ -215,7 +259,15 @@ def main() -> int:
             for _ in range(rounds):  # alternating, so that both see the same machine
                 for hub_count in (1, 2):
                     runs[hub_count].append(
-                        throughput(zookeeper, work, hub_count, args.producers, sets_per_topic, args.prepared)
+                        throughput(
+                            zookeeper,
+                            work,
+                            hub_count,
+                            args.producers,
+                            sets_per_topic,
+                            warm_sets,
+                            args.prepared,
+                        )
                     )
             takeovers = [takeover(zookeeper, work, timeout) for timeout in (10000, 2000)]
     finally:

@@ -39,6 +39,50 @@ def process_cpu_seconds(pid) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid) -> dict:
+    """CPU of a process split by thread: {"main": (user s, system s), "threads": (user s,
+    system s) of all its other threads, "minor_faults": its minor page faults so far}."""
+    tick = os.sysconf("SC_CLK_TCK")
+    main = proc_stat(pid)
+    others_user = others_system = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        if int(task) == int(pid):
+            continue
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # (a thread that ended meanwhile: its time is in the process's)
+        others_user += int(fields[11])
+        others_system += int(fields[12])
+    # The process's own line counts every thread (and ended ones): main = process - others.
+    user, system = int(main[11]), int(main[12])
+    return {
+        "main": ((user - others_user) / tick, (system - others_system) / tick),
+        "threads": (others_user / tick, others_system / tick),
+        "minor_faults": int(main[7]),
+    }
+
+
+def thread_cpu_delta(before: dict, after: dict) -> dict:
+    """What a process's thread_cpu moved by between two readings (rounded for a report)."""
+    return {
+        "main_user_s": round(after["main"][0] - before["main"][0], 2),
+        "main_system_s": round(after["main"][1] - before["main"][1], 2),
+        "threads_user_s": round(after["threads"][0] - before["threads"][0], 2),
+        "threads_system_s": round(after["threads"][1] - before["threads"][1], 2),
+        "minor_faults": after["minor_faults"] - before["minor_faults"],
+    }
+
+
+def machine_cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine so far (every process, the kernel's own
+    work included): /proc/stat's first line less idle and iowait."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(ordered, q: float):
     """The value at quantile `q` (0..1) of sorted values, by rank (the one at index
     int(n * q), the last for q = 1); None when there are none."""

@@ -37,7 +37,14 @@ this is the hubs' cost and not the bench's:
   all of them wait for each other (a Barrier) before it starts. Without it each fresh hub
   spent the first 256 MiB of the run filling its entry cache with newly faulted memory
   (64k minor faults, 4-7 us each on this virtual machine, measured): a cost a running hub
-  paid once at its start, which two fresh hubs paid twice within the measured run.
+  paid once at its start, which two fresh hubs paid twice within the measured run;
+- each round's storage is deleted once its hubs have stopped. Kept (as before), every
+  round's 1.4 GB of ledgers stayed in the page cache, so each round stored into memory
+  the machine had never used: on this virtual machine the first store into such memory
+  costs 10-15 us per 4 KiB page (an 880 MB file written with pwrite took 1.3-3.6 s of
+  system time instead of 0.2 s when the memory had been used before: measured), paid by
+  the hubs' page-preparing threads, and by whichever round came later, not by either
+  configuration as such.
 
 The producers are the same processes doing the same work in both configurations. Each
 round reports the hubs' CPU split (reactor thread and other threads, user and system,
@@ -141,9 +148,8 @@ def throughput(
     zookeeper, workdir, hub_count: int, producers: int, sets_per_topic: int, warm_sets: int, prepared: bool
 ) -> dict:
     ctx = multiprocessing.get_context("spawn")
-    with RegionHubs(
-        zookeeper, workdir / f"hubs{hub_count}-{time.monotonic_ns()}", session_timeout_ms=10000
-    ) as hubs:
+    storage = workdir / f"hubs{hub_count}-{time.monotonic_ns()}"
+    with RegionHubs(zookeeper, storage, session_timeout_ms=10000) as hubs:
         hubs.start(hub_count)
         spread = placed(hubs)
         owners = {topic: hub for hub, topics in spread.items() for topic in topics}
@@ -171,6 +177,7 @@ def throughput(
             for hub, before in zip(hubs.hubs, started["hubs"], strict=True)
         ]
         after = load()
+    shutil.rmtree(storage)  # (the next round's page cache reuses its memory: see the docstring)
     seconds = (max(r["ended_ns"] for r in results) - min(r["started_ns"] for r in results)) / 1e9
     messages = sum(r["messages"] for r in results)
     hub_totals = [

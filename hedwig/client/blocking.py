@@ -29,6 +29,7 @@ from hedwig.client.blocking_subscriptions import (
 )
 from hedwig.client.connection import BlockingConnection, TlsConnection
 from hedwig.client.defaults import (
+    DEFAULT_ACK_DELAY,
     DEFAULT_ACK_EVERY,
     DEFAULT_HUB,
     DEFAULT_MAX_REDIRECTS,
@@ -67,7 +68,9 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
     `timeout` bounds every request; `reconnect_timeout` how long a subscription keeps
     trying to get its connection back before `receive` raises CouldNotConnect; `window`
     is the default number of delivered-but-unacknowledged messages per subscription,
-    which also bounds what the client holds for a slow reader (0: unlimited).
+    which also bounds what the client holds for a slow reader (0: unlimited);
+    acknowledgements go out every `ack_every` seq-ids, and after at most `ack_delay`
+    seconds of a subscription's waiting (blocking_acks.py).
 
     `tls` (a hedwig.tls.ClientTls): reach every hub over TLS, verifying its certificate;
     the addresses then name the hubs' [tls] ports. Its files are read here, once (a
@@ -89,6 +92,7 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
         window: int = DEFAULT_WINDOW,
         ack_every: int = DEFAULT_ACK_EVERY,
+        ack_delay: float = DEFAULT_ACK_DELAY,
         client_name: str = "",
         tls=None,
         idempotent: bool = False,
@@ -102,6 +106,7 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
         self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
         self.reconnect_timeout = reconnect_timeout
+        self.ack_delay = ack_delay
         self._idempotent = BlockingIdempotence(self) if idempotent else None  # blocking_idempotent.py
         self._lock = threading.RLock()
         self._connections = {}  # address -> BlockingConnection

@@ -13,6 +13,7 @@ from collections import deque
 
 from zope.interface import implementer
 
+from hedwig.client.blocking_acks import DelayedAcks
 from hedwig.client.subscription_base import (
     AcknowledgesEach,
     AcknowledgesOnly,
@@ -31,11 +32,12 @@ FETCH_SLICE_S = 30.0
 
 
 @implementer(ISubscriber)
-class Subscription(PositionedSubscription):
+class Subscription(DelayedAcks, PositionedSubscription):
     """A live subscription: iterate it, or `receive(timeout)`; `ack` what you processed.
 
     Messages come in seq-id order with no gap, across reconnects. Iteration ends when the
-    subscription is closed; `receive` then raises SubscriptionClosed.
+    subscription is closed; `receive` then raises SubscriptionClosed. Acknowledgements
+    are batched (DelayedAcks, blocking_acks.py).
     """
 
     def __init__(self, client, position: SubscriptionPosition):
@@ -47,6 +49,7 @@ class Subscription(PositionedSubscription):
         self._closed = None  # the SubscriptionClosed once closed
         self._closed_here = False
         self._detached_at = None  # when the connection was lost, while resubscribing
+        self._ack_since = None  # time.monotonic() of the oldest acknowledgement not sent
 
     @property
     def closed(self) -> bool:
@@ -91,10 +94,13 @@ class Subscription(PositionedSubscription):
                 connection = self._attached(deadline)
                 if connection is None:
                     return None
+            arrived = lambda connection=connection: queue or self._connection is not connection  # noqa: E731
+            if self._ack_since is not None and self._ack_waits(connection, arrived, deadline):
+                if queue:
+                    return queue.popleft()
+                continue  # (the connection went: attach again)
             self._flush_ack(connection)
-            ready = connection.wait_for(
-                lambda connection=connection: queue or self._connection is not connection, deadline
-            )
+            ready = connection.wait_for(arrived, deadline)
             if queue:
                 return queue.popleft()
             if not ready and (deadline is not None and time.monotonic() >= deadline):
@@ -135,27 +141,6 @@ class Subscription(PositionedSubscription):
                     return
                 raise
             yield message
-
-    def ack(self, message_or_seq) -> None:
-        """Acknowledge this message and every one before it (cumulative)."""
-        to_send = self._position.ack(seq_of(message_or_seq))
-        if to_send is not None and self._connection is not None:
-            self._send_consume(self._connection, to_send)
-
-    def _flush_ack(self, connection) -> None:
-        to_send = self._position.unsent_ack()
-        if to_send is not None:
-            self._send_consume(connection, to_send)
-
-    def _send_consume(self, connection, seq) -> None:
-        handle = self._handle
-        if handle is None:
-            return
-        try:
-            connection.consume(handle, seq)
-        except HedwigError:
-            # Resubscribing sends the pointer again (sent_ack drops to the hub's value).
-            self._position.not_sent(seq)
 
     def close(self) -> None:
         """Flush acknowledgements and detach (the subscription stays, durable)."""

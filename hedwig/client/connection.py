@@ -242,6 +242,28 @@ class BlockingConnection:
                 finally:
                     self._waiters -= 1
 
+    def read_briefly(self, ready, seconds: float) -> bool:
+        """One read waiting at most `seconds` (the caller passes the same value each
+        time, so the socket's timeout is set once, not per call), unless ready() already,
+        the connection is lost or another thread is reading: ready() after it.
+
+        For a subscription with an acknowledgement to send before it waits: the next
+        delivery usually comes first, and the acknowledgement then goes out with a
+        later one (Subscription.receive)."""
+        if ready() or self.lost is not None:
+            return ready()
+        if not self._read_lock.acquire(False):
+            return ready()  # another thread reads: the caller's wait_for waits on it
+        try:
+            if not ready():  # (again: another thread may have read it meanwhile)
+                self._read_once(seconds)
+        finally:
+            self._read_lock.release()
+            if self._waiters:
+                with self._cond:
+                    self._cond.notify_all()
+        return ready()
+
     def _read_once(self, remaining) -> None:
         sock = self._sock
         timeout = _READ_SLICE if remaining is None or remaining > _READ_SLICE else max(remaining, 0.001)

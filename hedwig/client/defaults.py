@@ -5,6 +5,7 @@
 from hedwig.protocol.position import DEFAULT_ACK_EVERY
 
 __all__ = [
+    "DEFAULT_ACK_DELAY",
     "DEFAULT_ACK_EVERY",
     "DEFAULT_HUB",
     "DEFAULT_MAX_REDIRECTS",
@@ -14,6 +15,9 @@ __all__ = [
 ]
 
 DEFAULT_HUB = "127.0.0.1:4080"
+# How long an acknowledgement short of ack_every may wait for company before it goes
+# out alone (the blocking client: while its subscription waits; the others: after it).
+DEFAULT_ACK_DELAY = 0.1
 # Delivered but unacknowledged messages per subscription: bounds what a client holds
 # for a slow reader [10 outstanding messages].
 DEFAULT_WINDOW = 10_000

@@ -7,9 +7,12 @@ it already holds (seq-ids up to received_through), so the application sees no ga
 duplicate; only messages that were never acknowledged are sent by the hub twice.
 
 Acknowledgements are cumulative and batched as Hedwig's client batches them: a CONSUME
-goes out once `ack_every` seq-ids are acknowledged beyond the last one sent, and whenever
-the client would otherwise wait (so a window reopens and an idle subscriber's pointer is
-current). Pure bookkeeping: no I/O. The protocol session (session.py) subscribes with a
+goes out once `ack_every` seq-ids are acknowledged beyond the last one sent, and when
+the client would otherwise wait (so an idle subscriber's pointer is current; the blocking
+client first waits up to its `ack_delay` for the next message, which a subscriber keeping
+up with a stream usually gets, so that it sends one CONSUME per `ack_every` messages and
+not one per delivery). A window never waits on a late acknowledgement: `ack_every` is at
+most half of it. Pure bookkeeping: no I/O. The protocol session (session.py) subscribes with a
 position and moves it when the hub answers; both clients and the region link keep one
 per subscription.
 
@@ -23,7 +26,7 @@ from hedwig.protocol.message import Message
 from hedwig.protocol.requests import Subscribe, Subscribed
 from hedwig.protocol.work_requests import SubscribeOptions
 
-# A CONSUME every this many acknowledged seq-ids, and whenever the client would wait
+# A CONSUME every this many acknowledged seq-ids, and when the client would wait
 # [Hedwig's client: consumed messages sent every 5].
 DEFAULT_ACK_EVERY = 100
 

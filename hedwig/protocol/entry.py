@@ -26,7 +26,14 @@ import struct
 from typing import NamedTuple
 
 from hedwig.protocol.compression import plain_message_set
-from hedwig.protocol.messageset import MessageSetError, decode_properties, parse_message_set
+from hedwig.protocol.message import Message
+from hedwig.protocol.messageset import (
+    ONE_MESSAGE_HEADER,
+    SET_VERSION,
+    MessageSetError,
+    decode_properties,
+    parse_message_set,
+)
 from hedwig.protocol.status import Status
 
 ENTRY_VERSION = 1
@@ -136,13 +143,33 @@ def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
     )
 
 
-def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None):
-    """Decode messages [start, stop) of an entry (indexes within the entry) as Messages."""
-    from hedwig.protocol.message import Message
-
-    header = decode_entry_header(buf)
+def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, header=None):
+    """Decode messages [start, stop) of an entry (indexes within the entry) as Messages.
+    `header`: its decode_entry_header, when the caller has it already."""
+    if header is None:
+        header = decode_entry_header(buf)
+    body_offset = header.body_offset
+    if len(buf) - body_offset >= ONE_MESSAGE_HEADER.size:  # one plain message: one unpack
+        version, flags, count, length = ONE_MESSAGE_HEADER.unpack_from(buf, body_offset)
+        if count == 1 and version == SET_VERSION and not flags and start == 0 and stop != 0:
+            payload_at = body_offset + ONE_MESSAGE_HEADER.size
+            if payload_at + length != len(buf):
+                raise MessageSetError(Status.MALFORMED_REQUEST, "message set lengths do not match its size")
+            view = buf if isinstance(buf, bytes) else bytes(buf)
+            first_seq = header.first_seq
+            return [
+                Message(
+                    topic,
+                    first_seq,
+                    view[payload_at:],
+                    header.publish_time_us,
+                    {},
+                    header.origin_region,
+                    header.origin_seq,
+                )
+            ]
     # A compressed set (compression.py) is decompressed here, once per entry decoded.
-    message_set, offset = plain_message_set(buf, header.body_offset)
+    message_set, offset = plain_message_set(buf, body_offset)
     layout = parse_message_set(message_set, offset)
     if stop is None or stop > layout.count:
         stop = layout.count

@@ -139,7 +139,7 @@ class SubscriptionPosition:
             start = skip
         if start >= stop:
             return []
-        messages = decode_entry(self.topic, entry, start, stop)
+        messages = decode_entry(self.topic, entry, start, stop, header)
         self.received_through = first_seq + start + len(messages) - 1
         return messages
 

@@ -83,3 +83,13 @@ def test_entry_header_carries_origin_and_via():
     assert decode_entry_header(local + encode_message_set([b"a", b"b"])).via == ""
     with pytest.raises(MessageSetError):
         decode_entry_header(relayed[:-3])
+
+
+@pytest.mark.parametrize("mangle", [lambda b: b[:-1], lambda b: b + b"z"])
+def test_a_one_message_entry_whose_length_is_wrong_is_refused_when_decoded(mangle):
+    """(decode_entry reads a set of one plain message with one unpack: it checks its
+    length as the general path does.)"""
+    entry = encode_entry_header(1, 1, 1_700_000_000_000_000, b"eu", 1) + encode_message_set([b"payload"])
+    assert [m.payload for m in decode_entry("t", entry)] == [b"payload"]
+    with pytest.raises(MessageSetError, match="do not match"):
+        decode_entry("t", mangle(entry))

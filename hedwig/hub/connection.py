@@ -186,9 +186,13 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         self.transport.loseConnection()
 
     def _dispatch(self, frames) -> None:
-        for op, request_id, body in frames:
+        last = frames[-1] if frames else None
+        for frame in frames:
             if not self._reading:
                 return
+            op, request_id, body = frame
+            if frame is last:  # (its subscribers' deliveries leave at once: sending.py)
+                self.hub.writes.last_request(self.transport)
             if not self._greeted:
                 self._hello(op, request_id, body)
                 if self._greeted:

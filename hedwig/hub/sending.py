@@ -12,6 +12,13 @@ case), and given to the transport otherwise, behind what it holds. What the sock
 not take goes to the transport's buffer, which sends it when the reactor finds room
 and pauses the producer when it grows, exactly as before.
 
+While the read's last request is handled, a small write to any connection but the one
+being read (a subscriber's delivery of the entry just published) is not held: it is sent
+at once, behind what was held for that connection, before the request's own reply is
+even made. Nothing later in the read can join it (no request follows), and its reader is
+the one waiting: the publisher's reply is not on that path, the delivery is. A large
+one is still held, to go after the replies at the end of the read.
+
 Outside a read (a timer, a thread's result: a catching-up subscriber's entries read from
 the ledger) nothing is held and a write goes to the transport, to be sent in the reactor's
 next turn as Twisted does: there, many entries for one connection are written in a row,
@@ -34,11 +41,18 @@ SMALL_SEND_BYTES = 4096
 class HubWrites:
     """One per hub: the bytes written to its connections while a read is handled."""
 
-    __slots__ = ("_depth", "_held")
+    __slots__ = ("_depth", "_held", "_last_of")
 
     def __init__(self):
         self._depth = 0  # reads being handled (one inside another only in tests' loopbacks)
         self._held = {}  # transport -> chunks written to it during the read, in order
+        self._last_of = None  # the transport read, while its read's last request is handled
+
+    def last_request(self, transport) -> None:
+        """The read of `transport` is handling its last request: small writes to other
+        transports leave at once from now until end()."""
+        if self._depth:
+            self._last_of = transport
 
     def begin(self) -> None:
         """A read is being handled: hold what is written until end()."""
@@ -50,6 +64,7 @@ class HubWrites:
         before the large ones, so that a publisher's reply never waits behind the copies
         of a large entry to its subscribers."""
         self._depth -= 1
+        self._last_of = None
         if self._depth or not self._held:
             return
         held, self._held = self._held, {}
@@ -67,6 +82,9 @@ class HubWrites:
 
     def write(self, transport, data: bytes) -> None:
         if self._depth:
+            if self._last_of is not None and transport is not self._last_of and len(data) <= SMALL_SEND_BYTES:
+                self._send_now(transport, [data])
+                return
             chunks = self._held.get(transport)
             if chunks is None:
                 self._held[transport] = [data]
@@ -77,6 +95,14 @@ class HubWrites:
 
     def write_sequence(self, transport, data) -> None:
         if self._depth:
+            if (
+                self._last_of is not None
+                and transport is not self._last_of
+                and len(data) <= 2
+                and sum(map(len, data)) <= SMALL_SEND_BYTES
+            ):
+                self._send_now(transport, list(data))
+                return
             chunks = self._held.get(transport)
             if chunks is None:
                 self._held[transport] = list(data)
@@ -84,6 +110,11 @@ class HubWrites:
                 chunks.extend(data)
         else:
             transport.writeSequence(data)
+
+    def _send_now(self, transport, chunks: list) -> None:
+        """Send `chunks` now, behind what is held for `transport`."""
+        held = self._held.pop(transport, None)
+        send(transport, chunks if held is None else held + chunks)
 
     def flush(self, transport) -> None:
         """Send what is held for `transport` now (before it is closed)."""

@@ -2,7 +2,8 @@
 over a real TCP socket, a PUBLISH acknowledged at once is answered before dataReceived
 returns, with no Deferred and no help from the reactor (no writer registered); the
 replies of one read leave in one send; and the order of replies holds when a publish
-answered at once follows one still waiting."""
+answered at once follows one still waiting. A subscriber's delivery of what the read's
+last request published leaves before that request's reply is even made."""
 
 import socket
 
@@ -13,7 +14,7 @@ from twisted.internet.testing import MemoryReactor, StringTransport
 
 from hedwig.hub.sending import SMALL_SEND_BYTES, HubWrites, send
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set
-from hedwig.protocol.requests import Published, encode_hello, encode_publish
+from hedwig.protocol.requests import Published, encode_hello, encode_publish, encode_subscribe
 from hedwig.protocol.responses import decode_response
 from hedwig.testing.deferreds import fired
 from hedwig.topiclog.entry import LogEntry
@@ -60,8 +61,8 @@ class SocketPeer:
     def publish_frame(self, topic, payload) -> bytes:
         return encode_frame(Op.PUBLISH, next(self._ids), encode_publish(topic, encode_message_set([payload])))
 
-    def responses(self) -> list:
-        """Every RESPONSE the socket holds now: [(request id, Response)]."""
+    def frames(self) -> list:
+        """Every frame the socket holds now: [(op, request id, body)]."""
         received = b""
         while True:
             try:
@@ -71,7 +72,11 @@ class SocketPeer:
             if not chunk:
                 break
             received += chunk
-        return [(rid, decode_response(body)) for _op, rid, body in self._decoder.feed(received)]
+        return self._decoder.feed(received)
+
+    def responses(self) -> list:
+        """Every RESPONSE the socket holds now: [(request id, Response)]."""
+        return [(rid, decode_response(body)) for _op, rid, body in self.frames()]
 
     def close(self):
         self.client.close()
@@ -192,3 +197,71 @@ def test_at_the_end_of_a_read_small_writes_go_before_large_ones():
     writes.write(other, b"small")
     writes.end()
     assert sent == [("publisher", b"reply"), ("other", b"small"), ("subscriber", large)]
+
+
+# -- the read's last request: its subscribers' deliveries leave at once ----------------------
+
+
+def subscribed(harness, topic) -> "SocketPeer":
+    """A SocketPeer attached to `topic` (which must exist), its cursor started."""
+    subscriber = SocketPeer(harness)
+    subscriber.send(Op.SUBSCRIBE, encode_subscribe(topic, "s"))
+    harness.clock.advance(0)  # (the cursor begins on the next reactor turn)
+    assert [op for op, _, _ in subscriber.frames()] == [Op.RESPONSE]
+    return subscriber
+
+
+def test_a_delivery_leaves_before_the_reply_of_the_publish_is_made(tmp_path):
+    """The subscriber's delivery of the entry a read's last request published is on the
+    end-to-end path, the publisher's reply is not: it is in the subscriber's socket by
+    the time the publish is counted (just before its reply is made)."""
+    harness = HubHarness(tmp_path)
+    publisher = SocketPeer(harness)
+    publisher.send(Op.PUBLISH, encode_publish("t", encode_message_set([b"0"])))  # (makes the topic)
+    publisher.responses()
+    subscriber = subscribed(harness, "t")
+    seen_when_counted = []
+    count = harness.hub.stats.publish_stored
+    harness.hub.stats.publish_stored = lambda *a: seen_when_counted.append(subscriber.frames()) or count(*a)
+    request_id = publisher.send(Op.PUBLISH, encode_publish("t", encode_message_set([b"1"])))
+    [frames] = seen_when_counted
+    assert [op for op, _, _ in frames] == [Op.DELIVERY]
+    assert publisher.responses() == [(request_id, (Op.PUBLISH, 0, "", Published(2, 2)))]
+    publisher.close()
+    subscriber.close()
+
+
+def test_the_deliveries_of_a_read_of_many_publishes_still_leave_in_one_send(tmp_path):
+    harness = HubHarness(tmp_path)
+    publisher = SocketPeer(harness)
+    publisher.send(Op.PUBLISH, encode_publish("t", encode_message_set([b"0"])))
+    publisher.responses()
+    subscriber = subscribed(harness, "t")
+    sends = subscriber.sends, publisher.sends
+    publisher.connection.dataReceived(b"".join(publisher.publish_frame("t", b"%d" % i) for i in range(5)))
+    assert (subscriber.sends, publisher.sends) == (sends[0] + 1, sends[1] + 1)
+    assert [op for op, _, _ in subscriber.frames()] == [Op.DELIVERY] * 5
+    assert [r.value for _, r in publisher.responses()] == [Published(i, i) for i in range(2, 7)]
+    publisher.close()
+    subscriber.close()
+
+
+def test_during_a_reads_last_request_small_writes_to_others_leave_at_once():
+    """Behind what was held for them; the reader's own and large writes wait for the end."""
+    writes = HubWrites()
+    reader, other, big = StringTransport(), StringTransport(), StringTransport()
+    large = b"e" * (SMALL_SEND_BYTES + 1)
+    writes.begin()
+    writes.write(other, b"held-")
+    writes.last_request(reader)
+    writes.write(reader, b"reply")
+    writes.write_sequence(other, [b"header-", b"entry"])
+    writes.write(big, large)
+    assert (reader.value(), other.value(), big.value()) == (b"", b"held-header-entry", b"")
+    writes.end()
+    assert (reader.value(), other.value(), big.value()) == (b"reply", b"held-header-entry", large)
+    writes.begin()  # (the next read holds again until its last request)
+    writes.write(other, b"later")
+    assert other.value() == b"held-header-entry"
+    writes.end()
+    assert other.value() == b"held-header-entrylater"

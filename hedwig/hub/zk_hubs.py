@@ -15,6 +15,7 @@ Placement reads it in memory: no ZooKeeper read per request.
 import hashlib
 import json
 import time
+from collections import deque
 
 from twisted.internet.defer import DeferredList, inlineCallbacks, succeed
 from twisted.logger import Logger
@@ -25,6 +26,7 @@ from hedwig.meta.zk_store import translate
 
 LOAD_REFRESH_S = 5.0  # the load in the hub's znode is rewritten this often when it changed
 LOAD_SOON_S = 0.2  # ... and this soon after the topics it owns changed
+EXPECTED_S = 2 * LOAD_REFRESH_S  # a topic sent to a hub whose load has not counted it by then went unclaimed
 
 
 class HubInfo(dict):
@@ -70,7 +72,7 @@ class HubRegistry:
         self.hubs: dict[str, HubInfo] = {}
         self.registered = False
         self._registered = Waiters()  # told once registered
-        self._expected = {}  # hub -> topics sent its way since its znode last said its load
+        self._expected = {}  # hub -> deque of the times topics were sent its way, not yet in its load
         self._written = None  # the load last written
         self._writing = False
         self._timer = None
@@ -227,10 +229,7 @@ class HubRegistry:
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue
         before = set(self.hubs)
-        for hub, info in hubs.items():
-            if self.hubs.get(hub, {}).get("topics") != info.get("topics"):
-                self._expected.pop(hub, None)  # its own word on its load replaces our guess
-        self.hubs = hubs
+        self.take_view(hubs)
         joined, left = set(hubs) - before, before - set(hubs)
         if joined or left:
             self.log.info(
@@ -243,6 +242,21 @@ class HubRegistry:
                 listener(joined, left)
         return hubs
 
+    def take_view(self, hubs: dict) -> None:
+        """The region's hubs as their znodes now say. A hub whose count of topics rose by
+        n has claimed n of the topics sent its way (or others): only the n oldest leave
+        our guess. Dropping the whole guess at any change undercounted a hub that wrote
+        its load between two claims, and it was sent more than its share."""
+        for hub, sent in list(self._expected.items()):
+            info = hubs.get(hub)
+            if info is None:
+                del self._expected[hub]  # (gone: its topics are nobody's now)
+                continue
+            rose = info.topics - self.hubs[hub].topics if hub in self.hubs else len(sent)
+            for _ in range(min(max(rose, 0), len(sent))):
+                sent.popleft()
+        self.hubs = hubs
+
     # -- placement ------------------------------------------------------------------------
 
     def load_of(self, hub: str) -> int:
@@ -250,7 +264,12 @@ class HubRegistry:
         znode's for others, plus the topics sent its way since it last wrote its load."""
         if hub == self.name:
             return self._load()[0]
-        return self.hubs[hub].topics + self._expected.get(hub, 0)
+        sent = self._expected.get(hub)
+        if sent:
+            too_old = self.clock.seconds() - EXPECTED_S
+            while sent and sent[0] < too_old:  # (a client that never followed the redirect)
+                sent.popleft()
+        return self.hubs[hub].topics + (len(sent) if sent else 0)
 
     def place(self, topic: str) -> str:
         """The hub that should own a topic nobody owns: the least loaded (this one among
@@ -263,7 +282,7 @@ class HubRegistry:
 
     def sent(self, hub: str) -> None:
         """A topic was sent to `hub` to claim: count it until its znode says its load."""
-        self._expected[hub] = self._expected.get(hub, 0) + 1
+        self._expected.setdefault(hub, deque()).append(self.clock.seconds())
 
     def redirect_to(self, hub: str) -> str:
         info = self.hubs.get(hub)

@@ -27,7 +27,7 @@ from hedwig.client.blocking_subscriptions import (
     SharedSubscription,
     Subscription,
 )
-from hedwig.client.connection import BlockingConnection, TlsConnection
+from hedwig.client.connection import BlockingConnection
 from hedwig.client.defaults import (
     DEFAULT_ACK_DELAY,
     DEFAULT_ACK_EVERY,
@@ -41,6 +41,7 @@ from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import ClientSettings
 from hedwig.client.start import position_as_asked, subscription_class
+from hedwig.client.tls_connection import TlsConnection
 from hedwig.protocol import Status
 from hedwig.protocol.addresses import parse_addresses
 from hedwig.protocol.compression import codec_named, encode_published_set
@@ -175,28 +176,32 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
     def _forget_route(self, topic) -> None:
         self._routes.forget(topic)
 
-    def _request(self, topic, send, retry: bool):
+    def _request(self, topic, send, retry: bool, connection=None, response=None):
         """`send(connection) -> Response` on the topic's hub, following redirects.
 
         `retry`: the request may be sent again after its connection dropped with it in
         flight (reads, subscribes); a publish may not: it may have been stored.
+        `connection`, `response`: where it was sent already, and what that answered.
         """
-        connection = self._connection_for(topic)
+        if connection is None:
+            connection = self._connection_for(topic)
         asked = []
         retried = False
         while True:
-            try:
-                response = send(connection)
-            except ConnectionLost:
-                if not retry or retried:
-                    raise
-                retried = True
-                connection = self._connection_for(topic)
-                continue
+            if response is None:
+                try:
+                    response = send(connection)
+                except ConnectionLost:
+                    if not retry or retried:
+                        raise
+                    retried = True
+                    connection = self._connection_for(topic)
+                    continue
             if response.status is Status.SUCCESS:
                 return response.value
             asked.append(connection.address)
             connection = self._connection(self._routes.follow(topic, response, asked, self.max_redirects))
+            response = None
 
     # -- publishing ------------------------------------------------------------------------
 
@@ -205,11 +210,18 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         stored it."""
         if type(payload) is not bytes:  # (the usual case costs no call)
             payload = payload_bytes(payload)
-        self._check_size(topic, len(payload))
         if properties or self._codec or self._idempotent:
+            self._check_size(topic, len(payload))
             message_set = encode_published_set([payload], [properties], self._codec)
             return self._publish_set(topic, message_set).first_seq
-        return self._request(topic, lambda c: c.publish_one(topic, payload), retry=False).first_seq
+        connection = self._connection_for(topic)
+        if len(payload) > connection.hello.max_message_bytes:
+            self._check_size(topic, len(payload))  # (raises MessageTooLarge)
+        answer = connection.publish_one_quick(topic, payload)  # (the seq-id, usually)
+        if answer.__class__ is int:
+            return answer
+        send = lambda c: c.publish_one(topic, payload)  # noqa: E731 (a redirect sends it again)
+        return self._request(topic, send, retry=False, connection=connection, response=answer).first_seq
 
     def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
         """Publish messages as one message set, stored as one entry; their seq-ids.

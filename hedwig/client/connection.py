@@ -7,16 +7,15 @@ its caller without a thread switch, and a round trip costs one network hop and l
 more. The socket is blocking with kernel timeouts (SO_RCVTIMEO / SO_SNDTIMEO): one
 system call per send and per receive.
 
-TlsConnection is the same connection over TLS (the hub's [tls] listener). An OpenSSL
-connection must not be used by two threads at once, and the hub stops reading a client
-that reads nothing (its IPushProducer), so the TLS socket is non-blocking: every OpenSSL
-call is made under one lock and returns at once, and the waiting (for bytes to read, for
-room to send) is done by poll() outside it. A sender waiting for room never stops the
-reader, and the reader waiting for a reply never stops a sender.
+A one-message publish (`publish_one_quick`) makes one `sendall` and, in the usual case,
+one `recv_into` that brings exactly its reply: that reply is read with one unpack and the
+seq-id returned, without the session's general path (a Response, its Published, the
+reply's holder). Anything else that read brings (a delivery, a failure, half a frame)
+goes through the session as always.
+
+TlsConnection (tls_connection.py) is the same connection over TLS.
 """
 
-import math
-import select
 import socket
 import ssl
 import struct
@@ -28,7 +27,6 @@ from hedwig.protocol.addresses import format_address
 from hedwig.protocol.errors import ClientClosed, ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.protocol.requests import encode_hello
 from hedwig.protocol.session import HubSession, ProtocolViolation
-from hedwig.tls import ssl_failure
 
 # Reads go into one buffer kept for the connection: recv(n) would allocate n bytes
 # afresh each time, and for n this large the allocator maps and faults in new pages on
@@ -40,6 +38,11 @@ _READ_SLICE = 5.0  # a reader wakes at least this often to look at its deadline
 _RECENT_READ_S = 0.1
 # What a read that must not wait raises when nothing has arrived.
 _NOTHING_TO_READ = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+# A PUBLISH's whole SUCCESS reply frame: length, op, request id, then the body (the op it
+# answers, status, message length, first and last seq-id).
+_PUBLISHED_FRAME = struct.Struct("!IBIBHHQQ")
+_PUBLISHED_LENGTH = _PUBLISHED_FRAME.size - 4
+_WAITED, _READ = object(), object()  # how a one-message publish's read ended without its reply
 
 
 def _timeval(seconds: float) -> bytes:
@@ -157,6 +160,68 @@ class BlockingConnection:
         request_id, frame = self._channel.publish_one(topic, payload, reply)
         return self._exchange(request_id, reply, [frame], None)
 
+    def publish_one_quick(self, topic: str, payload: bytes):
+        """publish_one, returning the seq-id (an int) when the next read brings exactly
+        the SUCCESS reply, and the Response otherwise (a failure, or a reply that came
+        with other frames: those went to their owners).
+
+        Taken only by a thread that can read at once (no other thread reading, no frame
+        half-read) and whose socket timeout is within the request's: a read that times
+        out leaves the rest of the wait to the general path, within `request_timeout`.
+        """
+        reply = _Reply()
+        request_id, frame = self._channel.publish_one(topic, payload, reply)
+        if self._sock_timeout > self.request_timeout or not self._read_lock.acquire(False):
+            return self._exchange(request_id, reply, [frame], None)
+        try:
+            if self.lost is not None or not self._channel.between_frames():
+                answer = None  # (sent by the general path below)
+            else:
+                answer = self._send_and_read(request_id, frame)
+                if answer.__class__ is int:
+                    return answer
+        finally:
+            self._read_lock.release()
+            if self._waiters:
+                with self._cond:
+                    self._cond.notify_all()
+        if answer is None:
+            return self._exchange(request_id, reply, [frame], None)
+        return self._await(request_id, reply, None, self._sock_timeout if answer is _WAITED else 0.0)
+
+    def _send_and_read(self, request_id: int, frame: bytes):
+        """Send a one-message PUBLISH and read once (the read lock held): its seq-id when
+        the read is exactly its SUCCESS reply; else _WAITED (the socket's timeout passed)
+        or _READ (what was read went through the session)."""
+        try:
+            self._send([frame])
+        except ConnectionLost:
+            self._channel.forget(request_id)
+            raise
+        try:
+            received = self._sock.recv_into(self._read_buffer)
+        except (BlockingIOError, InterruptedError):
+            return _WAITED
+        except OSError as e:
+            self._lose(f"connection to {format_address(self.address)} failed: {e}")
+            return _READ
+        if received == _PUBLISHED_FRAME.size:
+            reply_frame = _PUBLISHED_FRAME.unpack_from(self._read_buffer)
+            length, op, answers, op_answered, status, message, first_seq, _last = reply_frame
+            if (
+                answers == request_id
+                and length == _PUBLISHED_LENGTH
+                and op == Op.RESPONSE
+                and op_answered == Op.PUBLISH
+                and not status
+                and not message
+            ):
+                self._last_read = time.monotonic()
+                self._channel.forget(request_id)
+                return first_seq
+        self._received(received)
+        return _READ
+
     def send(self, op: Op, body: bytes) -> None:
         """A request without a reply on success (CONSUME)."""
         self._send([self._channel.send(op, body)])
@@ -167,8 +232,17 @@ class BlockingConnection:
             raise self.lost
         try:
             self._send(parts)
+        except ConnectionLost:
+            self._channel.forget(request_id)
+            raise
+        return self._await(request_id, reply, timeout)
+
+    def _await(self, request_id, reply, timeout, waited: float = 0.0):
+        """Wait for the reply to a request sent (`timeout` from its sending, None: the
+        request timeout, of which `waited` seconds have passed already); its Response."""
+        try:
             timeout = self.request_timeout if timeout is None else timeout
-            if not self.wait_for(reply.done, time.monotonic() + timeout):
+            if not self.wait_for(reply.done, time.monotonic() + timeout - waited):
                 if self.lost is not None:
                     raise self.lost
                 raise RequestTimeout(message=f"no reply from {format_address(self.address)} in {timeout} s")
@@ -347,141 +421,3 @@ class BlockingConnection:
             self._shutdown_socket()  # wakes a thread waiting to read
         self._lose("the client closed the connection")
         self.lost = ClientClosed(message="the client is closed")
-
-
-class TlsConnection(BlockingConnection):
-    """A BlockingConnection over TLS: the hub verified against `tls` (its CA file or the
-    system's trust store, and the name `tls.name_for(host)`), the handshake bounded by
-    the connect timeout. A failed handshake, or a hub that refuses the client's
-    certificate in answer to HELLO (TLS 1.3 refuses only after the client's side of the
-    handshake is done), raises CouldNotConnect saying why.
-
-    The socket is non-blocking, OpenSSL calls are made under `_tls_lock` and waits are
-    poll()s outside it (see the module's docstring): reads cost a poll() and a read where
-    the plain connection makes one recv, the price of sharing one OpenSSL connection
-    between threads.
-    """
-
-    def __init__(
-        self, address, connect_timeout, request_timeout, client_name, tls, context=None, credentials=None
-    ):
-        self._tls = tls
-        self._context = context if context is not None else tls.ssl_context()
-        self._tls_lock = threading.Lock()
-        try:
-            super().__init__(address, connect_timeout, request_timeout, client_name, credentials)
-        except ConnectionLost as e:
-            raise CouldNotConnect(message=e.message) from None
-
-    def _open_socket(self, connect_timeout: float):
-        where = format_address(self.address)
-        name = self._tls.name_for(self.address[0])
-        # The TCP socket still has the connect timeout: it bounds each step of the handshake.
-        sock = self._tcp(connect_timeout)
-        try:
-            sock = self._context.wrap_socket(sock, server_hostname=name)
-        except (OSError, ValueError) as e:
-            sock.close()
-            raise CouldNotConnect(message=f"{where}: {self._tls_reason(e)}") from None
-        sock.setblocking(False)
-        # The descriptor is kept: once the socket is closed, poll() on it answers at once
-        # (POLLNVAL) and the next OpenSSL call fails, where fileno() would be -1.
-        self._fd = sock.fileno()
-        self._readable = select.poll()
-        self._readable.register(self._fd, select.POLLIN)
-        return sock
-
-    def _tls_reason(self, error: OSError) -> str:
-        where = format_address(self.address)
-        return ssl_failure(error, self._tls.name_for(self.address[0]), f"is {where} the hub's TLS port?")
-
-    def _lose_to(self, error: OSError, failed: str) -> None:
-        """Lose the connection to `error`; a TLS alert before HELLO was answered (the hub
-        refused this client's certificate, or the lack of one) is said as such."""
-        where = format_address(self.address)
-        if self.hello is None and isinstance(error, ssl.SSLError):
-            self._lose(f"{where}: {self._tls_reason(error)}")
-        else:
-            self._lose(f"{failed} {where} failed: {error}")
-
-    def _read_once(self, remaining) -> None:
-        sock = self._sock
-        lock = self._tls_lock
-        try:
-            with lock:
-                pending = sock.pending()
-            if not pending:
-                wait = _READ_SLICE if remaining is None or remaining > _READ_SLICE else max(remaining, 0.001)
-                if not self._readable.poll(math.ceil(wait * 1000)):
-                    return  # nothing within the slice: the caller looks at its deadline
-            with lock:
-                received = sock.recv_into(self._read_buffer)
-        except _NOTHING_TO_READ:
-            # Part of a TLS record, or only TLS's own messages (session tickets): the
-            # next call waits for the rest. (OpenSSL allows the read again.)
-            return
-        except OSError as e:
-            self._lose_to(e, "connection to")
-            return
-        self._received(received)
-
-    def _read_now(self) -> int:
-        """BlockingConnection._read_now through OpenSSL: SSLSocket takes no recv flags, but
-        this socket is non-blocking, and a read with nothing there raises SSLWantReadError
-        (also when only TLS's own messages came, such as session tickets)."""
-        with self._tls_lock:
-            return self._sock.recv_into(self._read_buffer)
-
-    def _shutdown_socket(self) -> None:
-        # The TCP socket's shutdown, which wakes a reader in poll(): SSLSocket.shutdown
-        # would drop its OpenSSL object while another thread may be using it.
-        try:
-            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def _close_socket(self) -> None:
-        self._shutdown_socket()
-        with self._tls_lock:  # no OpenSSL call is under way, none starts on a live object
-            super()._close_socket()
-
-    def _send(self, parts) -> None:
-        # SSLSocket has no sendmsg: the parts go out as one buffer.
-        data = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
-        with self._send_lock:
-            if self.lost is not None:
-                raise self.lost
-            try:
-                self._send_all(data)
-            except OSError as e:
-                self._lose_to(e, "sending to")
-                raise self.lost from None
-
-    def _send_all(self, data: memoryview) -> None:
-        """Send every byte, waiting for room outside the OpenSSL lock; fails after the
-        request timeout without progress (SO_SNDTIMEO's part in the plain connection)."""
-        sock = self._sock
-        lock = self._tls_lock
-        deadline = None
-        writable = None
-        while data:
-            try:
-                with lock:
-                    sent = sock.send(data)
-                data = data[sent:]
-                deadline = None
-                continue
-            except ssl.SSLWantReadError:
-                events = select.POLLIN  # OpenSSL must read first (a renegotiation): rare
-            except (ssl.SSLWantWriteError, BlockingIOError, InterruptedError):
-                events = select.POLLOUT
-            now = time.monotonic()
-            if deadline is None:
-                deadline = now + self.request_timeout
-            elif now >= deadline:
-                raise TimeoutError(f"no room to send for {self.request_timeout} s")
-            if writable is None:
-                writable = select.poll()
-            # The same data goes to the next send, as OpenSSL asks after WANT_WRITE.
-            writable.register(self._fd, events)
-            writable.poll(math.ceil((deadline - now) * 1000))

@@ -286,6 +286,10 @@ class HubSession:
 
     # -- frames in -------------------------------------------------------------------------
 
+    def between_frames(self) -> bool:
+        """No frame is half-received: the next bytes start a frame."""
+        return not self._partial
+
     def data_received(self, data) -> None:
         """Parse what the transport received and call the receiver once per frame."""
         if self._partial:

@@ -93,17 +93,27 @@ class Subscription(AttachedOnProtocol, PositionedSubscription):
         while not self._messages:
             if self._closed is not None:
                 raise self._closed
-            self._flush_ack()  # about to wait: the hub may wait on our window
+            self._before_waiting()
             self._waiter = loop.create_future()
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
+                self._flush_ack()  # (giving up: nothing stays held past the receive)
                 return None
             try:
                 await asyncio.wait_for(asyncio.shield(self._waiter), remaining)
             except TimeoutError:
                 if not self._messages:
+                    self._flush_ack()
                     return None
         return self._messages.popleft()
+
+    def _before_waiting(self) -> None:
+        """About to wait with an acknowledgement unsent: it is left to the call `ack`
+        armed, `ack_delay` after it, so that a subscriber keeping up with a stream sends
+        one CONSUME per `ack_every` seq-ids, not one per delivery. The hub never waits on
+        it: `ack` sends every `ack_every`-th at once, and that is at most half the window."""
+        if self._ack_call is None:
+            self._flush_ack()  # (none armed: one made while detached, say)
 
     def __aiter__(self):
         return self
@@ -194,6 +204,9 @@ class SharedSubscription(AcksOnProtocol, FlushesAckOnAttach, AcknowledgesEach, S
     async def nack(self, message_or_seq) -> None:
         """Give this message back: the hub delivers it again now (maybe to this member)."""
         self._nack_now(message_or_seq)
+
+    def _before_waiting(self) -> None:
+        self._flush_ack()  # (a member's acks are its own: each goes out before it waits)
 
 
 class PullSubscription(PullsOnly, SharedSubscription):

@@ -133,3 +133,24 @@ def test_an_ack_that_could_not_be_sent_is_due_again():
     assert p.ack(7) == 7
     p.not_sent(7)
     assert p.unsent_ack() == 7
+
+
+def test_a_one_message_delivery_is_handed_over_once_as_any_other():
+    """The one-message path of messages() (decode_one_message_entry) keeps the rule of
+    the general one: seq-ids at or below received_through are not handed over again."""
+    from hedwig.protocol import encode_entry_header, encode_message_set
+
+    subscription = position()
+    subscription.received_through = 4
+
+    def entry(seq, payloads):
+        header = encode_entry_header(seq, len(payloads), 1_700_000_000_000_000, b"eu", seq)
+        return header + encode_message_set(payloads)
+
+    assert subscription.messages(0, 1, entry(4, [b"old"])) == []
+    [fifth] = subscription.messages(0, 1, entry(5, [b"five"]))
+    assert (fifth.seq, fifth.payload, fifth.origin_region) == (5, b"five", "eu")
+    assert subscription.received_through == 5
+    assert subscription.messages(0, 1, entry(5, [b"five"])) == []
+    assert [m.seq for m in subscription.messages(0, 2, entry(5, [b"five", b"six"]))] == [6]
+    assert subscription.received_through == 6

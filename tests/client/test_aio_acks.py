@@ -8,22 +8,12 @@ import asyncio
 from hedwig.client import Client as BlockingClient
 from hedwig.client.aio import Client
 from tests.client.test_aio_client import run
+from tests.client.test_blocking_acks import consumes_through
 
 
 def consumes_sent(client, each=None) -> list:
     """The seq-ids of the CONSUMEs `client` sends from now on (`each` called after each)."""
-    protocol = client._protocols[client._routes.default]
-    sent = []
-    consume = protocol.consume
-
-    def counted(handle, seq):
-        consume(handle, seq)
-        sent.append(seq)
-        if each is not None:
-            each()
-
-    protocol.consume = counted
-    return sent
+    return consumes_through(client._protocols[client._routes.default], each)
 
 
 def _consumed(hub, topic: str) -> int:

@@ -9,7 +9,12 @@ from hedwig.client import Client
 
 def consumes_sent(client, each=None) -> list:
     """The seq-ids of the CONSUMEs `client` sends from now on (`each` called after each)."""
-    connection = client._connections[client._routes.default]
+    return consumes_through(client._connections[client._routes.default], each)
+
+
+def consumes_through(connection, each=None) -> list:
+    """The seq-ids of the CONSUMEs sent through `connection` (a blocking client's
+    connection, or another client's protocol: anything with `consume(handle, seq)`)."""
     sent = []
     consume = connection.consume
 

@@ -103,43 +103,46 @@ def scripted():
         hub.close()
 
 
-def _send_after(sock, event: threading.Event, data: bytes) -> None:
-    if event.wait(10):
-        sock.sendall(data)
+def _publish_in_two_reads(scripted, first, second, topic: str):
+    """Publish on a hub that answers with first(script, request_id), then, once the
+    client has read that (the session had it), second(...): the seq-id and the sizes of
+    the reads that went through the session."""
+    first_read = threading.Event()
+
+    def answer(sock, script, request_id):
+        sock.sendall(first(script, request_id))
+        if first_read.wait(10):
+            sock.sendall(second(script, request_id))
+
+    hub = scripted(answer)
+    with Client(hub.address) as client:
+        connection = client._connections[client._routes.default]
+        session_reads = _count_session_reads(connection)
+        connection._received = _then_set(connection._received, first_read)
+        return client.publish(topic, b"x"), session_reads
 
 
 def test_a_reply_split_across_reads_is_joined_by_the_session(scripted):
-    first_part_read = threading.Event()
-
-    def answer(sock, script, request_id):
-        reply = script.published(request_id, 7, 7)
-        sock.sendall(reply[:10])
-        _send_after(sock, first_part_read, reply[10:])  # once the client has read the part
-
-    hub = scripted(answer)
-    with Client(hub.address) as client:
-        connection = client._connections[client._routes.default]
-        session_reads = _count_session_reads(connection)
-        connection._received = _then_set(connection._received, first_part_read)
-        assert client.publish("split", b"x") == 7
-        assert session_reads == [10, REPLY_BYTES - 10]
+    seq, session_reads = _publish_in_two_reads(
+        scripted,
+        lambda script, request_id: script.published(request_id, 7, 7)[:10],
+        lambda script, request_id: script.published(request_id, 7, 7)[10:],
+        "split",
+    )
+    assert seq == 7
+    assert session_reads == [10, REPLY_BYTES - 10]
 
 
 def test_a_reply_to_another_request_is_not_taken_for_this_one(scripted):
-    forged_read = threading.Event()
-
-    def answer(sock, script, request_id):
+    seq, session_reads = _publish_in_two_reads(
+        scripted,
         # The size of the awaited reply, but for a request id never sent: it goes to nobody.
-        sock.sendall(script.published(request_id + 1000, 99, 99))
-        _send_after(sock, forged_read, script.published(request_id, 3, 3))
-
-    hub = scripted(answer)
-    with Client(hub.address) as client:
-        connection = client._connections[client._routes.default]
-        session_reads = _count_session_reads(connection)
-        connection._received = _then_set(connection._received, forged_read)
-        assert client.publish("forged", b"x") == 3
-        assert session_reads == [REPLY_BYTES, REPLY_BYTES]
+        lambda script, request_id: script.published(request_id + 1000, 99, 99),
+        lambda script, request_id: script.published(request_id, 3, 3),
+        "forged",
+    )
+    assert seq == 3
+    assert session_reads == [REPLY_BYTES, REPLY_BYTES]
 
 
 def test_a_failure_reply_raises_as_on_the_general_path(scripted):

@@ -47,13 +47,15 @@ class CachedEntries:
     def add(self, entry) -> None:
         """Add one entry (a publish: normally beyond every cached one)."""
         first = entry.first_seq
-        self.by_first[first] = entry
+        by_first = self.by_first
+        by_first[first] = entry
         starts = self.starts
         if not starts or starts[-1] < first:
             starts.append(first)
         else:
             self._merge([first])
-        self._maybe_compact()
+        if len(starts) - len(by_first) > len(by_first) + _COMPACT_SLACK:  # (_maybe_compact, inline)
+            self._maybe_compact()
 
     def add_run(self, entries) -> None:
         """Add entries read in one range read, ascending; those already cached are skipped."""

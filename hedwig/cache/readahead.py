@@ -153,10 +153,18 @@ class ReadAheadCache:
         return stored.addCallback(self._published, topic_log)
 
     def _published(self, entry, topic_log):
-        topic = self._topic(topic_log)
+        topic = self._topics.get(topic_log.topic)
+        if topic is None or topic.topic_log is not topic_log:
+            topic = self._topic(topic_log)
         self.published += 1
-        topic.count_hint = entry.count
-        self._cache(topic, entry)
+        first = entry.first_seq
+        topic.count_hint = entry.last_seq - first + 1
+        fifo = self._fifo
+        if len(entry.data) > fifo.maxsize:  # (_cache, inline: once per publish)
+            self.uncacheable += 1
+        elif first not in topic.index.by_first:
+            topic.index.add(entry)
+            fifo.add(entry, topic.topic)
         if topic.stub_seqs:
             self._fill(topic, (entry,))
         return entry
@@ -343,15 +351,6 @@ class ReadAheadCache:
 
     # -- the byte budget ---------------------------------------------------------------
 
-    def _cache(self, topic, entry) -> None:
-        if len(entry.data) > self._fifo.maxsize:
-            self.uncacheable += 1
-            return
-        if entry.first_seq in topic.index:
-            return
-        topic.index.add(entry)
-        self._fifo[(topic.topic, entry.first_seq)] = entry
-
     def _cache_run(self, topic, entries) -> None:
         limit = self._fifo.maxsize
         fresh = [e for e in entries if e.first_seq not in topic.index and len(e.data) <= limit]
@@ -359,15 +358,15 @@ class ReadAheadCache:
         if not fresh:
             return
         topic.index.add_run(fresh)
-        fifo = self._fifo
+        add = self._fifo.add
         name = topic.topic
         for entry in fresh:
-            fifo[(name, entry.first_seq)] = entry
+            add(entry, name)
 
-    def _evicted(self, key, entry) -> None:
-        topic = self._topics.get(key[0])
+    def _evicted(self, entry, topic_name: str) -> None:
+        topic = self._topics.get(topic_name)
         if topic is not None:
-            topic.index.remove(key[1])
+            topic.index.remove(entry.first_seq)
         self.evicted_fifo += 1
 
     def prune(self, topic_name: str, consumed_seq: int) -> int:
@@ -377,9 +376,9 @@ class ReadAheadCache:
         if topic is None:
             return 0
         removed = topic.index.remove_upto(consumed_seq)
-        fifo = self._fifo
+        remove = self._fifo.remove
         for entry in removed:
-            del fifo[(topic_name, entry.first_seq)]
+            remove(entry)
         self.evicted_pruned += len(removed)
         return len(removed)
 
@@ -399,9 +398,9 @@ class ReadAheadCache:
         topic = self._topics.pop(topic_name, None)
         if topic is None:
             return
-        fifo = self._fifo
-        for first in list(topic.index.by_first):
-            del fifo[(topic_name, first)]
+        remove = self._fifo.remove
+        for entry in list(topic.index.by_first.values()):
+            remove(entry)
         stubs = list(topic.stubs.values())
         if stubs:
             self._fail_stubs(topic, stubs, Failure(TopicReleased(f"topic {topic_name} was released")))

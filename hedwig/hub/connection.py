@@ -166,7 +166,8 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             status = Status.FRAME_TOO_LARGE if too_large else Status.MALFORMED_REQUEST
             self._protocol_error(0, 0, status, str(framing_error))
         if self._reading:
-            self._reserve_frame()
+            if self._decoder.partial or self._frame_reserved:  # (else nothing to reserve or release)
+                self._reserve_frame()
         else:  # (closing: what is left of the stream is never read)
             self._release_frame()
 

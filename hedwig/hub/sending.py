@@ -68,6 +68,10 @@ class HubWrites:
         if self._depth or not self._held:
             return
         held, self._held = self._held, {}
+        if len(held) == 1:  # (one connection written to: no order among connections to keep)
+            for transport, chunks in held.items():
+                send(transport, chunks)
+            return
         large = None
         for transport, chunks in held.items():
             if len(chunks) <= 2 and sum(map(len, chunks)) <= SMALL_SEND_BYTES:

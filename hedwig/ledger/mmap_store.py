@@ -47,9 +47,9 @@ from hedwig.ledger.layout import (
     NEXT_ID_FILE,
     RECORD,
     RECORD_BYTES,
+    RECORD_SALT,
     encode_header,
     ledger_dir_name,
-    record_check,
 )
 from hedwig.ledger.mapped import MappedPages
 from hedwig.ledger.mmap_ledger import (
@@ -294,7 +294,8 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
                 data_map[pos : pos + k] = chunk
                 crc = zlib.crc32(chunk, crc)
                 pos += k
-        check = record_check(crc, entry, time_us)
+        # layout.record_check(crc, entry, time_us), inline (a call less per append):
+        check = crc ^ ((((entry + 1) * RECORD_SALT) ^ time_us ^ (time_us >> 32)) & 0xFFFFFFFF | 1)
         RECORD.pack_into(index_map, slot * RECORD_BYTES, page, off, n, check, time_us)
         count = entry + 1
         total = ledger.bytes + n

@@ -34,14 +34,14 @@ class ByteBudgetFifo:
     def add(self, entry, topic_name: str) -> None:
         """Hold `entry` (not held yet, at most maxsize bytes), the oldest leaving for it."""
         size = len(entry.data)
-        if size > self.maxsize:
-            raise ValueError(f"an entry of {size} bytes exceeds the budget of {self.maxsize}")
         if self.currsize + size > self.maxsize:
             self._make_room(size)
         self._entries[entry] = topic_name
         self.currsize += size
 
     def _make_room(self, size: int) -> None:
+        if size > self.maxsize:
+            raise ValueError(f"an entry of {size} bytes exceeds the budget of {self.maxsize}")
         entries = self._entries
         while self.currsize + size > self.maxsize:
             entry, topic_name = entries.popitem(last=False)

@@ -51,6 +51,8 @@ class ReplyQueue:
         """A reply known at once: written now unless earlier replies are still pending."""
         if self._slots:
             self.fill(self.reserve(), data, after)
+        elif after is None and data.__class__ is bytes:  # (_emit's usual case, inline)
+            self._write(data)
         else:
             self._emit(data, after)
 

@@ -223,13 +223,32 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             return fail(self._not_writable(ledger_id))
         try:
             entry = self._store(ledger, data, publish_time_us)
-        except LedgerError as e:
-            return fail(e)
-        except (TypeError, ValueError, struct.error) as e:
-            return fail(LedgerError(f"ledger {ledger_id}: bad entry or publish time: {e}"))
+        except Exception as e:
+            return self._refused(ledger_id, e)
         if self._always:
             return self._commit.wait(entry)
         return succeed(entry)
+
+    def append_now(self, ledger_id, data, publish_time_us):
+        """append, answered within the call when the entry is acknowledged at once (fsync
+        `never` or `interval`): its entry id, an int; else append's Deferred (refusals
+        too). The topic log's common append: no Deferred made."""
+        ledger = self._writable.get(ledger_id)
+        if ledger is None or self._always:
+            return self.append(ledger_id, data, publish_time_us)
+        try:
+            return self._store(ledger, data, publish_time_us)
+        except Exception as e:
+            return self._refused(ledger_id, e)
+
+    @staticmethod
+    def _refused(ledger_id, error: Exception) -> Deferred:
+        """The failed Deferred of an append _store refused (nothing was stored)."""
+        if isinstance(error, LedgerError):
+            return fail(error)
+        if isinstance(error, (TypeError, ValueError, struct.error)):
+            return fail(LedgerError(f"ledger {ledger_id}: bad entry or publish time: {error}"))
+        raise error
 
     def _store(self, ledger: Ledger, data, time_us: int) -> int:
         """Store one entry: data, then index record, then committed count. Everything that

@@ -64,12 +64,12 @@ class LocalAppend:
         ledger.entries = entries + 1
         ledger.bytes += nbytes
         try:
-            d = self._ledgers.append(ledger.ledger_id, data, now)
+            d = self._append_now(ledger.ledger_id, data, now)  # (an int: acknowledged at once)
         except Exception:
             d = fail()
-        if d.called and not isinstance(d.result, Failure):
+        if d.__class__ is int or (d.called and not isinstance(d.result, Failure)):
             self.last_seq = last  # (_deliver's part: nothing was in flight, the gate is open)
-            if self._is_full():
+            if ledger.entries >= self._max_entries or ledger.bytes >= self._max_bytes:  # (_is_full)
                 self._start_roll()
             return entry
         op = PendingAppend(None, count, self._region, None, now)

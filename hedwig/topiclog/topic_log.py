@@ -96,6 +96,7 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
             raise ValueError("a topic log's ranges end with its open ledger")
         self.topic = topic
         self._ledgers = ledgers
+        self._append_now = getattr(ledgers, "append_now", ledgers.append)  # (ILedgerStore.append)
         self._metadata = metadata
         self._settings = settings
         self._region = region.encode("utf-8")

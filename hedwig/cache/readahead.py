@@ -121,12 +121,12 @@ class ReadAheadCache:
         """publish, answered within the call when the log acknowledges at once
         (TopicLog.append_now): the LogEntry, already cached and its stubs filled; else
         publish's Deferred."""
-        stored = topic_log.append_now(message_set, count, origin_region, origin_seq, via, producer)
-        if stored.__class__ is LogEntry:
-            return self._published(stored, topic_log)
-        return stored.addCallback(self._published, topic_log)
+        return self.wrap(topic_log).append_now(message_set, count, origin_region, origin_seq, via, producer)
 
-    def _published(self, entry, topic_log):
+    def on_stored(self, entry, topic_log):
+        """`topic_log` stored `entry`: it enters the cache and goes to whoever waits for
+        it (CachedTopicLog.append_now calls this, at once or once the entry is durable)."""
+
         topic = self._topics.get(topic_log.topic)
         if topic is None or topic.topic_log is not topic_log:
             topic = self._topic(topic_log)

@@ -212,7 +212,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             except Exception as e:  # every failure becomes a status
                 self._failed(Failure(e), None, request_id, op, started)
         if (
-            len(self._replies) >= self.max_inflight_requests
+            len(self._replies.waiting) >= self.max_inflight_requests
             or self._inflight_bytes >= self.max_inflight_bytes
         ):
             self._too_busy = True

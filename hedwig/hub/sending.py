@@ -65,13 +65,13 @@ class HubWrites:
         of a large entry to its subscribers."""
         self._depth -= 1
         self._last_of = None
-        if self._depth or not self._held:
+        held = self._held
+        if self._depth or not held:
             return
-        held, self._held = self._held, {}
         if len(held) == 1:  # (one connection written to: no order among connections to keep)
-            for transport, chunks in held.items():
-                send(transport, chunks)
+            send(*held.popitem())
             return
+        self._held = {}
         large = None
         for transport, chunks in held.items():
             if len(chunks) <= 2 and sum(map(len, chunks)) <= SMALL_SEND_BYTES:

@@ -105,7 +105,8 @@ class HubWrites:
                 and len(data) <= 2
                 and sum(map(len, data)) <= SMALL_SEND_BYTES
             ):
-                self._send_now(transport, list(data))
+                held = self._held.pop(transport, None)  # (_send_now, inline: a delivery's path)
+                send(transport, list(data) if held is None else held + list(data))
                 return
             chunks = self._held.get(transport)
             if chunks is None:

@@ -5,7 +5,9 @@ over its persistence manager. A request for a seq-id has three cases:
 
 1. an entry holding it is cached: it is returned at once (a hit);
 2. it lies beyond the topic's last published seq-id: a stub is set there and the publish
-   that assigns it fills the stub, waking the requester (push: nobody polls);
+   that assigns it fills the stub, waking the requester (push: nobody polls). A cursor
+   caught up with the topic waits at its tail instead (`wait_tail`): the publish hands
+   it the entry directly, with no stub and no Deferred;
 3. it is published but not cached: a stub is set and one range read fetches the entry and
    the next `readahead_count - 1` ones (at most `readahead_bytes`) from the ledger (pull).
 

@@ -153,7 +153,6 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             writes.end()
 
     def _read(self, data) -> None:
-        self._last_read = self.hub.clock.seconds()
         framing_error = None
         try:
             frames = self._decoder.feed(data)
@@ -167,6 +166,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             self._protocol_error(0, 0, status, str(framing_error))
         if self._reading:
             if self._decoder.partial or self._frame_reserved:  # (else nothing to reserve or release)
+                self._last_read = self.hub.clock.seconds()  # (a frame's stall counts from here)
                 self._reserve_frame()
         else:  # (closing: what is left of the stream is never read)
             self._release_frame()

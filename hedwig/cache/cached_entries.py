@@ -54,8 +54,7 @@ class CachedEntries:
             starts.append(first)
         else:
             self._merge([first])
-        if len(starts) - len(by_first) > len(by_first) + _COMPACT_SLACK:  # (_maybe_compact, inline)
-            self._maybe_compact()
+        # (No compaction check: an add never adds a stale first seq-id, so never calls for one.)
 
     def add_run(self, entries) -> None:
         """Add entries read in one range read, ascending; those already cached are skipped."""
@@ -85,7 +84,10 @@ class CachedEntries:
 
     def remove(self, first_seq: int):
         """Forget the entry starting at first_seq (FIFO eviction); returns it or None."""
-        return self.by_first.pop(first_seq, None)
+        entry = self.by_first.pop(first_seq, None)
+        if entry is not None:
+            self._maybe_compact()
+        return entry
 
     def remove_upto(self, seq: int) -> list:
         """Remove every entry whose last seq-id <= seq; return them."""

@@ -145,7 +145,10 @@ class ReadAheadCache:
             waiting, topic.tail = topic.tail, []
             for waiter in waiting:
                 waiter.topic = None
-                waiter.arrived(entry)
+                try:
+                    waiter.arrived(entry)
+                except Exception:  # (one reader's failure is neither the publisher's nor the others')
+                    _logger.failure("handing seq {seq} of {topic} over failed", seq=first, topic=topic.topic)
         if topic.stub_seqs:
             self._fill(topic, (entry,))
         return entry
@@ -408,7 +411,10 @@ class ReadAheadCache:
         waiting, topic.tail = topic.tail, []
         for waiter in waiting:
             waiter.topic = None
-            waiter.failed(released)
+            try:
+                waiter.failed(released)
+            except Exception:
+                _logger.failure("telling a reader of {topic} it was released failed", topic=topic_name)
 
     # -- observation -------------------------------------------------------------------
 

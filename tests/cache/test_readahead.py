@@ -23,6 +23,23 @@ def publish(cache, log, count=1, size=100):
     return results[0]
 
 
+@pytest.fixture
+def caplog_failures():
+    """The texts of the failures logged meanwhile (twisted.logger)."""
+    from twisted.logger import globalLogPublisher
+
+    texts = []
+
+    def observe(event):
+        failure = event.get("log_failure")
+        if failure is not None:
+            texts.append(failure.getErrorMessage())
+
+    globalLogPublisher.addObserver(observe)
+    yield texts
+    globalLogPublisher.removeObserver(observe)
+
+
 def result_of(d):
     out = []
     d.addBoth(out.append)
@@ -84,6 +101,20 @@ def test_a_caught_up_reader_waits_at_the_tail_and_the_publish_hands_it_the_entry
     cache.wait_tail(log, 7, waiter)
     cache.drop_topic(log.topic)
     assert got == [entry] and failed[0].check(TopicReleased)
+
+
+def test_a_tail_waiter_that_fails_keeps_the_entry_from_no_one_else(caplog_failures):
+    cache, log = make(), ControllableLog()
+    got = []
+
+    def broken(entry):
+        raise RuntimeError("a broken reader")
+
+    cache.wait_tail(log, 1, TailWaiter(broken, None))
+    cache.wait_tail(log, 1, TailWaiter(got.append, None))
+    entry = publish(cache, log)  # the publish itself is answered
+    assert got == [entry] and cache.get(log, 1) is entry
+    assert any("a broken reader" in text for text in caplog_failures)
 
 
 def test_a_wait_further_ahead_than_the_tail_waits_on_a_stub():

@@ -38,6 +38,8 @@ class LocalAppend:
             now = self._last_time_us
         self._last_time_us = now
         ledger = self._open
+        if ledger.closed:  # (a roll to retry: one failed after closing it, or no ledger yet)
+            return None
         entries = ledger.entries
         if entries:
             if (
@@ -47,8 +49,6 @@ class LocalAppend:
                 or now > ledger.roll_after_us
             ):
                 return None  # a roll first
-        elif ledger.closed:
-            return None
         else:
             ledger.roll_after_us = now + self._max_age_us
         first = self._next_seq

@@ -108,6 +108,7 @@ class TopicManager:
             if cached is not None:
                 cached.release()
             self._open.discard(topic)  # (an acquisition that raced the delete has closed)
+            self._drop_served(topic)
             return result
 
         return deleted.addCallback(forget)
@@ -127,9 +128,17 @@ class TopicManager:
             if topic_log is not None:
                 self._cache.wrap(topic_log).release()
             self._open.discard(topic)
+            self._drop_served(topic)
             return topic_log
 
         return released.addCallback(forget)
+
+    def _drop_served(self, topic: str) -> None:
+        """Forget the topic's decorated log once it is closed (nothing is kept of a topic
+        that left; a log acquired again meanwhile stays)."""
+        served = self._served.get(topic)
+        if served is not None and not served.is_open:
+            del self._served[topic]
 
     def open_topics(self) -> list:
         """Names of the topics open here, sorted (for garbage collection)."""

@@ -128,7 +128,6 @@ class ReadAheadCache:
     def on_stored(self, entry, topic_log):
         """`topic_log` stored `entry`: it enters the cache and goes to whoever waits for
         it (CachedTopicLog.append_now calls this, at once or once the entry is durable)."""
-
         topic = self._topics.get(topic_log.topic)
         if topic is None or topic.topic_log is not topic_log:
             topic = self._topic(topic_log)

@@ -47,13 +47,14 @@ class CachedEntries:
     def add(self, entry) -> None:
         """Add one entry (a publish: normally beyond every cached one)."""
         first = entry.first_seq
-        self.by_first[first] = entry
+        by_first = self.by_first
+        by_first[first] = entry
         starts = self.starts
         if not starts or starts[-1] < first:
             starts.append(first)
         else:
             self._merge([first])
-        self._maybe_compact()
+        # (No compaction check: an add never adds a stale first seq-id, so never calls for one.)
 
     def add_run(self, entries) -> None:
         """Add entries read in one range read, ascending; those already cached are skipped."""
@@ -83,7 +84,10 @@ class CachedEntries:
 
     def remove(self, first_seq: int):
         """Forget the entry starting at first_seq (FIFO eviction); returns it or None."""
-        return self.by_first.pop(first_seq, None)
+        entry = self.by_first.pop(first_seq, None)
+        if entry is not None:
+            self._maybe_compact()
+        return entry
 
     def remove_upto(self, seq: int) -> list:
         """Remove every entry whose last seq-id <= seq; return them."""

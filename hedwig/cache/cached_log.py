@@ -15,6 +15,7 @@ from operator import attrgetter
 from zope.interface import implementer
 
 from hedwig.cache.interface import ICachedTopicLog
+from hedwig.topiclog.entry import LogEntry
 
 
 @implementer(ICachedTopicLog)
@@ -38,8 +39,12 @@ class CachedTopicLog:
         return self.cache.publish(self.inner, message_set, count, origin_region, origin_seq, via, producer)
 
     def append_now(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
-        cache = self.cache
-        return cache.publish_now(self.inner, message_set, count, origin_region, origin_seq, via, producer)
+        """ReadAheadCache.publish_now: the decorated log's append_now, its entry cached."""
+        inner = self.inner
+        stored = inner.append_now(message_set, count, origin_region, origin_seq, via, producer)
+        if stored.__class__ is LogEntry:
+            return self.cache.on_stored(stored, inner)
+        return stored.addCallback(self.cache.on_stored, inner)
 
     def get(self, seq: int):
         return self.cache.get(self.inner, seq)

@@ -5,7 +5,9 @@ over its persistence manager. A request for a seq-id has three cases:
 
 1. an entry holding it is cached: it is returned at once (a hit);
 2. it lies beyond the topic's last published seq-id: a stub is set there and the publish
-   that assigns it fills the stub, waking the requester (push: nobody polls);
+   that assigns it fills the stub, waking the requester (push: nobody polls). A cursor
+   caught up with the topic waits at its tail instead (`wait_tail`): the publish hands
+   it the entry directly, with no stub and no Deferred;
 3. it is published but not cached: a stub is set and one range read fetches the entry and
    the next `readahead_count - 1` ones (at most `readahead_bytes`) from the ledger (pull).
 
@@ -30,6 +32,7 @@ from twisted.python.failure import Failure
 from hedwig.cache.cached_entries import CachedEntries
 from hedwig.cache.cached_log import CachedTopicLog
 from hedwig.cache.fifo import ByteBudgetFifo
+from hedwig.cache.waits import RangeRead, Stub, TailWaiter
 from hedwig.ledger.interface import LedgerError
 from hedwig.settings import CacheSettings
 from hedwig.topiclog.entry import LogEntry
@@ -41,46 +44,19 @@ class TopicReleased(Exception):
     """The topic left this cache (released by the hub) while a request waited on it."""
 
 
-class _Stub:
-    """A seq-id someone waits for; `read` is the range read expected to fill it (None at
-    the tail, where a publish will)."""
-
-    __slots__ = ("done", "entry", "failure", "read", "seq", "waiters")
-
-    def __init__(self, seq: int):
-        self.seq = seq
-        self.waiters = []
-        self.read = None
-        self.done = False
-        self.entry = None
-        self.failure = None
-
-
-class _RangeRead:
-    """One ledger read in flight: up to `max_entries` entries from `from_seq`, expected
-    to reach about `reach` (estimated from the topic's recent entry sizes)."""
-
-    __slots__ = ("from_seq", "max_entries", "reach", "stubs")
-
-    def __init__(self, from_seq: int, max_entries: int, reach: int, stubs: list):
-        self.from_seq = from_seq
-        self.max_entries = max_entries
-        self.reach = reach
-        self.stubs = stubs
-
-
 class _TopicCache:
     """One topic's part of the cache."""
 
-    __slots__ = ("count_hint", "index", "topic_log", "reads", "stub_seqs", "stubs", "topic")
+    __slots__ = ("count_hint", "index", "topic_log", "reads", "stub_seqs", "stubs", "tail", "topic")
 
     def __init__(self, topic_log):
         self.topic = topic_log.topic
         self.topic_log = topic_log
         self.index = CachedEntries()
-        self.stubs = {}  # seq-id -> _Stub
+        self.stubs = {}  # seq-id -> Stub
         self.stub_seqs = []  # the same seq-ids, sorted, to find those an entry covers
-        self.reads = []  # _RangeRead in flight
+        self.reads = []  # RangeRead in flight
+        self.tail = []  # TailWaiter for the entry after topic_log.last_seq, in the order they came
         self.count_hint = 1  # messages per entry, last seen: estimates a read's reach
 
 
@@ -147,16 +123,31 @@ class ReadAheadCache:
         """publish, answered within the call when the log acknowledges at once
         (TopicLog.append_now): the LogEntry, already cached and its stubs filled; else
         publish's Deferred."""
-        stored = topic_log.append_now(message_set, count, origin_region, origin_seq, via, producer)
-        if stored.__class__ is LogEntry:
-            return self._published(stored, topic_log)
-        return stored.addCallback(self._published, topic_log)
+        return self.wrap(topic_log).append_now(message_set, count, origin_region, origin_seq, via, producer)
 
-    def _published(self, entry, topic_log):
-        topic = self._topic(topic_log)
+    def on_stored(self, entry, topic_log):
+        """`topic_log` stored `entry`: it enters the cache and goes to whoever waits for
+        it (CachedTopicLog.append_now calls this, at once or once the entry is durable)."""
+        topic = self._topics.get(topic_log.topic)
+        if topic is None or topic.topic_log is not topic_log:
+            topic = self._topic(topic_log)
         self.published += 1
-        topic.count_hint = entry.count
-        self._cache(topic, entry)
+        first = entry.first_seq
+        topic.count_hint = entry.last_seq - first + 1
+        fifo = self._fifo
+        if len(entry.data) > fifo.maxsize:  # (_cache, inline: once per publish)
+            self.uncacheable += 1
+        elif first not in topic.index.by_first:
+            topic.index.add(entry)
+            fifo.add(entry, topic.topic)
+        if topic.tail:  # caught-up cursors: the entry straight to them (they register again)
+            waiting, topic.tail = topic.tail, []
+            for waiter in waiting:
+                waiter.topic = None
+                try:
+                    waiter.arrived(entry)
+                except Exception:  # (one reader's failure is neither the publisher's nor the others')
+                    _logger.failure("handing seq {seq} of {topic} over failed", seq=first, topic=topic.topic)
         if topic.stub_seqs:
             self._fill(topic, (entry,))
         return entry
@@ -191,6 +182,25 @@ class ReadAheadCache:
                 return stub.entry  # the read completed synchronously
         return d
 
+    def wait_tail(self, topic_log, seq: int, waiter: TailWaiter):
+        """Wait for the entry holding `seq`, past the log's last seq-id (a caught-up
+        cursor): `waiter.arrived(entry)` once it is published, `waiter.failed(failure)`
+        if the topic leaves the cache first. Returns what to cancel() to stop waiting.
+        When `seq` is the next seq-id to publish, the usual case, the waiter joins the
+        topic's tail and the publish calls it; further ahead it waits on a stub, as
+        `get` would make it."""
+        if seq != topic_log.last_seq + 1:
+            d = self.get(topic_log, seq)
+            d.addCallbacks(waiter.arrived, waiter.failed)
+            return d
+        topic = self._topics.get(topic_log.topic)
+        if topic is None or topic.topic_log is not topic_log:
+            topic = self._topic(topic_log)
+        self.tail_waits += 1
+        waiter.topic = topic
+        topic.tail.append(waiter)
+        return waiter
+
     def _look_ahead(self, topic, entry) -> None:
         by_first = topic.index.by_first
         following = entry.last_seq + 1
@@ -213,7 +223,7 @@ class ReadAheadCache:
     # -- stubs and range reads ---------------------------------------------------------
 
     def _add_stub(self, topic, seq: int):
-        stub = _Stub(seq)
+        stub = Stub(seq)
         topic.stubs[seq] = stub
         insort(topic.stub_seqs, seq)
         return stub
@@ -248,7 +258,7 @@ class ReadAheadCache:
             read.stubs.append(stub)
 
     def _start_read(self, topic, from_seq: int, max_entries: int, stubs: list) -> None:
-        read = _RangeRead(from_seq, max_entries, from_seq + max_entries * topic.count_hint - 1, stubs)
+        read = RangeRead(from_seq, max_entries, from_seq + max_entries * topic.count_hint - 1, stubs)
         for stub in stubs:
             stub.read = read
         topic.reads.append(read)
@@ -343,15 +353,6 @@ class ReadAheadCache:
 
     # -- the byte budget ---------------------------------------------------------------
 
-    def _cache(self, topic, entry) -> None:
-        if len(entry.data) > self._fifo.maxsize:
-            self.uncacheable += 1
-            return
-        if entry.first_seq in topic.index:
-            return
-        topic.index.add(entry)
-        self._fifo[(topic.topic, entry.first_seq)] = entry
-
     def _cache_run(self, topic, entries) -> None:
         limit = self._fifo.maxsize
         fresh = [e for e in entries if e.first_seq not in topic.index and len(e.data) <= limit]
@@ -359,15 +360,15 @@ class ReadAheadCache:
         if not fresh:
             return
         topic.index.add_run(fresh)
-        fifo = self._fifo
+        add = self._fifo.add
         name = topic.topic
         for entry in fresh:
-            fifo[(name, entry.first_seq)] = entry
+            add(entry, name)
 
-    def _evicted(self, key, entry) -> None:
-        topic = self._topics.get(key[0])
+    def _evicted(self, entry, topic_name: str) -> None:
+        topic = self._topics.get(topic_name)
         if topic is not None:
-            topic.index.remove(key[1])
+            topic.index.remove(entry.first_seq)
         self.evicted_fifo += 1
 
     def prune(self, topic_name: str, consumed_seq: int) -> int:
@@ -377,9 +378,9 @@ class ReadAheadCache:
         if topic is None:
             return 0
         removed = topic.index.remove_upto(consumed_seq)
-        fifo = self._fifo
+        remove = self._fifo.remove
         for entry in removed:
-            del fifo[(topic_name, entry.first_seq)]
+            remove(entry)
         self.evicted_pruned += len(removed)
         return len(removed)
 
@@ -399,12 +400,20 @@ class ReadAheadCache:
         topic = self._topics.pop(topic_name, None)
         if topic is None:
             return
-        fifo = self._fifo
-        for first in list(topic.index.by_first):
-            del fifo[(topic_name, first)]
+        remove = self._fifo.remove
+        for entry in list(topic.index.by_first.values()):
+            remove(entry)
         stubs = list(topic.stubs.values())
+        released = Failure(TopicReleased(f"topic {topic_name} was released"))
         if stubs:
-            self._fail_stubs(topic, stubs, Failure(TopicReleased(f"topic {topic_name} was released")))
+            self._fail_stubs(topic, stubs, released)
+        waiting, topic.tail = topic.tail, []
+        for waiter in waiting:
+            waiter.topic = None
+            try:
+                waiter.failed(released)
+            except Exception:
+                _logger.failure("telling a reader of {topic} it was released failed", topic=topic_name)
 
     # -- observation -------------------------------------------------------------------
 
@@ -425,9 +434,20 @@ class ReadAheadCache:
             "bytes": sum(len(e.data) for e in entries),
             "first_seq": entries[0].first_seq if entries else None,
             "last_seq": entries[-1].last_seq if entries else None,
-            "stubs": list(topic.stub_seqs),
+            "stubs": self._stub_seqs(topic),
             "reads_in_flight": [(r.from_seq, r.max_entries) for r in topic.reads],
         }
+
+    @staticmethod
+    def _stub_seqs(topic) -> list:
+        """The seq-ids waited for: the stubs', and the tail's (counted as the stub it
+        stands for: its waiters are the ones a stub at last_seq + 1 would have)."""
+        seqs = list(topic.stub_seqs)
+        if topic.tail:
+            after = topic.topic_log.last_seq + 1
+            if after not in topic.stubs:
+                insort(seqs, after)
+        return seqs
 
     @property
     def bytes(self) -> int:
@@ -439,8 +459,9 @@ class ReadAheadCache:
             "hits": self.hits,
             "misses": self.misses,
             "tail_waits": self.tail_waits,
-            "stubs": sum(len(t.stubs) for t in topics),
-            "stub_waiters": sum(len(s.waiters) for t in topics for s in t.stubs.values()),
+            "stubs": sum(len(self._stub_seqs(t)) for t in topics),
+            "stub_waiters": sum(len(s.waiters) for t in topics for s in t.stubs.values())
+            + sum(len(t.tail) for t in topics),
             "reads_in_flight": sum(len(t.reads) for t in topics),
             "entries_in_flight": sum(r.max_entries for t in topics for r in t.reads),
             "range_reads": self.range_reads,

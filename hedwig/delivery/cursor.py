@@ -23,6 +23,7 @@ from functools import partial
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
+from hedwig.cache.waits import TailWaiter
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -40,6 +41,8 @@ class Cursor:
     __slots__ = (
         "_cache",
         "_get",
+        "_tail_waiter",
+        "_wait_tail",
         "_log_bounds",
         "_clock",
         "_max_burst",
@@ -113,6 +116,8 @@ class Cursor:
         # the same calls ICachedTopicLog.get and its bounds make, without their extra
         # Python call per entry per subscriber (about a tenth of a push to ten).
         self._get = partial(cache.get, topic_log.inner)
+        self._wait_tail = partial(cache.wait_tail, topic_log.inner)
+        self._tail_waiter = TailWaiter(self._arrived, self._failed)  # (registered again per entry)
         self._log_bounds = topic_log.inner
         self._clock = clock
         self._retry_s = cache.settings.retry_backoff_ms / 1000.0
@@ -204,6 +209,10 @@ class Cursor:
             entry = self.held
             if entry is None or entry.last_seq < next_seq:
                 self.held = None
+                if next_seq > topic_log.last_seq:  # caught up: the next publish comes to it
+                    self.push_waits += 1
+                    self._waiting = self._wait_tail(next_seq, self._tail_waiter)
+                    return
                 if next_seq < topic_log.first_seq:
                     self.skipped += topic_log.first_seq - next_seq
                     self.next_seq = next_seq = topic_log.first_seq
@@ -212,8 +221,6 @@ class Cursor:
                 if cache.misses != misses:
                     self.pulls += 1
                 if type(found) is Deferred:
-                    if next_seq > topic_log.last_seq:
-                        self.push_waits += 1
                     self._waiting = found
                     found.addCallbacks(self._arrived, self._failed)
                     return

@@ -153,7 +153,6 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             writes.end()
 
     def _read(self, data) -> None:
-        self._last_read = self.hub.clock.seconds()
         framing_error = None
         try:
             frames = self._decoder.feed(data)
@@ -166,7 +165,9 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             status = Status.FRAME_TOO_LARGE if too_large else Status.MALFORMED_REQUEST
             self._protocol_error(0, 0, status, str(framing_error))
         if self._reading:
-            self._reserve_frame()
+            if self._decoder.partial or self._frame_reserved:  # (else nothing to reserve or release)
+                self._last_read = self.hub.clock.seconds()  # (a frame's stall counts from here)
+                self._reserve_frame()
         else:  # (closing: what is left of the stream is never read)
             self._release_frame()
 
@@ -211,7 +212,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             except Exception as e:  # every failure becomes a status
                 self._failed(Failure(e), None, request_id, op, started)
         if (
-            len(self._replies) >= self.max_inflight_requests
+            len(self._replies.waiting) >= self.max_inflight_requests
             or self._inflight_bytes >= self.max_inflight_bytes
         ):
             self._too_busy = True

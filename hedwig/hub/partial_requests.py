@@ -26,7 +26,7 @@ class PartialRequests:
     _awaiting_intake = False  # stopped reading until the intake grants its frame
     _frame_timer = None  # checks that the frame in progress still arrives
     _hello_timer = None
-    _last_read = 0.0  # when bytes last arrived (or the hub last resumed reading)
+    _last_read = 0.0  # when bytes of a frame in progress last arrived (or reading resumed)
 
     # -- HELLO ------------------------------------------------------------------------------
 

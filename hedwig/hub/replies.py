@@ -27,42 +27,44 @@ class ReplyQueue:
         self._write = write
         self._write_sequence = write_sequence
         self._released = released  # called after replies waiting in slots went out
-        self._slots = deque()
+        self.waiting = deque()  # ReplySlot of each request not yet answered, in request order
         self._idle = Waiters()  # fired once no request waits for its reply
 
     def __len__(self) -> int:
         """Requests still waiting for their reply."""
-        return len(self._slots)
+        return len(self.waiting)
 
     def reserve(self) -> ReplySlot:
         slot = ReplySlot()
-        self._slots.append(slot)
+        self.waiting.append(slot)
         return slot
 
     def fill(self, slot: ReplySlot, data, after=None) -> None:
         slot.data = data
         slot.after = after
         slot.ready = True
-        slots = self._slots
+        slots = self.waiting
         if slots and slots[0] is slot:  # (empty once the connection is gone)
             self._release()
 
     def send(self, data, after=None) -> None:
         """A reply known at once: written now unless earlier replies are still pending."""
-        if self._slots:
+        if self.waiting:
             self.fill(self.reserve(), data, after)
+        elif after is None and data.__class__ is bytes:  # (_emit's usual case, inline)
+            self._write(data)
         else:
             self._emit(data, after)
 
     def when_idle(self) -> Deferred:
         """Fires once no request waits for its reply."""
-        if not self._slots:
+        if not self.waiting:
             return succeed(None)
         return self._idle.wait()
 
     def discard(self) -> None:
         """The connection is gone: drop pending replies, release idle waiters."""
-        self._slots.clear()
+        self.waiting.clear()
         self._idle.fire()
 
     def _emit(self, data, after) -> None:
@@ -74,7 +76,7 @@ class ReplyQueue:
             after()
 
     def _release(self) -> None:
-        slots = self._slots
+        slots = self.waiting
         while slots and slots[0].ready:
             slot = slots.popleft()
             self._emit(slot.data, slot.after)

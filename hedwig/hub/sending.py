@@ -65,9 +65,13 @@ class HubWrites:
         of a large entry to its subscribers."""
         self._depth -= 1
         self._last_of = None
-        if self._depth or not self._held:
+        held = self._held
+        if self._depth or not held:
             return
-        held, self._held = self._held, {}
+        if len(held) == 1:  # (one connection written to: no order among connections to keep)
+            send(*held.popitem())
+            return
+        self._held = {}
         large = None
         for transport, chunks in held.items():
             if len(chunks) <= 2 and sum(map(len, chunks)) <= SMALL_SEND_BYTES:
@@ -101,7 +105,8 @@ class HubWrites:
                 and len(data) <= 2
                 and sum(map(len, data)) <= SMALL_SEND_BYTES
             ):
-                self._send_now(transport, list(data))
+                held = self._held.pop(transport, None)  # (_send_now, inline: a delivery's path)
+                send(transport, list(data) if held is None else held + list(data))
                 return
             chunks = self._held.get(transport)
             if chunks is None:

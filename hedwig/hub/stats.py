@@ -144,25 +144,41 @@ class HubStats:
         self.unknown_operations = 0
         self.frame_timeouts = 0  # connections closed for a frame that stopped arriving
         self.hello_timeouts = 0  # connections closed for saying no HELLO in time
-        self.messages_published = 0
-        self.bytes_published = 0
         self.entries_delivered = 0
         self.messages_delivered = 0
         self.redirected = 0  # requests answered NOT_RESPONSIBLE_FOR_TOPIC (Hedwig's "redirected")
 
+    @property
+    def messages_published(self) -> int:
+        """Messages of every client's set stored (the topics' counts, summed when read)."""
+        return sum(row[0] for row in self.topics.counts.values()) + self.topics.other[0]
+
+    @property
+    def bytes_published(self) -> int:
+        return sum(row[2] for row in self.topics.counts.values()) + self.topics.other[2]
+
     def entry_published(self, topic: str, entry) -> None:
         """A client's set stored as `entry` (a PUBLISH, or an idempotent publish that was
         not a repeat): counted once per entry, never per message."""
-        count = entry.last_seq - entry.first_seq + 1
-        size = len(entry.data)
-        self.messages_published += count
-        self.bytes_published += size
-        self.topics.add(topic, count, size)
+        self.topics.add(topic, entry.last_seq - entry.first_seq + 1, len(entry.data))
 
     def publish_stored(self, topic: str, entry, latency_s: float) -> None:
-        """A PUBLISH answered: its request counted, its entry too (entry_published)."""
-        self.publish_ops.record(True, latency_s)
-        self.entry_published(topic, entry)
+        """A PUBLISH answered: its request counted, its entry too: OpStats.record and
+        entry_published in one call (once per PUBLISH)."""
+        ops = self.publish_ops
+        ops.ok += 1
+        latency_us = int(latency_s * 1e6)
+        ops.buckets[bisect_left(LATENCY_BUCKETS_US, latency_us)] += 1
+        ops.total_us += latency_us
+        if latency_us > ops.max_us:
+            ops.max_us = latency_us
+        row = self.topics.counts.get(topic)
+        if row is None:
+            self.entry_published(topic, entry)
+        else:
+            row[0] += entry.last_seq - entry.first_seq + 1
+            row[1] += 1
+            row[2] += len(entry.data)
 
     def record(self, name: str, ok: bool, latency_s: float) -> None:
         stats = self.ops.get(name)

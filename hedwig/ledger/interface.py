@@ -52,7 +52,12 @@ class ILedgerStore(Interface):
         """Append one entry: `data` is bytes-like, or a list of bytes-like chunks stored as
         their concatenation. Returns a Deferred firing with the entry id once the entry is
         durable under the fsync policy; Deferreds fire in append order. Fails with
-        StorageFull (nothing stored) or LedgerError."""
+        StorageFull (nothing stored) or LedgerError.
+
+        A store may also offer `append_now(ledger_id, data, publish_time_us)` (the topic
+        log uses it when present): the entry id itself, an int, when the entry is
+        acknowledged within the call, else what append returns. A store that adds a
+        check to append (hedwig.ledger.shared_store: fencing) gives append_now the same."""
 
     def read(ledger_id, first_entry, last_entry, max_bytes=None):
         """Entries first_entry..last_entry (inclusive) as a list of bytes, stopping early

@@ -64,7 +64,7 @@ RECORD_BYTES = RECORD.size  # 24
 MAX_PAGE_BYTES = 1 << 32  # offsets and lengths are u32
 
 
-_SALT = 0x9E3779B1
+RECORD_SALT = 0x9E3779B1
 
 
 def record_check(crc: int, entry: int, time_us: int) -> int:
@@ -74,7 +74,7 @@ def record_check(crc: int, entry: int, time_us: int) -> int:
     on that when it rolls forward over records the header does not count.
 
     The store computes the same expression inline on its append path."""
-    return crc ^ ((((entry + 1) * _SALT) ^ time_us ^ (time_us >> 32)) & 0xFFFFFFFF | 1)
+    return crc ^ ((((entry + 1) * RECORD_SALT) ^ time_us ^ (time_us >> 32)) & 0xFFFFFFFF | 1)
 
 
 class HeaderError(ValueError):

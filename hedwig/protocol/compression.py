@@ -34,6 +34,7 @@ from enum import IntEnum
 
 from hedwig.protocol.messageset import (
     FLAG_PROPERTIES,
+    ONE_MESSAGE_HEADER,
     SET_VERSION,
     MessageSetError,
     encode_message_set,
@@ -230,7 +231,20 @@ def validate_published_set(
     `max_plain_bytes` (what an uncompressed PUBLISH could carry: the hub's frame limit)
     and at most what its count of messages of `max_message_bytes` can hold, or
     MESSAGE_TOO_LARGE; then it is decompressed (bounded by that size) and the plain set
-    is validated completely, with the compressed header's count, once."""
+    is validated completely, with the compressed header's count, once.
+
+    One plain message without properties (the single-message publish) is checked with
+    one unpack here; every other plain set by validate_message_set."""
+    if len(buf) - offset >= ONE_MESSAGE_HEADER.size:  # one message without properties: one unpack
+        version, flags, count, length = ONE_MESSAGE_HEADER.unpack_from(buf, offset)
+        if (
+            count == 1
+            and version == SET_VERSION
+            and not flags
+            and offset + ONE_MESSAGE_HEADER.size + length == len(buf)
+            and (max_message_bytes is None or length <= max_message_bytes)
+        ):
+            return 1
     if len(buf) - offset < 2 or not buf[offset + 1] & CODEC_MASK:
         return validate_message_set(buf, offset, max_message_bytes)
     _, version, _, count, plain_length = _compressed_header(buf, offset)

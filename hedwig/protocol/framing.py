@@ -56,6 +56,9 @@ class FrameDecoder:
         self.max_frame_bytes = max_frame_bytes
         self._buffer = bytearray()
         self._large = None  # the memory map gathering a large frame (LARGE_FRAME_BYTES)
+        # Whether bytes of an incomplete frame are held (an attribute, read after every
+        # read: frame_in_progress is 0 when it is False).
+        self.partial = False
 
     @property
     def buffered(self) -> int:
@@ -81,6 +84,7 @@ class FrameDecoder:
         """Drop the incomplete frame and give its memory back at once (a connection that
         closed or timed out), rather than when the decoder itself is collected."""
         self._buffer = bytearray()
+        self.partial = False
         if self._large is not None:
             self._large.close()
             self._large = None
@@ -89,6 +93,11 @@ class FrameDecoder:
         if self._large is not None:
             return self._feed_large(data)
         buffer = self._buffer
+        if not buffer and data.__class__ is bytes and len(data) >= FRAME_HEADER_SIZE:
+            # The usual read: one whole frame and nothing held. Taken as it is, unbuffered.
+            length, op, request_id = _FRAME_HEADER.unpack_from(data, 0)
+            if length + 4 == len(data) and length <= self.max_frame_bytes:
+                return [(op, request_id, data[FRAME_HEADER_SIZE:])]
         buffer += data
         frames = []
         position = 0
@@ -116,6 +125,7 @@ class FrameDecoder:
             position = end
         if position:
             del buffer[:position]
+        self.partial = self._large is not None or len(buffer) > 0
         return frames
 
     def _feed_large(self, data) -> list:
@@ -131,6 +141,7 @@ class FrameDecoder:
         frames = [(op, request_id, large[9:])]
         large.close()
         self._large = None
+        self.partial = False
         if len(data) > room:
             try:
                 frames += self.feed(data[room:])

@@ -214,16 +214,6 @@ def validate_message_set(buf, offset: int = 0, max_message_bytes: int | None = N
     every reader can decode. A set without properties costs a few C-level passes over
     its length array (`sum`, `max`); one with properties adds one walk over its pairs.
     """
-    if len(buf) - offset >= ONE_MESSAGE_HEADER.size:  # one message without properties: one unpack
-        version, flags, count, length = ONE_MESSAGE_HEADER.unpack_from(buf, offset)
-        if (
-            count == 1
-            and version == SET_VERSION
-            and not flags
-            and offset + ONE_MESSAGE_HEADER.size + length == len(buf)
-            and (max_message_bytes is None or length <= max_message_bytes)
-        ):
-            return 1
     count, payload_lengths, property_lengths, position = _read_lengths(buf, offset)
     if buf[offset + 1] & ~FLAG_PROPERTIES:
         raise MessageSetError(Status.MALFORMED_REQUEST, f"unknown message set flags {buf[offset + 1]:#x}")

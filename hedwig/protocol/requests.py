@@ -123,6 +123,7 @@ def encode_publish(topic: str, message_set: bytes) -> bytes:
 # Topics already checked, by their str8 as sent: a PUBLISH to one of them is decoded with
 # a slice and a dict lookup. Bounded (emptied when full): names are up to 256 bytes each.
 _CHECKED_TOPICS = {}
+_new_tuple = tuple.__new__
 _CHECKED_TOPICS_MAX = 4096
 
 
@@ -131,7 +132,7 @@ def decode_publish(body) -> Publish:
         offset = 1 + body[0]
         topic = _CHECKED_TOPICS.get(body[:offset])
         if topic is not None and offset < len(body):
-            return Publish(topic, body[offset:])
+            return _new_tuple(Publish, (topic, body[offset:]))  # (Publish(...) without its Python __new__)
     topic, offset = read_topic(body, 0)
     if offset == len(body):
         raise RequestError(Status.MALFORMED_REQUEST, "PUBLISH without a message set")

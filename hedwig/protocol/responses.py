@@ -108,10 +108,13 @@ def decode_response(body) -> Response:
 
 
 _PUBLISHED_FRAME = struct.Struct("!IBIBHHQQ")
+_PUBLISHED_LENGTH, _RESPONSE, _PUBLISH, _SUCCESS = (
+    _PUBLISHED_FRAME.size - 4, int(Op.RESPONSE), int(Op.PUBLISH), int(Status.SUCCESS)
+)
 
 
 def published_response(request_id: int, first_seq: int, last_seq: int) -> bytes:
     """The whole SUCCESS RESPONSE frame to a PUBLISH, in one pack (the hub's hot path)."""
     return _PUBLISHED_FRAME.pack(
-        _PUBLISHED_FRAME.size - 4, Op.RESPONSE, request_id, Op.PUBLISH, Status.SUCCESS, 0, first_seq, last_seq
+        _PUBLISHED_LENGTH, _RESPONSE, request_id, _PUBLISH, _SUCCESS, 0, first_seq, last_seq
     )

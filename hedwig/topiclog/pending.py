@@ -24,6 +24,20 @@ SEQ_LIMIT = 1 << 64
 NO_LIMIT = 1 << 62
 
 
+def check_append(message_set, count, origin, origin_seq) -> None:
+    """Refuse (ValueError, TypeError) an append's arguments that cannot be stored."""
+    if type(count) is not int or not 1 <= count <= MAX_COUNT:
+        raise ValueError(f"an entry holds 1..{MAX_COUNT} messages, not {count!r}")
+    if not isinstance(message_set, (bytes, bytearray, memoryview)):
+        raise TypeError(f"a message set is bytes-like, not {type(message_set).__name__}")
+    if not len(message_set):
+        raise ValueError("an empty message set")
+    if len(origin) > 255:
+        raise ValueError("region names are at most 255 bytes")
+    if origin_seq is not None and (type(origin_seq) is not int or not 1 <= origin_seq < SEQ_LIMIT):
+        raise ValueError(f"origin seq-ids are positive 64-bit integers, not {origin_seq!r}")
+
+
 class PendingAppend:
     """One append call, from the call until its outcome is out. `deferred` is made only
     for an append not answered within its call (TopicLog.append_now): one acknowledged

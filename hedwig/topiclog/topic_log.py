@@ -57,8 +57,9 @@ from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.errors import LogClosed, LogFailed, TopicFenced
 from hedwig.topiclog.interface import ITopicLog
 from hedwig.topiclog.ledgers import LedgerLifecycle
+from hedwig.topiclog.local_append import LocalAppend
 from hedwig.topiclog.locator import EntryLocator
-from hedwig.topiclog.pending import MAX_COUNT, NO_LIMIT, SEQ_LIMIT, LogState, OpenLedger, PendingAppend
+from hedwig.topiclog.pending import NO_LIMIT, SEQ_LIMIT, LogState, OpenLedger, PendingAppend, check_append
 from hedwig.topiclog.reading import ReadingEntries
 
 _logger = Logger()
@@ -67,7 +68,7 @@ _OPEN, _CLOSING, _CLOSED, _FAILED = LogState.OPEN, LogState.CLOSING, LogState.CL
 NEVER_HELD = AckGate()  # the gate of a log no hub holds (tests, tools)
 
 @implementer(ITopicLog)
-class TopicLog(LedgerLifecycle, ReadingEntries):
+class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
     """The log of one topic owned by this hub. Made by TopicLogManager.open (which recovers
     the previous ledger and writes the ranges); never construct one directly elsewhere.
 
@@ -95,6 +96,7 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
             raise ValueError("a topic log's ranges end with its open ledger")
         self.topic = topic
         self._ledgers = ledgers
+        self._append_now = getattr(ledgers, "append_now", ledgers.append)  # (ILedgerStore.append)
         self._metadata = metadata
         self._settings = settings
         self._region = region.encode("utf-8")
@@ -201,9 +203,23 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         entry is acknowledged at once (the store acknowledges at once, under fsync
         `never` or `interval`, and no earlier append is still in flight), else append's
         Deferred[LogEntry] (a failure too is a failed Deferred, as from append)."""
+        if (  # the common case in one call (local_append.py)
+            origin_region is None
+            and origin_seq is None
+            and via is None
+            and producer is None
+            and self._state is _OPEN
+            and not self._inflight
+            and not self._waiting
+            and not self._rolling
+            and not self._gate.held
+        ):
+            stored = self._append_local(message_set, count)
+            if stored is not None:
+                return stored
         try:
             origin = self._region if origin_region is None else origin_region.encode("utf-8")
-            self._check_append(message_set, count, origin, origin_seq)
+            check_append(message_set, count, origin, origin_seq)
             via_name = via.encode("utf-8") if via else b""
             if len(via_name) > 255:
                 raise ValueError("region names are at most 255 bytes")
@@ -217,24 +233,16 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         else:
             self._hand_over(op)
         self._deliver()
+        return self._outcome(op)
+
+    @staticmethod
+    def _outcome(op: PendingAppend):
+        """What append_now answers for `op` once it was handed over (or refused)."""
         if op.deferred is None:  # (every op still in the log past this call has its Deferred)
             if op.out:  # acknowledged or failed at once
                 return op.entry if op.failure is None else fail(op.failure)
             op.deferred = Deferred()
         return op.deferred
-
-    @staticmethod
-    def _check_append(message_set, count, origin, origin_seq) -> None:
-        if type(count) is not int or not 1 <= count <= MAX_COUNT:
-            raise ValueError(f"an entry holds 1..{MAX_COUNT} messages, not {count!r}")
-        if not isinstance(message_set, (bytes, bytearray, memoryview)):
-            raise TypeError(f"a message set is bytes-like, not {type(message_set).__name__}")
-        if not len(message_set):
-            raise ValueError("an empty message set")
-        if len(origin) > 255:
-            raise ValueError("region names are at most 255 bytes")
-        if origin_seq is not None and (type(origin_seq) is not int or not 1 <= origin_seq < SEQ_LIMIT):
-            raise ValueError(f"origin seq-ids are positive 64-bit integers, not {origin_seq!r}")
 
     def _unavailable(self) -> Exception:
         if self._stopped_by is not None:
@@ -295,6 +303,11 @@ class TopicLog(LedgerLifecycle, ReadingEntries):
         else:
             d.addCallbacks(self._stored, self._store_failed, callbackArgs=(op,), errbackArgs=(op,))
         self._handing = None
+        self._handed(op, ledger, first, nbytes)
+
+    def _handed(self, op: PendingAppend, ledger, first: int, nbytes: int) -> None:
+        """After the store was given op's entry: take the seq-ids back if it refused at
+        once, or roll a ledger it filled."""
         if op.failure is not None:  # refused at once: nothing stored, so the seq-ids are free again
             self._next_seq = first
             ledger.index.pop()

@@ -6,6 +6,7 @@ from twisted.internet.task import Clock
 
 from hedwig.cache import ReadAheadCache
 from hedwig.cache.readahead import TopicReleased
+from hedwig.cache.waits import TailWaiter
 from hedwig.ledger import LedgerError
 from hedwig.settings import CacheSettings
 from tests.cache.controllable_log import ControllableLog
@@ -20,6 +21,23 @@ def publish(cache, log, count=1, size=100):
     results = []
     cache.publish(log, bytes(size), count).addCallback(results.append)
     return results[0]
+
+
+@pytest.fixture
+def caplog_failures():
+    """The texts of the failures logged meanwhile (twisted.logger)."""
+    from twisted.logger import globalLogPublisher
+
+    texts = []
+
+    def observe(event):
+        failure = event.get("log_failure")
+        if failure is not None:
+            texts.append(failure.getErrorMessage())
+
+    globalLogPublisher.addObserver(observe)
+    yield texts
+    globalLogPublisher.removeObserver(observe)
 
 
 def result_of(d):
@@ -60,6 +78,55 @@ def test_beyond_the_tail_a_stub_waits_for_the_publish():
     assert result_of(waiting) is entry
     assert log.reads == [], "a caught-up reader never reads the ledger"
     assert cache.stats()["stubs"] == 0
+
+
+def test_a_caught_up_reader_waits_at_the_tail_and_the_publish_hands_it_the_entry():
+    """wait_tail: the entry after last_seq comes to the waiter itself, with no stub and no
+    Deferred; the counters and describe show the wait as the stub it stands for."""
+    cache, log = make(), ControllableLog()
+    publish(cache, log, count=3)
+    got, failed = [], []
+    waiter = TailWaiter(got.append, failed.append)
+    assert cache.wait_tail(log, 4, waiter) is waiter
+    assert cache.stats()["stubs"] == 1 and cache.stats()["stub_waiters"] == 1
+    assert cache.stats()["tail_waits"] == 1 and cache.describe(log.topic)["stubs"] == [4]
+    entry = publish(cache, log, count=2)
+    assert got == [entry] and failed == []
+    assert cache.stats()["stubs"] == 0 and cache.stats()["stub_waiters"] == 0
+    # Registered again, then cancelled: the next publish calls nothing.
+    cache.wait_tail(log, 6, waiter).cancel()
+    publish(cache, log)
+    assert got == [entry] and cache.stats()["stub_waiters"] == 0
+    # A topic released while it waits fails the wait.
+    cache.wait_tail(log, 7, waiter)
+    cache.drop_topic(log.topic)
+    assert got == [entry] and failed[0].check(TopicReleased)
+
+
+def test_a_tail_waiter_that_fails_keeps_the_entry_from_no_one_else(caplog_failures):
+    cache, log = make(), ControllableLog()
+    got = []
+
+    def broken(entry):
+        raise RuntimeError("a broken reader")
+
+    cache.wait_tail(log, 1, TailWaiter(broken, None))
+    cache.wait_tail(log, 1, TailWaiter(got.append, None))
+    entry = publish(cache, log)  # the publish itself is answered
+    assert got == [entry] and cache.get(log, 1) is entry
+    assert any("a broken reader" in text for text in caplog_failures)
+
+
+def test_a_wait_further_ahead_than_the_tail_waits_on_a_stub():
+    cache, log = make(), ControllableLog()
+    publish(cache, log, count=3)
+    got = []
+    waiting = cache.wait_tail(log, 6, TailWaiter(got.append, None))
+    assert isinstance(waiting, Deferred) and cache.describe(log.topic)["stubs"] == [6]
+    publish(cache, log, count=2)
+    assert got == []
+    entry = publish(cache, log, count=2)
+    assert got == [entry] and cache.stats()["stubs"] == 0
 
 
 def test_a_stub_far_beyond_the_tail_is_filled_by_the_entry_holding_it():

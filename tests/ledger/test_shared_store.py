@@ -139,3 +139,15 @@ def test_under_fsync_always_the_fence_file_alone_stops_acknowledgements(hubs):
     with pytest.raises(LedgerFenced):
         fired(second)
     assert not os.path.exists(os.path.join(directory, CLOSED_FILE))
+
+
+def test_append_now_reads_the_fence_word_as_append_does(hubs):
+    """(The topic log's common append asks append_now: a fenced ledger refuses it too.)"""
+    a, b = hubs("a:1"), hubs("b:2")
+    ledger = a.create()
+    assert fired(a.append_now(ledger, entry(0), 1000)) == 0  # (append's Deferred: the fence is read)
+    fired(b.fence(ledger))
+    with pytest.raises(LedgerFenced, match="fenced"):
+        fired(a.append_now(ledger, entry(1), 1001))
+    with pytest.raises(LedgerClosed):
+        fired(a.append_now(ledger, entry(2), 1002))

@@ -37,6 +37,31 @@ def test_round_trip_across_page_and_index_rolls(open_store):
     assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(300))
 
 
+def test_append_now_answers_with_the_entry_id_or_as_append_does(open_store, tmp_path):
+    """append_now: the entry id itself when acknowledged at once (fsync never), the same
+    stored bytes as append; refusals and fsync "always" get append's Deferred."""
+    store = open_store()
+    ledger = store.create()
+    assert store.append_now(ledger, entry(0), 1000) == 0
+    assert result_of(store.append(ledger, entry(1), 1001)) == 1
+    assert store.append_now(ledger, entry(2), 1002) == 2
+    assert store.read(ledger, 0, 2) == [entry(i) for i in range(3)]
+    assert store.entry_time(ledger, 2) == 1002
+    with pytest.raises(LedgerError, match="bad entry"):
+        result_of(store.append_now(ledger, 12, 1003))  # not bytes: nothing stored
+    with pytest.raises(NoSuchLedger):
+        result_of(store.append_now(ledger + 100, entry(3), 1003))
+    result_of(store.close_ledger(ledger))
+    with pytest.raises(LedgerClosed):
+        result_of(store.append_now(ledger, entry(3), 1003))
+    assert store.last_entry_id(ledger) == 2
+    always = open_store(directory=tmp_path / "always", fsync="always")
+    ledger = always.create()
+    waiting = always.append_now(ledger, entry(0), 1000)
+    assert not isinstance(waiting, int)  # a Deferred: acknowledged by the group commit
+    assert result_of(waiting) == 0
+
+
 def test_chunked_and_empty_entries(open_store):
     store = open_store()
     ledger = store.create()

@@ -16,9 +16,23 @@ def test_frames_survive_any_chunking(bodies, cuts):
     for cut in cuts:
         frames += decoder.feed(stream[position : position + cut])
         position += cut
+        assert decoder.partial == (decoder.frame_in_progress > 0)
     frames += decoder.feed(stream[position:])
     assert frames == [(Op.PUBLISH, i + 1, body) for i, body in enumerate(bodies)]
-    assert decoder.buffered == 0
+    assert all(type(body) is bytes for _op, _id, body in frames)
+    assert decoder.buffered == 0 and not decoder.partial
+
+
+@pytest.mark.parametrize("read", [bytes, bytearray, memoryview])
+def test_a_read_of_one_whole_frame_decodes_as_any_other(read):
+    """(A whole frame read as bytes into an empty decoder is taken without the buffer.)"""
+    decoder = FrameDecoder(max_frame_bytes=100)
+    assert decoder.feed(read(encode_frame(Op.PUBLISH, 7, b"body"))) == [(Op.PUBLISH, 7, b"body")]
+    assert not decoder.partial and decoder.frame_in_progress == 0
+    assert decoder.feed(read(encode_frame(Op.PUBLISH, 8, b"")[:6])) == [] and decoder.partial
+    assert decoder.feed(read(encode_frame(Op.PUBLISH, 8, b"")[6:])) == [(Op.PUBLISH, 8, b"")]
+    with pytest.raises(FrameTooLarge):
+        decoder.feed(read(encode_frame(Op.PUBLISH, 9, b"x" * 100)))
 
 
 def test_oversized_frame_is_refused_before_its_body_arrives():

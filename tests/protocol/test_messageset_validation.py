@@ -141,3 +141,25 @@ def test_encoded_properties_always_pass(mapping):
     blob = encode_properties(mapping)
     assert decode_properties(blob) == {k: v for k, v in mapping.items()}
     assert validate_message_set(raw_set([b"p"], [blob])) == 1
+
+
+@given(st.binary(max_size=40), st.lists(st.tuples(st.integers(0, 60), st.integers(0, 255)), max_size=3))
+def test_a_one_message_set_is_judged_alike_by_the_publish_check_and_the_general_one(payload, changes):
+    """validate_published_set takes one plain message with one unpack; whatever it says,
+    validate_message_set says the same (count, or the same status)."""
+    from hedwig.protocol.compression import validate_published_set
+
+    encoded = bytearray(encode_message_set([payload]))
+    for at, value in changes:
+        if at < len(encoded):
+            encoded[at] = value & 0xF1  # (no codec bits: a plain set)
+        else:
+            encoded.append(value)  # a byte too many
+
+    def outcome(check):
+        try:
+            return check(bytes(encoded), 0, 20)
+        except MessageSetError as e:
+            return e.status
+
+    assert outcome(validate_published_set) == outcome(validate_message_set)

@@ -54,3 +54,40 @@ def test_a_refusal_at_once_is_a_failed_deferred_that_takes_no_seq_ids(make_stack
     assert failure_of(stack, refused).check(StorageFull)
     entry = log.append_now(message_set(1), 1)
     assert (entry.first_seq, log.last_seq) == (1, 1)
+
+
+def test_the_common_case_and_the_general_path_store_the_same_entry(make_stack):
+    """A client's append to an idle log takes the one-call path (local_append.py); the same
+    append naming its origin region takes the general one: the same entry, state and roll."""
+    from hedwig.settings import LogSettings
+
+    stack = make_stack(LogSettings(max_ledger_entries=2))
+    manager = stack.manager()
+    fast, general = settle(stack, manager.open("a")), settle(stack, manager.open("b"))
+    taken = []
+    for log in (fast, general):
+        one_call = log._append_local
+        log._append_local = lambda *args, one_call=one_call, log=log: taken.append(log) or one_call(*args)
+    stored = []
+    for k in range(3):  # the third append finds the first ledger full: a roll under each
+        one = fast.append_now(message_set(2, tag=k), 2)
+        other = general.append_now(message_set(2, tag=k), 2, origin_region="r1")
+        if type(other) is not LogEntry:
+            other = settle(stack, other)
+        if type(one) is not LogEntry:
+            one = settle(stack, one)
+        stored.append((one, other))
+    for one, other in stored:
+        assert (one.first_seq, one.last_seq, one.data, one.publish_time_us) == (
+            other.first_seq,
+            other.last_seq,
+            other.data,
+            other.publish_time_us,
+        )
+    assert taken == [fast] * 3
+    assert fast.last_seq == general.last_seq == 6
+    assert fast.rolls == general.rolls == 1
+    assert [r.first_seq for r in fast.ranges] == [r.first_seq for r in general.ranges]
+    assert [e.data for e in settle(stack, fast.read(1, 10, 1 << 20))] == [
+        e.data for e in settle(stack, general.read(1, 10, 1 << 20))
+    ]

@@ -65,6 +65,8 @@ class HubProcess:
         self.log_on_stdout = log_on_stdout
         self.process = None
         self.log = collections.deque(maxlen=LOG_LINES)
+        self._logged = threading.Condition()  # notified as each line is read
+        self._log_ended = False
         self._reader = None
 
     @property
@@ -90,6 +92,7 @@ class HubProcess:
     def start(self) -> "HubProcess":
         """Start the hub and wait until it serves; RuntimeError with its log if it does not."""
         self.log = log = collections.deque(maxlen=LOG_LINES)
+        self._log_ended = False
         serving = threading.Event()
         found = []  # (host, port), once the hub said it serves
         tls_found = []  # its TLS port, once it said it listens for TLS
@@ -107,9 +110,13 @@ class HubProcess:
         )
         stream = self.process.stdout if self.log_on_stdout else self.process.stderr
 
+        logged = self._logged
+
         def read_log():
             for line in stream:
-                log.append(line)
+                with logged:
+                    log.append(line)
+                    logged.notify_all()
                 match = SERVING.search(line)
                 if match and not found:
                     found.append((match.group(1), int(match.group(2))))
@@ -122,6 +129,9 @@ class HubProcess:
                 if found and (tls_found or not self.tls) and (http_found or not self.http):
                     serving.set()
             serving.set()  # the process ended: wake the starter to see that
+            with logged:
+                self._log_ended = True
+                logged.notify_all()
 
         self._reader = threading.Thread(target=read_log, daemon=True, name="hub-log")
         self._reader.start()
@@ -132,6 +142,14 @@ class HubProcess:
         if tls_found:
             self.tls_port = tls_found[0]
         return self
+
+    def wait_for_log(self, text: str, timeout: float = 30.0) -> bool:
+        """Whether a line holding `text` is logged within `timeout` seconds. The log comes
+        through a pipe a thread reads: a line the hub wrote before something a test saw
+        (a socket it closed) may still be on its way."""
+        with self._logged:
+            self._logged.wait_for(lambda: self._log_ended or any(text in line for line in self.log), timeout)
+            return any(text in line for line in self.log)
 
     def output(self) -> str:
         """The log lines read so far (all of them once the hub has stopped)."""

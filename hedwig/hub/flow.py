@@ -4,8 +4,6 @@ reply is out) and its transport's IPushProducer (a full socket pauses delivery a
 reading; too many requests in flight stop reading until half are answered)
 (HubConnection's part for backpressure)."""
 
-from bisect import bisect_left
-
 from hedwig.protocol.framing import delivery_header, encode_event
 from hedwig.protocol.status import SubscriptionEvent
 from hedwig.protocol.work_requests import redelivery_header
@@ -24,10 +22,7 @@ class DeliveryFlow:
         stats = hub.stats
         stats.entries_delivered += 1
         stats.messages_delivered += stop - start
-        latency = stats.delivery_latency  # (LatencyHistogram.observe, inline: once per delivery)
-        latency_s = hub.clock.seconds() - entry.publish_time_us * 1e-6
-        latency.buckets[bisect_left(latency.bounds_s, latency_s)] += 1
-        latency.sum_s += latency_s
+        stats.delivery_latency.observe(hub.clock.seconds() - entry.publish_time_us * 1e-6)
         held = self._held.get(handle)
         if held is None:
             if handle in self._subscriptions:

@@ -163,22 +163,9 @@ class HubStats:
         self.topics.add(topic, entry.last_seq - entry.first_seq + 1, len(entry.data))
 
     def publish_stored(self, topic: str, entry, latency_s: float) -> None:
-        """A PUBLISH answered: its request counted, its entry too: OpStats.record and
-        entry_published in one call (once per PUBLISH)."""
-        ops = self.publish_ops
-        ops.ok += 1
-        latency_us = int(latency_s * 1e6)
-        ops.buckets[bisect_left(LATENCY_BUCKETS_US, latency_us)] += 1
-        ops.total_us += latency_us
-        if latency_us > ops.max_us:
-            ops.max_us = latency_us
-        row = self.topics.counts.get(topic)
-        if row is None:
-            self.entry_published(topic, entry)
-        else:
-            row[0] += entry.last_seq - entry.first_seq + 1
-            row[1] += 1
-            row[2] += len(entry.data)
+        """A PUBLISH answered: its request counted, its entry too (entry_published)."""
+        self.publish_ops.record(True, latency_s)
+        self.topics.add(topic, entry.last_seq - entry.first_seq + 1, len(entry.data))
 
     def record(self, name: str, ok: bool, latency_s: float) -> None:
         stats = self.ops.get(name)

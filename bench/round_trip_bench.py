@@ -12,15 +12,23 @@ every client:
   the bytes of hedwig's PUBLISH frame for a 100-byte payload, one at a time: the floor;
 - blocking_publish: hedwig's blocking client, `publish(topic, payload)` one at a time:
   >= 0.6x the echo rate;
+- raw_publish: the echo client's loop sending the same PUBLISH frame to the hub
+  (bench/raw_hub_clients.py): the hub's round trip without hedwig's client, so that
+  blocking_publish's p50 minus this one's is what the client adds;
 - redis_xadd: redis-py, one `XADD` at a time (bench/redis_peer.py; skipped, saying why,
   when redis-server or redis-py is missing).
 
-The three alternate, `--rounds` times (default 3), each run on a client process of its
+They alternate, `--rounds` times (default 3), each run on a client process of its
 own; each figure is the best of its runs (a round trip at a time is at the mercy of
 wake-ups on a shared 2-core machine). Then end-to-end latency: one publisher at 10,000
 messages/s (one publish per message), one subscriber, stamp to receive: p50 <= 1.5x the
 echo round trip's median measured above, p99 <= 3 ms; and the same through Redis (XADD
-and a blocking XREAD) beside it.
+and a blocking XREAD) beside it. Two more runs of that path say where its time goes:
+relay_latency, the floor (bench/relay_peer.py: a bare Twisted relay between a raw-socket
+publisher and subscriber, paced the same way), and raw_clients_latency, the hub between
+those raw-socket clients (bench/raw_hub_clients.py). Their difference is what the hub
+adds (`hub_adds_p50_us`); hedwig's latency minus the raw clients' is what hedwig's
+clients add (`clients_add_p50_us`).
 
 Where the processes run changes every figure here several times over: on this virtual
 machine a round trip between processes on one CPU costs a context switch each way, and
@@ -56,6 +64,8 @@ from bench.client_processes import (
 )
 from bench.echo_peer import EchoServer, echo_client, timed_round_trips
 from bench.figures import RESULTS_DIR, emit, load, process_cpu_seconds
+from bench.raw_hub_clients import raw_publish_client, raw_publisher, raw_subscriber
+from bench.relay_peer import RelayServer, relay_publisher, relay_subscriber
 from hedwig.protocol.session import HubSession
 from hedwig.testing.hubprocess import HubProcess
 
@@ -89,11 +99,12 @@ def round_trips(ctx, servers, count, rounds, cpus) -> dict:
     workers = {
         "echo": (echo_client, (servers["echo"].address, request, count)),
         "blocking_publish": (hedwig_client, (servers["hub"].address, TOPIC, count)),
+        "raw_publish": (raw_publish_client, (servers["hub"].address, request, count)),
     }
     if "redis" in servers:
         redis_address = servers["redis"].address
         workers["redis_xadd"] = (redis_peer.xadd_client, (redis_address, TOPIC, PAYLOAD, count))
-    server_of = {"echo": "echo", "blocking_publish": "hub", "redis_xadd": "redis"}
+    server_of = {"echo": "echo", "blocking_publish": "hub", "raw_publish": "hub", "redis_xadd": "redis"}
     runs = {name: [] for name in workers}
     for _ in range(rounds):
         for name, worker in workers.items():
@@ -124,6 +135,37 @@ def end_to_end(ctx, hub, seconds: float, cpus) -> dict:
         targets=[
             (latency_subscriber, (hub.address, "lat", count, LATENCY_RATE, ready)),
             (latency_publisher, (hub.address, "lat", LATENCY_RATE, seconds, ready)),
+        ],
+        cpus=cpus,
+    )
+    return next(r for r in results if "p50_us" in r)
+
+
+def relay_end_to_end(ctx, relay, seconds: float, cpus) -> dict:
+    """The same path with nothing of hedwig's on it (bench/relay_peer.py): the floor."""
+    count = int(LATENCY_RATE * seconds)
+    ready = ctx.Event()
+    results = run_processes(
+        ctx,
+        targets=[
+            (relay_subscriber, (relay.address, count, LATENCY_RATE, ready)),
+            (relay_publisher, (relay.address, LATENCY_RATE, seconds, ready)),
+        ],
+        cpus=cpus,
+    )
+    return next(r for r in results if "p50_us" in r)
+
+
+def raw_end_to_end(ctx, hub, seconds: float, cpus) -> dict:
+    """The hub between the floor's raw-socket clients (bench/raw_hub_clients.py)."""
+    count = int(LATENCY_RATE * seconds)
+    ready = ctx.Event()
+    results = run_processes(
+        ctx,
+        hubs=[hub],
+        targets=[
+            (raw_subscriber, (hub.address, "lat-raw", count, LATENCY_RATE, ready)),
+            (raw_publisher, (hub.address, "lat-raw", LATENCY_RATE, seconds, ready)),
         ],
         cpus=cpus,
     )
@@ -171,6 +213,9 @@ def measure(ctx, servers, placement, count, seconds, rounds) -> dict:
     publish["ratio_to_echo"] = round(publish["per_s"] / echo["per_s"], 3)
     publish["target"] = f">= {BLOCKING_PUBLISH_RATIO}x echo"
     publish["meets_target"] = publish["ratio_to_echo"] >= BLOCKING_PUBLISH_RATIO
+    raw_publish = figures["raw_publish"]  # (the hub's round trip with the echo client's loop)
+    raw_publish["ratio_to_echo"] = round(raw_publish["per_s"] / echo["per_s"], 3)
+    publish["client_adds_p50_us"] = round(publish["p50_us"] - raw_publish["p50_us"], 1)
     if "redis_xadd" in figures:
         redis = figures["redis_xadd"]
         redis["ratio_to_echo"] = round(redis["per_s"] / echo["per_s"], 3)
@@ -188,6 +233,16 @@ def measure(ctx, servers, placement, count, seconds, rounds) -> dict:
         latency["p50_ratio_to_echo"] <= LATENCY_P50_RATIO and latency["p99_us"] <= LATENCY_P99_US
     )
     figures["latency"] = latency
+    # Where the time goes: the floor, then the hub between the floor's clients.
+    relay = relay_end_to_end(ctx, servers["relay"], seconds, client_cpus)
+    raw = raw_end_to_end(ctx, servers["hub"], seconds, client_cpus)
+    relay["p50_ratio_to_echo"] = round(relay["p50_us"] / echo["p50_us"], 3)
+    raw["p50_ratio_to_echo"] = round(raw["p50_us"] / echo["p50_us"], 3)
+    raw["hub_adds_p50_us"] = round(raw["p50_us"] - relay["p50_us"], 1)
+    latency["p50_ratio_to_relay"] = round(latency["p50_us"] / relay["p50_us"], 3)
+    latency["clients_add_p50_us"] = round(latency["p50_us"] - raw["p50_us"], 1)
+    figures["relay_latency"] = relay
+    figures["raw_clients_latency"] = raw
     if "redis" in servers:
         redis_latency = redis_end_to_end(ctx, servers["redis"], seconds, client_cpus)
         redis_latency.pop("peer")
@@ -227,7 +282,11 @@ def main(argv=None) -> int:
         "cores": os.cpu_count(),
         "load_before": load(),
     }
-    servers = {"echo": EchoServer(ctx), "hub": HubProcess(os.path.join(directory, "hub"), cwd=ROOT)}
+    servers = {
+        "echo": EchoServer(ctx),
+        "relay": RelayServer(ctx),
+        "hub": HubProcess(os.path.join(directory, "hub"), cwd=ROOT),
+    }
     absent = redis_peer.missing()
     if absent is None:
         servers["redis"] = redis_peer.RedisServer(os.path.join(directory, "redis"))

@@ -23,6 +23,7 @@ relays republish whole entries (or a tail of one), so that stays true across reg
 """
 
 import struct
+from itertools import accumulate
 from typing import NamedTuple
 
 from hedwig.protocol.compression import plain_message_set
@@ -33,6 +34,7 @@ from hedwig.protocol.messageset import (
     MessageSetError,
     decode_properties,
     parse_message_set,
+    read_u32_array,
 )
 from hedwig.protocol.status import Status
 
@@ -203,35 +205,45 @@ def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, heade
 
 
 # Origin region names as decoded, by their bytes: a subscriber sees a few regions, and
-# the one-message path below then decodes none. Bounded: past it, names are decoded.
+# the plain-entry path below then decodes none. Bounded: past it, names are decoded.
 _REGION_NAMES: dict = {}
 _REGION_NAMES_KEPT = 64
-_ONE_MESSAGE_ENTRY_MIN = _ENTRY_HEADER.size + 1 + ONE_MESSAGE_HEADER.size
+_REGION_LENGTH_AT = _ENTRY_HEADER.size - 1
+_PLAIN_ENTRY_MIN = _ENTRY_HEADER.size + 1 + ONE_MESSAGE_HEADER.size
+# A plain entry's fixed fields up to its payload lengths, by the length of its region's
+# name (at most 255: as many layouts), read in one unpack: the version and flags as one
+# field (flags 0), the seq-id, the count, the publish time and the origin seq-id, the
+# region's name, then the via length (0), the set's version and flags (0: no
+# properties, not compressed) as one field, and the set's count.
+_PLAIN_LAYOUTS: dict = {}
+_PLAIN_HEAD = ENTRY_VERSION << 8
+_PLAIN_MIDDLE = bytes((0, SET_VERSION, 0))
+_U32 = struct.Struct("!I")
 
 
-def decode_one_message_entry(topic: str, buf):
-    """The Message of an entry holding one plain message (no properties, not
+def _plain_layout(region_length: int) -> struct.Struct:
+    layout = _PLAIN_LAYOUTS[region_length] = struct.Struct(f"!HQIQQx{region_length}s3sI")
+    return layout
+
+
+def decode_plain_entry(topic: str, buf, start: int, stop: int):
+    """Messages [start, stop) of an entry of plain messages (no properties, not
     compressed), published here or relayed without a via region and without an
-    idempotent producer: every client's single publish. Two unpacks and the Message,
-    where decode_entry_header and decode_entry take five calls. None for any other entry,
-    or one whose lengths do not add up: the general path decodes it (or says what is
+    idempotent producer: every client's publish and publish_many without properties.
+    One unpack for the header, one for the lengths of the messages, then the Messages,
+    where decode_entry_header and decode_entry take a dozen calls. None for any other
+    entry, or one whose lengths do not add up: decode_entry decodes it (or says what is
     wrong with it)."""
     size = len(buf)
-    if size < _ONE_MESSAGE_ENTRY_MIN or buf.__class__ is not bytes:  # (as every driver hands it)
+    if size < _PLAIN_ENTRY_MIN or buf.__class__ is not bytes:  # (as every driver hands it)
         return None
-    header = _ENTRY_HEADER.unpack_from(buf)
-    version, flags, first_seq, count, publish_time_us, origin_seq, region_length = header
-    via_length_at = _ENTRY_HEADER.size + region_length
-    set_at = via_length_at + 1
-    if count != 1 or flags or version != ENTRY_VERSION or set_at + ONE_MESSAGE_HEADER.size > size:
+    layout = _PLAIN_LAYOUTS.get(buf[_REGION_LENGTH_AT]) or _plain_layout(buf[_REGION_LENGTH_AT])
+    lengths_at = layout.size
+    if lengths_at + 4 > size:
         return None
-    if buf[via_length_at]:
-        return None  # (relayed: a via region)
-    set_version, set_flags, set_count, length = ONE_MESSAGE_HEADER.unpack_from(buf, set_at)
-    payload_at = set_at + ONE_MESSAGE_HEADER.size
-    if set_count != 1 or set_flags or set_version != SET_VERSION or payload_at + length != size:
+    head, first_seq, count, time_us, origin_seq, region_bytes, middle, set_count = layout.unpack_from(buf)
+    if head != _PLAIN_HEAD or middle != _PLAIN_MIDDLE or set_count != count or stop > count or start < 0:
         return None
-    region_bytes = buf[_ENTRY_HEADER.size : via_length_at]
     region = _REGION_NAMES.get(region_bytes)
     if region is None:
         try:
@@ -240,4 +252,20 @@ def decode_one_message_entry(topic: str, buf):
             return None  # (the general path refuses it, saying why)
         if len(_REGION_NAMES) < _REGION_NAMES_KEPT:
             _REGION_NAMES[region_bytes] = region
-    return Message(topic, first_seq, buf[payload_at:], publish_time_us, {}, region, origin_seq)
+    if count == 1:  # (a single publish: its length in one unpack)
+        payload_at = lengths_at + 4
+        if payload_at + _U32.unpack_from(buf, lengths_at)[0] != size:
+            return None
+        if start >= stop:
+            return []
+        return [Message(topic, first_seq, buf[payload_at:], time_us, {}, region, origin_seq)]
+    payload_at = lengths_at + 4 * count
+    if payload_at > size:
+        return None
+    offsets = list(accumulate(read_u32_array(buf, lengths_at, count), initial=payload_at))
+    if offsets[-1] != size:
+        return None
+    return [
+        Message(topic, first_seq + i, buf[offsets[i] : offsets[i + 1]], time_us, {}, region, origin_seq + i)
+        for i in range(start, stop)
+    ]

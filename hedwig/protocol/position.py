@@ -21,7 +21,7 @@ has nothing to resume from: after a reconnect it attaches again where the hub's 
 is and sends its last acknowledgement as a CONSUME, and each ack goes out at once.
 """
 
-from hedwig.protocol.entry import decode_entry, decode_entry_header, decode_one_message_entry
+from hedwig.protocol.entry import decode_entry, decode_entry_header, decode_plain_entry
 from hedwig.protocol.message import Message
 from hedwig.protocol.requests import Subscribe, Subscribed
 from hedwig.protocol.work_requests import SubscribeOptions
@@ -132,13 +132,14 @@ class SubscriptionPosition:
 
     def messages(self, start: int, stop: int, entry) -> list:
         """The Messages of a delivery not yet handed over (seq-ids past received_through)."""
-        if stop == 1 and not start:  # (a whole one-message entry: the single publish's)
-            message = decode_one_message_entry(self.topic, entry)
-            if message is not None:
-                if message.seq <= self.received_through:
-                    return []
-                self.received_through = message.seq
-                return [message]
+        messages = decode_plain_entry(self.topic, entry, start, stop)  # (None: not plain)
+        if messages is not None:
+            if messages and messages[0].seq <= self.received_through:
+                received_through = self.received_through
+                messages = [message for message in messages if message.seq > received_through]
+            if messages:
+                self.received_through = messages[-1].seq
+            return messages
         header = decode_entry_header(entry)
         first_seq = header.first_seq
         skip = self.received_through - first_seq + 1

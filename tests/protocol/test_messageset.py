@@ -96,41 +96,53 @@ def test_a_one_message_entry_whose_length_is_wrong_is_refused_when_decoded(mangl
 
 
 @given(
-    st.lists(st.binary(max_size=40), min_size=1, max_size=3),
+    st.lists(st.binary(max_size=40), min_size=1, max_size=4),
     st.booleans(),
     st.sampled_from([b"", b"eu", b"\xff\xfe", "région".encode()]),
     st.sampled_from([b"", b"us"]),
     st.sampled_from([None, (7, 3)]),
+    st.integers(0, 4),
+    st.integers(0, 4),
 )
-def test_the_one_message_decoding_gives_what_the_general_one_gives_or_leaves_it(
-    messages, with_properties, region, via, producer
+def test_the_plain_entry_decoding_gives_what_the_general_one_gives_or_leaves_it(
+    messages, with_properties, region, via, producer, start, stop
 ):
-    """decode_one_message_entry decodes only an entry of one plain message, without a
-    via region or a producer, and then exactly as decode_entry does; any other entry it
-    leaves (None) to the general path, which also says what is wrong with a bad one."""
-    from hedwig.protocol.entry import decode_one_message_entry
+    """decode_plain_entry decodes only an entry of plain messages, without a via region
+    or a producer, and then exactly as decode_entry does, for any [start, stop) a
+    delivery names; any other entry it leaves (None) to the general path, which also
+    says what is wrong with a bad one."""
+    from hedwig.protocol.entry import decode_plain_entry
 
+    stop = min(stop, len(messages))
     properties = [{"k": b"v"}] * len(messages) if with_properties else None
     entry = encode_entry_header(41, len(messages), 1_700_000_000_000_000, region, 7, via, producer)
     entry += encode_message_set(messages, properties)
-    quick = decode_one_message_entry("t", entry)
-    simple = len(messages) == 1 and not with_properties and not via and producer is None
+    quick = decode_plain_entry("t", entry, start, stop)
+    plain = not with_properties and not via and producer is None
     try:
-        general = decode_entry("t", entry)
+        general = decode_entry("t", entry, start, stop)
     except MessageSetError:
         assert quick is None  # (a region name that is not UTF-8)
         return
-    if simple:
-        assert [quick] == general
+    if plain:
+        assert quick == general
     else:
         assert quick is None
-    for mangled in (entry[:-1], entry + b"z", entry[:30]):
-        assert decode_one_message_entry("t", mangled) is None
+    for mangled in (entry[:-1], entry + b"z", entry[:30], entry[:-4]):
+        assert decode_plain_entry("t", mangled, 0, 1) is None
 
 
-def test_a_one_message_entry_not_in_bytes_is_left_to_the_general_path():
-    from hedwig.protocol.entry import decode_one_message_entry
+def test_a_plain_entry_past_its_count_is_left_to_the_general_path():
+    from hedwig.protocol.entry import decode_plain_entry
+
+    entry = encode_entry_header(1, 2, 1_700_000_000_000_000, b"eu", 1) + encode_message_set([b"a", b"b"])
+    assert [m.payload for m in decode_plain_entry("t", entry, 0, 2)] == [b"a", b"b"]
+    assert decode_plain_entry("t", entry, 0, 3) is None
+
+
+def test_a_plain_entry_not_in_bytes_is_left_to_the_general_path():
+    from hedwig.protocol.entry import decode_plain_entry
 
     entry = encode_entry_header(1, 1, 1_700_000_000_000_000, b"eu", 1) + encode_message_set([b"payload"])
-    assert decode_one_message_entry("t", entry).payload == b"payload"
-    assert decode_one_message_entry("t", memoryview(bytearray(entry))) is None
+    assert decode_plain_entry("t", entry, 0, 1)[0].payload == b"payload"
+    assert decode_plain_entry("t", memoryview(bytearray(entry)), 0, 1) is None

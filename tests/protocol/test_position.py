@@ -135,9 +135,9 @@ def test_an_ack_that_could_not_be_sent_is_due_again():
     assert p.unsent_ack() == 7
 
 
-def test_a_one_message_delivery_is_handed_over_once_as_any_other():
-    """The one-message path of messages() (decode_one_message_entry) keeps the rule of
-    the general one: seq-ids at or below received_through are not handed over again."""
+def test_a_plain_delivery_is_handed_over_once_as_any_other():
+    """The plain-entry path of messages() (decode_plain_entry) keeps the rule of the
+    general one: seq-ids at or below received_through are not handed over again."""
     from hedwig.protocol import encode_entry_header, encode_message_set
 
     subscription = position()
@@ -154,3 +154,7 @@ def test_a_one_message_delivery_is_handed_over_once_as_any_other():
     assert subscription.messages(0, 1, entry(5, [b"five"])) == []
     assert [m.seq for m in subscription.messages(0, 2, entry(5, [b"five", b"six"]))] == [6]
     assert subscription.received_through == 6
+    assert [m.seq for m in subscription.messages(1, 3, entry(5, [b"5", b"6", b"7", b"8"]))] == [7]
+    assert subscription.received_through == 7
+    assert subscription.messages(0, 2, entry(6, [b"6", b"7", b"8"])) == []
+    assert subscription.received_through == 7

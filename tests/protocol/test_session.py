@@ -160,6 +160,29 @@ def test_any_chunking_of_any_deliveries_gives_the_same_frames(sizes, cuts):
     assert recorder.frames[-1][0] == "response"
 
 
+def test_a_read_of_one_whole_delivery_gives_what_any_other_read_gives():
+    """A read that is exactly one DELIVERY frame (a subscriber keeping up with a stream)
+    is handed over without the frame loop: the same on_delivery, in the same order, as
+    the frames read together; one for a released handle reaches nobody."""
+    hub = HubScript()
+    frames = [hub.delivery(7, 1 + i, [bytes([i]) * i] * (1 + i % 3)) for i in range(5)]
+    together, apart = Recorder(), Recorder()
+    for recorder, reads in ((together, [b"".join(frames)]), (apart, frames)):
+        channel = HubSession(recorder)
+        attach(channel, recorder, 7)
+        for read in reads:
+            channel.data_received(read)
+        channel.data_received(hub.delivery(8, 9, [b"nobody's"]))  # (no subscriber has handle 8)
+    assert len(apart.frames) == 5
+    assert apart.frames == together.frames
+
+
+def test_a_whole_delivery_over_the_limit_is_a_violation():
+    channel = HubSession(Recorder(), max_frame_bytes=1000)
+    with pytest.raises(ProtocolViolation):
+        channel.data_received(HubScript.delivery(1, 1, [b"x" * 10_000]))
+
+
 def test_a_frame_over_the_limit_is_a_violation_before_it_arrives():
     channel = HubSession(Recorder(), max_frame_bytes=1000)
     with pytest.raises(ProtocolViolation):

@@ -111,8 +111,8 @@ class LocalEntryHeaders:
 def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
     if len(buf) - offset < _ENTRY_HEADER.size:
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry shorter than its header")
-    version, flags, first_seq, count, publish_time_us, origin_seq, region_len = (
-        _ENTRY_HEADER.unpack_from(buf, offset)
+    version, flags, first_seq, count, publish_time_us, origin_seq, region_len = _ENTRY_HEADER.unpack_from(
+        buf, offset
     )
     if version != ENTRY_VERSION:
         raise MessageSetError(Status.MALFORMED_REQUEST, f"unknown entry version {version}")

@@ -39,17 +39,20 @@ def echo_server(ready):
     reactor.run()
 
 
-class EchoServer:
-    """The echo server's process: `start()` it, use `address`, `stop()` it."""
+class ServerProcess:
+    """A server's process: `start()` it, use `address`, `stop()` it. `target(*args,
+    ready)` serves on a free port of 127.0.0.1 and puts the port on `ready` (a queue)."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, target, args=()):
         self._ctx = ctx
+        self._target = target
+        self._args = tuple(args)
         self.process = None
         self.address = None
 
-    def start(self) -> "EchoServer":
+    def start(self) -> "ServerProcess":
         ready = self._ctx.Queue()
-        self.process = self._ctx.Process(target=echo_server, args=(ready,), daemon=True)
+        self.process = self._ctx.Process(target=self._target, args=(*self._args, ready), daemon=True)
         self.process.start()
         self.address = f"127.0.0.1:{ready.get(timeout=60)}"
         return self
@@ -62,6 +65,13 @@ class EchoServer:
         if self.process is not None and self.process.is_alive():
             self.process.terminate()
             self.process.join(10)
+
+
+class EchoServer(ServerProcess):
+    """The echo server's process."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx, echo_server)
 
 
 def timed_round_trips(one_round_trip, count: int) -> dict:
@@ -89,13 +99,18 @@ def timed_round_trips(one_round_trip, count: int) -> dict:
     }
 
 
-def echo_client(address, request: bytes, count: int, out):
-    """`count` round trips of `request` to the echo server at `address` ("host:port")."""
+def connect(address: str) -> socket.socket:
+    """A TCP_NODELAY socket connected to `address` ("host:port")."""
     host, port = address.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    size = len(request)
-    buffer = bytearray(max(size, 4096))
+    return sock
+
+
+def timed_requests(sock, request: bytes, reply_bytes: int, count: int) -> dict:
+    """timed_round_trips of one `sendall(request)` and `recv_into` a kept buffer until
+    `reply_bytes` are back, on `sock`."""
+    buffer = bytearray(max(reply_bytes, 4096))
     view = memoryview(buffer)
     sendall = sock.sendall
     recv_into = sock.recv_into
@@ -103,10 +118,16 @@ def echo_client(address, request: bytes, count: int, out):
     def one_round_trip():
         sendall(request)
         got = recv_into(buffer)
-        while got < size:
+        while got < reply_bytes:
             got += recv_into(view[got:])
 
+    return timed_round_trips(one_round_trip, count)
+
+
+def echo_client(address, request: bytes, count: int, out):
+    """`count` round trips of `request` to the echo server at `address` ("host:port")."""
+    sock = connect(address)
     try:
-        out.put({"peer": "echo", **timed_round_trips(one_round_trip, count)})
+        out.put({"peer": "echo", **timed_requests(sock, request, len(request), count)})
     finally:
         sock.close()

@@ -24,13 +24,12 @@ as the socket read returns. So, in one run and one placement:
   ACK_EVERY seq-ids, as hedwig's subscriber sends.
 """
 
-import socket
 import struct
 import time
 from array import array
 
 from bench.client_processes import PAYLOAD_BYTES, START_WAIT_S, publish_paced
-from bench.echo_peer import timed_round_trips
+from bench.echo_peer import connect, timed_requests
 from bench.figures import latency_summary
 from hedwig.protocol.entry import decode_entry
 from hedwig.protocol.framing import encode_frame
@@ -46,13 +45,6 @@ _LENGTH = struct.Struct("!I")
 _DELIVERY = struct.Struct("!III")  # handle, and the entry's messages [start, stop) delivered
 _DELIVERY_AT = 9  # behind the frame's length, op and request id
 _ENTRY_AT = _DELIVERY_AT + _DELIVERY.size
-
-
-def _connect(address: str) -> socket.socket:
-    host, port = address.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
 
 
 def _read_frame(sock) -> bytes:
@@ -85,7 +77,7 @@ def raw_publisher(address, topic, rate, seconds, start, out):
     one PUBLISH frame per message, each waiting for its reply."""
     if not start.wait(START_WAIT_S):
         raise RuntimeError(f"not told to start within {START_WAIT_S} s")
-    sock = _connect(address)
+    sock = connect(address)
     _call(sock, Op.HELLO, 1, encode_hello("raw-publisher"))
     session = HubSession(None)
     prefix = session.publish_one(topic, b"p" * PAYLOAD_BYTES)[1][:-PAYLOAD_BYTES]
@@ -116,31 +108,20 @@ def raw_publish_client(address, request: bytes, count: int, out):
     """`count` round trips of one PUBLISH frame (`request`, as hedwig's blocking client
     sends it) to the hub at `address` from a raw socket, as the echo client sends its
     request: the hub's round trip without hedwig's client."""
-    sock = _connect(address)
+    sock = connect(address)
     _call(sock, Op.HELLO, 1, encode_hello("raw-publisher"))
-    size = len(published_response(0, 0, 0))
-    buffer = bytearray(4096)
-    view = memoryview(buffer)
-    sendall = sock.sendall
-    recv_into = sock.recv_into
-
-    def one_round_trip():
-        sendall(request)
-        got = recv_into(buffer)
-        while got < size:
-            got += recv_into(view[got:])
-
     try:
-        out.put({"peer": "raw_publish", **timed_round_trips(one_round_trip, count)})
+        timed = timed_requests(sock, request, len(published_response(0, 0, 0)), count)
     finally:
         sock.close()
+    out.put({"peer": "raw_publish", **timed})
 
 
 def raw_subscriber(address, topic, count, warmup, ready, out):
     """Subscribes (from the latest message), sets `ready`, then times `count` messages
     from their stamps; the first `warmup` are not timed. Puts p50_us, p99_us, p999_us
     and max_us."""
-    sock = _connect(address)
+    sock = connect(address)
     _call(sock, Op.HELLO, 1, encode_hello("raw-subscriber"))
     subscribed = _call(sock, Op.SUBSCRIBE, 2, encode_subscribe(topic, "latency-raw", start="latest"))
     handle = subscribed.handle

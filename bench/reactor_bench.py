@@ -23,7 +23,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.client_processes import PAYLOAD, pin, run_processes
-from bench.echo_peer import EchoServer, echo_client
+from bench.echo_peer import ServerProcess, echo_client
 from bench.figures import RESULTS_DIR, emit, load
 from bench.round_trip_bench import TOPIC, hedwig_client, publish_frame
 from hedwig.testing.hubprocess import HubProcess
@@ -54,19 +54,12 @@ def echo_server(kind, ready):
     serve(ready)
 
 
-class EchoUnder(EchoServer):
+class EchoUnder(ServerProcess):
     """bench/echo_peer.py's echo server, under the reactor `kind`."""
 
     def __init__(self, ctx, kind):
-        super().__init__(ctx)
+        super().__init__(ctx, echo_server, (kind,))
         self.kind = kind
-
-    def start(self):
-        ready = self._ctx.Queue()
-        self.process = self._ctx.Process(target=echo_server, args=(self.kind, ready), daemon=True)
-        self.process.start()
-        self.address = f"127.0.0.1:{ready.get(timeout=60)}"
-        return self
 
 
 def main(argv=None) -> int:

@@ -20,11 +20,11 @@ What hedwig's end-to-end latency adds to this relay's, measured in the same run 
 same placement, is what hedwig does: framing, storing, the cursor, the clients.
 """
 
-import socket
 import time
 from array import array
 
 from bench.client_processes import PAYLOAD_BYTES, START_WAIT_S, publish_paced
+from bench.echo_peer import ServerProcess, connect
 from bench.figures import latency_summary
 
 SUBSCRIBER_HELLO = b"S"
@@ -66,36 +66,11 @@ def relay_server(ready):
     reactor.run()
 
 
-class RelayServer:
-    """The relay's process: `start()` it, use `address`, `stop()` it."""
+class RelayServer(ServerProcess):
+    """The relay's process."""
 
     def __init__(self, ctx):
-        self._ctx = ctx
-        self.process = None
-        self.address = None
-
-    def start(self) -> "RelayServer":
-        ready = self._ctx.Queue()
-        self.process = self._ctx.Process(target=relay_server, args=(ready,), daemon=True)
-        self.process.start()
-        self.address = f"127.0.0.1:{ready.get(timeout=60)}"
-        return self
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.is_alive()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.is_alive():
-            self.process.terminate()
-            self.process.join(10)
-
-
-def _connect(address: str) -> socket.socket:
-    host, port = address.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
+        super().__init__(ctx, relay_server)
 
 
 def relay_publisher(address, rate, seconds, start, out):
@@ -103,7 +78,7 @@ def relay_publisher(address, rate, seconds, start, out):
     waiting for its acknowledgement as a blocking publish does."""
     if not start.wait(START_WAIT_S):
         raise RuntimeError(f"not told to start within {START_WAIT_S} s")
-    sock = _connect(address)
+    sock = connect(address)
     buffer = bytearray(4096)
     view = memoryview(buffer)
 
@@ -126,7 +101,7 @@ def relay_subscriber(address, count, warmup, ready, out):
     """Sets `ready` once it is the relay's subscriber, then reads `count` messages and
     times each from its stamp; the first `warmup` are not timed. Puts p50_us, p99_us,
     p999_us and max_us."""
-    sock = _connect(address)
+    sock = connect(address)
     sock.sendall(SUBSCRIBER_HELLO)
     if sock.recv(1) != SUBSCRIBER_HELLO:
         raise ConnectionError("the relay did not take this connection as its subscriber")

@@ -19,7 +19,6 @@ server. Prints JSON and writes bench/results/publish_profile.json.
 """
 
 import argparse
-import collections
 import os
 import shutil
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import StringTransport
 
+from bench.bytecodes import Counts
 from bench.figures import RESULTS_DIR, emit, load
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
@@ -43,7 +43,6 @@ from hedwig.settings import Config
 from hedwig.testing.reactors import InlineThreadsReactor
 
 RESULTS = RESULTS_DIR / "publish_profile.json"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/"  # (cut from file names)
 PAYLOAD = b"x" * 100
 WARMUP = 20_000
 TIMED_RUNS, TIMED_PUBLISHES = 6, 30_000
@@ -85,31 +84,11 @@ def hub_and_frames(directory, subscribed: bool, count: int):
 
 
 def traced(receive, frames) -> dict:
-    opcodes = collections.Counter()
-    calls = collections.Counter()
-
-    def tracer(frame, event, _arg):
-        code = frame.f_code
-        where = f"{code.co_filename.rsplit('site-packages/', 1)[-1].replace(ROOT, '')}:{code.co_name}"
-        if event == "call":
-            calls[where] += 1
-            frame.f_trace_opcodes = True
-        elif event == "opcode":
-            opcodes[where] += 1
-        return tracer
-
-    sys.settrace(tracer)
-    try:
+    counts = Counts()
+    with counts:
         for frame in frames:
             receive(frame)
-    finally:
-        sys.settrace(None)
-    n = len(frames)
-    return {
-        "bytecodes": round(sum(opcodes.values()) / n),
-        "python_calls": round(sum(calls.values()) / n, 1),
-        "bytecodes_by_function": {where: round(count / n, 1) for where, count in opcodes.most_common(30)},
-    }
+    return counts.report(len(frames))
 
 
 def timed(receive, frames) -> dict:

@@ -19,7 +19,6 @@ Prints JSON and writes bench/results/receive_profile.json.
 """
 
 import argparse
-import collections
 import os
 import shutil
 import sys
@@ -27,51 +26,16 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.bytecodes import Counts
 from bench.figures import RESULTS_DIR, emit, load
 from hedwig.client import Client
 from hedwig.testing.hubprocess import HubProcess
 
 RESULTS = RESULTS_DIR / "receive_profile.json"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/"  # (cut from file names)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout
 PAYLOAD = b"x" * 100
 WARMUP = 2000
-
-
-class Counts:
-    """Bytecodes and calls of the steps traced, by function."""
-
-    def __init__(self):
-        self.opcodes = collections.Counter()
-        self.calls = collections.Counter()
-        self.steps = 0
-
-    def tracer(self, frame, event, _arg):
-        code = frame.f_code
-        where = f"{code.co_filename.rsplit('site-packages/', 1)[-1].replace(ROOT, '')}:{code.co_name}"
-        if event == "call":
-            self.calls[where] += 1
-            frame.f_trace_opcodes = True
-        elif event == "opcode":
-            self.opcodes[where] += 1
-        return self.tracer
-
-    def trace(self, step, *args):
-        sys.settrace(self.tracer)
-        try:
-            step(*args)
-        finally:
-            sys.settrace(None)
-        self.steps += 1
-
-    def report(self) -> dict:
-        n = self.steps
-        return {
-            "bytecodes": round(sum(self.opcodes.values()) / n),
-            "python_calls": round(sum(self.calls.values()) / n, 1),
-            "bytecodes_by_function": {
-                where: round(count / n, 1) for where, count in self.opcodes.most_common(20)
-            },
-        }
+TOP = 20  # functions named per figure
 
 
 def receive_and_ack(subscription) -> None:
@@ -88,8 +52,9 @@ def profile(address: str, messages: int) -> dict:
         for _ in range(WARMUP):
             publisher.publish("profile-publish", PAYLOAD)
         for _ in range(messages):
-            publish.trace(publisher.publish, "profile-publish", PAYLOAD)
-        figures["publish"] = publish.report()
+            with publish:
+                publisher.publish("profile-publish", PAYLOAD)
+        figures["publish"] = publish.report(messages, TOP)
         for name, batch in (("receive_one", 1), ("receive_of_three", 3)):
             topic = f"profile-{name}"
             subscription = subscriber.subscribe(topic, "profile")
@@ -100,8 +65,9 @@ def profile(address: str, messages: int) -> dict:
                     if i < WARMUP // batch:
                         receive_and_ack(subscription)
                     else:
-                        counts.trace(receive_and_ack, subscription)
-            figures[name] = counts.report()
+                        with counts:
+                            receive_and_ack(subscription)
+            figures[name] = counts.report(messages // batch * batch, TOP)
             subscription.close()
     return figures
 
@@ -118,7 +84,7 @@ def main(argv=None) -> int:
         "load_before": load(),
     }
     directory = tempfile.mkdtemp(prefix="receive-profile-")
-    hub = HubProcess(os.path.join(directory, "hub"), cwd=ROOT.rstrip("/"))
+    hub = HubProcess(os.path.join(directory, "hub"), cwd=ROOT)
     try:
         hub.start()
         report.update(profile(hub.address, args.messages))

@@ -9,6 +9,7 @@ than wall seconds on a shared machine.
 import json
 import os
 import resource
+import sys
 from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -118,3 +119,11 @@ def emit(report: dict, path, save: bool = True) -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n")
     return text
+
+
+def report_start(benchmark: str, argv, **fields) -> dict:
+    """A report's first fields: the benchmark's name, the command that ran it (`argv`:
+    main's own, None for the command line's), `fields`, and the load before it."""
+    arguments = sys.argv[1:] if argv is None else argv
+    command = " ".join([f"python bench/{benchmark}.py", *arguments])
+    return {"benchmark": benchmark, "command": command, **fields, "load_before": load()}

@@ -31,7 +31,7 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.testing import StringTransport
 
 from bench.bytecodes import Counts
-from bench.figures import RESULTS_DIR, emit, load
+from bench.figures import RESULTS_DIR, emit, load, report_start
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
 from hedwig.ledger.mmap_store import MmapLedgerStore
@@ -107,12 +107,7 @@ def main(argv=None) -> int:
     parser.add_argument("--publishes", type=int, default=2000, help="publishes traced (default 2,000)")
     parser.add_argument("--no-save", action="store_true", help=f"do not write bench/results/{RESULTS.name}")
     args = parser.parse_args(argv)
-    report = {
-        "benchmark": "publish_profile",
-        "command": " ".join(["python bench/publish_profile.py", *(sys.argv[1:] if argv is None else argv)]),
-        "payload_bytes": len(PAYLOAD),
-        "load_before": load(),
-    }
+    report = report_start("publish_profile", argv, payload_bytes=len(PAYLOAD))
     for name, subscribed in (("no_subscriber", False), ("one_subscriber", True)):
         directory = tempfile.mkdtemp(prefix="publish-profile-")
         try:

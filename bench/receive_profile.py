@@ -27,7 +27,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.bytecodes import Counts
-from bench.figures import RESULTS_DIR, emit, load
+from bench.figures import RESULTS_DIR, emit, load, report_start
 from hedwig.client import Client
 from hedwig.testing.hubprocess import HubProcess
 
@@ -77,12 +77,7 @@ def main(argv=None) -> int:
     parser.add_argument("--messages", type=int, default=3000, help="messages traced per figure (3,000)")
     parser.add_argument("--no-save", action="store_true", help=f"do not write bench/results/{RESULTS.name}")
     args = parser.parse_args(argv)
-    report = {
-        "benchmark": "receive_profile",
-        "command": " ".join(["python bench/receive_profile.py", *(sys.argv[1:] if argv is None else argv)]),
-        "payload_bytes": len(PAYLOAD),
-        "load_before": load(),
-    }
+    report = report_start("receive_profile", argv, payload_bytes=len(PAYLOAD))
     directory = tempfile.mkdtemp(prefix="receive-profile-")
     hub = HubProcess(os.path.join(directory, "hub"), cwd=ROOT)
     try:

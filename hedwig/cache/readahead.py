@@ -128,9 +128,7 @@ class ReadAheadCache:
     def on_stored(self, entry, topic_log):
         """`topic_log` stored `entry`: it enters the cache and goes to whoever waits for
         it (CachedTopicLog.append_now calls this, at once or once the entry is durable)."""
-        topic = self._topics.get(topic_log.topic)
-        if topic is None or topic.topic_log is not topic_log:
-            topic = self._topic(topic_log)
+        topic = self._topic(topic_log)
         self.published += 1
         first = entry.first_seq
         topic.count_hint = entry.last_seq - first + 1
@@ -193,9 +191,7 @@ class ReadAheadCache:
             d = self.get(topic_log, seq)
             d.addCallbacks(waiter.arrived, waiter.failed)
             return d
-        topic = self._topics.get(topic_log.topic)
-        if topic is None or topic.topic_log is not topic_log:
-            topic = self._topic(topic_log)
+        topic = self._topic(topic_log)
         self.tail_waits += 1
         waiter.topic = topic
         topic.tail.append(waiter)

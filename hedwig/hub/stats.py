@@ -165,7 +165,7 @@ class HubStats:
     def publish_stored(self, topic: str, entry, latency_s: float) -> None:
         """A PUBLISH answered: its request counted, its entry too (entry_published)."""
         self.publish_ops.record(True, latency_s)
-        self.topics.add(topic, entry.last_seq - entry.first_seq + 1, len(entry.data))
+        self.entry_published(topic, entry)
 
     def record(self, name: str, ok: bool, latency_s: float) -> None:
         stats = self.ops.get(name)

@@ -45,13 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import RESULTS_DIR, emit, median
 from hedwig.cache import ReadAheadCache
+from hedwig.config.settings import CacheSettings, DeliverySettings, LogSettings
 from hedwig.delivery import DeliveryManager, IDeliveryChannel
 from hedwig.hub.main import tune_allocator
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
 from hedwig.protocol.requests import Subscribe
-from hedwig.settings import CacheSettings, DeliverySettings, LogSettings
 from hedwig.testing.deferreds import fired
 from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog import TopicLogManager

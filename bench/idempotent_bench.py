@@ -19,6 +19,7 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
+from hedwig.config.settings import Config
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
 from hedwig.ledger.memory_store import MemoryLedgerStore
@@ -26,7 +27,6 @@ from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import Op, encode_frame, encode_message_set
 from hedwig.protocol.producer_requests import encode_idempotent_publish
 from hedwig.protocol.requests import encode_hello, encode_publish
-from hedwig.settings import Config
 
 PAYLOAD = b"x" * 100
 

@@ -32,11 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from twisted.internet import defer, reactor, task
 
 from bench.figures import RESULTS_DIR, emit, load
+from hedwig.config.settings import LogSettings
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.meta import NEW, LedgerRange, SqliteMetadataStore, SubscriptionState
 from hedwig.protocol import encode_message_set
-from hedwig.settings import LogSettings
 from hedwig.topiclog.manager import TopicLogManager
 
 RESULTS = RESULTS_DIR / "log_bench.json"

@@ -32,6 +32,7 @@ from twisted.internet.testing import StringTransport
 
 from bench.bytecodes import Counts
 from bench.figures import RESULTS_DIR, emit, load, report_start
+from hedwig.config.settings import Config
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
 from hedwig.ledger.mmap_store import MmapLedgerStore
@@ -39,7 +40,6 @@ from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import Op, encode_frame
 from hedwig.protocol.requests import encode_hello, encode_subscribe
 from hedwig.protocol.session import HubSession
-from hedwig.settings import Config
 from hedwig.testing.reactors import InlineThreadsReactor
 
 RESULTS = RESULTS_DIR / "publish_profile.json"

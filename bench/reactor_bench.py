@@ -118,7 +118,7 @@ def main(argv=None) -> int:
 def run_hub_under(kind: str, hub_args: list) -> int:
     """`python -m bench.reactor_bench --hub KIND HUB-ARGS...`: `hedwig hub` on that reactor."""
     install(kind)
-    from hedwig.cli import main as hedwig_main
+    from hedwig.commands.main import main as hedwig_main
 
     return hedwig_main(["hub", *hub_args])
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from hedwig.cli import main
+from hedwig.commands.main import main
 
 sys.exit(main())

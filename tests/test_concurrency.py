@@ -1,8 +1,8 @@
-"""hedwig.concurrency: waiter groups, shared results and the per-key operation queue."""
+"""hedwig.concurrency.deferreds: waiter groups, shared results and the per-key operation queue."""
 
 from twisted.internet.defer import Deferred, succeed
 
-from hedwig.concurrency import OpQueue, SharedOperations, SharedResult, Waiters
+from hedwig.concurrency.deferreds import OpQueue, SharedOperations, SharedResult, Waiters
 from hedwig.testing.deferreds import fired
 
 

@@ -57,7 +57,7 @@ def users_file_path(args) -> str:
     if args.users_file:
         return args.users_file
     if args.conf:
-        from hedwig.config import load_config
+        from hedwig.config.loading import load_config
 
         path = load_config(args.conf).auth.users_file
         if path:

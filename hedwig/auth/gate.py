@@ -34,6 +34,7 @@ from zope.interface import implementer
 
 from hedwig.auth.interface import IAuthorizer
 from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
+from hedwig.config.tls import certificate_names, is_tls, peer_certificate
 from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subscriptions
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
 from hedwig.protocol.layouts import RequestError, read_topic
@@ -41,7 +42,6 @@ from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import decode_subscribe
 from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
-from hedwig.tls import certificate_names, is_tls, peer_certificate
 
 
 def not_authorized(message: str) -> RequestError:

@@ -1,8 +1,8 @@
-"""Checks of the [auth] section, called by the configuration loader (hedwig.config)."""
+"""Checks of the [auth] section, called by the configuration loader (hedwig.config.loading)."""
 
 from hedwig.auth.users import UsersFile, UsersFileError
+from hedwig.config.settings import Config, ConfigError, read_password_file
 from hedwig.protocol.auth_request import Credentials
-from hedwig.settings import Config, ConfigError, read_password_file
 
 
 def check_auth_settings(config: Config) -> None:

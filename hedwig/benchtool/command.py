@@ -1,7 +1,7 @@
 """`hedwig bench publish|subscribe|round-trip [TOPIC]`: the subcommand's options, the
 run, and its report: two or three lines for people, or one JSON object with --json.
 
-hedwig/cli.py registers it (add_bench); the connection options (--hub, --tls*, --user)
+hedwig/commands/main.py registers it (add_bench); the connection options (--hub, --tls*, --user)
 are the CLI's own, given before `bench` or after the mode.
 """
 
@@ -68,7 +68,7 @@ def connect_with(args):
 
 
 def settings_from(args) -> BenchSettings:
-    """The run's settings; UsageError (which hedwig.cli says as one line, exit status 2,
+    """The run's settings; UsageError (which hedwig.commands.main says as one line, exit status 2,
     as for every subcommand) for options that cannot work."""
     least = STAMP.size if args.mode != "publish" else 0
     if args.size < least:

@@ -33,8 +33,8 @@ from hedwig.cache.cached_entries import CachedEntries
 from hedwig.cache.cached_log import CachedTopicLog
 from hedwig.cache.fifo import ByteBudgetFifo
 from hedwig.cache.waits import RangeRead, Stub, TailWaiter
+from hedwig.config.settings import CacheSettings
 from hedwig.ledger.interface import LedgerError
-from hedwig.settings import CacheSettings
 from hedwig.topiclog.entry import LogEntry
 
 _logger = Logger()

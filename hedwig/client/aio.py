@@ -62,7 +62,7 @@ _BACKOFF_MAX = 5.0
 class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
     """An asyncio client of one or more hubs (the first that answers is asked first).
 
-    `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the hubs'
+    `tls` (a hedwig.config.tls.ClientTls): reach every hub over TLS (the addresses name the hubs'
     [tls] ports), verifying its certificate with the standard library's ssl.
 
     `compression` ("zstd", "lz4", "gzip" or None): compress every message set this

@@ -73,7 +73,7 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
     acknowledgements go out every `ack_every` seq-ids, and after at most `ack_delay`
     seconds of a subscription's waiting (blocking_acks.py).
 
-    `tls` (a hedwig.tls.ClientTls): reach every hub over TLS, verifying its certificate;
+    `tls` (a hedwig.config.tls.ClientTls): reach every hub over TLS, verifying its certificate;
     the addresses then name the hubs' [tls] ports. Its files are read here, once (a
     TlsError, naming the file, when one cannot be used), not at each connection.
 

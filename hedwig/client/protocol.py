@@ -9,12 +9,12 @@ from twisted.python.failure import Failure
 
 from hedwig.client.defaults import DEFAULT_TIMEOUT
 from hedwig.client.session_driver import SessionDriver
+from hedwig.config.tls import handshake_failure
 from hedwig.protocol import Op, Status
 from hedwig.protocol.addresses import format_address
 from hedwig.protocol.errors import ConnectionLost, CouldNotConnect, RequestTimeout, error_for
 from hedwig.protocol.requests import encode_hello
 from hedwig.protocol.session import ProtocolViolation
-from hedwig.tls import handshake_failure
 
 log = Logger()
 

@@ -15,9 +15,9 @@ import threading
 import time
 
 from hedwig.client.connection import _NOTHING_TO_READ, _READ_SLICE, BlockingConnection
+from hedwig.config.tls import ssl_failure
 from hedwig.protocol.addresses import format_address
 from hedwig.protocol.errors import ConnectionLost, CouldNotConnect
-from hedwig.tls import ssl_failure
 
 
 class TlsConnection(BlockingConnection):

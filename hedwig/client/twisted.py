@@ -72,7 +72,7 @@ log = Logger()
 class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings, ClientOperations):
     """A Twisted client of one or more hubs. `reactor` gives connections and time.
 
-    `tls` (a hedwig.tls.ClientTls): reach every hub over TLS (the addresses name the
+    `tls` (a hedwig.config.tls.ClientTls): reach every hub over TLS (the addresses name the
     hubs' [tls] ports), verifying its certificate; needs pyOpenSSL and service_identity
     (hedwig's `tls` extra). The files are read here (TlsError naming one that cannot be
     used); a handshake that fails makes CouldNotConnect saying why.
@@ -102,7 +102,7 @@ class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings,
     ):
         self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
         if tls is not None:
-            from hedwig.tls import INSTALL_HINT, TlsError, tls_available
+            from hedwig.config.tls import INSTALL_HINT, TlsError, tls_available
 
             if not tls_available():
                 raise TlsError(INSTALL_HINT)

@@ -1,4 +1,4 @@
 """The `hedwig` command's client subcommands, one module per job: publishing, reading and
 subscribing, administration, completion; `common` holds what they share (the connection
 options, errors, the client) and `output` how messages and replies are printed.
-hedwig/cli.py assembles them into one parser."""
+hedwig/commands/main.py assembles them into one parser."""

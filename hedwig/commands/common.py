@@ -120,7 +120,7 @@ def client_tls(args):
     """The ClientTls the --tls options (or their HEDWIG_TLS_* variables) ask for; None for
     plain TCP. Any of them means TLS. Its files are read now, so that one that cannot be
     used is a usage error naming it, before anything is sent."""
-    from hedwig.tls import ClientTls, TlsError, tls_available
+    from hedwig.config.tls import ClientTls, TlsError, tls_available
 
     if not (args.tls or args.tls_ca or args.tls_cert or args.tls_key or args.tls_name):
         return None

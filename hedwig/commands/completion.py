@@ -57,6 +57,6 @@ def add_completion(subparsers, client_options):
 
 
 def completion(args) -> int:
-    """print a completion script for the whole command (`args.parser`, set by hedwig.cli)"""
+    """print a completion script for the whole command (`args.parser`, set by hedwig.commands.main)"""
     print(script(args.parser, args.shell), end="")
     return 0

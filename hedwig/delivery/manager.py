@@ -22,7 +22,8 @@ from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, 
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from hedwig.concurrency import SharedOperations
+from hedwig.concurrency.deferreds import SharedOperations
+from hedwig.config.settings import DeliverySettings
 from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.administration import AdministeringSubscriptions
 from hedwig.delivery.bounds import BoundingSubscriptions
@@ -38,7 +39,6 @@ from hedwig.delivery.subscription import Subscription
 from hedwig.delivery.topic_table import TopicTable
 from hedwig.meta.interface import NEW, SubscriptionState
 from hedwig.protocol.status import Status, SubscriptionEvent
-from hedwig.settings import DeliverySettings
 
 _logger = Logger()
 

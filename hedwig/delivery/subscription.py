@@ -19,7 +19,7 @@ opaque `acked` bytes) with the pointer, so the two are never persisted apart.
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.meta.interface import BadVersion, SubscriptionState
 
 _logger = Logger()

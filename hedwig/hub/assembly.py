@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from hedwig.auth.settings import hub_credentials
 from hedwig.cache import ReadAheadCache
+from hedwig.config.settings import Config
 from hedwig.delivery import DeliveryManager
 from hedwig.hub.core import Hub
 from hedwig.hub.forwarding import OwnerPublishing
 from hedwig.hub.gc import GarbageCollector
 from hedwig.hub.topics import TopicManager
-from hedwig.settings import Config
 from hedwig.topiclog import TopicLogManager
 
 

@@ -23,6 +23,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from hedwig.config.tls import handshake_failure, is_tls
 from hedwig.delivery.interface import ISharedDeliveryChannel
 from hedwig.hub.errors import status_for
 from hedwig.hub.flow import DeliveryFlow
@@ -35,7 +36,6 @@ from hedwig.protocol.framing import FrameDecoder, FrameError, FrameTooLarge
 from hedwig.protocol.ops import Op
 from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
-from hedwig.tls import handshake_failure, is_tls
 from hedwig.topiclog.errors import TopicFenced
 
 # Requests read but not yet answered, per connection: past either bound the connection

@@ -10,6 +10,7 @@ order the reactor delivered them, which is what makes each topic's writer single
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 
+from hedwig.config.settings import Config
 from hedwig.hub.errors import HubStopping
 from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
@@ -22,7 +23,6 @@ from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
 from hedwig.protocol.status import Status, SubscriptionEvent
-from hedwig.settings import Config
 from hedwig.topiclog.entry import LogEntry
 
 # Room kept in a READ_RANGE reply for the frame, response and range headers.

@@ -26,7 +26,7 @@ class RequestIntake:
 
     A holder (a connection) states the size of the frame it is receiving with
     `hold(holder, size)` after each read; `release(holder)` when it closes. The budget
-    must be at least the largest frame (checked by hedwig.config), so any single frame
+    must be at least the largest frame (checked by hedwig.config.loading), so any single frame
     can always be granted once the others are done."""
 
     def __init__(self, max_bytes: int):

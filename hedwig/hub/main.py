@@ -1,8 +1,8 @@
 """`hedwig hub`: run one hub in the foreground until SIGTERM or SIGINT.
 
-hedwig/cli.py wires `add_hub_arguments` and `run_hub` into its `hub` subcommand;
+hedwig/commands/main.py wires `add_hub_arguments` and `run_hub` into its `hub` subcommand;
 `python -m hedwig.hub.main` runs the same thing. Command-line options override the
-configuration file, which overrides the defaults of hedwig/config.py.
+configuration file, which overrides the defaults of hedwig/config/loading.py.
 """
 
 import argparse
@@ -13,8 +13,8 @@ import sys
 
 from twisted.logger import Logger, globalLogBeginner
 
-from hedwig.config import Config, ConfigError, load_config
-from hedwig.config_file import check_port
+from hedwig.config.files import check_port
+from hedwig.config.loading import Config, ConfigError, load_config
 from hedwig.hub import logs
 from hedwig.hub.startup import StartWatch
 
@@ -62,7 +62,7 @@ def tune_allocator() -> bool:
 
 
 def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
-    from hedwig.installed import docs_dir
+    from hedwig.config.installed import docs_dir
 
     docs = docs_dir()
     if docs is not None:
@@ -130,7 +130,7 @@ def run_hub(args, reactor=None) -> int:
     start exits 1 with the cause as the last line on standard error (hedwig.hub.startup);
     a configuration that cannot work exits 2 with one line naming the setting."""
     if getattr(args, "example_conf", False):
-        from hedwig.installed import example_conf
+        from hedwig.config.installed import example_conf
 
         sys.stdout.write(example_conf().read_text(encoding="utf-8"))
         return 0

@@ -38,7 +38,7 @@ from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
 from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window

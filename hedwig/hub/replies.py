@@ -10,7 +10,7 @@ from collections import deque
 
 from twisted.internet.defer import Deferred, succeed
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
 
 
 class ReplySlot:

@@ -23,10 +23,10 @@ from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks,
 from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 from twisted.logger import Logger
 
+from hedwig.config.settings import Config
+from hedwig.config.zookeeper import advertised_host, on_zookeeper
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
-from hedwig.settings import Config
-from hedwig.zk_settings import advertised_host, on_zookeeper
 
 
 class DataDirLocked(RuntimeError):
@@ -187,7 +187,7 @@ class HubService(MultiService):
         self.listener = ListenerService(endpoint, factory)
         self.listener.setServiceParent(self)
         if config.tls.enabled:
-            from hedwig.tls import server_options
+            from hedwig.config.tls import server_options
 
             tls_endpoint = SSL4ServerEndpoint(
                 reactor, config.tls.port, server_options(config.tls), interface=config.hub.host

@@ -11,7 +11,7 @@ from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from hedwig.concurrency import SharedOperations
+from hedwig.concurrency.deferreds import SharedOperations
 from hedwig.hub.interface import ITopicManager
 
 

@@ -20,7 +20,7 @@ from collections import deque
 from twisted.internet.defer import DeferredList, inlineCallbacks, succeed
 from twisted.logger import Logger
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.meta.zk_session import CONNECTED, LOST
 from hedwig.meta.zk_store import translate
 

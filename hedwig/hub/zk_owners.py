@@ -14,7 +14,7 @@ import json
 from twisted.internet.defer import inlineCallbacks
 from twisted.logger import Logger
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.hub.errors import NotOwner, ServiceDown
 from hedwig.hub.zk_hubs import HubInfo
 from hedwig.meta.interface import MetadataError

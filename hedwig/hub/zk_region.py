@@ -20,13 +20,13 @@ import time
 from twisted.internet.defer import inlineCallbacks
 from twisted.logger import Logger
 
+from hedwig.config.zookeeper import server_list
 from hedwig.hub.zk_hubs import HubRegistry
 from hedwig.hub.zk_topics import ZkTopicManager
 from hedwig.meta.interface import MetadataError
 from hedwig.meta.zk_layout import LAYOUT_VERSION
 from hedwig.meta.zk_session import ZkSession, kazoo_client
 from hedwig.meta.zk_store import ZkMetadataStore, translate
-from hedwig.zk_settings import server_list
 
 
 class RootTaken(MetadataError):

@@ -40,7 +40,7 @@ from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred,
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from hedwig.concurrency import SharedOperations, Waiters
+from hedwig.concurrency.deferreds import SharedOperations, Waiters
 from hedwig.hub.errors import NotOwner, ServiceDown
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.zk_owners import OwnerZnodes

@@ -13,7 +13,7 @@ that covers them.
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from hedwig.concurrency import in_thread
+from hedwig.concurrency.deferreds import in_thread
 from hedwig.ledger.interface import LedgerError
 
 

@@ -9,6 +9,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from hedwig.config.settings import KIB, MIB
 from hedwig.ledger.layout import (
     COUNTS,
     COUNTS_OFFSET,
@@ -21,7 +22,6 @@ from hedwig.ledger.layout import (
     STATE_OFFSET,
 )
 from hedwig.ledger.pagefiles import RESERVED, sync_paths
-from hedwig.settings import KIB, MIB
 
 DATA = "d"
 INDEX = "i"

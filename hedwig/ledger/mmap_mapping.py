@@ -4,7 +4,7 @@ part for address space)."""
 
 import os
 
-from hedwig.concurrency import in_thread
+from hedwig.concurrency.deferreds import in_thread
 from hedwig.ledger.interface import LedgerError
 from hedwig.ledger.layout import (
     data_page_name,

@@ -36,7 +36,8 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.concurrency import in_thread
+from hedwig.concurrency.deferreds import in_thread
+from hedwig.config.settings import MIB
 from hedwig.ledger.groupcommit import GroupCommit
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.layout import (
@@ -70,7 +71,6 @@ from hedwig.ledger.mmap_reading import ReadingLedgers
 from hedwig.ledger.mmap_syncing import SyncingLedgers
 from hedwig.ledger.open_headers import OpenHeaders
 from hedwig.ledger.pagefiles import RESERVED, replace_durably, storage_error, sync_paths
-from hedwig.settings import MIB
 
 
 @implementer(ILedgerStore)
@@ -135,7 +135,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
 
     @classmethod
     def from_settings(cls, data_dir, settings, reactor) -> "MmapLedgerStore":
-        """A store configured by a `hedwig.config.LedgerSettings`."""
+        """A store configured by a `hedwig.config.settings.LedgerSettings`."""
         return cls(
             data_dir,
             reactor=reactor,

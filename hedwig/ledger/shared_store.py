@@ -30,7 +30,7 @@ from twisted.internet.defer import fail
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.concurrency import in_thread
+from hedwig.concurrency.deferreds import in_thread
 from hedwig.ledger.fencing import ClosedLedger, fence_and_recover, is_fenced, read_closed
 from hedwig.ledger.interface import LedgerError, LedgerFenced, NoSuchLedger
 from hedwig.ledger.layout import (

@@ -22,7 +22,7 @@ from twisted.internet.defer import Deferred, fail
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.concurrency import in_thread
+from hedwig.concurrency.deferreds import in_thread
 from hedwig.meta.interface import MetadataError
 
 _logger = Logger()

@@ -14,8 +14,8 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from hedwig.config.tls import certificate_names, peer_certificate
 from hedwig.observe.interface import IRequestGuard
-from hedwig.tls import certificate_names, peer_certificate
 
 CHALLENGE = b'Basic realm="hedwig", charset="UTF-8"'
 

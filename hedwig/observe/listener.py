@@ -11,12 +11,12 @@ credentials plug in there.
 
 from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 
+from hedwig.config.settings import Config
 from hedwig.observe.history import History
 from hedwig.observe.interface import IRequestGuard
 from hedwig.observe.metrics import hub_registry
 from hedwig.observe.resources import ObservationSite, RootResource
 from hedwig.observe.view import HubView
-from hedwig.settings import Config
 
 
 class HttpObserver:
@@ -42,7 +42,7 @@ class HttpObserver:
     def endpoint(self):
         config = self.config
         if config.tls.enabled:
-            from hedwig.tls import server_options
+            from hedwig.config.tls import server_options
 
             return SSL4ServerEndpoint(
                 self.reactor, config.http.port, server_options(config.tls), interface=config.hub.host

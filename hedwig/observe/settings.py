@@ -1,7 +1,7 @@
 """The [http] settings, checked when the configuration is read (one sentence naming the
 setting, exit status 2), so a hub never starts with an HTTP listener that cannot work."""
 
-from hedwig.settings import Config, ConfigError, check_bounds
+from hedwig.config.settings import Config, ConfigError, check_bounds
 
 
 def check_http_settings(config: Config) -> None:

@@ -26,13 +26,13 @@ names those only, and a topic it claims later is announced then (`claimed`).
 
 from twisted.logger import Logger
 
+from hedwig.config.tls import certificate_names, is_tls, peer_certificate
 from hedwig.protocol.requests import RequestError
 from hedwig.protocol.status import Status
 from hedwig.region.inbox import RelaySource
 from hedwig.region.path import cycle_through
 from hedwig.region.settings import is_region_name
 from hedwig.region.wire import InterestKind, decode_region_link, encode_region_link_reply, interest_frames
-from hedwig.tls import certificate_names, is_tls, peer_certificate
 
 _logger = Logger()
 

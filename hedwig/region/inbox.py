@@ -21,7 +21,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.region.entries import RelayedPart, slice_message_set
 from hedwig.region.highwater import HighWater

@@ -21,6 +21,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.protocol import ClientFactory, Protocol
 from twisted.logger import Logger
 
+from hedwig.config.tls import TlsError, handshake_failure
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.auth_request import Credentials
 from hedwig.protocol.ops import Op
@@ -36,7 +37,6 @@ from hedwig.region.wire import (
     encode_region_link,
     region_link_reply_flags,
 )
-from hedwig.tls import TlsError, handshake_failure
 
 _logger = Logger()
 
@@ -114,7 +114,7 @@ class ParentLink:
     """The child's side of the link to its parent region."""
 
     def __init__(self, manager, settings, reactor, *, max_frame_bytes: int, tls=None, rng=None, address=None):
-        """`tls`: a hedwig.tls.ClientTls to reach the parent with, None for plain TCP.
+        """`tls`: a hedwig.config.tls.ClientTls to reach the parent with, None for plain TCP.
         `address`: one hub of a parent region of several, instead of parent_address."""
         self.manager = manager
         self.tls = tls

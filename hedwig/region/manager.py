@@ -18,7 +18,8 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
+from hedwig.config.tls_settings import parent_tls
 from hedwig.hub.relays import IRelays
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.ops import Op
@@ -34,7 +35,6 @@ from hedwig.region.parents import ParentLinks
 from hedwig.region.path import RegionPath
 from hedwig.region.settings import relay_peer, relay_subscriber_id
 from hedwig.region.wire import decode_relay_publish
-from hedwig.tls_settings import parent_tls
 
 _logger = Logger()
 

@@ -9,8 +9,8 @@ refuses those (see path.py).
 
 import re
 
+from hedwig.config.settings import Config, ConfigError, check_bounds, read_password_file
 from hedwig.protocol.addresses import parse_addresses
-from hedwig.settings import Config, ConfigError, check_bounds, read_password_file
 
 # Relay subscriptions: the neighbour region N relays a topic from this hub as `__region__N`.
 RELAY_PREFIX = "__region__"

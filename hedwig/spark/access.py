@@ -38,10 +38,10 @@ class HubAccess:
     password: str = field(default="", repr=False)
 
     def client_tls(self):
-        """A hedwig.tls.ClientTls, or None for plain TCP."""
+        """A hedwig.config.tls.ClientTls, or None for plain TCP."""
         if not self.tls:
             return None
-        from hedwig.tls import ClientTls
+        from hedwig.config.tls import ClientTls
 
         return ClientTls(
             ca_file=self.tls_ca, cert_file=self.tls_cert, key_file=self.tls_key, server_name=self.tls_name

@@ -1,4 +1,4 @@
-"""`hedwig drain`: the drain job's command line (hedwig/cli.py wires it in as a subcommand;
+"""`hedwig drain`: the drain job's command line (hedwig/commands/main.py wires it in as a subcommand;
 `python -m hedwig.spark.command` runs the same). Spark is imported only when the command
 runs, so building the `hedwig` parser costs nothing and needs no pyspark.
 """

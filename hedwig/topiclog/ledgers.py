@@ -13,7 +13,7 @@ from twisted.internet.defer import (
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.concurrency import Waiters
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.ledger.interface import LedgerError, StorageFull
 from hedwig.meta.interface import BadVersion, LedgerRange
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced

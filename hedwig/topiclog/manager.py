@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
 
-from hedwig.concurrency import OpQueue, SharedOperations
+from hedwig.concurrency.deferreds import OpQueue, SharedOperations
+from hedwig.config.settings import LogSettings
 from hedwig.ledger.interface import LedgerError, NoSuchLedger
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.names import InvalidName, check_topic
-from hedwig.settings import LogSettings
 from hedwig.topiclog.ack_gate import AckGate
 from hedwig.topiclog.acquire import acquire_topic
 from hedwig.topiclog.errors import LogClosed, LogError

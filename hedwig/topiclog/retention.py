@@ -12,8 +12,8 @@ topic's last ledger, so that this reaches it at all.
 
 from collections.abc import Callable, Sequence
 
+from hedwig.config.settings import LogSettings
 from hedwig.meta.interface import LedgerRange
-from hedwig.settings import LogSettings
 
 
 def ledgers_to_delete(

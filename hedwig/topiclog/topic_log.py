@@ -47,11 +47,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.concurrency import OpQueue, SharedResult, Waiters
+from hedwig.concurrency.deferreds import OpQueue, SharedResult, Waiters
+from hedwig.config.settings import LogSettings
 from hedwig.ledger.interface import LedgerClosed, LedgerFenced, NoSuchLedger
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
-from hedwig.settings import LogSettings
 from hedwig.topiclog.ack_gate import AckGate
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.errors import LogClosed, LogFailed, TopicFenced

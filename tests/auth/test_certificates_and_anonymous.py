@@ -9,9 +9,9 @@ import pytest
 
 from hedwig.client import Client
 from hedwig.client.errors import NotAuthorized
+from hedwig.config.tls import ClientTls
 from hedwig.testing.certificates import Authority
 from hedwig.testing.hubprocess import HubProcess
-from hedwig.tls import ClientTls
 
 USERS = {
     "carol": {"certificates": ["carol.client"], "publish": ["c.*", "pub.*"], "create": ["c.*", "pub.*"]},

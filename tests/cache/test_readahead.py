@@ -7,8 +7,8 @@ from twisted.internet.task import Clock
 from hedwig.cache import ReadAheadCache
 from hedwig.cache.readahead import TopicReleased
 from hedwig.cache.waits import TailWaiter
+from hedwig.config.settings import CacheSettings
 from hedwig.ledger import LedgerError
-from hedwig.settings import CacheSettings
 from tests.cache.controllable_log import ControllableLog
 
 

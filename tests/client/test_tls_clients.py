@@ -17,9 +17,9 @@ from twisted.internet import defer, reactor
 from hedwig.client import Client, CouldNotConnect
 from hedwig.client import twisted as twisted_client
 from hedwig.client.connection import _READ_SLICE
+from hedwig.config.tls import ClientTls
 from hedwig.testing.certificates import Authority
 from hedwig.testing.hubprocess import HubProcess, hub_environment
-from hedwig.tls import ClientTls
 from tests import trial as unittest
 from tests.receiving import receive_all
 

@@ -11,7 +11,7 @@ import pytest
 from hedwig.auth import hash_password
 from hedwig.auth.settings import hub_credentials
 from hedwig.client import Client
-from hedwig.config import ConfigError, load_config
+from hedwig.config.loading import ConfigError, load_config
 from hedwig.delivery.dead_letters import DELIVERIES, ORIGINAL_SEQ, ORIGINAL_TOPIC, SUBSCRIPTION
 from hedwig.protocol.auth_request import Credentials
 from hedwig.testing.polling import wait_until

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hedwig.config import ConfigError, load_config
+from hedwig.config.loading import ConfigError, load_config
 from hedwig.testing.hubprocess import hub_environment
 
 

@@ -2,8 +2,8 @@
 port ("host:port:tls_port", Hedwig's form), and a client over TLS follows it there."""
 
 from hedwig.client import Client
+from hedwig.config.tls import ClientTls
 from hedwig.testing.certificates import Authority
-from hedwig.tls import ClientTls
 
 
 def test_a_tls_client_of_one_hub_is_redirected_to_the_owners_tls_port(region, tmp_path):

@@ -3,10 +3,10 @@
 from twisted.internet.task import Clock
 
 from hedwig.cache import ReadAheadCache
+from hedwig.config.settings import CacheSettings, DeliverySettings
 from hedwig.delivery import DeliveryManager
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol.requests import Subscribe
-from hedwig.settings import CacheSettings, DeliverySettings
 from hedwig.testing.deferreds import failure_of as failure_of
 from hedwig.testing.deferreds import fired
 from tests.cache.controllable_log import ControllableLog

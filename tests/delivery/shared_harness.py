@@ -3,12 +3,12 @@ on a Clock, and a channel that records what each member is sent."""
 
 from zope.interface import implementer
 
+from hedwig.config.settings import LogSettings
 from hedwig.delivery.interface import ISharedDeliveryChannel
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
 from hedwig.protocol.entry import decode_entry
-from hedwig.settings import LogSettings
 from hedwig.topiclog import TopicLogManager
 from tests.delivery.harness import Harness, TurnClock, fired
 

@@ -1,10 +1,10 @@
 """One publisher, three subscribers, over the real topic log and ledger store: one caught
 up, one 100,000 messages behind, one paused by backpressure."""
 
+from hedwig.config.settings import LogSettings
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
-from hedwig.settings import LogSettings
 from hedwig.topiclog import TopicLogManager
 from tests.delivery.harness import Harness, TurnClock, fired
 

@@ -9,6 +9,7 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.logger import LogLevel, globalLogPublisher
 
+from hedwig.config.settings import Config
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
 from hedwig.ledger.memory_store import MemoryLedgerStore
@@ -16,7 +17,6 @@ from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set, parse_delivery, parse_event
 from hedwig.protocol.requests import encode_hello, encode_publish
 from hedwig.protocol.responses import decode_response
-from hedwig.settings import Config
 
 _ports = itertools.count(40000)
 

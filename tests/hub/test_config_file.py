@@ -4,14 +4,14 @@ import configparser
 import dataclasses
 from pathlib import Path
 
-from hedwig.config import Config, load_config
+from hedwig.config.loading import Config, load_config
 
 HUB_CONF = Path(__file__).resolve().parents[2] / "conf" / "hub.conf"
 
 
 def test_shipped_hub_conf_loads_to_the_defaults():
     """Each at its default, but data_dir (./data) is relative to the file, like every path
-    in a conf file (hedwig.config_file)."""
+    in a conf file (hedwig.config.files)."""
     expected = Config()
     expected.hub.data_dir = str(HUB_CONF.parent / "data")
     assert load_config(HUB_CONF) == expected

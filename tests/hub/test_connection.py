@@ -4,6 +4,7 @@ and leaves the other connections serving."""
 
 import pytest
 
+from hedwig.config.settings import Config
 from hedwig.protocol import (
     PROTOCOL_VERSION,
     FrameDecoder,
@@ -23,7 +24,6 @@ from hedwig.protocol.requests import (
     encode_read_range,
     encode_subscribe,
 )
-from hedwig.settings import Config
 from tests.hub.harness import HubHarness, LogCapture
 
 

@@ -3,6 +3,7 @@ age, so it reaches them), and the hub's counters."""
 
 import pytest
 
+from hedwig.config.settings import Config
 from hedwig.hub.gc import GarbageCollector
 from hedwig.hub.stats import OpStats
 from hedwig.protocol import Op, Status
@@ -12,7 +13,6 @@ from hedwig.protocol.requests import (
     encode_read_range,
     encode_subscribe,
 )
-from hedwig.settings import Config
 from tests.hub.harness import HubHarness
 
 

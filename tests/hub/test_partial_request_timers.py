@@ -5,9 +5,9 @@ says no HELLO within hello_timeout_s is closed."""
 
 import pytest
 
+from hedwig.config.settings import Config
 from hedwig.protocol import Op
 from hedwig.protocol.framing import frame_header
-from hedwig.settings import Config
 from tests.hub.harness import HubHarness
 
 FRAME = 1000

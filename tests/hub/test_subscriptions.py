@@ -3,6 +3,7 @@ reply, windows, consume pointers, forced attach, limits and backpressure."""
 
 import pytest
 
+from hedwig.config.settings import Config
 from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry
 from hedwig.protocol.requests import (
     Subscribed,
@@ -12,7 +13,6 @@ from hedwig.protocol.requests import (
     encode_subscribe,
     encode_unsubscribe,
 )
-from hedwig.settings import Config
 from tests.hub.harness import HubHarness
 
 

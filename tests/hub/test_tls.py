@@ -1,4 +1,4 @@
-"""TLS settings and handshakes: what hedwig.tls builds from PEM files, checked against real
+"""TLS settings and handshakes: what hedwig.config.tls builds from PEM files, checked against real
 certificates (tests/tls_certificates.py) in real TLS handshakes run in memory
 (twisted.test.iosim pumps the bytes between a server and a client TLS protocol)."""
 
@@ -9,10 +9,8 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.protocols.tls import TLSMemoryBIOFactory
 from twisted.test.iosim import connectedServerAndClient
 
-from hedwig.config import ConfigError, TlsSettings, load_config
-from hedwig.region.children import unauthenticated
-from hedwig.testing.certificates import Authority
-from hedwig.tls import (
+from hedwig.config.loading import ConfigError, TlsSettings, load_config
+from hedwig.config.tls import (
     ClientTls,
     TlsError,
     certificate_names,
@@ -21,6 +19,8 @@ from hedwig.tls import (
     peer_certificate,
     server_options,
 )
+from hedwig.region.children import unauthenticated
+from hedwig.testing.certificates import Authority
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ hold a descriptor each. Appends to an unmapped ledger map its header again."""
 
 import os
 
+from hedwig.config.settings import MIB
 from hedwig.ledger.layout import HEADER_FILE, data_page_name, index_page_name
 from hedwig.ledger.mmap_ledger import MAX_DATA_LOOKAHEAD
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from hedwig.settings import MIB
 from hedwig.testing.deferreds import fired as result_of
 from hedwig.testing.reactors import InlineThreadsReactor
 

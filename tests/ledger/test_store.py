@@ -5,9 +5,9 @@ import os
 import pytest
 from zope.interface.verify import verifyObject
 
+from hedwig.config.settings import LedgerSettings
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.mmap_store import MmapLedgerStore
-from hedwig.settings import LedgerSettings
 from hedwig.testing.deferreds import fired as result_of
 from hedwig.testing.reactors import InlineThreadsReactor
 

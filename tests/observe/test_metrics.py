@@ -8,11 +8,11 @@ import pytest
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hedwig.config.settings import Config
 from hedwig.observe.metrics import METRICS, hub_registry
 from hedwig.observe.view import HubView
 from hedwig.protocol import Op
 from hedwig.protocol.requests import encode_consume, encode_subscribe
-from hedwig.settings import Config
 from tests.hub.harness import HubHarness
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -4,9 +4,9 @@ speaking to it through StringTransports: no sockets, no sleeps."""
 
 from twisted.internet.testing import MemoryReactorClock
 
+from hedwig.config.settings import Config
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_entry_header, encode_message_set
-from hedwig.settings import Config
 from hedwig.testing.deferreds import failure_of as failure_of
 from hedwig.testing.deferreds import fired
 from tests.hub.harness import HubHarness

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hedwig.config import ConfigError, load_config
+from hedwig.config.loading import ConfigError, load_config
 from hedwig.region.settings import relay_peer, relay_subscriber_id
 
 REGIONS = Path(__file__).resolve().parents[2] / "conf" / "regions"

@@ -31,7 +31,7 @@ def secure_hub(tmp_path_factory):
     with HubProcess(directory / "data", 0, "--conf", str(conf), tls=True) as process:
         process.ca_file = str(ca.cert_file)
         process.tls_address = f"127.0.0.1:{process.tls_port}"
-        from hedwig.tls import ClientTls
+        from hedwig.config.tls import ClientTls
 
         tls = ClientTls(ca_file=process.ca_file)
         with Client(process.tls_address, tls=tls, credentials=Credentials("alice", "alice-pw")) as client:

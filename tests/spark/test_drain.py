@@ -120,7 +120,7 @@ def test_a_killed_drain_run_again_writes_every_message_exactly_once(spark, hub, 
         publish(client, "k-events", 1, total, per_entry=50)
     run = settings(hub, tmp_path, ["k-events"], max_messages_per_trigger=150, max_messages_per_partition=75)
     command = [
-        sys.executable, "-m", "hedwig.cli", "drain",
+        sys.executable, "-m", "hedwig.commands.main", "drain",
         "--hub", hub.address, "--topics", "k-events", "--out", run.out, "--checkpoint", run.checkpoint,
         "--once", "--subscriber", "lake", "--max-messages-per-trigger", "150",
         "--max-messages-per-partition", "75", "--progress", "0.2", "--master", "local[2]",
@@ -223,7 +223,7 @@ def test_a_running_drain_follows_new_messages_and_stops_cleanly_on_sigterm(spark
     with Client(hub.address) as client:
         publish(client, "live", 1, 500)
         command = [
-            sys.executable, "-m", "hedwig.cli", "--hub", hub.address, "drain", "--topics", "live",
+            sys.executable, "-m", "hedwig.commands.main", "--hub", hub.address, "drain", "--topics", "live",
             "--out", run.out, "--checkpoint", run.checkpoint, "--subscriber", "lake",
             "--interval", "0.2", "--progress", "0.2", "--master", "local[2]",
         ]  # fmt: skip

@@ -40,7 +40,7 @@ def test_on_a_terminal_the_drain_draws_a_progress_bar(hub, tmp_path):
         publish(client, "p-bar", 1, 300)
     run = settings(hub, tmp_path, ["p-bar"])
     command = [
-        sys.executable, "-m", "hedwig.cli", "drain",
+        sys.executable, "-m", "hedwig.commands.main", "drain",
         "--hub", hub.address, "--topics", "p-bar", "--out", run.out, "--checkpoint", run.checkpoint,
         "--once", "--max-messages-per-trigger", "100", "--progress", "0.2", "--master", "local[1]",
     ]  # fmt: skip

@@ -24,8 +24,3 @@ def test_nothing_below_the_hub_imports_the_reactor():
     ]
     assert offenders == []
 
-
-def test_no_module_is_over_500_lines():
-    """Small modules with one job each: a module past this has more than one."""
-    sizes = {name: len(path.read_text().splitlines()) for name, path in module_names().items()}
-    assert {name: lines for name, lines in sizes.items() if lines > 500} == {}

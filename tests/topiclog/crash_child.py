@@ -10,9 +10,9 @@ runs on its own: python -m tests.topiclog.crash_child DIRECTORY SEED."""
 import os
 import sys
 
+from hedwig.config.settings import LogSettings
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
-from hedwig.settings import LogSettings
 from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog.manager import TopicLogManager
 from tests.topiclog.harness import message_set, settle

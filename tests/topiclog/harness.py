@@ -6,10 +6,10 @@ import os
 
 from twisted.python.failure import Failure
 
+from hedwig.config.settings import LogSettings
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol.messageset import encode_message_set
-from hedwig.settings import LogSettings
 from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog.manager import TopicLogManager
 

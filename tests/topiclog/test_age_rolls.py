@@ -4,8 +4,8 @@ Then garbage collection and retention reach the data it held."""
 
 import pytest
 
+from hedwig.config.settings import LogSettings
 from hedwig.ledger import StorageFull
-from hedwig.settings import LogSettings
 from hedwig.topiclog import LogClosed, SeqOutOfRange, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 

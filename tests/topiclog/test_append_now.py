@@ -59,7 +59,7 @@ def test_a_refusal_at_once_is_a_failed_deferred_that_takes_no_seq_ids(make_stack
 def test_the_common_case_and_the_general_path_store_the_same_entry(make_stack):
     """A client's append to an idle log takes the one-call path (local_append.py); the same
     append naming its origin region takes the general one: the same entry, state and roll."""
-    from hedwig.settings import LogSettings
+    from hedwig.config.settings import LogSettings
 
     stack = make_stack(LogSettings(max_ledger_entries=2))
     manager = stack.manager()

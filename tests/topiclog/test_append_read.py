@@ -2,8 +2,8 @@
 
 import pytest
 
+from hedwig.config.settings import LogSettings
 from hedwig.protocol import decode_entry, decode_entry_header
-from hedwig.settings import LogSettings
 from hedwig.topiclog import SeqOutOfRange
 from tests.topiclog.harness import failure_of, message_set, settle
 

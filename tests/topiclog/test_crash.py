@@ -21,7 +21,7 @@ import traceback
 
 import pytest
 
-from hedwig.settings import LogSettings
+from hedwig.config.settings import LogSettings
 from tests.topiclog.harness import HAVE_MMAP, LogStack, message_set, settle
 
 KILLS = 20

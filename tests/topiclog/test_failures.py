@@ -2,8 +2,8 @@
 
 import pytest
 
+from hedwig.config.settings import LogSettings
 from hedwig.ledger import LedgerError, StorageFull
-from hedwig.settings import LogSettings
 from hedwig.topiclog import LogClosed, LogFailed, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 

@@ -1,6 +1,6 @@
 """find_by_time: the first seq-id published at or after a time, across ledgers."""
 
-from hedwig.settings import LogSettings
+from hedwig.config.settings import LogSettings
 from tests.topiclog.harness import message_set, settle
 
 

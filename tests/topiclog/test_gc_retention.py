@@ -2,7 +2,7 @@
 
 import pytest
 
-from hedwig.settings import LogSettings
+from hedwig.config.settings import LogSettings
 from hedwig.topiclog import LogClosed, SeqOutOfRange, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 

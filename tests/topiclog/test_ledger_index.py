@@ -3,7 +3,7 @@
 import random
 from itertools import pairwise
 
-from hedwig.settings import LogSettings
+from hedwig.config.settings import LogSettings
 from hedwig.topiclog.ledger_index import LedgerIndex
 from tests.topiclog.harness import message_set, settle
 

@@ -161,7 +161,7 @@ def test_a_ledger_whose_topic_record_was_lost_is_described_by_its_seq_ids(stack)
 
 
 def test_the_sweep_deletes_only_what_the_metadata_records_as_garbage(make_stack):
-    from hedwig.settings import LogSettings
+    from hedwig.config.settings import LogSettings
 
     stack = make_stack(LogSettings(max_ledger_entries=1))
     topic_log = settle(stack, stack.manager().open("t"))
@@ -185,7 +185,7 @@ def test_the_sweep_deletes_only_what_the_metadata_records_as_garbage(make_stack)
 
 
 def test_garbage_collection_forgets_what_it_deleted(make_stack):
-    from hedwig.settings import LogSettings
+    from hedwig.config.settings import LogSettings
 
     stack = make_stack(LogSettings(max_ledger_entries=1))
     topic_log = settle(stack, stack.manager().open("t"))

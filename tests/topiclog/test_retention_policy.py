@@ -1,7 +1,7 @@
 """ledgers_to_delete: the GC and retention policy on its own, no stores."""
 
+from hedwig.config.settings import LogSettings
 from hedwig.meta import LedgerRange
-from hedwig.settings import LogSettings
 from hedwig.topiclog.retention import ledgers_to_delete
 
 # Four closed ledgers of 10 seq-ids and 100 bytes, newest entry at 10, 20, 30, 40 s; one open.

@@ -2,8 +2,8 @@
 
 import pytest
 
+from hedwig.config.settings import LogSettings
 from hedwig.meta import NEW, LedgerRange
-from hedwig.settings import LogSettings
 from hedwig.topiclog import LogCorrupt, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 

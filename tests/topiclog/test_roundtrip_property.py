@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hedwig.settings import LogSettings
+from hedwig.config.settings import LogSettings
 from hedwig.topiclog import SeqOutOfRange
 from tests.topiclog.conftest import _backend_param
 from tests.topiclog.harness import BACKENDS, LogStack, failure_of, message_set, settle

@@ -7,11 +7,11 @@ import os
 
 import pytest
 
+from hedwig.config.settings import LogSettings
 from hedwig.ledger.shared_store import SharedLedgerStore
 from hedwig.meta import NEW, LedgerRange
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol.entry import encode_entry_header
-from hedwig.settings import LogSettings
 from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog import TopicFenced
 from hedwig.topiclog.manager import TopicLogManager

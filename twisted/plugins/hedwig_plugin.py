@@ -39,7 +39,7 @@ class HedwigServiceMaker:
         import sys
         from types import SimpleNamespace
 
-        from hedwig.config import ConfigError
+        from hedwig.config.loading import ConfigError
         from hedwig.hub.main import config_from_args, tune_allocator
         from hedwig.hub.service import HubService
         from hedwig.hub.startup import WatchedHubService

@@ -4,7 +4,7 @@ Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [regi
 [tls] for the TLS listener and region links, [auth] for users and permissions, [http]
 for the status page and metrics, and [zookeeper] for a region of several hubs. This
 module imports nothing of hedwig, so every layer can take its settings from here without
-depending on the loader (hedwig.config), which checks sections with the region, TLS, HTTP
+depending on the loader (hedwig.config.loading), which checks sections with the region, TLS, HTTP
 and ZooKeeper code.
 """
 

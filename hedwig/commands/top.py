@@ -5,7 +5,7 @@ the hub's rates, then its topics by publish rate and its subscriptions by lag. O
 terminal it redraws in place (the alternate screen, as top does, left on exit); on a pipe
 or a file it prints plain lines, one block per refresh, so `hedwig top --count 1` is a
 snapshot a script can read. A hub that cannot be reached is one line and exit status 1
-(an OSError, which the command's main reports). Registered in hedwig/cli.py.
+(an OSError, which the command's main reports). Registered in hedwig/commands/main.py.
 """
 
 import json

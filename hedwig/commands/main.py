@@ -15,7 +15,6 @@ import sys
 from hedwig import __version__
 from hedwig.auth.command import add_user_command
 from hedwig.benchtool.command import add_bench
-from hedwig.cli_top import add_top
 from hedwig.client.errors import HedwigError
 from hedwig.commands.admin import (
     add_create,
@@ -37,6 +36,7 @@ from hedwig.commands.completion import add_completion
 from hedwig.commands.consuming import add_read, add_subscribe
 from hedwig.commands.describing import add_describe, add_stats
 from hedwig.commands.publishing import add_publish
+from hedwig.commands.top import add_top
 
 # (kept under these names for subcommands registered here)
 _client_command = client_command

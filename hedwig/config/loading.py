@@ -1,16 +1,14 @@
-"""Hub configuration: hub.conf read over the defaults of hedwig.settings, then checked.
+"""Hub configuration: hub.conf read over the defaults of hedwig.config.settings, then checked.
 
 Unknown sections or keys are errors, so a typo never silently leaves a default in force.
 The region and TLS sections are checked by their own packages (hedwig.region.settings,
-hedwig.tls_settings), which take the setting classes from hedwig.settings, not from here:
+hedwig.config.tls_settings), which take the setting classes from hedwig.config.settings, not from here:
 so this loader imports them and nothing imports it back.
 """
 
 from hedwig.auth.settings import check_auth_settings
-from hedwig.config_file import check_port, read_config_file
-from hedwig.observe.settings import check_http_settings
-from hedwig.region.settings import check_region_settings
-from hedwig.settings import (
+from hedwig.config.files import check_port, read_config_file
+from hedwig.config.settings import (
     GIB,
     KIB,
     MIB,
@@ -27,8 +25,10 @@ from hedwig.settings import (
     ZooKeeperSettings,
     check_bounds,
 )
-from hedwig.tls_settings import check_tls_settings
-from hedwig.zk_settings import check_zookeeper_settings
+from hedwig.config.tls_settings import check_tls_settings
+from hedwig.config.zookeeper import check_zookeeper_settings
+from hedwig.observe.settings import check_http_settings
+from hedwig.region.settings import check_region_settings
 
 __all__ = [
     "GIB",
@@ -63,7 +63,7 @@ def load_config(path=None, overrides=None) -> Config:
 def _load_config(path, overrides) -> Config:
     config = Config()
     if path is not None:
-        read_config_file(config, path)  # hedwig.config_file: its errors name file, key and value
+        read_config_file(config, path)  # hedwig.config.files: its errors name file, key and value
     for dotted, value in (overrides or {}).items():
         if dotted.endswith("port"):
             check_port(value, f"{dotted} = {value}")

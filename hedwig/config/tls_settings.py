@@ -5,8 +5,8 @@ path, a key that is not the certificate's, or a missing pyOpenSSL is one sentenc
 exit status 2, never a failure at the first connection or the first link attempt.
 """
 
-from hedwig.settings import Config, ConfigError
-from hedwig.tls import INSTALL_HINT, ClientTls, TlsError, server_options, tls_available
+from hedwig.config.settings import Config, ConfigError
+from hedwig.config.tls import INSTALL_HINT, ClientTls, TlsError, server_options, tls_available
 
 
 def parent_tls(config: Config) -> ClientTls | None:

@@ -10,8 +10,8 @@ file that sets them, so `hedwig hub --conf conf/regions/world.conf` means the sa
 any working directory; command-line options (hedwig.hub.main) stay relative to the
 working directory, as a shell user expects.
 
-hedwig.config applies the cross-setting checks afterwards (and hedwig.config names this
-file in their errors too); this module imports only hedwig.settings.
+hedwig.config.loading applies the cross-setting checks afterwards (and hedwig.config.loading names this
+file in their errors too); this module imports only hedwig.config.settings.
 """
 
 import configparser
@@ -20,7 +20,7 @@ import difflib
 import os
 from pathlib import Path
 
-from hedwig.settings import Config, ConfigError
+from hedwig.config.settings import Config, ConfigError
 
 PORT_RANGE = range(0, 65536)
 

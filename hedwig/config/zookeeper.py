@@ -2,8 +2,8 @@
 hubs that cannot work (no server list that parses, a root that is no path, an address
 nobody could be redirected to) is refused in one sentence naming the setting."""
 
+from hedwig.config.settings import Config, ConfigError, ZooKeeperSettings, check_bounds
 from hedwig.protocol.addresses import parse_address
-from hedwig.settings import Config, ConfigError, ZooKeeperSettings, check_bounds
 
 _ANY_HOST = ("", "0.0.0.0", "::")
 

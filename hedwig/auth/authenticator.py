@@ -2,22 +2,39 @@
 
 scrypt is CPU- and memory-heavy by design, so a check never runs on the reactor thread:
 it runs in the reactor's thread pool, at most [auth] max_concurrent_checks at a time
-hub-wide (a flood of AUTH requests queues here instead of taking every core). The file is
-read again, on that thread, when its size or modification time changed, so `hedwig user
-add` takes effect for the next connection to authenticate; a file that no longer reads
-is reported once and the last good one kept.
+hub-wide. Every check, from AUTH and from the HTTP listener's Basic credentials alike,
+first passes the hub's LoginThrottle and waits in its one bounded CheckQueue
+(hedwig/auth/throttle.py): guessing is counted per user and per source, and a flood of
+guesses neither queues without bound nor keeps a known-good source waiting. Failed logins
+are logged when a source's or a user's count in the window reaches 1, 2, 4, 8, ... and
+when it reaches its limit, so a thousand guesses are a dozen lines, every one counted.
+
+The file is read again, on a check's thread, when its size or modification time
+changed, so `hedwig user add` takes effect for the next connection to authenticate; a
+file that no longer reads is reported once and the last good one kept.
 """
 
 import os
 
-from twisted.internet.defer import DeferredSemaphore
+from twisted.internet.defer import fail
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from zope.interface import implementer
 
 from hedwig.auth.hashing import dummy_hash, verify_password
 from hedwig.auth.interface import IAuthenticator
+from hedwig.auth.throttle import CheckQueue, LoginRefused, LoginThrottle
 from hedwig.auth.users import UsersFile, UsersFileError
+from hedwig.protocol.names import is_user_name, printable
+
+
+def _always() -> bool:
+    return True
+
+
+def _worth_a_line(count: int) -> bool:
+    """1, 2, 4, 8, ...: a count's log lines grow with its logarithm."""
+    return count & (count - 1) == 0
 
 
 def _stamp(path: str):
@@ -32,15 +49,19 @@ def _stamp(path: str):
 class UsersFileAuthenticator:
     log = Logger()
 
-    def __init__(self, path: str, reactor, *, max_concurrent: int = 2, allow_anonymous: bool = False,
+    def __init__(self, path: str, reactor, *, max_concurrent: int = 2, max_waiting: int = 64,
+                 allow_anonymous: bool = False, throttle: LoginThrottle | None = None,
                  run_in_thread=None):  # fmt: skip
         """`run_in_thread(f, *args)`: Deferred of f(*args) off the reactor thread (default:
-        the reactor's thread pool)."""
+        the reactor's thread pool). `throttle`: the hub's LoginThrottle (default: one with
+        its default limits on `reactor`'s clock)."""
         self.path = path
         self._stamp = _stamp(path)
         self.users = UsersFile.load(path)
         self._allow_anonymous = allow_anonymous
-        self._checks = DeferredSemaphore(max_concurrent)
+        self.throttle = throttle if throttle is not None else LoginThrottle(reactor)
+        self.queue = CheckQueue(max_concurrent, max_waiting)
+        self.failures = 0  # wrong passwords and unknown users, checked
         if run_in_thread is None:
 
             def run_in_thread(f, *args):
@@ -48,8 +69,49 @@ class UsersFileAuthenticator:
 
         self._run_in_thread = run_in_thread
 
-    def authenticate(self, user: str, password: bytes):
-        return self._checks.run(self._run_in_thread, self._check, user, password)
+    def authenticate(self, user: str, password: bytes, source: str = "?", still_wanted=_always):
+        if not is_user_name(user):  # (AUTH checks names as it decodes them; HTTP Basic does not)
+            return fail(LoginRefused(f"{printable(user)} is not a user name"))
+        throttle = self.throttle
+        refusal = throttle.admit(user, source)
+        if refusal is not None:
+            if _worth_a_line(throttle.refused):
+                self.log.warn(
+                    "login for user {user} from {source} refused without a check: {why}"
+                    " ({count} refused so far)",
+                    user=user, source=printable(source), why=refusal, count=throttle.refused,
+                )  # fmt: skip
+            return fail(LoginRefused(refusal))
+        checking = self.queue.submit(
+            lambda: self._run_in_thread(self._check, user, password),
+            still_wanted,
+            first=throttle.is_known_good(source),
+        )
+        return checking.addCallbacks(self._checked, self._not_checked, (user, source), None, (user, source))
+
+    def _not_checked(self, failure, user: str, source: str):
+        """The check never ran (the queue was full, the connection closed), or failed."""
+        self.throttle.ended(user, source, None)
+        return failure
+
+    def _checked(self, principal, user: str, source: str):
+        throttle = self.throttle
+        counts = throttle.ended(user, source, principal is not None)
+        if counts is None:
+            return principal
+        self.failures += 1
+        from_source, for_user = counts
+        at_limit = (
+            from_source == throttle.max_failures_per_source or for_user == throttle.max_failures_per_user
+        )
+        if at_limit or _worth_a_line(from_source) or _worth_a_line(for_user):
+            self.log.warn(
+                "failed login for user {user} from {source}: {from_source} from {source} and"
+                " {for_user} for {user} in the last {window:g} s ({total} failed logins in all)",
+                user=user, source=printable(source), from_source=from_source, for_user=for_user,
+                window=throttle.window_s, total=self.failures,
+            )  # fmt: skip
+        return None
 
     def _check(self, user: str, password: bytes):
         """On a pool thread: the Principal, or None."""
@@ -80,3 +142,7 @@ class UsersFileAuthenticator:
 
     def anonymous(self):
         return self.users.anonymous() if self._allow_anonymous else None
+
+    def describe(self) -> dict:
+        """The logins checked and refused, for STATS and the metrics."""
+        return {"failed": self.failures, **self.throttle.describe(), **self.queue.describe()}

@@ -34,6 +34,7 @@ from zope.interface import implementer
 
 from hedwig.auth.interface import IAuthorizer
 from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
+from hedwig.auth.throttle import LoginRefused
 from hedwig.config.tls import certificate_names, is_tls, peer_certificate
 from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subscriptions
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
@@ -115,12 +116,16 @@ class ConnectionAccess:
         Raises RequestError for a request refused with its status."""
         if not self._looked:
             self._identify()
+        if self._checking:  # (AUTH included: one guess per connection, whatever it pipelines)
+            why = "a request arrived while this connection's AUTH was being checked"
+            self.connection.refuse_and_close(request_id, op, Status.AUTHENTICATION_FAILED, why, succeed(None))
+            return False
         if op == Op.AUTH:
             self._authenticate(request_id, body)
             return False
         principal = self.principal
-        if principal is None or self._checking:
-            why = "an AUTH is being checked" if self._checking else "this hub requires AUTH after HELLO"
+        if principal is None:
+            why = "this hub requires AUTH after HELLO"
             self.connection.refuse_and_close(request_id, op, Status.AUTHENTICATION_FAILED, why, succeed(None))
             return False
         check = _CHECKS.get(op, _admin)
@@ -132,23 +137,27 @@ class ConnectionAccess:
             raise RequestError(Status.MALFORMED_REQUEST, f"already authenticated as {self.principal.name}")
         request = decode_auth(body)
         self._checking = True
-        checked = self.gate.authenticator.authenticate(request.user, request.password)
+        connection = self.connection
+        checked = self.gate.authenticator.authenticate(
+            request.user, request.password, connection.peer_host, lambda: connection.is_open
+        )
         checked.addCallbacks(
             self._checked, self._check_failed, (request.user, request_id), None, (request_id,)
         )
 
     def _check_failed(self, failure, request_id: int) -> None:
-        """The check itself failed (a bug, or no thread to run it): the hub's fault, logged
-        with its traceback once; the client is refused as for wrong credentials."""
+        """Refused without a check (hedwig/auth/throttle.py: too many failures, or the
+        hub's queue of checks is full), answered at once; or the check itself failed (a
+        bug, or no thread to run it): the hub's fault, logged with its traceback once,
+        and the client refused as for wrong credentials."""
         self._checking = False
-        self.log.failure("{peer}: checking an AUTH failed", failure, peer=self.connection.peer)
-        self.connection.refuse_and_close(
-            request_id,
-            Op.AUTH,
-            Status.AUTHENTICATION_FAILED,
-            "the hub could not check the password",
-            succeed(None),
-        )
+        if failure.check(LoginRefused):
+            why = str(failure.value)
+        else:
+            self.log.failure("{peer}: checking an AUTH failed", failure, peer=self.connection.peer)
+            why = "the hub could not check the password"
+        refused = Status.AUTHENTICATION_FAILED
+        self.connection.refuse_and_close(request_id, Op.AUTH, refused, why, succeed(None))
 
     def _checked(self, principal, user: str, request_id: int) -> None:
         self._checking = False

@@ -10,8 +10,16 @@ def check_auth_settings(config: Config) -> None:
     auth = config.auth
     if auth.failure_delay_s < 0 or auth.failure_delay_s > 60:
         raise ConfigError(f"[auth] failure_delay_s = {auth.failure_delay_s}: expected 0..60")
-    if not 1 <= auth.max_concurrent_checks <= 64:
-        raise ConfigError(f"[auth] max_concurrent_checks = {auth.max_concurrent_checks}: expected 1..64")
+    for key, low, high in (
+        ("max_concurrent_checks", 1, 64),
+        ("max_waiting_checks", 0, 100_000),
+        ("failure_window_s", 1, 86_400),
+        ("max_failures_per_source", 1, 1_000_000),
+        ("max_failures_per_user", 1, 1_000_000),
+    ):
+        value = getattr(auth, key)
+        if not low <= value <= high:
+            raise ConfigError(f"[auth] {key} = {value}: expected {low}..{high}")
     if auth.hub_user:
         hub_credentials(config)  # (refused here, at load, rather than at the first dead letter)
     if not auth.enabled:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from hedwig.auth.hashing import HashError, parse_hash
 from hedwig.auth.principal import ACTIONS, Principal
+from hedwig.protocol.names import is_user_name
 
-_NAME = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")  # user names (and certificate names, lowered)
 _PATTERN = re.compile(r"^[A-Za-z0-9._*?-]{1,255}$")  # topic and region patterns
 _CERT_NAME = re.compile(r"^[A-Za-z0-9.*_-]{1,253}$")
 _FIELDS = {"password", "certificates", "admin", "region", "relay_origins", *ACTIONS}
@@ -38,12 +38,8 @@ class UsersFileError(ValueError):
     """The users file cannot be read, or holds something this module would not write."""
 
 
-def is_user_name(name) -> bool:
-    return isinstance(name, str) and _NAME.match(name) is not None
-
-
 def _patterns(user: str, key: str, value) -> tuple:
-    if not isinstance(value, list) or not all(isinstance(p, str) and _PATTERN.match(p) for p in value):
+    if not isinstance(value, list) or not all(isinstance(p, str) and _PATTERN.fullmatch(p) for p in value):
         raise UsersFileError(
             f"user {user}: {key} is a list of name patterns ([A-Za-z0-9._-], * and ?), not {value!r}"
         )
@@ -66,7 +62,7 @@ def check_user(name: str, record) -> dict:
             raise UsersFileError(f"user {name}: {e}") from None
     certificates = record.get("certificates", [])
     if not isinstance(certificates, list) or not all(
-        isinstance(c, str) and _CERT_NAME.match(c) for c in certificates
+        isinstance(c, str) and _CERT_NAME.fullmatch(c) for c in certificates
     ):
         raise UsersFileError(f"user {name}: certificates is a list of certificate names")
     if "password" not in record and not certificates and name != ANONYMOUS_NAME:
@@ -76,7 +72,7 @@ def check_user(name: str, record) -> dict:
     if not isinstance(record.get("admin", False), bool):
         raise UsersFileError(f"user {name}: admin is true or false")
     region = record.get("region", "")
-    if not isinstance(region, str) or (region and not _NAME.match(region)):
+    if not isinstance(region, str) or (region and not is_user_name(region)):
         raise UsersFileError(f"user {name}: region is a region name")
     for key in (*ACTIONS, "relay_origins"):
         if key in record:

@@ -131,6 +131,13 @@ class AuthSettings:
     allow_anonymous: bool = False  # connections that send no AUTH act as the user "anonymous"
     failure_delay_s: float = 1.0  # a wrong AUTH is answered this late, then the connection closed
     max_concurrent_checks: int = 2  # password checks (scrypt) running at once, hub-wide
+    max_waiting_checks: int = 64  # checks waiting for a thread; more are refused at once (busy)
+    # Guessing, counted hub-wide (hedwig/auth/throttle.py): a source (host) or a user name
+    # with this many failed logins in the window is refused without a check until the
+    # window ends; a user's known-good sources (it logged in from them) are not.
+    failure_window_s: float = 60.0
+    max_failures_per_source: int = 20
+    max_failures_per_user: int = 10
     # In a region of several hubs whose hubs have [auth] on: the user this hub authenticates
     # as when it publishes to another hub of the region (a dead letter for a topic that hub
     # owns), and a file holding its password (one line). Pulsar's brokerClient credentials.

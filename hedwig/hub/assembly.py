@@ -99,12 +99,21 @@ def _access_gate(config: Config, reactor):
     """The IAuthorizer of a hub with [auth] enabled: the users file's authenticator."""
     from hedwig.auth.authenticator import UsersFileAuthenticator
     from hedwig.auth.gate import AccessGate
+    from hedwig.auth.throttle import LoginThrottle
 
     auth = config.auth
+    throttle = LoginThrottle(
+        reactor,
+        window_s=auth.failure_window_s,
+        max_failures_per_source=auth.max_failures_per_source,
+        max_failures_per_user=auth.max_failures_per_user,
+    )
     authenticator = UsersFileAuthenticator(
         auth.users_file,
         reactor,
         max_concurrent=auth.max_concurrent_checks,
+        max_waiting=auth.max_waiting_checks,
         allow_anonymous=auth.allow_anonymous,
+        throttle=throttle,
     )
     return AccessGate(authenticator, reactor, auth.failure_delay_s)

@@ -380,6 +380,8 @@ class Hub:
         }
         snapshot["intake"] = self.intake.stats()
         snapshot["intake"]["client_error_lines_left_out"] = self.client_errors.lines_left_out
+        if self.auth is not None:
+            snapshot["logins"] = self.auth.authenticator.describe()
         snapshot["cache"] = self.cache.stats()
         snapshot["delivery"] = self.delivery.stats()
         if self.regions is not None:

@@ -14,8 +14,10 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from hedwig.auth.throttle import LoginRefused
 from hedwig.config.tls import certificate_names, peer_certificate
 from hedwig.observe.interface import IRequestGuard
+from hedwig.protocol.names import printable
 
 CHALLENGE = b'Basic realm="hedwig", charset="UTF-8"'
 
@@ -40,8 +42,21 @@ class AdminGuard:
         if not user:
             principal = self.authenticator.anonymous()
             return self._decide(principal, request, "anonymous access")
-        checking = self.authenticator.authenticate(user, request.getPassword())
-        return checking.addCallback(self._decide, request, f"user {user}")
+        peer = getattr(request.getClientAddress(), "host", "?")
+        gone = []  # the request's connection was lost while its check waited
+        request.notifyFinish().addBoth(gone.append)
+        checking = self.authenticator.authenticate(user, request.getPassword(), peer, lambda: not gone)
+        return checking.addCallbacks(
+            self._decide, self._refused, (request, f"user {printable(user)}"), None, (request,)
+        )
+
+    def _refused(self, failure, request):
+        """Refused without a check (too many failures, or too many checks waiting): 401
+        at once, no delay to pay since nothing was checked."""
+        failure.trap(LoginRefused)
+        self.refusals += 1
+        request.setHeader(b"www-authenticate", CHALLENGE)
+        return False
 
     def _decide(self, principal, request, who: str):
         """True for an admin; otherwise False, after the failure delay (a Deferred)."""
@@ -51,7 +66,7 @@ class AdminGuard:
         request.setHeader(b"www-authenticate", CHALLENGE)
         self.log.info(
             "HTTP {path} from {peer} refused: {who} is not an admin",
-            path=request.path.decode("ascii", "replace"),
+            path=printable(request.path),
             peer=getattr(request.getClientAddress(), "host", "?"),
             who=who,
         )

@@ -12,6 +12,7 @@ than the hub would hash is MALFORMED_REQUEST, before any work is done for it.
 from typing import NamedTuple
 
 from hedwig.protocol.layouts import U16, RequestError, expect_end, read_str8, str8, unpack_field
+from hedwig.protocol.names import is_user_name, printable
 from hedwig.protocol.status import Status
 
 MAX_PASSWORD_BYTES = 1024
@@ -37,6 +38,10 @@ def decode_auth(body) -> Auth:
         raise RequestError(Status.MALFORMED_REQUEST, "the AUTH user name is not UTF-8") from None
     if not user:
         raise RequestError(Status.MALFORMED_REQUEST, "AUTH names no user")
+    if not is_user_name(user):
+        shown = printable(user, 64)
+        why = f"AUTH user name '{shown}' is not 1-64 of [A-Za-z0-9._@-]"
+        raise RequestError(Status.MALFORMED_REQUEST, why)
     (length,) = unpack_field(U16, body, offset, "AUTH")
     offset += U16.size
     if not 1 <= length <= MAX_PASSWORD_BYTES:

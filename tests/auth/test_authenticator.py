@@ -4,6 +4,7 @@ unknown user is checked as long as a wrong password; the file is read again when
 changes, and a file that no longer reads keeps the users read before."""
 
 from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
 
 from hedwig.auth.authenticator import UsersFileAuthenticator
 from hedwig.auth.hashing import dummy_hash
@@ -29,7 +30,7 @@ class HeldThreads:
 def test_checks_run_off_the_reactor_at_most_max_concurrent_at_once(tmp_path):
     threads = HeldThreads()
     auth = UsersFileAuthenticator(
-        write_users(tmp_path / "u.json"), None, max_concurrent=2, run_in_thread=threads
+        write_users(tmp_path / "u.json"), Clock(), max_concurrent=2, run_in_thread=threads
     )
     outcomes = []
     for user, password in (("alice", b"alice-pw"), ("bob", b"wrong"), ("nobody", b"x")):
@@ -47,14 +48,14 @@ def test_an_unknown_user_costs_a_real_check(tmp_path, monkeypatch):
     import hedwig.auth.authenticator as module
 
     monkeypatch.setattr(module, "verify_password", lambda password, stored: checked.append(stored) or False)
-    auth = UsersFileAuthenticator(write_users(tmp_path / "u.json"), None, run_in_thread=HeldThreads())
+    auth = UsersFileAuthenticator(write_users(tmp_path / "u.json"), Clock(), run_in_thread=HeldThreads())
     assert auth._check("nobody", b"pw") is None
     assert checked == [dummy_hash()]
 
 
 def test_the_file_is_read_again_when_it_changes_and_a_bad_one_is_not_taken(tmp_path):
     path = tmp_path / "u.json"
-    auth = UsersFileAuthenticator(write_users(path), None, run_in_thread=HeldThreads())
+    auth = UsersFileAuthenticator(write_users(path), Clock(), run_in_thread=HeldThreads())
     assert auth._check("alice", b"alice-pw").name == "alice"
     text = path.read_text()
     path.write_text(text.replace('"alice"', '"carol"') + "\n")  # (another size: a new stamp)

@@ -57,9 +57,14 @@ def users_file_path(args) -> str:
     if args.users_file:
         return args.users_file
     if args.conf:
-        from hedwig.config.loading import load_config
+        # Only the file itself is read, not checked as a hub's would be: a hub with [auth]
+        # enabled refuses to start without its users file, which `add` is here to create.
+        from hedwig.config.files import read_config_file
+        from hedwig.config.settings import Config
 
-        path = load_config(args.conf).auth.users_file
+        config = Config()
+        read_config_file(config, args.conf)
+        path = config.auth.users_file
         if path:
             return path
         raise UserCommandError(f"{args.conf} names no [auth] users_file")

@@ -140,3 +140,15 @@ def test_hedwig_user_add_without_a_password_source_fails_without_a_prompt(tmp_pa
     )  # fmt: skip
     assert result.returncode == 1 and "HEDWIG_PASSWORD" in result.stderr
     assert not (tmp_path / "u.json").exists()
+
+
+def test_hedwig_user_add_creates_the_file_a_conf_names_owner_only(tmp_path):
+    """Issue 28: `hedwig user --conf hub.conf add` refused to run until the users file
+    existed, though the docs make it with that command; it creates it, mode 0600."""
+    conf = tmp_path / "hub.conf"
+    conf.write_text("[auth]\nenabled = true\nusers_file = users.json\n")  # (relative to the conf)
+    added = _hedwig("user", "--conf", str(conf), "add", "ops", "--admin", env={"HEDWIG_PASSWORD": "pw-1"})
+    assert added.returncode == 0, added.stderr
+    users = tmp_path / "users.json"
+    assert users.stat().st_mode & 0o777 == 0o600
+    assert UsersFile.load(str(users)).principal("ops").admin

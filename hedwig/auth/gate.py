@@ -8,8 +8,10 @@ answered AUTHENTICATION_FAILED and closed; any other request needs its permissio
     PUBLISH, SUBSCRIBE      publish / subscribe on the topic; and create, unless the
                             topic exists (it is opened as an existing topic first, in
                             the request's place in the order, so the request cannot
-                            create it); a SUBSCRIBE naming max_deliveries also publish
-                            and create on its dead-letter topic (the hub publishes there)
+                            create it); a SUBSCRIBE naming a dead-letter topic or
+                            max_deliveries also publish on the dead-letter topic, and
+                            create unless it is open here (the hub publishes there as
+                            this user, checked again each time: auth/dead_letters.py)
     UNSUBSCRIBE, READ_RANGE subscribe on the topic (the subscription's owner is checked
     DESCRIBE_TOPIC          by the delivery manager; a reader needs a topic's bounds)
     CONSUME, CLOSE_SUBSCRIPTION,  nothing more: they name a handle this connection
@@ -205,10 +207,14 @@ def _publish(access, principal, op, body):
 
 def _subscribe(access, principal, op, body):
     request = decode_subscribe(body)
-    if request.max_deliveries is not None:  # the hub will publish dead letters for this user
+    if request.max_deliveries is not None or request.dead_letter_topic:
+        # The hub will publish dead letters as this user (now, or once a later SUBSCRIBE
+        # names max_deliveries: the topic named here is stored). Each dead letter is
+        # checked again as it is published, create included (hedwig/auth/dead_letters.py).
         dead_letters = request.dead_letter_topic or f"{request.topic}.dlq"
         access._require(principal, PUBLISH, dead_letters)
-        access._require(principal, CREATE, dead_letters)
+        if access.connection.hub.topics.get(dead_letters) is None:  # (not open here: it may not exist)
+            access._require(principal, CREATE, dead_letters)
     access._topic_request(principal, op, body, SUBSCRIBE)
 
 

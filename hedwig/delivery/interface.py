@@ -121,8 +121,9 @@ class IDeliveryManager(Interface):
         it. SubscribeError (WRONG_SUBSCRIPTION_KIND for push, FETCH_IN_PROGRESS)."""
 
     def use_publisher(publish):
-        """Publish dead letters with publish(topic, message_set) -> Deferred (the hub's
-        one publish path). Called once, by the hub's assembly."""
+        """Publish dead letters with publish(topic, message_set, owner) -> Deferred (the
+        hub's one publish path, as the subscription's owner: hedwig/auth/dead_letters.py).
+        Called once, by the hub's assembly."""
 
     def close_subscription(topic, subscriber_id, channel=None):
         """Deferred: detach the subscriber (of a shared subscription, the member on

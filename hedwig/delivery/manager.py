@@ -68,7 +68,7 @@ class DeliveryManager(
         self.forced_closes = 0
         self.channel_errors = 0
         self._relay_policy = None  # IRelayPolicy, when this hub relays between regions
-        self._publish = None  # publish(topic, message_set) -> Deferred, for dead letters
+        self._publish = None  # publish(topic, message_set, owner) -> Deferred, for dead letters
         self.work = WorkQueueCounters()  # shared and pull subscriptions, message bounds
 
     # -- topics ------------------------------------------------------------------------

@@ -143,6 +143,7 @@ class SharingSubscriptions:
         if self._publish is None:
             return fail(RuntimeError("this hub publishes no dead letters"))
         subscription = dispatcher.subscription
+        owner = subscription.preferences.get("owner")  # (None: made with [auth] off)
         entries = entries_covering(dispatcher.table.topic_log, first, last)
         entries.addCallback(
             lambda found: dead_letter_set(
@@ -150,7 +151,9 @@ class SharingSubscriptions:
             )
         )
         return entries.addCallback(
-            lambda message_set: maybeDeferred(self._publish, dispatcher.dead_letter_topic, message_set)
+            lambda message_set: maybeDeferred(
+                self._publish, dispatcher.dead_letter_topic, message_set, owner
+            )
         )
 
     # -- ACK, NACK, FETCH ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ tested. Listeners and the data directory's lock are the service's business (serv
 
 from dataclasses import dataclass
 
+from hedwig.auth.dead_letters import OwnersDeadLetters
 from hedwig.auth.settings import hub_credentials
 from hedwig.cache import ReadAheadCache
 from hedwig.config.settings import Config
@@ -76,15 +77,17 @@ def assemble_hub(
         delivery=delivery,
         gc=GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s),
     )
-    if zk_region is not None:
-        topics.on_release = delivery.release_topic  # subscribers move with their topic
-        # Dead letters through the one publish path, or on their topic's owner (another hub).
-        parts.forwarding = OwnerPublishing(hub, reactor, hub_credentials(config))
-        delivery.use_publisher(parts.forwarding.publish)
-    else:
-        delivery.use_publisher(hub.publish)  # dead letters go through the one publish path
     if config.auth.enabled:
         hub.auth = _access_gate(config, reactor)
+    # Dead letters go through the one publish path (in a region, on their topic's owner,
+    # another hub, if need be), as their subscription's owner may (hedwig/auth/dead_letters.py).
+    dead_letters = hub.publish
+    if zk_region is not None:
+        topics.on_release = delivery.release_topic  # subscribers move with their topic
+        parts.forwarding = OwnerPublishing(hub, reactor, hub_credentials(config))
+        dead_letters = parts.forwarding.publish
+    authenticator = hub.auth.authenticator if hub.auth is not None else None
+    delivery.use_publisher(OwnersDeadLetters(dead_letters, authenticator, hub.topics).publish)
     if relays:
         from hedwig.region.manager import RegionManager  # (the region package builds on the hub)
 

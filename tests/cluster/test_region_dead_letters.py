@@ -112,3 +112,35 @@ def test_a_hub_user_with_its_password_gives_the_hubs_credentials(tmp_path):
     config = load_config(None, {"auth.hub_user": "hubs", "auth.hub_password_file": str(path)})
     assert hub_credentials(config) == Credentials("hubs", "hubs-pw")
     assert hub_credentials(load_config(None, {})) is None
+
+
+def test_a_dead_letter_its_owner_may_not_publish_is_not_forwarded_as_the_hubs_user(region, tmp_path):
+    """Issue 28, finding 1: the owner hub forwards a dead letter to the dead-letter
+    topic's hub as [auth] hub_user, who may publish there; so the subscription owner's
+    own permission is checked before forwarding, as the users file says (read again when
+    it changed, at the next login)."""
+    conf, credentials = auth_conf(tmp_path)
+    hubs = region(1, conf=conf)
+    first = hubs.hubs[0]
+    with Client(first.address, credentials=credentials) as client:
+        client.create_topic(TOPIC)
+    second = hubs.add()
+    with Client(second.address, max_redirects=0, credentials=credentials) as client:
+        client.create_topic(DLQ)
+    with Client(first.address, credentials=credentials) as client:
+        assert client.describe(DLQ)["owner"] == second.address
+        member = client.subscribe(TOPIC, "w", kind="shared", start="earliest", max_deliveries=1)
+        client.publish(TOPIC, b"poison")
+        message = member.receive(timeout=30)
+        users_file = tmp_path / "users.json"
+        users = json.loads(users_file.read_text())
+        users["users"]["worker"]["publish"] = [TOPIC]  # the dead-letter topic no more
+        users_file.with_name("users.tmp").write_text(json.dumps(users))
+        users_file.with_name("users.tmp").replace(users_file)
+        with Client(first.address, credentials=credentials):
+            pass  # (a login: the hub reads the changed file)
+        member.nack(message)
+        assert first.wait_for_log(f"user worker may not publish on dead-letter topic {DLQ}")
+        assert member.receive(timeout=30).payload == b"poison"  # kept, delivered again
+        member.close()
+        assert client.read(DLQ, 1) == []

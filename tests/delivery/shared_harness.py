@@ -71,7 +71,7 @@ class SharedHarness(Harness):
         self.dead_letters = []  # (topic, message set) published for dead letters
         self.manager.use_publisher(self._publish_dead_letters)
 
-    def _publish_dead_letters(self, topic, message_set):
+    def _publish_dead_letters(self, topic, message_set, owner=None):
         from twisted.internet.defer import succeed
 
         self.dead_letters.append((topic, message_set))

@@ -19,9 +19,16 @@ def _template() -> str:
     return resources.files(__package__).joinpath("status.html").read_text(encoding="utf-8")
 
 
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
 def _embed(value) -> str:
-    """JSON safe inside a <script> element: no '</' or '<!--' can end it early."""
-    return json.dumps(value, sort_keys=True).replace("</", "<\\/").replace("<!--", "<\\!--")
+    """JSON that stays JSON and cannot end or bend the <script> element it sits in: every
+    '<', '>' and '&' is written as its \\u escape (valid in any JSON string, and the only
+    characters the HTML parser looks for inside a script: '</script', '<!--'), and
+    json.dumps escapes every control character and non-ASCII one. Whatever a peer named
+    itself, the page parses the same data the API serves."""
+    return json.dumps(value, sort_keys=True).translate(_SCRIPT_SAFE)
 
 
 def render_page(status: dict, refresh_s: float) -> str:

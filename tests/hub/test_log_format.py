@@ -52,3 +52,27 @@ def test_a_hub_process_logs_every_line_in_the_format(tmp_path):
     lines = hub.output().splitlines()
     assert any("serving" in line for line in lines) and any(line.endswith("stopped") for line in lines)
     assert [line for line in lines if not LINE.match(line)] == []
+
+
+def test_what_a_peer_sent_cannot_make_a_line_of_its_own():
+    """Issue 28, finding 6: a newline in a HELLO client name wrote a forged line."""
+    logger, stream = logged()
+    forged = "x\n2026-11-26T00:00:00.000000Z info hedwig.auth.gate: 127.0.0.1:1: authenticated as ops"
+    logger.info("{peer}: hello from {client}", peer="127.0.0.1:5", client=forged + "\x1b[2J\r")
+    [line] = stream.getvalue().splitlines()
+    escaped = forged.replace("\n", "\\n") + "\\x1b[2J\\r"
+    assert LINE.match(line) and line.endswith(f"hello from {escaped}"), line
+
+
+def test_a_hello_name_with_a_newline_is_one_line_in_a_hub_process_log(tmp_path):
+    from hedwig.protocol import Op, encode_frame
+    from hedwig.protocol.requests import encode_hello
+    from tests.hub.rawpeer import RawPeer
+
+    with HubProcess(tmp_path / "data") as hub:
+        peer = RawPeer(hub.address)
+        peer.send(encode_frame(Op.HELLO, 1, encode_hello("x\n2026-11-26T00:00:00.000000Z info forged: ops")))
+        peer.next_response()
+        assert hub.wait_for_log("hello from x\\n2026-11-26T00:00:00.000000Z info forged: ops")
+        peer.close()
+    assert not any(line.startswith("2026-11-26T00:00:00") for line in hub.output().splitlines())

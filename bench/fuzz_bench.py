@@ -270,7 +270,14 @@ def main(argv=None) -> int:
         write_users(Path(users))
         conf = os.path.join(root, "hub.conf")
         with open(conf, "w") as f:
-            f.write(f"[auth]\nenabled = true\nusers_file = {users}\nfailure_delay_s = 0.05\n")
+            # Every fuzzing process connects from 127.0.0.1, and mutated AUTHs are failed
+            # logins: guessing limits as high as the run is long, so that the valid logins
+            # go on being checked (the limits have their own tests, tests/auth/test_guessing.py).
+            f.write(
+                f"[auth]\nenabled = true\nusers_file = {users}\nfailure_delay_s = 0.05\n"
+                "max_failures_per_source = 1000000\nmax_failures_per_user = 1000000\n"
+                "max_waiting_checks = 100000\n"
+            )
         hub = HubProcess(os.path.join(root, "data"), 0, "--conf", conf).start()
         started, load_before = time.monotonic(), load()
         ctx = multiprocessing.get_context("spawn")

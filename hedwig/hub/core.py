@@ -50,6 +50,7 @@ class Hub:
         self.config = config
         self.clock = clock
         self.name = name  # "host:port" once listening
+        self.http_url = None  # the HTTP listener's "http://host:port/" once it listens (hedwig.observe)
         self.region = config.region.name
         self.max_frame_bytes = config.hub.max_frame_bytes
         self.max_message_bytes = config.hub.max_message_bytes
@@ -377,6 +378,7 @@ class Hub:
             "uptime_s": round(self.clock.seconds() - self.started_at, 3),
             "topics_open": len(self.topics.open_topics()),
             "stopping": self.stopping,
+            "http": self.http_url,
         }
         snapshot["intake"] = self.intake.stats()
         snapshot["intake"]["client_error_lines_left_out"] = self.client_errors.lines_left_out

@@ -15,6 +15,7 @@ from hedwig.config.settings import Config
 from hedwig.observe.history import History
 from hedwig.observe.interface import IRequestGuard
 from hedwig.observe.metrics import hub_registry
+from hedwig.observe.settings import http_listen_port
 from hedwig.observe.resources import ObservationSite, RootResource
 from hedwig.observe.view import HubView
 
@@ -29,7 +30,9 @@ class HttpObserver:
         http = config.http
         self.history = History(self.view, reactor, http.sample_interval_s, http.history_s)
         self.registry = hub_registry(self.view, http.max_topic_labels)
-        self.site = ObservationSite(RootResource(self, self.registry, guard), reactor)
+        self.site = ObservationSite(
+            RootResource(self, self.registry, guard), reactor, hub_name=lambda: hub.name
+        )
 
     @property
     def scheme(self) -> str:
@@ -41,10 +44,9 @@ class HttpObserver:
 
     def endpoint(self):
         config = self.config
+        port = http_listen_port(config)
         if config.tls.enabled:
             from hedwig.config.tls import server_options
 
-            return SSL4ServerEndpoint(
-                self.reactor, config.http.port, server_options(config.tls), interface=config.hub.host
-            )
-        return TCP4ServerEndpoint(self.reactor, config.http.port, interface=config.hub.host)
+            return SSL4ServerEndpoint(self.reactor, port, server_options(config.tls), interface=config.hub.host)
+        return TCP4ServerEndpoint(self.reactor, port, interface=config.hub.host)

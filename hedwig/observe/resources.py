@@ -11,6 +11,12 @@ bounded (tables cut to view.MAX_ROWS, metric labels capped); a request announcin
 (these resources take none) is answered 413 and its connection closed before any of it
 is kept; an idle or slow connection is dropped after IDLE_TIMEOUT_S; past
 MAX_CONNECTIONS open at once, new ones are closed at once.
+
+A hedwig client pointed at this port by mistake (`hedwig --hub HOST:4081 ...`) is told
+so at once: a connection whose first bytes cannot begin an HTTP request is not HTTP, and
+when they are a hedwig HELLO frame it is answered as a hub would refuse it
+(COULD_NOT_CONNECT, naming the hub's own port), so the client fails in a moment with that
+sentence instead of waiting for a reply that never comes; anything else is answered 400.
 """
 
 import json
@@ -23,6 +29,10 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from hedwig.observe.page import render_page
+from hedwig.protocol.framing import FrameDecoder, FrameError
+from hedwig.protocol.ops import Op
+from hedwig.protocol.responses import response_frame
+from hedwig.protocol.status import Status
 
 IDLE_TIMEOUT_S = 30
 MAX_CONNECTIONS = 64
@@ -183,15 +193,55 @@ class BoundedRequest(Request):
         super().gotLength(length)
 
 
+# What an HTTP request's first byte may be: a method's letter, or the empty lines a
+# server should skip before the request line (RFC 9112, 2.2).
+_HTTP_FIRST_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\r\n")
+# A hedwig HELLO is a few dozen bytes: a frame announcing more is not one.
+_MAX_HELLO_BYTES = 4096
+
+
 class BoundedChannel(HTTPChannel):
-    """An HTTP/1.1 channel counted by its site, reading nothing after a refused body."""
+    """An HTTP/1.1 channel counted by its site, reading nothing after a refused body, and
+    answering a connection that does not speak HTTP (see the module docstring)."""
 
     _requests_refused = False
+    _first_seen = False
 
     def dataReceived(self, data):
         if self._requests_refused:
             return
+        if not self._first_seen and data:
+            self._first_seen = True
+            if data[0] not in _HTTP_FIRST_BYTES:
+                self._not_http(data)
+                return
         super().dataReceived(data)
+
+    def _not_http(self, data: bytes) -> None:
+        """The peer speaks something else: a hedwig client's HELLO is refused in hedwig's
+        own terms, naming the hub's port; anything else gets a 400. Then the connection
+        closes."""
+        self._requests_refused = True
+        local = self.transport.getHost()
+        here = f"{local.host}:{local.port}"
+        hub = self.site.hub_name() if self.site.hub_name is not None else ""
+        where = f" of hedwig hub {hub}" if hub else " of a hedwig hub"
+        told = f"{here} is the HTTP port{where} (its status page, /metrics and /api), not a hedwig port"
+        if hub:
+            told += f": use --hub {hub}"
+        try:
+            frames = FrameDecoder(_MAX_HELLO_BYTES).feed(data)
+        except FrameError:
+            frames = []
+        if frames and frames[0][0] == Op.HELLO:
+            self.transport.write(response_frame(frames[0][1], Op.HELLO, Status.COULD_NOT_CONNECT, told))
+        else:
+            body = f"not an HTTP request: {told}\n".encode()
+            self.transport.write(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+            )
+        self.transport.loseConnection()
 
     def connectionLost(self, reason):
         self.site.open_connections -= 1
@@ -208,11 +258,17 @@ class ObservationSite(Site):
     noisy = False
 
     def __init__(
-        self, resource, reactor, max_connections: int = MAX_CONNECTIONS, timeout: float = IDLE_TIMEOUT_S
+        self,
+        resource,
+        reactor,
+        max_connections: int = MAX_CONNECTIONS,
+        timeout: float = IDLE_TIMEOUT_S,
+        hub_name=None,
     ):
         super().__init__(resource, timeout=timeout, reactor=reactor)  # idle timeouts on the hub's clock
         self.max_connections = max_connections
         self.open_connections = 0
+        self.hub_name = hub_name  # () -> the hub's "host:port", named to a client that took this port for it
 
     def buildProtocol(self, addr):
         if self.open_connections >= self.max_connections:

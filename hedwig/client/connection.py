@@ -105,7 +105,9 @@ class BlockingConnection:
             return self.call(Op.HELLO, encode_hello(client_name), timeout=connect_timeout)
         except (RequestTimeout, ConnectionLost) as e:
             self.close()
-            said = f"{where}: no answer to HELLO in {connect_timeout:g} s" if isinstance(e, RequestTimeout) else e.message
+            said = e.message
+            if isinstance(e, RequestTimeout):
+                said = f"{where}: no answer to HELLO in {connect_timeout:g} s"
             raise CouldNotConnect(message=f"{said} (is it a hedwig hub's port?)") from None
 
     def _tcp(self, connect_timeout: float) -> socket.socket:

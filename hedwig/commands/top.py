@@ -33,9 +33,7 @@ _ENTER, _LEAVE, _HOME_CLEAR = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l", "\
 
 
 def add_top(subparsers, client_options):
-    parser = subparsers.add_parser(
-        "top", parents=[client_options], help=top.__doc__, description=top.__doc__
-    )
+    parser = subparsers.add_parser("top", parents=[client_options], help=top.__doc__, description=top.__doc__)
     parser.add_argument(
         "--url",
         default=os.environ.get("HEDWIG_HTTP") or None,

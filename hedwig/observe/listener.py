@@ -15,8 +15,8 @@ from hedwig.config.settings import Config
 from hedwig.observe.history import History
 from hedwig.observe.interface import IRequestGuard
 from hedwig.observe.metrics import hub_registry
-from hedwig.observe.settings import http_listen_port
 from hedwig.observe.resources import ObservationSite, RootResource
+from hedwig.observe.settings import http_listen_port
 from hedwig.observe.view import HubView
 
 
@@ -48,5 +48,6 @@ class HttpObserver:
         if config.tls.enabled:
             from hedwig.config.tls import server_options
 
-            return SSL4ServerEndpoint(self.reactor, port, server_options(config.tls), interface=config.hub.host)
+            options = server_options(config.tls)
+            return SSL4ServerEndpoint(self.reactor, port, options, interface=config.hub.host)
         return TCP4ServerEndpoint(self.reactor, port, interface=config.hub.host)

@@ -23,7 +23,7 @@ def parse_http_port(text) -> int | str:
         try:
             value = int(word.replace("_", ""), 0)
         except ValueError:
-            raise ValueError("expected auto (the hub's port + 1) or a port number (0: no HTTP listener)") from None
+            raise ValueError("expected auto (the hub's port + 1) or a port number (0: none)") from None
     if not 0 <= value <= 65535:
         raise ValueError("expected auto (the hub's port + 1) or a port number from 0 to 65535 (0: none)")
     return value

@@ -29,7 +29,7 @@ class Options(usage.Options):
         ["host", None, None, "address to listen on (default 127.0.0.1)"],
         ["port", "p", None, "port to listen on (default 4080)", int],
         ["data-dir", "d", None, "where ledgers and metadata live (default ./data)"],
-        ["http-port", None, None, "port of the status page and /metrics (default auto: --port + 1; 0: off)", _http_port],
+        ["http-port", None, None, "status page port (default auto: --port + 1; 0: off)", _http_port],
         ["zookeeper", None, None, "ZooKeeper servers of a region of hubs ([zookeeper] servers)"],
     ]
 

@@ -3,8 +3,15 @@ with --json), and create, delete, reset, unsubscribe."""
 
 import json
 
+from hedwig.client.errors import TopicBusy
 from hedwig.client.start import parse_start
-from hedwig.commands.common import CommandError, client, client_command, subscription_command
+from hedwig.commands.common import (
+    CommandError,
+    add_topic_argument,
+    client,
+    client_command,
+    subscription_command,
+)
 from hedwig.commands.output import print_reply, table
 
 # -- topics ---------------------------------------------------------------------------------------
@@ -54,7 +61,7 @@ def hubs(args) -> int:
 
 def add_create(subparsers, client_options):
     parser = client_command(subparsers, client_options, create)
-    parser.add_argument("topic", metavar="TOPIC")
+    add_topic_argument(parser)
     return parser
 
 
@@ -73,7 +80,7 @@ def create(args) -> int:
 
 def add_delete(subparsers, client_options):
     parser = client_command(subparsers, client_options, delete)
-    parser.add_argument("topic", metavar="TOPIC")
+    add_topic_argument(parser)
     parser.add_argument("--force", action="store_true", help="delete the topic's subscriptions too")
     return parser
 
@@ -82,7 +89,12 @@ def delete(args) -> int:
     """delete a topic with its messages and ledgers (refused while it has subscriptions,
     unless --force deletes them too); publishing to it again starts it afresh at seq-id 1"""
     with client(args) as hub:
-        reply = hub.delete_topic(args.topic, force=args.force)
+        try:
+            reply = hub.delete_topic(args.topic, force=args.force)
+        except TopicBusy as e:
+            held, _, _ = e.message.partition(": unsubscribe")
+            why = f"{held}: unsubscribe them, or add --force to delete them too"
+            raise CommandError(f"TOPIC_BUSY: {why}") from None
     if args.json:
         print(json.dumps(reply, sort_keys=True))
         return 0

@@ -2,13 +2,13 @@
 
 import json
 
-from hedwig.commands.common import client, client_command
+from hedwig.commands.common import add_topic_argument, client, client_command
 from hedwig.commands.output import print_reply, readable
 
 
 def add_describe(subparsers, client_options):
     parser = client_command(subparsers, client_options, describe)
-    parser.add_argument("topic", metavar="TOPIC")
+    add_topic_argument(parser)
     return parser
 
 

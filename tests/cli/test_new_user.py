@@ -107,7 +107,7 @@ def test_create_subscriptions_reset_and_delete(hub):
     assert refused.returncode == 1
     assert refused.stderr.decode().strip() == (
         "hedwig delete: TOPIC_BUSY: topic managed has 1 subscription(s) (s):"
-        " unsubscribe them, or force the delete"
+        " unsubscribe them, or add --force to delete them too"
     )
     ledgers = {
         ledger["ledger_id"]

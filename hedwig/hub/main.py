@@ -62,12 +62,19 @@ def tune_allocator() -> bool:
 
 
 def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
-    from hedwig.config.installed import docs_dir
+    from hedwig.config.installed import docs_dir, example_conf
 
+    where = []
     docs = docs_dir()
     if docs is not None:
-        parser.epilog = f"Operating a hub: {docs / 'operations.md'}"
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter  # a path to copy, unwrapped
+        where.append(f"Operating a hub: {docs / 'operations.md'}")
+    try:
+        where.append(f"Example configurations: {example_conf().parent} (and regions/ there)")
+    except FileNotFoundError:
+        pass
+    if where:
+        parser.epilog = "\n".join(where)
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter  # paths to copy, unwrapped
     parser.add_argument(
         "--conf",
         metavar="FILE",

@@ -2,6 +2,7 @@
 
     /               the status page (page.py)
     /metrics        Prometheus text format (metrics.py, rendered by prometheus-client)
+    /api/           the parts below, each with its path (an index, as JSON)
     /api/status     everything the page shows, as JSON
     /api/topics, /api/subscriptions, /api/connections, /api/regions, /api/history, /api/stats
                     one part each
@@ -72,7 +73,9 @@ class ApiResource(_ObserverLeaf):
     """/api/<part>: the status page's JSON, whole (status) or one part of it."""
 
     def render_GET(self, request):
-        part = request.postpath[0].decode("ascii", "replace") if request.postpath else "status"
+        if request.postpath in ([], [b""]):  # /api or /api/: what there is
+            return _json(request, {"parts": {name: f"/api/{name}" for name in API_PARTS}})
+        part = request.postpath[0].decode("ascii", "replace")
         observer = self.observer
         view = observer.view
         parts = {
@@ -87,8 +90,12 @@ class ApiResource(_ObserverLeaf):
         read = parts.get(part)
         if read is None or len(request.postpath) > 1:
             request.setResponseCode(404)
-            return _json(request, {"error": f"no such part: {part}", "parts": sorted(parts)})
+            return _json(request, {"error": f"no such part: {part}", "parts": list(API_PARTS)})
         return _json(request, read())
+
+
+# What /api/ serves, in the order its index lists them.
+API_PARTS = ("status", "topics", "subscriptions", "connections", "regions", "history", "stats")
 
 
 class PageResource(_ObserverLeaf):

@@ -13,6 +13,7 @@ from hedwig.commands.common import (
     subscription_command,
 )
 from hedwig.commands.output import print_reply, table
+from hedwig.commands.statistics import HUB_COLUMNS
 
 # -- topics ---------------------------------------------------------------------------------------
 
@@ -29,9 +30,7 @@ def topics(args) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    width = max((len(row["topic"]) for row in rows), default=0)
-    for row in rows:
-        print(f"{row['topic'].ljust(width)}  {row['owner'] or '-'}")
+    print("\n".join(table(rows, [("topic", "topic"), ("owner", "owner")]) if rows else ["no topics"]))
     return 0
 
 
@@ -46,14 +45,7 @@ def hubs(args) -> int:
     """list the region's live hubs with their load (topics owned, messages/s)"""
     with client(args) as hub:
         rows = hub.hubs()
-    columns = [
-        ("hub", "hub"),
-        ("topics", "topics"),
-        ("messages_per_s", "messages/s"),
-        ("tls_port", "tls port"),
-        ("region", "region"),
-    ]
-    return print_reply(args, rows, lambda rows: table(rows, columns))
+    return print_reply(args, rows, lambda rows: table(rows, [*HUB_COLUMNS, ("region", "region")]))
 
 
 # -- create, delete -------------------------------------------------------------------------------
@@ -125,27 +117,35 @@ def subscriptions(args) -> int:
     return print_reply(args, rows, lambda rows: format_subscriptions(rows, args.topic))
 
 
-# A SUBSCRIPTIONS reply's columns for people: (key, heading).
+# A SUBSCRIPTIONS reply's columns for people: (key, heading[, render]). A region's own
+# relay subscriptions (`__region__<name>`) say so in KIND.
 SUBSCRIPTION_COLUMNS = [
     ("topic", "topic"),
     ("subscriber_id", "subscriber"),
     ("consumed_seq", "consumed"),
     ("last_seq", "last"),
     ("lag", "lag"),
-    ("kind", "kind"),
+    ("kind", "kind", lambda kind, row: f"relay to {row['relay_to']}" if row.get("relay_to") else kind),
     ("state", "state"),
     ("members", "members"),
     ("pending", "pending"),
     ("redeliveries", "redeliveries"),
 ]
+OWNER_COLUMN = ("owner", "owner", lambda owner, _row: owner or "- (none now)")
 
 
 def format_subscriptions(rows, topic) -> list[str]:
-    """A SUBSCRIPTIONS reply as a table for people, or one line saying there are none
-    (to `topic`, when the command named one)."""
-    if rows:
-        return table(rows, SUBSCRIPTION_COLUMNS)
-    return ["no subscriptions" + (f" to {topic}" if topic else "")]
+    """A SUBSCRIPTIONS reply as a table for people (the users' subscriptions, then the
+    hubs' relays), or one line saying there are none (to `topic`, when the command named
+    one). The OWNER column is there when the rows come from more than one hub (a region
+    of several)."""
+    if not rows:
+        return ["no subscriptions" + (f" to {topic}" if topic else "")]
+    rows = sorted(rows, key=lambda row: (row.get("relay_to") is not None, row["topic"], row["subscriber_id"]))
+    columns = SUBSCRIPTION_COLUMNS
+    if len({row.get("owner") for row in rows}) > 1 or any(row.get("owner") is None for row in rows):
+        columns = [*SUBSCRIPTION_COLUMNS, OWNER_COLUMN]
+    return table(rows, columns)
 
 
 def add_reset(subparsers, client_options):

@@ -3,7 +3,9 @@
 import json
 
 from hedwig.commands.common import add_topic_argument, client, client_command
+from hedwig.commands.numbers import count, size
 from hedwig.commands.output import print_reply, readable
+from hedwig.commands.statistics import format_stats
 
 
 def add_describe(subparsers, client_options):
@@ -46,15 +48,15 @@ def format_description(info: dict) -> list[str]:
     lines.append(f"ledgers:  {len(ledgers)}")
     for ledger in ledgers:
         held = _ledger_range(ledger.get("first_seq"), ledger.get("last_seq"))
-        lines.append(f"  ledger {ledger.get('ledger_id')}: {held}, {ledger.get('bytes')} bytes")
+        lines.append(f"  ledger {ledger.get('ledger_id')}: {held}, {size(ledger.get('bytes'))}")
     subscribers = info.get("subscribers") or []
     lines.append(f"subscribers: {len(subscribers)}")
     for sub in subscribers:
         window = sub.get("window")
         lines.append(
             f"  {sub.get('subscriber_id')}: consumed {_consumed(sub.get('consumed_seq'))}, "
-            f"delivered {_consumed(sub.get('delivered_seq'))}, backlog {sub.get('backlog')}, "
-            f"window {window if window else 'unlimited'}, {sub.get('state')}"
+            f"delivered {_consumed(sub.get('delivered_seq'))}, backlog {count(sub.get('backlog'))}, "
+            f"window {count(window) if window else 'unlimited'}, {sub.get('state')}"
         )
         lines.extend(_work_queue_lines(sub))
     relays = info.get("relays")
@@ -105,37 +107,10 @@ def add_stats(subparsers, client_options):
     return client_command(subparsers, client_options, stats)
 
 
-def format_stats(counters: dict) -> list[str]:
-    """A STATS reply as lines for people: the hub, the operations that ran (count and
-    latency), then every other section's counters."""
-    hub = counters.get("hub", {})
-    lines = [
-        f"hub {hub.get('name')} (region {hub.get('region')}): up {hub.get('uptime_s')} s, "
-        f"{hub.get('topics_open')} topics open{', stopping' if hub.get('stopping') else ''}"
-    ]
-    ops = {name: op for name, op in (counters.get("ops") or {}).items() if op.get("ok") or op.get("failed")}
-    if ops:
-        lines.append("operations:    ok  failed   p50 us   p99 us   max us")
-        for name, op in sorted(ops.items()):
-            latency = op.get("latency_us", {})
-            lines.append(
-                f"  {name:<22} {op.get('ok'):>6} {op.get('failed'):>7} {latency.get('p50'):>8} "
-                f"{latency.get('p99'):>8} {latency.get('max'):>8}"
-            )
-    for section in sorted(set(counters) - {"hub", "ops"}):
-        value = counters[section]
-        if isinstance(value, dict):
-            lines.append(f"{readable(section)}:")
-            for key in sorted(value):
-                shown = value[key] if not isinstance(value[key], dict | list) else json.dumps(value[key])
-                lines.append(f"  {readable(key)}: {shown}")
-        else:
-            lines.append(f"{readable(section)}: {value}")
-    return lines
-
-
 def stats(args) -> int:
-    """the hub's counters: operations, connections, cache, delivery"""
+    """the hub's counters: messages, operations, connections, cache, delivery; in a region of
+    several hubs, its hubs and the topics that moved between them"""
     with client(args) as hub:
         counters = hub.stats()
-    return print_reply(args, counters, format_stats)
+        hubs = hub.hubs() if "zookeeper" in counters and not args.json else None
+    return print_reply(args, counters, lambda counters: format_stats(counters, hubs))

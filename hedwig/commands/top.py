@@ -26,6 +26,7 @@ import urllib.parse
 import urllib.request
 
 from hedwig.commands.common import CommandError, client
+from hedwig.commands.numbers import count, duration, rate, size
 
 FETCH_TIMEOUT_S = 10.0
 
@@ -87,14 +88,6 @@ def fetch_status(url: str, ca_file: str = "", credentials=None) -> dict:
         raise CommandError(f"could not read {target}: {reason}") from None
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
 def _table(headers, rows, width: int) -> list:
     cells = [headers, *rows]
     widths = [max(len(str(row[i])) for row in cells) for i in range(len(headers))]
@@ -110,12 +103,12 @@ def _table(headers, rows, width: int) -> list:
 
 def _topic_row(r: dict) -> tuple:
     seq_ids = f"{r['first_seq']}..{r['last_seq']}"
-    size = _size(r["bytes"])
-    return r["topic"], f"{r['rate']:,.0f}", seq_ids, f"{r['messages']:,}", size, r["subscriptions"]
+    messages, subscriptions = count(r["messages"]), count(r["subscriptions"])
+    return r["topic"], count(round(r["rate"])), seq_ids, messages, size(r["bytes"]), subscriptions
 
 
 def _subscription_row(r: dict) -> tuple:
-    return r["topic"], r["subscriber_id"], f"{r['backlog']:,}", r["consumed_seq"], r["state"]
+    return r["topic"], r["subscriber_id"], count(r["backlog"]), r["consumed_seq"], r["state"]
 
 
 def render(status: dict, rows: int = 20, width: int = 120) -> list:
@@ -123,12 +116,13 @@ def render(status: dict, rows: int = 20, width: int = 120) -> list:
     hub, totals = status["hub"], status["totals"]
     last = status["history"][-1] if status["history"] else {}
     publish, deliver = last.get("publish_rate", 0), last.get("delivery_rate", 0)
-    rates = f"publish {publish:,.0f} msg/s  deliver {deliver:,.0f} msg/s"
+    rates = f"publish {rate(publish)}  deliver {rate(deliver)}"
     lines = [
-        f"hedwig {hub['name']}  region {hub['region']}  version {hub['version']}  up {hub['uptime_s']:.0f}s",
-        f"{rates}  backlog {totals['backlog']:,}  topics {totals['topics']}"
-        f"  subscriptions {totals['subscriptions']}  connections {totals['connections']}"
-        f"  cache {_size(totals['cache_bytes'])}",
+        f"hedwig {hub['name']}  region {hub['region']}  version {hub['version']}"
+        f"  up {duration(hub['uptime_s'])}",
+        f"{rates}  backlog {count(totals['backlog'])}  topics {count(totals['topics'])}"
+        f"  subscriptions {count(totals['subscriptions'])}  connections {count(totals['connections'])}"
+        f"  cache {size(totals['cache_bytes'])}",
     ]
     lines = [line[:width] for line in lines] + [""]
     topics = sorted(status["topics"], key=lambda r: (-r["rate"], r["topic"]))[:rows]

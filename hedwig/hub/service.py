@@ -418,8 +418,8 @@ class HubService(MultiService):
         hub.client_errors.stop()  # the client errors counted and not yet written, written now
         yield self._step("stop garbage collection", self.gc.stopService(), timeout)
         yield self._step("flush consume pointers", hub.delivery.stop(), timeout)
-        if self.forwarding is not None:
-            yield self._step("close connections to other hubs", self.forwarding.close(), timeout)
+        if hub.peers is not None:
+            yield self._step("close connections to other hubs", hub.peers.close(), timeout)
         # (through the topic manager: a region's lets held acknowledgements go first)
         yield self._step("close topic logs", hub.topics.close(), timeout)
         yield self._step("close the ledger store", self.ledgers.close(), timeout)

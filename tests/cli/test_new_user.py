@@ -32,7 +32,7 @@ def subscriptions(hub, topic):
 
 def topic_names(result) -> list:
     """The topics `hedwig topics` lists (each line: the topic, then its owner)."""
-    return [line.split()[0] for line in lines(result)]
+    return [line.split()[0] for line in lines(result)[1:]]  # (after the heading)
 
 
 # -- 1: reading without a subscription; topics and subscriptions administered ------------------

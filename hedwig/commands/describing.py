@@ -63,17 +63,30 @@ def format_description(info: dict) -> list[str]:
     if relays:  # region relays (hedwig.region): one line per link of the topic
         lines.append(f"relays:   {len(relays)}")
         for relay in relays:
-            arrow = "to" if relay.get("direction") == "out" else "from"
-            lag = relay.get("lag")
-            lines.append(
-                f"  {arrow} region {relay.get('peer')}: consumed {_consumed(relay.get('consumed_seq'))}, "
-                f"lag {'unknown' if lag is None else lag}, {relay.get('state')}"
-            )
+            lines.append(_relay_line(relay, info.get("topic")))
     shown = {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers", "relays"}
     for key in sorted(set(info) - shown):
         value = info[key]
         lines.append(f"{readable(key)}: {value if isinstance(value, str | int) else json.dumps(value)}")
     return lines
+
+
+def _relay_line(relay: dict, topic) -> str:
+    """One relay link of the topic. A link from a child region has its pointer at the
+    child: here, what arrived of the child's messages, and where to ask for the rest."""
+    arrow = "to" if relay.get("direction") == "out" else "from"
+    head = f"  {arrow} region {relay.get('peer')}: "
+    if "received_origin_seq" in relay:
+        received = relay.get("received_origin_seq")
+        got = "nothing received yet" if not received else f"received up to its seq-id {received}"
+        hubs = relay.get("peer_hubs") or []
+        where = f" (its pointer and lag: hedwig --hub {hubs[0]} describe {topic})" if hubs else ""
+        return f"{head}{got}{where}, {relay.get('state')}"
+    lag = relay.get("lag")
+    return (
+        f"{head}consumed {_consumed(relay.get('consumed_seq'))}, "
+        f"lag {'unknown' if lag is None else count(lag)}, {relay.get('state')}"
+    )
 
 
 def _work_queue_lines(sub: dict) -> list[str]:

@@ -150,7 +150,7 @@ class Balancer(Service):
                 count=count,
             )
             self.shed += count
-            why = f"rebalancing: {len(mine)} of {region_topics} topics on {hubs} hubs"
+            why = f"rebalancing: {len(mine)} of the region's {region_topics} topics were there, {hubs} hubs"
             handing = [self.topics.hand_over(topic, targets[topic], why) for topic in chosen]
             yield DeferredList(handing, consumeErrors=True)
         finally:

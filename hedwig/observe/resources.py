@@ -77,6 +77,8 @@ class ApiResource(_ObserverLeaf):
             return _json(request, {"parts": {name: f"/api/{name}" for name in API_PARTS}})
         part = request.postpath[0].decode("ascii", "replace")
         observer = self.observer
+        if part == "region" and len(request.postpath) == 1:  # (asks the region's other hubs)
+            return _later(request, observer.region_listing())
         view = observer.view
         parts = {
             "status": observer.status,
@@ -95,7 +97,28 @@ class ApiResource(_ObserverLeaf):
 
 
 # What /api/ serves, in the order its index lists them.
-API_PARTS = ("status", "topics", "subscriptions", "connections", "regions", "history", "stats")
+API_PARTS = ("status", "topics", "subscriptions", "connections", "regions", "region", "history", "stats")
+
+
+def _later(request, answer):
+    """Answer `request` with the JSON of a Deferred's result (a 503 saying why if it
+    fails); NOT_DONE_YET meanwhile. A request whose client left is dropped."""
+    gone = []
+    request.notifyFinish().addErrback(gone.append)
+
+    def write(value):
+        if not gone:
+            request.write(_json(request, value))
+            request.finish()
+
+    def failed(failure):
+        if not gone:
+            request.setResponseCode(503)
+            request.write(_json(request, {"error": failure.getErrorMessage()}))
+            request.finish()
+
+    answer.addCallbacks(write, failed)
+    return NOT_DONE_YET
 
 
 class PageResource(_ObserverLeaf):
@@ -166,7 +189,10 @@ class RootResource(Resource):
         if gone:
             return
         served = allowed is True  # (anything but True refuses: a guard's mistake fails closed)
-        request.write(self._serve(request) if served else Refused().render(request))
+        body = self._serve(request) if served else Refused().render(request)
+        if body is NOT_DONE_YET:  # (a part that answers later finishes the request itself)
+            return
+        request.write(body)
         request.finish()
 
     def _guard_failed(self, failure, request, gone):

@@ -80,7 +80,8 @@ def _relay_line(relay: dict, topic) -> str:
         received = relay.get("received_origin_seq")
         got = "nothing received yet" if not received else f"received up to its seq-id {received}"
         hubs = relay.get("peer_hubs") or []
-        where = f" (its pointer and lag: hedwig --hub {hubs[0]} describe {topic})" if hubs else ""
+        asked = f"hedwig --hub {hubs[0]} describe {topic}" if hubs else f"`hedwig describe {topic}` there"
+        where = f" (its pointer and lag: {asked})"
         return f"{head}{got}{where}, {relay.get('state')}"
     lag = relay.get("lag")
     return (

@@ -23,6 +23,7 @@ from hedwig.delivery import DeliveryManager
 from hedwig.hub.core import Hub
 from hedwig.hub.forwarding import OwnerPublishing
 from hedwig.hub.gc import GarbageCollector
+from hedwig.hub.peers import PeerClients
 from hedwig.hub.topics import TopicManager
 from hedwig.topiclog import TopicLogManager
 
@@ -84,7 +85,8 @@ def assemble_hub(
     dead_letters = hub.publish
     if zk_region is not None:
         topics.on_release = delivery.release_topic  # subscribers move with their topic
-        parts.forwarding = OwnerPublishing(hub, reactor, hub_credentials(config))
+        hub.peers = PeerClients(hub, reactor, hub_credentials(config))
+        parts.forwarding = OwnerPublishing(hub, hub.peers)
         dead_letters = parts.forwarding.publish
     authenticator = hub.auth.authenticator if hub.auth is not None else None
     delivery.use_publisher(OwnersDeadLetters(dead_letters, authenticator, hub.topics).publish)

@@ -10,8 +10,16 @@
 Hostile peers cost little: every answer is computed from memory on the reactor and is
 bounded (tables cut to view.MAX_ROWS, metric labels capped); a request announcing a body
 (these resources take none) is answered 413 and its connection closed before any of it
-is kept; an idle or slow connection is dropped after IDLE_TIMEOUT_S; past
-MAX_CONNECTIONS open at once, new ones are closed at once.
+is kept; a method other than GET and HEAD is answered 405, before any credentials are
+asked for. Slow peers cannot hold the listener: a request's headers must all arrive
+within HEADERS_TIMEOUT_S of its first byte (of the connection, for the first request),
+however slowly they trickle in (any byte used to reset the idle timer), else 408 and
+the connection closes; an idle connection is dropped after IDLE_TIMEOUT_S. At most
+MAX_CONNECTIONS are open, and of those at most MAX_UNPROVEN have not yet had a request
+let through (by the guard, when [auth] is on: a connection that proved nothing); a new
+connection beyond either limit closes the oldest such connection to make room, so the
+connections of those who authenticated (a Prometheus scrape kept alive) are never pushed
+out, and a new one from an admin always gets in and is answered.
 
 A hedwig client pointed at this port by mistake (`hedwig --hub HOST:4081 ...`) is told
 so at once: a connection whose first bytes cannot begin an HTTP request is not HTTP, and
@@ -36,7 +44,10 @@ from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 
 IDLE_TIMEOUT_S = 30
+HEADERS_TIMEOUT_S = 10
 MAX_CONNECTIONS = 64
+MAX_UNPROVEN = 48  # (so 16 connections that had a request let through always fit)
+ALLOWED_METHODS = (b"GET", b"HEAD")
 MAX_BODY_BYTES = 0  # nothing here reads a body
 
 
@@ -150,6 +161,17 @@ class NotFound(_PlainTextAnswer):
     text = b"not found: the status page is /, metrics /metrics, JSON /api/status\n"
 
 
+class NotAllowed(_PlainTextAnswer):
+    """405: this listener only reads."""
+
+    code = 405
+    text = b"method not allowed: the status page, /metrics and /api take GET and HEAD\n"
+
+    def render(self, request):
+        request.setHeader(b"allow", b", ".join(ALLOWED_METHODS))
+        return super().render(request)
+
+
 class Refused(_PlainTextAnswer):
     code = 401
     text = b"not authorized\n"
@@ -176,7 +198,10 @@ class RootResource(Resource):
         }
 
     def render(self, request):
+        if request.method not in ALLOWED_METHODS:
+            return NotAllowed().render(request)
         if self.guard is None:
+            request.channel.proven()
             return self._serve(request)
         deciding = maybeDeferred(self.guard.allows, request)
         gone = []
@@ -189,6 +214,8 @@ class RootResource(Resource):
         if gone:
             return
         served = allowed is True  # (anything but True refuses: a guard's mistake fails closed)
+        if served:
+            request.channel.proven()
         body = self._serve(request) if served else Refused().render(request)
         if body is NOT_DONE_YET:  # (a part that answers later finishes the request itself)
             return
@@ -239,6 +266,44 @@ class BoundedChannel(HTTPChannel):
 
     _requests_refused = False
     _first_seen = False
+    _headers_due = None  # the DelayedCall closing a request whose headers are late
+    is_proven = False  # a request on this connection was let through (by the guard)
+
+    def connectionMade(self):
+        super().connectionMade()
+        self._headers_due = self.site.reactor.callLater(HEADERS_TIMEOUT_S, self._headers_late)
+
+    def lineReceived(self, line):
+        if self._headers_due is None and line:  # (a request begins on a kept-alive connection)
+            self._headers_due = self.site.reactor.callLater(HEADERS_TIMEOUT_S, self._headers_late)
+        super().lineReceived(line)
+
+    def allHeadersReceived(self):
+        self._cancel_headers_due()
+        super().allHeadersReceived()
+
+    def _cancel_headers_due(self) -> None:
+        if self._headers_due is not None:
+            if self._headers_due.active():
+                self._headers_due.cancel()
+            self._headers_due = None
+
+    def _headers_late(self) -> None:
+        """The request's headers did not all arrive in HEADERS_TIMEOUT_S: 408, closed."""
+        self._headers_due = None
+        self.site.headers_timed_out += 1
+        self._requests_refused = True
+        self.transport.write(
+            b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.loseConnection()
+
+    def proven(self) -> None:
+        """A request on this connection was let through: it is no longer pushed out for
+        newcomers (ObservationSite.buildProtocol)."""
+        if not self.is_proven:
+            self.is_proven = True
+            self.site.unproven.pop(self, None)
 
     def dataReceived(self, data):
         if self._requests_refused:
@@ -277,7 +342,9 @@ class BoundedChannel(HTTPChannel):
         self.transport.loseConnection()
 
     def connectionLost(self, reason):
+        self._cancel_headers_due()
         self.site.open_connections -= 1
+        self.site.unproven.pop(self, None)
         super().connectionLost(reason)
 
 
@@ -295,19 +362,30 @@ class ObservationSite(Site):
         resource,
         reactor,
         max_connections: int = MAX_CONNECTIONS,
+        max_unproven: int = MAX_UNPROVEN,
         timeout: float = IDLE_TIMEOUT_S,
         hub_name=None,
     ):
         super().__init__(resource, timeout=timeout, reactor=reactor)  # idle timeouts on the hub's clock
         self.max_connections = max_connections
+        self.max_unproven = min(max_unproven, max_connections)
         self.open_connections = 0
+        self.unproven = {}  # BoundedChannel -> None, oldest first: no request let through yet
+        self.pushed_out = 0  # unproven connections closed to make room for a newcomer
+        self.headers_timed_out = 0  # requests whose headers came too slowly
         self.hub_name = hub_name  # () -> the hub's "host:port", named to a client that took this port for it
 
     def buildProtocol(self, addr):
-        if self.open_connections >= self.max_connections:
-            return None  # the connection is closed at once
+        if self.open_connections >= self.max_connections or len(self.unproven) >= self.max_unproven:
+            if not self.unproven:
+                return None  # every slot holds a proven connection: this one is closed at once
+            oldest = next(iter(self.unproven))
+            self.unproven.pop(oldest)
+            self.pushed_out += 1
+            oldest.transport.abortConnection()  # (its slot is given back as it goes)
         channel = super().buildProtocol(addr)
         self.open_connections += 1
+        self.unproven[channel] = None
         return channel
 
     def log(self, request):

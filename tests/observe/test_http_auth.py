@@ -44,3 +44,39 @@ def test_anyone_else_is_refused_with_a_challenge(auth_hub, user, password):
     status, headers = get(auth_hub.http_url + "metrics", user, password)
     assert status == 401
     assert headers.get("WWW-Authenticate", "").startswith('Basic realm="hedwig"')
+
+
+def test_slow_connections_without_credentials_cannot_keep_an_admin_out(auth_hub):
+    """Issue 28, finding 7: 64 connections without credentials, each sending a header
+    line now and then, held every slot for good, and an admin's scrape was refused. The
+    admin is served at once, and the slow ones are cut off at their headers' deadline."""
+    import socket
+
+    host, port = auth_hub.http_url.split("//")[1].rstrip("/").rsplit(":", 1)
+    slow = []
+    for n in range(64):
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        sock.sendall(f"GET /metrics HTTP/1.1\r\nHost: hub\r\nX-Slow-{n}: 1\r\n".encode())
+        slow.append(sock)
+    assert get(auth_hub.http_url + "metrics", "root")[0] == 200  # in at once, and answered
+    for sock in slow:  # each is answered 408, or pushed out (reset), and never left open
+        received = b""
+        try:
+            while chunk := sock.recv(4096):
+                received += chunk
+        except ConnectionResetError:
+            received = b""
+        assert received == b"" or received.startswith(b"HTTP/1.1 408 "), received
+        sock.close()
+
+
+@pytest.mark.parametrize("method", ["POST", "DELETE"])
+def test_an_admins_post_or_delete_is_405_without_a_traceback(auth_hub, method):
+    request = urllib.request.Request(auth_hub.http_url + "metrics", method=method, data=b"")
+    token = base64.b64encode(f"root:{USERS['root'][0]}".encode()).decode()
+    request.add_header("Authorization", f"Basic {token}")
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        urllib.request.urlopen(request, timeout=10)
+    assert answered.value.code == 405 and answered.value.headers["Allow"] == "GET, HEAD"
+    assert get(auth_hub.http_url + "metrics", "root")[0] == 200  # (a later line in the log)
+    assert " critical " not in auth_hub.output()

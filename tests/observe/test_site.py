@@ -9,8 +9,19 @@ from zope.interface import implementer
 
 from hedwig.observe.interface import IRequestGuard
 from hedwig.observe.listener import HttpObserver
-from hedwig.observe.resources import IDLE_TIMEOUT_S
+from hedwig.observe.resources import HEADERS_TIMEOUT_S, IDLE_TIMEOUT_S
 from tests.hub.harness import HubHarness
+
+
+@implementer(IRequestGuard)
+class Allow:
+    """A guard that answers every request alike."""
+
+    def __init__(self, answer: bool):
+        self.answer = answer
+
+    def allows(self, request):
+        return self.answer
 
 
 def observer_of(harness, guard=None):
@@ -163,21 +174,80 @@ def test_a_chunked_request_is_refused_too(tmp_path):
     assert transport.disconnecting
 
 
-def test_an_idle_connection_is_closed_after_the_timeout(tmp_path):
+def test_headers_trickled_in_are_cut_off_at_their_deadline(tmp_path):
+    """Issue 28, finding 7: one header line every few seconds kept a connection forever
+    (any byte reset the idle timer). Its headers must all be in within HEADERS_TIMEOUT_S."""
     harness = HubHarness(tmp_path)
     observer = observer_of(harness)
     channel, transport = connect(observer)
-    channel.dataReceived(b"GET /metr")  # a request begun and never finished
-    harness.clock.advance(IDLE_TIMEOUT_S - 1)
+    channel.dataReceived(b"GET /metrics HTTP/1.1\r\n")
+    for n in range(HEADERS_TIMEOUT_S - 1):
+        harness.clock.advance(1)
+        channel.dataReceived(f"X-Slow-{n}: 1\r\n".encode())
+    assert not transport.disconnecting
+    harness.clock.advance(1)
+    assert transport.disconnecting and transport.value().startswith(b"HTTP/1.1 408 ")
+    assert observer.site.headers_timed_out == 1
+
+
+def test_a_connection_that_sends_nothing_is_closed_at_the_headers_deadline(tmp_path):
+    harness = HubHarness(tmp_path)
+    _channel, transport = connect(observer_of(harness))
+    harness.clock.advance(HEADERS_TIMEOUT_S - 0.5)
+    assert not transport.disconnecting
+    harness.clock.advance(1)
+    assert transport.disconnecting
+
+
+def test_a_kept_alive_connection_idles_until_the_idle_timeout(tmp_path):
+    harness = HubHarness(tmp_path)
+    channel, transport = connect(observer_of(harness))
+    channel.dataReceived(b"GET /api/stats HTTP/1.1\r\nHost: hub\r\n\r\n")
+    assert transport.value().startswith(b"HTTP/1.1 200 ")
+    harness.clock.advance(IDLE_TIMEOUT_S - 1)  # (no request begun: no headers deadline)
     assert not transport.disconnecting
     harness.clock.advance(2)
     assert transport.disconnecting
 
 
-def test_connections_past_the_cap_are_refused(tmp_path):
+def test_a_newcomer_pushes_out_the_oldest_connection_that_proved_nothing(tmp_path):
+    """Issue 28, finding 7: connections without credentials held every slot, and an
+    admin's scrape was refused. Those that had a request let through keep their slots;
+    a newcomer past the limits closes the oldest of the others."""
+    harness = HubHarness(tmp_path)
+    observer = observer_of(harness, guard=Allow(True))
+    site = observer.site
+    proven = []
+    for _ in range(site.max_connections - site.max_unproven):
+        channel, transport = connect(observer)
+        channel.dataReceived(b"GET /api/stats HTTP/1.1\r\nHost: hub\r\n\r\n")
+        proven.append(transport)
+    slow = [connect(observer) for _ in range(site.max_unproven)]
+    assert site.open_connections == site.max_connections and len(site.unproven) == site.max_unproven
+    newcomer, _ = connect(observer)  # (an admin's scrape, say)
+    assert newcomer is not None and site.pushed_out == 1
+    assert slow[0][1].disconnecting and not any(t.disconnecting for _, t in slow[1:])
+    assert not any(t.disconnecting for t in proven)
+
+
+def test_when_every_slot_holds_a_proven_connection_a_newcomer_is_refused(tmp_path):
     observer = observer_of(HubHarness(tmp_path))
     site = observer.site
-    channels = [connect(observer)[0] for _ in range(site.max_connections)]
+    channels = []
+    for _ in range(site.max_connections):
+        channel, _ = connect(observer)
+        channel.dataReceived(b"GET /api/stats HTTP/1.1\r\nHost: hub\r\n\r\n")
+        channels.append(channel)
     assert site.buildProtocol(IPv4Address("TCP", "127.0.0.1", 1)) is None
     channels[0].connectionLost(None)
     assert site.buildProtocol(IPv4Address("TCP", "127.0.0.1", 1)) is not None
+
+
+def test_methods_other_than_get_and_head_are_405_before_any_credentials(tmp_path):
+    """Issue 28: an admin's POST or DELETE got a misleading 401 and a critical traceback."""
+    observer = observer_of(HubHarness(tmp_path), guard=Allow(True))
+    for method in ("POST", "DELETE", "PUT", "PATCH"):
+        channel, transport = connect(observer)
+        channel.dataReceived(f"{method} /metrics HTTP/1.1\r\nHost: hub\r\ncontent-length: 0\r\n\r\n".encode())
+        head = transport.value().split(b"\r\n\r\n")[0].decode("latin-1").lower()
+        assert head.startswith("http/1.1 405 ") and "allow: get, head" in head, head

@@ -14,6 +14,7 @@ A package of its own over `hedwig.protocol` (its status), used by whoever filter
 hub validates a subscription's selector with it, delivery evaluates it.
 """
 
+from hedwig.protocol.messageset import properties_and_keys
 from hedwig.selector.compiler import CompiledSelector
 from hedwig.selector.errors import SelectorError
 from hedwig.selector.parser import DEFAULT_LIMITS, SelectorLimits, parse
@@ -40,6 +41,14 @@ class Selector:
         self.matches, self.evaluate = compiled.functions()
         self.properties = frozenset(compiled.properties)
         self.reads_key = compiled.reads_key
+
+    def select(self, message_set, offset: int = 0) -> list:
+        """The indexes (0-based) of the messages of a plain (decompressed) message set
+        that pass: what delivery sends of an entry, and what its consumed position moves
+        past without sending."""
+        properties, keys = properties_and_keys(message_set, offset)
+        matches = self.matches
+        return [i for i, message_properties in enumerate(properties) if matches(message_properties, keys[i])]
 
     def __repr__(self) -> str:
         return f"Selector({self.text!r})"

@@ -11,7 +11,8 @@ straight-line tests inside it, without a Python call per node of the tree: the
 properties the selector names are looked up once, at the top, then
 
 - a comparison with a literal is inline: `v0 == c1` for `color = 'red'`, a type test
-  and `v1 > c2` for `n > 100`, a set membership for IN, `startswith` for `LIKE 'ab%'`;
+  and `v1 > c2` for `n > 100`, a set membership for IN (and for an OR of equalities of
+  one property: `n = 1 OR n = 2 OR ...`), `startswith` for `LIKE 'ab%'`;
 - `matches` never builds the three-valued result of AND, OR and NOT: NOT x is TRUE
   exactly when x is FALSE, AND is TRUE when all are and FALSE when one is, OR the
   other way round, so each condition compiles to a test of TRUE or of FALSE and Python's
@@ -180,6 +181,63 @@ class _Shared:
         self.emitted = False
 
 
+class _Membership:
+    """`x = a OR x = b OR ...` over one identifier and literals of one type (numbers or
+    strings), as one set lookup: OR is commutative in three-valued logic too, and every
+    operand is unknown exactly when x is NULL or of the other type, as IN is."""
+
+    __slots__ = ("identifier", "numbers", "values")
+
+    def __init__(self, identifier, values, numbers: bool):
+        self.identifier = identifier
+        self.values = frozenset(values)
+        self.numbers = numbers
+
+
+def _equality(node):
+    """(identifier, literal) of `identifier = literal` (either way round) with a number
+    or string literal, else None."""
+    if not isinstance(node, syntax.Comparison) or node.operator != "=":
+        return None
+    for name, literal in ((node.left, node.right), (node.right, node.left)):
+        if (
+            isinstance(name, syntax.Identifier)
+            and isinstance(literal, syntax.Literal)
+            and not isinstance(literal.value, bool)
+        ):
+            return name, literal
+    return None
+
+
+def _folded(operands) -> list:
+    """An OR's operands with its equalities over one identifier gathered into
+    _Memberships (the first of each group where the group's first was)."""
+    groups = {}
+    order = []
+    for operand in operands:
+        found = _equality(operand)
+        if found is None:
+            order.append(operand)
+            continue
+        identifier, literal = found
+        group = (identifier.name, isinstance(literal.value, str))
+        if group not in groups:
+            groups[group] = (identifier, [])
+            order.append(group)
+        groups[group][1].append(literal.value)
+    folded = []
+    for item in order:
+        if isinstance(item, tuple):
+            identifier, values = groups[item]
+            if len(values) == 1:
+                folded.append(syntax.Comparison("=", identifier, syntax.Literal(values[0])))
+            else:
+                folded.append(_Membership(identifier, values, numbers=not item[1]))
+        else:
+            folded.append(item)
+    return folded
+
+
 class CompiledSelector:
     """The source of a selector's two functions and the values they are made with."""
 
@@ -271,10 +329,11 @@ class CompiledSelector:
             return f"NOT3[{self._condition_value(node.operand)}]"
         if isinstance(node, syntax.And | syntax.Or):
             decisive, other = ("False", "True") if isinstance(node, syntax.And) else ("True", "False")
-            temps = [self._temp() for _ in node.operands]
+            operands = node.operands if isinstance(node, syntax.And) else _folded(node.operands)
+            temps = [self._temp() for _ in operands]
             bound = " or ".join(
                 f"({temp} := {self._condition_value(operand)}) is {decisive}"
-                for temp, operand in zip(temps, node.operands, strict=True)
+                for temp, operand in zip(temps, operands, strict=True)
             )
             unknown = " or ".join(f"{temp} is None" for temp in temps)
             return f"({decisive} if {bound} else (None if {unknown} else {other}))"
@@ -291,7 +350,7 @@ class CompiledSelector:
         if isinstance(node, syntax.And):
             return " and ".join(f"({self._true(operand)})" for operand in node.operands)
         if isinstance(node, syntax.Or):
-            return " or ".join(f"({self._true(operand)})" for operand in node.operands)
+            return " or ".join(f"({self._true(operand)})" for operand in _folded(node.operands))
         return self._leaf(node, "true")
 
     def _false(self, node) -> str:
@@ -305,12 +364,14 @@ class CompiledSelector:
         if isinstance(node, syntax.And):
             return " or ".join(f"({self._false(operand)})" for operand in node.operands)
         if isinstance(node, syntax.Or):
-            return " and ".join(f"({self._false(operand)})" for operand in node.operands)
+            return " and ".join(f"({self._false(operand)})" for operand in _folded(node.operands))
         return self._leaf(node, "false")
 
     # -- predicates: `want` is "true", "false" or "value" -------------------------------------
 
     def _leaf(self, node, want: str) -> str:
+        if isinstance(node, _Membership):
+            return self._membership(node, want)
         if isinstance(node, syntax.Comparison):
             return self._comparison(node.operator, node.left, node.right, want)
         if isinstance(node, syntax.Between):
@@ -365,6 +426,16 @@ class CompiledSelector:
         if want == "value":
             return self._condition_value(expanded)
         return self._true(expanded) if want == "true" else self._false(expanded)
+
+    def _membership(self, node, want: str) -> str:
+        local = self._identifier(node.identifier)
+        values = self._constant(node.values)
+        typed = f"{local}.__class__ in NUM" if node.numbers else f"{local}.__class__ is str"
+        if want == "value":
+            return f"({local} in {values} if {typed} else None)"
+        if want == "true":
+            return f"{typed} and {local} in {values}" if node.numbers else f"{local} in {values}"
+        return f"{typed} and {local} not in {values}"
 
     def _in(self, node, want: str) -> str:
         first, again = self._operand(node.operand)

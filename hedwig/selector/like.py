@@ -7,10 +7,12 @@ other character stands for itself, case and all, and `%` and `_` match line brea
 A pattern is cut at its `%`s into segments of fixed length (literal characters and `_`).
 A value matches when the first segment matches at its start, the last at its end, and
 each segment between is found, leftmost, after the one before: taking the leftmost
-place is never wrong, so no choice is ever undone. Finding a segment is `str.find` (no
-`_`) or a regular expression without a quantifier (with `_`): the whole match costs at
-most the value's length times the pattern's, whatever the pattern (a regular expression
-of `.*` joins would backtrack exponentially on `%a%a%a%a%b`).
+place is never wrong, so no choice is ever undone, and each search begins where the
+one before ended, so together they pass over the value once. Finding a segment is
+`str.find` (no `_`: linear) or a regular expression without a quantifier (with `_`: at
+most the segment's length per character it passes, and the parser bounds that length),
+whatever the pattern; a regular expression of `.*` joins would backtrack exponentially
+on `%a%a%a%a%b`.
 
 The common shapes never reach the general matcher: no wildcard is `==`, `abc%` is
 `startswith`, `%abc` `endswith`, `%abc%` `in`, and `%` matches every string; the
@@ -29,10 +31,20 @@ GENERAL = "general"
 _ANY_ONE = object()  # `_` in a segment
 
 
-def check_pattern(pattern: str, escape: str | None) -> str | None:
-    """What is wrong with a pattern (one line), or None."""
+def check_pattern(pattern: str, escape: str | None, max_segment: int | None = None) -> str | None:
+    """What is wrong with a pattern (one line), or None. `max_segment`: the most
+    characters a piece between two %s that holds a `_` may have (the cost of finding it
+    is its length per character of the value; a piece without `_` is found in linear
+    time, and the pieces before the first % and after the last match in place)."""
     if escape is not None and pattern.endswith(escape) and _ends_escaping(pattern, escape):
         return f"the pattern ends with its ESCAPE character {escape!r}, which escapes nothing"
+    if max_segment is not None:
+        for segment in _segments(pattern, escape)[1:-1]:  # (the first and last match in place)
+            if len(segment) > max_segment and _ANY_ONE in segment:
+                return (
+                    f"a piece of a LIKE pattern between %s that holds _ is at most {max_segment} "
+                    f"characters; this one has {len(segment)}"
+                )
     return None
 
 

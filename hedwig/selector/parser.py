@@ -55,13 +55,15 @@ class SelectorLimits:
     """The most a selector may ask of the hub, which evaluates it for every message its
     subscription could receive: the text's length (characters), how deeply its
     expressions nest (parentheses, NOT, unary signs, each arithmetic operator of a
-    chain), how many strings one IN list holds, and the length of one LIKE pattern
-    (LIKE costs at most the value's length times the pattern's, never more)."""
+    chain), how many strings one IN list holds, the length of one LIKE pattern, and of
+    a piece of one between %s that holds a `_` (LIKE costs at most the value's length
+    times that, never more; see like.py)."""
 
     max_length: int = 4096
     max_depth: int = 64
     max_in_values: int = 512
     max_like_pattern: int = 256
+    max_like_segment: int = 16
 
 
 DEFAULT_LIMITS = SelectorLimits()
@@ -321,7 +323,7 @@ class _Parser:
                     escape_token.position, "ESCAPE takes one character in a string literal: ESCAPE '\\'"
                 )
             escape = self.advance().value
-        problem = check_pattern(pattern, escape)
+        problem = check_pattern(pattern, escape, self.limits.max_like_segment)
         if problem:
             raise self.error(pattern_token.position, problem)
         return syntax.Like(operand, pattern, escape, negated, position, self.depth(position, operand))

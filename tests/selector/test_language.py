@@ -257,6 +257,18 @@ def test_like_patterns_are_bounded():
         parse("a LIKE '%abcd%'", limits)
 
 
+def test_a_piece_of_a_like_pattern_with_an_underscore_is_bounded():
+    """Finding a piece with `_` costs its length per character of the value; a piece
+    without one is found by str.find, so only the first is bounded."""
+    limits = SelectorLimits(max_like_segment=8)
+    parse("a LIKE '%a_aaaaaa%" + "b" * 50 + "%'", limits)
+    with pytest.raises(SelectorError, match="holds _ is at most 8 characters; this one has 9") as caught:
+        parse("a LIKE '%a_aaaaaaa%'", limits)
+    assert caught.value.column == 8
+    parse("a LIKE '%a!_aaaaaaaaaaaa%' ESCAPE '!'", limits)  # (an escaped _ is a character)
+    parse("a LIKE 'a_aaaaaaaaaaaa%a_aaaaaaaaaaaa'", limits)  # (the first and last pieces match in place)
+
+
 def test_a_pattern_that_backtracks_a_regular_expression_is_linear_here():
     """`%a%a%a...%b` as a regular expression of `.*` would try every way of placing the
     a's; cut at its %s it is found leftmost, once."""

@@ -212,3 +212,26 @@ def test_no_text_at_all_breaks_the_parser(text):
         compile_selector(text, SelectorLimits(max_length=50))
     except SelectorError as e:
         assert 0 <= e.position <= len(text)
+
+
+equalities = st.builds(
+    s.Comparison,
+    st.just("="),
+    st.sampled_from(["a", "n", "key"]).map(s.Identifier),
+    st.one_of(st.integers(-3, 3), st.sampled_from([0.0, 1.0, 2.5]), st.sampled_from(["", "a", "1"])).map(
+        s.Literal
+    ),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.one_of(equalities, predicates()), min_size=2, max_size=8), messages, keys)
+def test_ors_of_equalities_gathered_into_set_lookups_agree_with_the_reference(operands, message, key):
+    """`n = 1 OR n = 2 OR ...` compiles to one set lookup per property and type."""
+    tree = s.Or(tuple(operands))
+    text = s.to_text(tree)
+    expected = reference.condition(tree, message, key)
+    for compiled in (compile_selector(text), compile_selector(f"NOT ({text})")):
+        found = compiled.evaluate(message, key)
+        assert found is (expected if compiled.text == text else reference._not(expected)), compiled.text
+        assert compiled.matches(message, key) is (found is True)

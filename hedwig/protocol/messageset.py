@@ -606,16 +606,54 @@ def extended_set_layout(buf, offset: int = 0) -> ExtendedSetLayout:
     return ExtendedSetLayout(count, payload_offsets, property_offsets, key_offsets, bool(flags & FLAG_TYPED))
 
 
-def properties_and_keys(buf, offset: int = 0) -> tuple:
+def named_properties(blob, names: frozenset, typed: bool) -> dict:
+    """The properties of a blob whose names (as UTF-8 bytes) are in `names`: every
+    other value is stepped over, not decoded. MessageSetError if the blob does not
+    decode (as decode_properties and decode_typed_properties raise it)."""
+    found = {}
+    offset = 0
+    end = len(blob)
+    head = 5 if typed else 4
+    unpack_key_length = _PROP_KEY.unpack_from
+    try:
+        while offset < end:
+            key_at = offset + 2
+            head_at = key_at + unpack_key_length(blob, offset)[0]
+            if typed:
+                kind, value_length = _TYPED_VALUE.unpack_from(blob, head_at)
+            else:
+                (value_length,) = _PROP_VALUE.unpack_from(blob, head_at)
+            value_at = head_at + head
+            offset = value_at + value_length
+            if offset > end:
+                raise MessageSetError(Status.MALFORMED_REQUEST, "truncated property value")
+            name = blob[key_at:head_at]
+            if name in names:
+                value = bytes(blob[value_at:offset])
+                found[name.decode("utf-8")] = _typed(kind, value) if typed else value
+    except (struct.error, UnicodeDecodeError):
+        raise MessageSetError(Status.MALFORMED_REQUEST, "properties do not decode") from None
+    return found
+
+
+def properties_and_keys(buf, offset: int = 0, names=None) -> tuple:
     """(properties, keys) of every message of a plain (uncompressed) set: a dict each
     ({} for none; values as published) and a key each (bytes, or None): what a selector
-    reads, without making Messages."""
+    reads, without making Messages. With `names` (str), only those properties are
+    decoded (a selector's: Selector.properties)."""
     layout = parse_message_set(buf, offset)
     view = buf if isinstance(buf, bytes) else bytes(buf)
     count = layout.count
     offsets = layout.property_offsets
     if offsets is None:
         properties = [{} for _ in range(count)]
+    elif names is not None:
+        wanted = frozenset(name.encode("utf-8") for name in names)
+        typed = layout.typed
+        properties = [
+            named_properties(view[offsets[i] : offsets[i + 1]], wanted, typed) if wanted else {}
+            for i in range(count)
+        ]
     else:
         decode = decode_typed_properties if layout.typed else decode_properties
         properties = [

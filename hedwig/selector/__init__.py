@@ -46,7 +46,7 @@ class Selector:
         """The indexes (0-based) of the messages of a plain (decompressed) message set
         that pass: what delivery sends of an entry, and what its consumed position moves
         past without sending."""
-        properties, keys = properties_and_keys(message_set, offset)
+        properties, keys = properties_and_keys(message_set, offset, self.properties)
         matches = self.matches
         return [i for i, message_properties in enumerate(properties) if matches(message_properties, keys[i])]
 

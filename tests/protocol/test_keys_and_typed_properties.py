@@ -321,3 +321,19 @@ def test_a_redelivered_message_keeps_its_key():
     assert (again.key, again.delivery_count, again.payload) == (b"k", 3, b"a")
     assert RedeliveredMessage.again(Message("t", 1, b"p", 0, {}, "", 1), 2).key is None
     assert "key=b'k'" in repr(keyed) and "key=" not in repr(Message("t", 1, b"p", 0, {}, "", 1))
+
+
+@given(payload_lists, st.data(), st.sets(st.text(max_size=6), max_size=4))
+def test_decoding_only_some_properties_gives_those_of_the_whole(payloads, data, names):
+    """properties_and_keys with `names` (what a selector reads) steps over the rest."""
+    count = len(payloads)
+    kinds = st.sampled_from([typed_maps, bytes_maps])
+    properties = data.draw(kinds.flatmap(lambda maps: st.lists(maps, min_size=count, max_size=count)))
+    message_set = encode_message_set(payloads, properties)
+    whole, _ = properties_and_keys(message_set)
+    some, _ = properties_and_keys(message_set, 0, names)
+    assert len(some) == count
+    for part, full in zip(some, whole, strict=True):
+        expected = {name: value for name, value in full.items() if name in names}
+        assert part.keys() == expected.keys()
+        assert all(same_value(part[name], expected[name]) for name in expected)

@@ -220,28 +220,44 @@ def _typed(kind: int, raw: bytes):
 
 
 def decode_typed_properties(blob) -> dict:
-    """A typed blob's mapping: values bytes, str, int, float or bool as they were sent."""
+    """A typed blob's mapping: values bytes, str, int, float or bool as they were sent.
+    (Strings and 8-byte numbers, the usual values, are read in place.)"""
     properties = {}
     offset = 0
     end = len(blob)
+    unpack_key_length = _PROP_KEY.unpack_from
+    unpack_value_head = _TYPED_VALUE.unpack_from
     while offset < end:
         if offset + 2 > end:
             raise MessageSetError(Status.MALFORMED_REQUEST, "truncated property key length")
-        (key_len,) = _PROP_KEY.unpack_from(blob, offset)
+        (key_len,) = unpack_key_length(blob, offset)
         offset += 2
         if offset + key_len + 5 > end:
             raise MessageSetError(Status.MALFORMED_REQUEST, "truncated property key")
         try:
-            key = bytes(blob[offset : offset + key_len]).decode("utf-8")
+            key = str(blob[offset : offset + key_len], "utf-8")
         except UnicodeDecodeError:
             raise MessageSetError(Status.MALFORMED_REQUEST, "a property key is not UTF-8") from None
         offset += key_len
-        kind, value_len = _TYPED_VALUE.unpack_from(blob, offset)
+        kind, value_len = unpack_value_head(blob, offset)
         offset += 5
-        if offset + value_len > end:
+        value_end = offset + value_len
+        if value_end > end:
             raise MessageSetError(Status.MALFORMED_REQUEST, "truncated property value")
-        properties[key] = _typed(kind, bytes(blob[offset : offset + value_len]))
-        offset += value_len
+        if kind == TYPE_STRING:
+            try:
+                properties[key] = str(blob[offset:value_end], "utf-8")
+            except UnicodeDecodeError:
+                raise MessageSetError(
+                    Status.MALFORMED_REQUEST, "a property's string value is not UTF-8"
+                ) from None
+        elif kind == TYPE_INT and value_len == 8:
+            properties[key] = _INT64.unpack_from(blob, offset)[0]
+        elif kind == TYPE_FLOAT and value_len == 8:
+            properties[key] = _FLOAT64.unpack_from(blob, offset)[0]
+        else:
+            properties[key] = _typed(kind, bytes(blob[offset:value_end]))
+        offset = value_end
     return properties
 
 

@@ -442,7 +442,7 @@ def _check_properties(buf, blobs_at: int, property_lengths) -> None:
             position = value_length_at + 4 + unpack_value_length(buf, value_length_at)[0]
     except struct.error:
         position = -1  # a length runs past the end of the buffer
-    if position == end:
+    if position == end:  # (what _walked_whole says, inline: every set with properties runs it)
         starts.append(end)
         if set(starts).issuperset(accumulate(property_lengths, initial=blobs_at)):
             try:
@@ -452,6 +452,22 @@ def _check_properties(buf, blobs_at: int, property_lengths) -> None:
             else:
                 return
     _raise_property_error(buf, blobs_at, property_lengths, decode_properties)
+
+
+def _walked_whole(position: int, end: int, starts: list, texts: list, blobs_at: int, lengths) -> bool:
+    """Whether a walk over the pairs of all blobs found them whole and their text UTF-8:
+    it ended at the end of the buffer, every blob boundary is a pair boundary, and the
+    texts joined by NUL (a byte no multi-byte sequence holds) decode, in one call."""
+    if position != end:
+        return False
+    starts.append(end)
+    if not set(starts).issuperset(accumulate(lengths, initial=blobs_at)):
+        return False
+    try:
+        b"\0".join(texts).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _check_typed_properties(buf, blobs_at: int, property_lengths) -> None:
@@ -483,16 +499,8 @@ def _check_typed_properties(buf, blobs_at: int, property_lengths) -> None:
                 break
     except (struct.error, IndexError):
         position = -1  # a length runs past the end of the buffer
-    if position == end:
-        starts.append(end)
-        if set(starts).issuperset(accumulate(property_lengths, initial=blobs_at)):
-            try:
-                b"\0".join(texts).decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-            else:
-                return
-    _raise_property_error(buf, blobs_at, property_lengths, decode_typed_properties)
+    if not _walked_whole(position, end, starts, texts, blobs_at, property_lengths):
+        _raise_property_error(buf, blobs_at, property_lengths, decode_typed_properties)
 
 
 def _raise_property_error(buf, blobs_at: int, property_lengths, decode) -> None:

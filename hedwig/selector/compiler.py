@@ -246,7 +246,7 @@ class CompiledSelector:
         self.properties = {}  # property name -> the local holding its value
         self.reads_key = False
         self._temps = 0
-        matches = self._true(tree)
+        matches = self._test(tree, True)
         self._temps = 0
         evaluate = self._condition_value(tree)
         fetch = [f"        {local} = P.get({name})" for local, name in self.properties.values()]
@@ -339,33 +339,21 @@ class CompiledSelector:
             return f"({decisive} if {bound} else (None if {unknown} else {other}))"
         return self._leaf(node, "value")
 
-    def _true(self, node) -> str:
-        """A Python bool: the node, as a condition, is TRUE."""
+    def _test(self, node, truth: bool) -> str:
+        """A Python bool: the node, as a condition, is TRUE (`truth`) or is FALSE (not
+        `truth`). NOT x is TRUE when x is FALSE; AND is TRUE when all are TRUE and FALSE
+        when one is FALSE; OR the other way round."""
         if isinstance(node, syntax.Literal):
-            return repr(node.value)
+            return repr(node.value is truth)
         if isinstance(node, syntax.Identifier):
-            return f"{self._identifier(node)} is True"
+            return f"{self._identifier(node)} is {truth}"
         if isinstance(node, syntax.Not):
-            return self._false(node.operand)
-        if isinstance(node, syntax.And):
-            return " and ".join(f"({self._true(operand)})" for operand in node.operands)
-        if isinstance(node, syntax.Or):
-            return " or ".join(f"({self._true(operand)})" for operand in _folded(node.operands))
-        return self._leaf(node, "true")
-
-    def _false(self, node) -> str:
-        """A Python bool: the node, as a condition, is FALSE."""
-        if isinstance(node, syntax.Literal):
-            return repr(not node.value)
-        if isinstance(node, syntax.Identifier):
-            return f"{self._identifier(node)} is False"
-        if isinstance(node, syntax.Not):
-            return self._true(node.operand)
-        if isinstance(node, syntax.And):
-            return " or ".join(f"({self._false(operand)})" for operand in node.operands)
-        if isinstance(node, syntax.Or):
-            return " and ".join(f"({self._false(operand)})" for operand in _folded(node.operands))
-        return self._leaf(node, "false")
+            return self._test(node.operand, not truth)
+        if isinstance(node, syntax.And | syntax.Or):
+            operands = node.operands if isinstance(node, syntax.And) else _folded(node.operands)
+            joiner = " and " if isinstance(node, syntax.And) == truth else " or "
+            return joiner.join(f"({self._test(operand, truth)})" for operand in operands)
+        return self._leaf(node, "true" if truth else "false")
 
     # -- predicates: `want` is "true", "false" or "value" -------------------------------------
 
@@ -425,7 +413,7 @@ class CompiledSelector:
         expanded = logic(parts)
         if want == "value":
             return self._condition_value(expanded)
-        return self._true(expanded) if want == "true" else self._false(expanded)
+        return self._test(expanded, want == "true")
 
     def _membership(self, node, want: str) -> str:
         local = self._identifier(node.identifier)

@@ -12,6 +12,8 @@ Deferred and fire it later". Three shapes of it recur everywhere and live here:
   arrival order: Hedwig's TopicOpQueuer. An operation is a callable returning a value or
   a Deferred; its result (or failure) goes to its own caller only, and a failure never
   stops the operations queued behind it.
+- `run_now`: a generator that yields what it waits for, as under inlineCallbacks, run
+  straight through while those have fired already (a local ledger store's answers).
 
 None of these imports the reactor: they only chain Deferreds.
 """
@@ -211,3 +213,47 @@ def in_thread(reactor, f, *args) -> Deferred:
     run.target = f  # what runs, for whoever inspects queued thread work (tests)
     reactor.callInThread(run)
     return d
+
+
+def run_now(steps) -> Deferred:
+    """Run `steps`, a generator that yields Deferreds (or plain values) and gets their
+    results back (a failure is raised at the yield), as inlineCallbacks runs one; a
+    Deferred of its return value. What it yields that has fired already is taken at once,
+    so over a store that answers at once (the mmap ledgers) it runs through within the
+    call and its Deferred has fired on return; only what truly waits (a RADOS read)
+    suspends it. For paths taken per read: this costs well under a microsecond more than
+    straight-line code, inlineCallbacks several."""
+    outcome = Deferred()
+    _advance(steps, None, outcome)
+    return outcome
+
+
+def _advance(steps, value, outcome: Deferred) -> None:
+    while True:
+        try:
+            if value.__class__ is Failure:
+                awaited = value.throwExceptionIntoGenerator(steps)
+            else:
+                awaited = steps.send(value)
+        except StopIteration as stop:
+            outcome.callback(stop.value)
+            return
+        except BaseException:
+            outcome.errback(Failure())
+            return
+        if not isinstance(awaited, Deferred):
+            value = awaited
+            continue
+        box = [_PENDING]
+
+        def resume(result, box=box):
+            if box[0] is _PENDING:
+                box[0] = result  # fired within addBoth: the loop goes on
+            else:
+                _advance(steps, result, outcome)
+
+        awaited.addBoth(resume)
+        if box[0] is _PENDING:
+            box[0] = None  # it will fire later: resume() takes over then
+            return
+        value = box[0]

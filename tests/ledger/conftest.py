@@ -38,7 +38,7 @@ def _harness(kind: str, tmp_path, request):
     return stores.RadosHarness(request.getfixturevalue("ceph"))
 
 
-@pytest.fixture(params=["memory", "mmap", "shared"])
+@pytest.fixture(params=["memory", "mmap", "shared", "rados"])
 def ledger_store(request, tmp_path):
     """The contract suite's store harness (tests/ledger/stores.py), one per store."""
     harness = _harness(request.param, tmp_path, request)
@@ -46,14 +46,14 @@ def ledger_store(request, tmp_path):
     harness.close()
 
 
-@pytest.fixture(params=["mmap", "shared"])
+@pytest.fixture(params=["mmap", "shared", "rados"])
 def durable_ledger_store(request, tmp_path):
     harness = _harness(request.param, tmp_path, request)
     yield harness
     harness.close()
 
 
-@pytest.fixture(params=["shared"])
+@pytest.fixture(params=["shared", "rados"])
 def shared_ledger_store(request, tmp_path):
     harness = _harness(request.param, tmp_path, request)
     yield harness

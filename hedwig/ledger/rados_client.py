@@ -22,6 +22,7 @@ import os
 from twisted.internet.defer import Deferred
 
 from hedwig.concurrency.deferreds import in_thread
+from hedwig.ledger.interface import LedgerError, LedgerUnavailable
 
 CLIENT_SETTINGS = {"objecter_tick_interval": "1", "objecter_timeout": "2"}
 
@@ -34,6 +35,15 @@ class RadosOpError(Exception):
         self.what = what
         name = errno.errorcode.get(code, str(code))
         super().__init__(f"{what}: {name} ({os.strerror(code)})")
+
+
+def ledger_error(error: RadosOpError, what: str) -> LedgerError:
+    """The ledger error a failed operation means where no errno has a meaning of its own:
+    not answered within op_timeout_s is LedgerUnavailable (the cluster may recover), any
+    other failure a LedgerError naming the operation."""
+    if error.errno == errno.ETIMEDOUT:
+        return LedgerUnavailable(f"{what}: RADOS did not answer within op_timeout_s ({error.what})")
+    return LedgerError(f"{what}: {error}")
 
 
 class RadosClient:

@@ -30,7 +30,7 @@ import errno
 from hedwig.concurrency.deferreds import run_now
 from hedwig.ledger import rados_layout as layout
 from hedwig.ledger.interface import LedgerError, NoSuchLedger
-from hedwig.ledger.rados_client import RadosOpError
+from hedwig.ledger.rados_client import RadosOpError, ledger_error
 from hedwig.ledger.rados_ledger import HeadDamaged, RadosLedger, ledger_from_head
 
 _EQ = 1  # LIBRADOS_CMPXATTR_OP_EQ
@@ -57,7 +57,7 @@ def _read_head(client, ledger_id: int):
     except RadosOpError as e:
         if e.errno == errno.ENOENT:
             raise NoSuchLedger(f"ledger {ledger_id} does not exist") from None
-        raise LedgerError(f"ledger {ledger_id}: {e}") from None
+        raise ledger_error(e, f"ledger {ledger_id}: reading its head") from None
     if not values:
         raise NoSuchLedger(f"ledger {ledger_id} does not exist")
     try:
@@ -75,7 +75,7 @@ def _read_end(client, ledger: RadosLedger):
             values = yield client.omap_get(name, (layout.TAIL,), f"reading the tail of {name}")
         except RadosOpError as e:
             if e.errno != errno.ENOENT:
-                raise LedgerError(f"ledger {ledger.id}: {e}") from None
+                raise ledger_error(e, f"ledger {ledger.id}: reading where it ends") from None
             values = {}
         tail = values.get(layout.TAIL)
         if tail is not None:
@@ -118,7 +118,7 @@ def _fence(client, ledger_id: int, by: str):
         except RadosOpError as e:
             if e.errno == errno.ECANCELED:
                 continue  # another fencer raised it first: read again
-            raise LedgerError(f"ledger {ledger_id}: fencing failed: {e}") from None
+            raise ledger_error(e, f"ledger {ledger_id}: fencing it") from None
         ledger = yield from _read_head(client, ledger_id)
         if ledger.closed:
             return ledger
@@ -130,7 +130,7 @@ def _fence(client, ledger_id: int, by: str):
         try:
             yield client.write(last, fence_segment, f"fencing {last}")
         except RadosOpError as e:
-            raise LedgerError(f"ledger {ledger_id}: fencing failed: {e}") from None
+            raise ledger_error(e, f"ledger {ledger_id}: fencing its last segment") from None
         yield from _read_end(client, ledger)
         record = layout.encode_closed(ledger.count - 1, ledger.bytes, ledger.last_time_us, by)
 
@@ -144,7 +144,7 @@ def _fence(client, ledger_id: int, by: str):
         except RadosOpError as e:
             if e.errno == errno.ECANCELED:
                 continue  # fenced again meanwhile (or closed): read again
-            raise LedgerError(f"ledger {ledger_id}: closing it after recovery failed: {e}") from None
+            raise ledger_error(e, f"ledger {ledger_id}: closing it after recovery") from None
         ledger.closed = True
         ledger.closed_by = by
         ledger.epoch += 1

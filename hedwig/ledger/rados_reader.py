@@ -15,6 +15,7 @@ else it is damaged (EntryDamaged when it is the first entry asked for; the entri
 before it otherwise).
 """
 
+import errno
 import zlib
 
 from cachetools import LRUCache
@@ -23,7 +24,7 @@ from twisted.internet.defer import succeed
 from hedwig.concurrency.deferreds import run_now
 from hedwig.ledger import rados_layout as layout
 from hedwig.ledger.interface import EntryDamaged, LedgerError
-from hedwig.ledger.rados_client import RadosOpError
+from hedwig.ledger.rados_client import RadosOpError, ledger_error
 from hedwig.ledger.rados_ledger import RadosLedger
 
 MIN_READ_BYTES = 16 << 10
@@ -127,6 +128,8 @@ class LedgerReader:
 
         def failed(failure):
             failure.trap(RadosOpError)
+            if failure.value.errno == errno.ETIMEDOUT:  # (not damage: the cluster may recover)
+                raise ledger_error(failure.value, f"reading {name}")
             raise _Damaged(f"segment {segment} cannot be read at offset {offset}: {failure.value}")
 
         return self._client.read(name, length, offset, f"reading {name}").addCallbacks(read, failed)
@@ -169,6 +172,8 @@ class LedgerReader:
 
         def missing(failure):
             failure.trap(RadosOpError)
+            if failure.value.errno == errno.ETIMEDOUT:
+                raise ledger_error(failure.value, f"reading the index of {name}")
             raise _Damaged(f"segment {segment}'s index cannot be read: {failure.value}")
 
         return self._client.omap_get(name, (key,), f"reading the index of {name}").addCallbacks(

@@ -27,10 +27,9 @@ from hedwig.ledger.interface import (
     LedgerClosed,
     LedgerError,
     LedgerFenced,
-    LedgerUnavailable,
     NoSuchLedger,
 )
-from hedwig.ledger.rados_client import RadosClient, RadosOpError
+from hedwig.ledger.rados_client import RadosClient, RadosOpError, ledger_error
 from hedwig.ledger.rados_fencing import fence_ledger, load_ledger
 from hedwig.ledger.rados_ledger import RadosLedger
 from hedwig.ledger.rados_reader import LedgerReader, check_range
@@ -309,10 +308,7 @@ class RadosLedgerStore:
         finally:
             self._reserving = None
 
-    def _error(self, error: RadosOpError, what: str) -> LedgerError:
-        if error.errno == errno.ETIMEDOUT:
-            return LedgerUnavailable(f"{what}: RADOS did not answer within op_timeout_s ({error})")
-        return LedgerError(f"{what}: {error}")
+    _error = staticmethod(ledger_error)
 
     # -- ILedgerStore: append ---------------------------------------------------------------
 
@@ -394,6 +390,11 @@ class RadosLedgerStore:
     def _close_ledger(self, ledger: RadosLedger):
         yield self._writes.idle(ledger)
         if ledger.broken is not None:
+            # Where it ends is the pool's to say (a write not acknowledged here may have
+            # landed): forgotten, so that its next use loads it, and fences it if open.
+            if self._ledgers.get(ledger.id) is ledger:
+                del self._ledgers[ledger.id]
+                self._reads.forget(ledger.id)
             if isinstance(ledger.broken, LedgerFenced):
                 return None  # the fencer closes it, where its writes ended
             raise LedgerError(f"ledger {ledger.id} was not closed: {ledger.broken}")

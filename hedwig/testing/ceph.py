@@ -304,14 +304,43 @@ class CephCluster:
             raise RuntimeError(f"ceph {command['prefix']}: {err or os.strerror(-rc)}")
         return json.loads(out) if out else None
 
-    def hub_conf(self, path, namespace: str, **rados) -> str:
-        """Write a hub.conf at `path` keeping the hub's ledgers in this cluster's pool,
-        in `namespace` ([rados] settings in `rados` override the defaults); its path."""
+    def hub_conf_text(self, namespace: str, **rados) -> str:
+        """hub.conf sections keeping a hub's ledgers in this cluster's pool, in `namespace`
+        ([rados] settings in `rados` override the defaults)."""
         settings = {"conf_file": self.conf_file, "pool": self.pool, "namespace": namespace, **rados}
         lines = ["[ledger]", "store = rados", "", "[rados]"]
         lines += [f"{key} = {value}" for key, value in settings.items()]
-        Path(path).write_text("\n".join(lines) + "\n")
+        return "\n".join(lines) + "\n"
+
+    def hub_conf(self, path, namespace: str, **rados) -> str:
+        """Write hub_conf_text(...) to `path`; its path."""
+        Path(path).write_text(self.hub_conf_text(namespace, **rados))
         return str(path)
+
+    # -- what the pool holds (as the admin sees it) ---------------------------------------
+
+    def objects(self, namespace: str = "") -> dict:
+        """name -> size of every object in `namespace` of the pool."""
+        with self.admin().open_ioctx(self.pool) as ioctx:
+            ioctx.set_namespace(namespace)
+            return {o.key: ioctx.stat(o.key)[0] for o in ioctx.list_objects()}
+
+    def omap(self, name: str, keys, namespace: str = "") -> dict:
+        """The values of those of `keys` object `name` has in its omap."""
+        import rados
+
+        with self.admin().open_ioctx(self.pool) as ioctx:
+            ioctx.set_namespace(namespace)
+            with rados.ReadOpCtx() as op:
+                values, _rc = ioctx.get_omap_vals_by_keys(op, tuple(keys))
+                ioctx.operate_read_op(op, name)
+                return dict(values)
+
+    def write(self, name: str, data: bytes, offset: int, namespace: str = "") -> None:
+        """Write into an object behind everybody's back (a test's damage)."""
+        with self.admin().open_ioctx(self.pool) as ioctx:
+            ioctx.set_namespace(namespace)
+            ioctx.write(name, data, offset)
 
     # -- the OSDs: what tests do to them --------------------------------------------------
 

@@ -52,39 +52,21 @@ def open_store(ceph, namespace):
         reactor.run_until(store.close())
 
 
-def objects(ceph, namespace) -> dict:
-    """name -> size of every object in the test's namespace."""
-    with ceph.admin().open_ioctx(ceph.pool) as ioctx:
-        ioctx.set_namespace(namespace)
-        return {o.key: ioctx.stat(o.key)[0] for o in ioctx.list_objects()}
-
-
-def omap(ceph, namespace, name: str, keys) -> dict:
-    import rados
-
-    with ceph.admin().open_ioctx(ceph.pool) as ioctx:
-        ioctx.set_namespace(namespace)
-        with rados.ReadOpCtx() as op:
-            values, _ = ioctx.get_omap_vals_by_keys(op, tuple(keys))
-            ioctx.operate_read_op(op, name)
-            return dict(values)
-
-
 def test_a_ledger_is_a_head_and_segments_rolled_at_segment_bytes(ceph, namespace, open_store):
     store, reactor = open_store(segment_bytes=16384)
     ledger = reactor.run_until(store.create())
     acked = [reactor.run_until(store.append(ledger, entry(i), 1000 + i)) for i in range(40)]
     assert acked == list(range(40))
-    found = objects(ceph, namespace)
+    found = ceph.objects(namespace)
     segments = sorted(name for name in found if name.startswith(layout.head_name(ledger) + "."))
     assert layout.head_name(ledger) in found and len(segments) >= 40 * 3000 // 16384
     assert all(0 < found[name] <= 16384 for name in segments)
-    head = omap(ceph, namespace, layout.head_name(ledger), (layout.SEGMENTS, layout.STATE, layout.EPOCH))
+    head = ceph.omap(layout.head_name(ledger), (layout.SEGMENTS, layout.STATE, layout.EPOCH), namespace)
     assert len(layout.decode_segments(head[layout.SEGMENTS])) == len(segments)
     assert head[layout.STATE] == b"open"
     # every entry is found by its index record, in the segment its head entry names
     last = segments[-1]
-    tail = layout.parse_tail(omap(ceph, namespace, last, (layout.TAIL,))[layout.TAIL])
+    tail = layout.parse_tail(ceph.omap(last, (layout.TAIL,), namespace)[layout.TAIL])
     assert tail[0] == 40 and tail[2] == 1039
     reader, reader_reactor = open_store()
     assert reader_reactor.run_until(reader.read(ledger, 0, 39)) == [entry(i) for i in range(40)]
@@ -174,9 +156,8 @@ def test_a_damaged_frame_is_reported_and_the_entries_before_it_are_served(ceph, 
     for i in range(10):
         reactor.run_until(store.append(ledger, entry(i, 1000), i))
     reactor.run_until(store.close_ledger(ledger))
-    with ceph.admin().open_ioctx(ceph.pool) as ioctx:  # a bit flipped inside entry 6
-        ioctx.set_namespace(namespace)
-        ioctx.write(layout.segment_name(ledger, 0), b"\xff", 6 * (layout.FRAME_BYTES + 1000) + 100)
+    # a byte changed inside entry 6
+    ceph.write(layout.segment_name(ledger, 0), b"\xff", 6 * (layout.FRAME_BYTES + 1000) + 100, namespace)
     reader, reader_reactor = open_store()
     assert reader_reactor.run_until(reader.read(ledger, 0, 9)) == [entry(i, 1000) for i in range(6)]
     with pytest.raises(EntryDamaged, match="CRC"):

@@ -18,15 +18,7 @@ GC_CONF = "[log]\nmax_ledger_entries = 2\ngc_interval_s = 0.2\nmax_ledger_age_s 
 
 def heads(ceph, namespace) -> set:
     """The ledger ids whose head objects are in the namespace."""
-    with ceph.admin().open_ioctx(ceph.pool) as ioctx:
-        ioctx.set_namespace(namespace)
-        return {i for i in (layout.parse_head_name(o.key) for o in ioctx.list_objects()) if i is not None}
-
-
-def objects(ceph, namespace) -> set:
-    with ceph.admin().open_ioctx(ceph.pool) as ioctx:
-        ioctx.set_namespace(namespace)
-        return {o.key for o in ioctx.list_objects()}
+    return {i for i in map(layout.parse_head_name, ceph.objects(namespace)) if i is not None}
 
 
 def hub_command(conf, data_dir) -> list:
@@ -72,7 +64,7 @@ def test_publish_subscribe_catch_up_gc_and_restart(ceph, rados_hub):
             lambda: not gone & heads(ceph, hub.namespace), "GC deleting the consumed ledgers' heads", 30
         )
         assert not any(
-            name.startswith(tuple(layout.head_name(i) for i in gone)) for name in objects(ceph, hub.namespace)
+            name.startswith(tuple(layout.head_name(i) for i in gone)) for name in ceph.objects(hub.namespace)
         )
         assert client.describe("orders")["first_seq"] > 1
         assert [m.payload for m in client.read("orders", 52, 52)] == [b"after the restart"]

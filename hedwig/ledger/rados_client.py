@@ -195,4 +195,8 @@ def _settle(d: Deferred, rc: int, what: str, result, release) -> None:
     if rc < 0:
         d.errback(RadosOpError(-rc, what))
     else:
+        if result is not None and len(result) > rc:
+            # A read's bytes are its return code's count: the binding hands over its whole
+            # buffer, uninitialised, when nothing was read (at or past the object's end).
+            result = result[:rc]
         d.callback(result)

@@ -1,21 +1,23 @@
 """Learning where a RADOS ledger ends, and fencing it: BookKeeper's ledger recovery, over
 a head object and segment objects instead of bookies.
 
-Every write of a ledger's writer compares the segment's epoch with its own in the same
-write op (rados_writer.py), and a roll compares the head's. A hub taking a topic over
+Every write of a ledger's writer checks the segment's guard (the writer's epoch, and
+how many writes came before) in the same write op (rados_writer.py), and a roll
+compares the head's epoch. A hub taking a topic over
 fences the previous owner's open ledger:
 
 1. it raises the head's epoch by compare-and-swap (of two hubs fencing at once, one
    wins; the other reads again): from then on the old writer cannot record a new
    segment, so the head's segment list is final;
-2. it reads the head again, and sets the new epoch on the last segment (creating the
-   object if the writer had recorded the segment but not yet written it: its exclusive
-   create then fails): from then on every write of the old writer fails whole, however
-   long it was paused;
+2. it reads the head again, and sets the new epoch as the last segment's guard tag
+   (creating the object if the writer had recorded the segment but not yet written it:
+   its exclusive create then fails): from then on every write of the old writer fails
+   whole on the guard, however long it was paused;
 3. it reads the last segment's tail: the entries written before step 2 are whole (each
-   write is atomic) and contiguous (each compares the tail of the one before), and the
-   earlier segments hold every entry before this one's first (a segment is recorded
-   only once the writes to the one before completed), so the tail is the ledger's end;
+   write is atomic) and contiguous (each checks the guard's count of the ones before),
+   and the earlier segments hold every entry before this one's first (a segment is
+   recorded only once the writes to the one before completed), so the tail is the
+   ledger's end;
 4. it records the ledger closed at that end in the head, compared with its epoch: the
    first recovery closes it, a later one finds it closed.
 
@@ -123,9 +125,10 @@ def _fence(client, ledger_id: int, by: str):
         if ledger.closed:
             return ledger
         last = layout.segment_name(ledger_id, ledger.segment)
+        guard = layout.guard_set(0, ledger.epoch + 1)
 
-        def fence_segment(op, ioctx, raised=raised):
-            ioctx.set_omap(op, (layout.EPOCH,), (raised.encode("ascii"),))
+        def fence_segment(op, ioctx, guard=guard):
+            op.execute(layout.GUARD_CLASS, "set", guard)  # (creating the segment if need be)
 
         try:
             yield client.write(last, fence_segment, f"fencing {last}")

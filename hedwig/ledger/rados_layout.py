@@ -9,18 +9,24 @@ A ledger is a head object and segment objects, in the pool (and namespace) of th
         segments    JSON [[first entry id, ledger bytes before it], ...], one per segment
         writer      the hub that created the ledger (for operators)
         closed      JSON {"last_entry", "bytes", "last_time_us", "by"}, once closed
-    ledger.000000000042.000000      segment 0; data: entry frames back to back; omap:
-        epoch       the writer's epoch (the fence raises it here too)
-        tail        the next entry id, ledger bytes and last publish time after the
-                    last write: every write compares it (so writes land in order, each
-                    right after the one before) and moves it
-        e<entry id> each entry's offset in the segment, length, publish time and CRC
+    ledger.000000000042.000000      segment 0; data: entry frames back to back;
+        its guard   cls_version's xattr (Ceph's "version" object class): the writer's
+                    epoch as its tag, the writes made to the segment as its version
+        omap tail   the next entry id, ledger bytes and last publish time after the
+                    last write
+        omap e<id>  each entry's offset in the segment, length, publish time and CRC
 
 A RADOS object holds at most 128 MiB (osd_max_object_size), so a ledger rolls over to a
 new segment at `segment_bytes`, recording the segment in the head first. One write op is
 atomic on one object: an entry's frame, its index record and the new tail land together
-or not at all, so every entry found in a segment is whole; and every write carries the
-compare of the segment's epoch, so a fenced writer's write fails whole. Values compared
+or not at all, so every entry found in a segment is whole. Every write to a segment
+begins with the guard's `inc_conds`: it fails (ECANCELED), and the whole op with it,
+unless the tag is the writer's epoch and the version the number of writes it made
+before, then counts itself; so writes land in order, each right after the one before,
+and none of a fenced writer's lands. The guard is an xattr, which the OSD reads from the
+object as queued, so guarded writes pipeline as plain appends do (an omap compare would
+make each wait for the one before to commit: a seventh of the throughput). The head is
+written rarely (create, roll, close, fence) and compares its omap epoch; values compared
 by omap_cmp are fixed-width ASCII (compared as strings).
 """
 
@@ -87,6 +93,33 @@ def parse_tail(value: bytes) -> tuple[int, int, int]:
     if len(text) != 48:
         raise ValueError(f"a tail of {len(text)} characters")
     return int(text[:16], 16), int(text[16:32], 16), int(text[32:], 16)
+
+
+# cls_version (src/cls/version in Ceph): obj_version {u64 ver, string tag} and
+# obj_version_cond {obj_version, u32 cond}, each in Ceph's struct encoding (u8 version,
+# u8 compat, u32 length, then the fields, little-endian); VER_COND_EQ (1) compares both.
+GUARD_CLASS = "version"
+_VER_COND_EQ = 1
+
+
+def _struct(body: bytes) -> bytes:
+    return struct.pack("<BBI", 1, 1, len(body)) + body
+
+
+def _obj_version(ver: int, tag: str) -> bytes:
+    name = tag.encode("ascii")
+    return _struct(struct.pack("<QI", ver, len(name)) + name)
+
+
+def guard_set(ver: int, epoch: int) -> bytes:
+    """cls_version "set": the guard becomes (ver, the epoch as tag)."""
+    return _struct(_obj_version(ver, number(epoch)))
+
+
+def guard_next(ver: int, epoch: int) -> bytes:
+    """cls_version "inc_conds": count one more write if the guard is (ver, epoch)."""
+    condition = _struct(_obj_version(ver, number(epoch)) + struct.pack("<I", _VER_COND_EQ))
+    return _struct(_obj_version(0, "") + struct.pack("<I", 1) + condition)
 
 
 def encode_segments(segments: list) -> bytes:

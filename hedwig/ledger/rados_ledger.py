@@ -35,6 +35,7 @@ class RadosLedger:
     next_time_us: int = 0
     segment_offset: int = 0
     segment_exists: bool = True
+    segment_writes: int = 0  # writes made to the current segment: its guard's version
     pending: deque = field(default_factory=deque)
     pending_bytes: int = 0
     inflight: deque = field(default_factory=deque)

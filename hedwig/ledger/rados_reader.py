@@ -2,17 +2,23 @@
 
 An entry is found without scanning: its segment by the head's segment list (the first
 entry id of each), its offset by its index record (the segment's omap key e<entry id>),
-one omap read; the entry of a segment's start is at offset 0, and a reader going on
-from where its last read ended finds its offset in a hint (ledger, next entry) ->
-(segment, offset) left by that read, so a sequential reader (a subscriber catching up)
-pays one RADOS read per read: the frames are self-describing (id, time, length, CRC),
-so a read of a byte range yields the entries in it. Each read asks for about as many
-bytes as the entries wanted hold on average (the ledger's bytes per entry), more when
-an entry turns out larger.
+one omap read; the entry of a segment's start is at offset 0. The frames are
+self-describing (id, time, length, CRC), so a read of a byte range yields the entries in
+it: each read asks for about as many bytes as the entries wanted hold on average (the
+ledger's bytes per entry), more when an entry turns out larger.
+
+A reader that goes on where its last read ended (a subscriber catching up, the drain)
+finds what that read left: the segment and offset of its next entry, the bytes already
+read past it, and a read of the next AHEAD_BYTES under way, started as the bytes ahead
+ran low. So a sequential reader waits for the pool about once per AHEAD_BYTES rather
+than once per read, and at most AHEAD_BUDGET bytes are held ahead for all readers
+(least recently used dropped first). Bytes once written never change (a write op lands
+whole, and a ledger only grows), so what was read ahead stays right.
 
 Every entry read is checked: its frame names the entry expected and its CRC matches,
 else it is damaged (EntryDamaged when it is the first entry asked for; the entries
-before it otherwise).
+before it otherwise). A read the cluster does not answer within op_timeout_s is not
+damage: LedgerUnavailable.
 """
 
 import errno
@@ -21,7 +27,7 @@ import zlib
 from cachetools import LRUCache
 from twisted.internet.defer import succeed
 
-from hedwig.concurrency.deferreds import run_now
+from hedwig.concurrency.deferreds import SharedResult, run_now
 from hedwig.ledger import rados_layout as layout
 from hedwig.ledger.interface import EntryDamaged, LedgerError
 from hedwig.ledger.rados_client import RadosOpError, ledger_error
@@ -29,26 +35,47 @@ from hedwig.ledger.rados_ledger import RadosLedger
 
 MIN_READ_BYTES = 16 << 10
 MAX_READ_BYTES = 8 << 20
+AHEAD_BYTES = 2 << 20  # read ahead of a sequential reader at a time
+AHEAD_BUDGET = 64 << 20  # bytes read ahead and kept, for all readers
 _FRAME = layout.FRAME
 _FRAME_BYTES = layout.FRAME_BYTES
+_EMPTY = memoryview(b"")
 
 
 class _Damaged(Exception):
     """An entry that cannot be read back: where it was looked for."""
 
 
+class _Ahead:
+    """Where a read ended, for the reader that goes on from there: the next entry's
+    segment and offset, the bytes read past it, and a read of what follows under way."""
+
+    __slots__ = ("segment", "offset", "data", "fetch", "fetch_offset")
+
+    def __init__(self, segment: int, offset: int, data: memoryview):
+        self.segment = segment
+        self.offset = offset
+        self.data = data
+        self.fetch = None  # SharedResult of the read of AHEAD_BYTES at fetch_offset
+        self.fetch_offset = -1
+
+    def size(self) -> int:
+        return len(self.data) + (AHEAD_BYTES if self.fetch is not None else 0)
+
+
 class LedgerReader:
     """The read side of a RadosLedgerStore, over its RadosClient."""
 
-    def __init__(self, client, hint_slots: int = 4096):
+    def __init__(self, client):
         self._client = client
-        self._hints = LRUCache(maxsize=hint_slots)  # (ledger id, entry id) -> (segment, offset)
+        # (ledger id, next entry id) -> _Ahead, within the byte budget
+        self._ahead = LRUCache(maxsize=AHEAD_BUDGET, getsizeof=_Ahead.size)
         self.reads = 0
         self.bytes_read = 0
 
     def forget(self, ledger_id: int) -> None:
-        for key in [k for k in self._hints if k[0] == ledger_id]:
-            self._hints.pop(key, None)
+        for key in [k for k in self._ahead if k[0] == ledger_id]:
+            self._ahead.pop(key, None)
 
     def read(self, ledger: RadosLedger, first: int, last: int, max_bytes):
         """Deferred[list of bytes]: entries first..last (acknowledged, checked by the
@@ -61,63 +88,90 @@ class LedgerReader:
         entry = first
         budget = max_bytes if max_bytes is not None else 1 << 62
         segments = ledger.segments
+        ahead = self._ahead.pop((ledger.id, entry), None)
         try:
-            segment, offset = yield self._locate(ledger, entry)
+            if ahead is None:
+                segment, offset = yield self._locate(ledger, entry)
+                data = _EMPTY
+            else:
+                segment, offset, data = ahead.segment, ahead.offset, ahead.data
+            position = 0  # data[0] is at `offset` in the segment
             while entry <= last and total < budget:
                 end = segments[segment + 1][0] if segment + 1 < len(segments) else last + 1
                 if entry >= end:
-                    segment, offset = segment + 1, 0
+                    segment, offset, data, position = segment + 1, 0, _EMPTY, 0
+                    ahead = None
                     continue
-                stop = min(last + 1, end)
-                length = self._length(ledger, stop - entry, budget - total)
                 name = layout.segment_name(ledger.id, segment)
-                data = yield self._segment_read(name, segment, length, offset)
-                size = len(data)
-                position = 0
-                while entry < stop and total < budget and position + _FRAME_BYTES <= size:
-                    entry_id, _time_us, n, crc = _FRAME.unpack_from(data, position)
-                    if entry_id != entry:
-                        raise _Damaged(
-                            f"segment {segment} offset {offset + position} holds entry {entry_id}'s frame"
-                        )
-                    start = position + _FRAME_BYTES
-                    if start + n > size:
-                        break  # (the rest of this frame is beyond what was read)
-                    payload = data[start : start + n]
-                    if zlib.crc32(payload) != crc:
-                        raise _Damaged(
-                            f"segment {segment} offset {offset + position}: its CRC does not match"
-                        )
-                    out.append(payload)
-                    total += n
-                    entry += 1
-                    position = start + n
-                if position:
+                need = _FRAME_BYTES
+                if len(data) - position >= _FRAME_BYTES:
+                    need += _FRAME.unpack_from(data, position)[2]
+                if len(data) - position < need:
+                    # Read on from this entry's frame: what was read ahead, else the pool.
                     offset += position
-                    continue
-                # Not one whole entry in what was read: the segment ends, or the entry is
-                # larger than the read; then it is read again, whole.
-                if size < _FRAME_BYTES or size < length:
-                    raise _Damaged(
-                        f"segment {segment} ends at offset {offset + size}, before entry {entry} ends"
+                    wanted = self._length(ledger, min(last + 1, end) - entry, budget - total)
+                    if ahead is not None:
+                        wanted = max(wanted, AHEAD_BYTES)
+                    data = yield self._more(
+                        ledger, ahead, name, segment, data[position:], offset, max(need, wanted)
                     )
-                n = _FRAME.unpack_from(data, 0)[2]
-                data = yield self._segment_read(name, segment, _FRAME_BYTES + n, offset)
-                crc = _FRAME.unpack_from(data, 0)[3] if len(data) >= _FRAME_BYTES else None
-                if len(data) < _FRAME_BYTES + n or zlib.crc32(data[_FRAME_BYTES:]) != crc:
+                    position = 0
+                    if len(data) < need:
+                        raise _Damaged(
+                            f"segment {segment} ends at offset {offset + len(data)}, within entry {entry}"
+                        )
+                    need = _FRAME_BYTES + _FRAME.unpack_from(data, 0)[2]
+                    if len(data) < need:  # (an entry larger than the read)
+                        data = yield self._more(ledger, None, name, segment, data, offset, need)
+                        if len(data) < need:
+                            raise _Damaged(
+                                f"segment {segment} ends at offset {offset + len(data)}, within entry {entry}"
+                            )
+                entry_id, _time_us, n, crc = _FRAME.unpack_from(data, position)
+                if entry_id != entry:
                     raise _Damaged(
-                        f"segment {segment} offset {offset}: entry {entry} is cut short or its CRC fails"
+                        f"segment {segment} offset {offset + position} holds entry {entry_id}'s frame"
                     )
-                out.append(data[_FRAME_BYTES:])
+                start = position + _FRAME_BYTES
+                payload = bytes(data[start : start + n])
+                if zlib.crc32(payload) != crc:
+                    raise _Damaged(f"segment {segment} offset {offset + position}: its CRC does not match")
+                out.append(payload)
                 total += n
                 entry += 1
-                offset += _FRAME_BYTES + n
+                position = start + n
         except _Damaged as e:
             if out:
                 return out  # what precedes the damage: the next read starts at it and fails
             raise EntryDamaged(ledger.id, entry, str(e)) from None
-        self._hints[(ledger.id, entry)] = (segment, offset)  # where a sequential reader goes on
+        left = _Ahead(segment, offset + position, data[position:])
+        if ahead is not None and ahead.fetch is not None and ahead.fetch_offset == offset + len(data):
+            left.fetch, left.fetch_offset = ahead.fetch, ahead.fetch_offset
+        if left.fetch is None and len(left.data) < AHEAD_BYTES // 2 and entry < ledger.count:
+            left.fetch_offset = left.offset + len(left.data)
+            name = layout.segment_name(ledger.id, segment)
+            left.fetch = SharedResult(self._segment_read(name, segment, AHEAD_BYTES, left.fetch_offset))
+        self._ahead[(ledger.id, entry)] = left  # where a sequential reader goes on
         return out
+
+    def _more(self, ledger, ahead, name, segment, kept, offset, length):
+        """Deferred[memoryview]: `kept` (the bytes at `offset` read already) and what
+        follows, `length` bytes in all if the segment holds them: the read ahead under way
+        when it starts there (unless it came back short: made before those bytes were
+        written), else a read."""
+        return run_now(self._read_more(ahead, name, segment, kept, offset, length))
+
+    def _read_more(self, ahead, name, segment, kept, offset, length):
+        at = offset + len(kept)
+        data = None
+        if ahead is not None and ahead.fetch is not None and ahead.fetch_offset == at:
+            fetch, ahead.fetch = ahead.fetch, None
+            data = yield fetch.wait()
+            if len(kept) + len(data) < length:
+                data = None
+        if data is None:
+            data = yield self._segment_read(name, segment, max(length - len(kept), MIN_READ_BYTES), at)
+        return memoryview(bytes(kept) + data) if kept else memoryview(data)
 
     def _segment_read(self, name: str, segment: int, length: int, offset: int):
         self.reads += 1
@@ -146,10 +200,7 @@ class LedgerReader:
         return max(MIN_READ_BYTES, min(MAX_READ_BYTES, estimate))
 
     def _locate(self, ledger: RadosLedger, entry: int):
-        """(segment, offset) of an entry: a hint, a segment's start, or its index record."""
-        hint = self._hints.pop((ledger.id, entry), None)
-        if hint is not None:
-            return hint
+        """(segment, offset) of an entry: a segment's start, or its index record."""
         segment = ledger.segment_of(entry)
         if ledger.segments[segment][0] == entry:
             return segment, 0

@@ -5,7 +5,8 @@ An append waits in its ledger's queue until the end of the reactor's turn (callL
 so the entries of one read's publishes, or of several topics, leave together: each
 ledger's waiting entries go in one write op to its current segment (up to
 `max_batch_bytes`), which holds their frames, their index records and the segment's new
-tail, guarded by the ledger's epoch and the segment's tail as the writer last left it.
+tail, guarded by the segment's guard (rados_layout.py: the ledger's epoch, and the count
+of the writes before it).
 At most `max_in_flight` writes (and `max_in_flight_bytes`) are in flight across the
 store; entries arriving meanwhile gather into the next write of their ledger, which
 leaves as soon as a write completes. Completions come back on the reactor (rados_client),
@@ -208,22 +209,19 @@ class GroupWriter:
             self._roll(ledger)
             return
         ledger.pending_bytes -= size
-        tail_before = layout.tail_value(first_entry, ledger.next_bytes, ledger.next_time_us)
-        tail_after = layout.tail_value(entry_id + 1, ledger_bytes, last_time_us)
         keys.append(layout.TAIL)
-        values.append(tail_after.encode("ascii"))
+        values.append(layout.tail_value(entry_id + 1, ledger_bytes, last_time_us).encode("ascii"))
         data = b"".join(parts)
+        if ledger.segment_exists:  # the guard: this ledger's epoch, and every write before landed
+            method, guard = "inc_conds", layout.guard_next(ledger.segment_writes, ledger.epoch)
+        else:  # the segment's first write creates it, exclusively (a fencer may have)
+            method, guard = "set", layout.guard_set(1, ledger.epoch)
         create = not ledger.segment_exists
-        epoch = layout.number(ledger.epoch)
 
         def build(op, ioctx):
             if create:
                 op.new(_EXCLUSIVE)
-                keys.append(layout.EPOCH)
-                values.append(epoch.encode("ascii"))
-            else:
-                op.omap_cmp(layout.EPOCH, epoch, _EQ)
-                op.omap_cmp(layout.TAIL, tail_before, _EQ)
+            op.execute(layout.GUARD_CLASS, method, guard)
             op.write(data, offset)
             ioctx.set_omap(op, tuple(keys), tuple(values))
 
@@ -231,6 +229,7 @@ class GroupWriter:
         ledger.inflight.append(batch)
         ledger.next_bytes, ledger.next_time_us = ledger_bytes, last_time_us
         ledger.segment_offset = position
+        ledger.segment_writes = ledger.segment_writes + 1 if ledger.segment_exists else 1
         ledger.segment_exists = True
         self._in_flight += 1
         self._in_flight_bytes += size
@@ -302,6 +301,7 @@ class GroupWriter:
             ledger.segments = segments
             ledger.segment_offset = 0
             ledger.segment_exists = False
+            ledger.segment_writes = 0
             ledger.rolling = False
             if ledger.pending and ledger.broken is None:
                 self._waiting.append(ledger)

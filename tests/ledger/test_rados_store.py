@@ -184,3 +184,31 @@ def test_a_pool_that_does_not_exist_is_named(ceph):
     store = RadosLedgerStore(reactor=reactor, conf_file=ceph.conf_file, pool="no-such-pool", op_timeout_s=5)
     with pytest.raises(RadosOpError, match="no pool 'no-such-pool'"):
         reactor.run_until(store.connect())
+
+
+def test_a_sequential_reader_waits_for_the_pool_once_per_read_ahead_not_per_read(open_store):
+    store, reactor = open_store()
+    ledger = reactor.run_until(store.create())
+    appends = [store.append(ledger, entry(i, 10_000), i) for i in range(300)]  # 3 MB
+    [reactor.run_until(d) for d in appends]
+    reader, reader_reactor = open_store()
+    got = []
+    for first in range(0, 300, 10):  # as the cache's read-ahead reads: 10 entries at a time
+        got += reader_reactor.run_until(reader.read(ledger, first, first + 9, 4 << 20))
+    assert got == [entry(i, 10_000) for i in range(300)]
+    assert reader.reads <= 5  # (30 reads asked: the index record, then 2 MiB at a time)
+
+
+def test_a_reader_at_the_end_of_a_ledger_being_written_reads_on_as_it_grows(open_store):
+    """What was read ahead past the end came back short: the entries written since are
+    read afresh, not taken for damage."""
+    writer, reactor = open_store()
+    ledger = reactor.run_until(writer.create())
+    for i in range(5):
+        reactor.run_until(writer.append(ledger, entry(i, 1000), i))
+    # entries 3 and 4 are read with these, and a read ahead of them starts: at the end
+    assert reactor.run_until(writer.read(ledger, 0, 2)) == [entry(i, 1000) for i in range(3)]
+    reactor.run_until(writer.append(ledger, entry(5, 1000), 5))  # (once that read came back)
+    for i in range(6, 12):
+        reactor.run_until(writer.append(ledger, entry(i, 1000), i))
+    assert reactor.run_until(writer.read(ledger, 3, 11)) == [entry(i, 1000) for i in range(3, 12)]

@@ -129,14 +129,17 @@ def _gauge(name, value=None, labels=None):
     return GaugeMetricFamily(name, METRICS[name][1], value=value, labels=labels)
 
 
-def histogram_of(name: str, buckets, sum_s: float):
-    """A histogram family from per-bucket counts over LATENCY_BUCKETS_US (and one past
-    the last bound), made cumulative and given in seconds as Prometheus expects."""
+def histogram_of(name: str, buckets, sum_s: float, bounds_s=None):
+    """A histogram family from per-bucket counts over LATENCY_BUCKETS_US (or `bounds_s`,
+    in seconds) and one past the last bound, made cumulative and given in seconds as
+    Prometheus expects."""
     family = HistogramMetricFamily(name, METRICS[name][1])
     cumulative, seen = [], 0
-    for bound_us, count in zip(LATENCY_BUCKETS_US, buckets, strict=False):
+    if bounds_s is None:
+        bounds_s = [bound_us / 1e6 for bound_us in LATENCY_BUCKETS_US]
+    for bound_s, count in zip(bounds_s, buckets, strict=False):
         seen += count
-        cumulative.append((repr(bound_us / 1e6), seen))
+        cumulative.append((repr(bound_s), seen))
     cumulative.append(("+Inf", sum(buckets)))
     family.add_metric([], cumulative, sum_s)
     return family
@@ -247,16 +250,9 @@ class HubCollector:
         its writes' latency (a histogram over its own bounds), bytes, entries, failures."""
         if stats is None:
             return
-        family = HistogramMetricFamily(
-            "hedwig_ledger_append_latency_seconds", METRICS["hedwig_ledger_append_latency_seconds"][1]
+        yield histogram_of(
+            "hedwig_ledger_append_latency_seconds", stats.latency_counts, stats.latency_sum_s, stats.BUCKETS_S
         )
-        cumulative, seen = [], 0
-        for bound_s, count in zip(stats.BUCKETS_S, stats.latency_counts, strict=False):
-            seen += count
-            cumulative.append((repr(bound_s), seen))
-        cumulative.append(("+Inf", sum(stats.latency_counts)))
-        family.add_metric([], cumulative, stats.latency_sum_s)
-        yield family
         yield _counter("hedwig_ledger_append_bytes", stats.bytes)
         yield _counter("hedwig_ledger_append_entries", stats.entries)
         yield _counter("hedwig_ledger_append_failures", stats.failed)

@@ -28,6 +28,7 @@ CephMissing says what to install: the tests that need a cluster fail with that l
 never skip.
 """
 
+import atexit
 import json
 import os
 import shutil
@@ -175,6 +176,7 @@ class CephCluster:
         for sub in ("run", "log", "crash"):
             (self.directory / sub).mkdir()
         (self.directory / "pids").write_text("")
+        atexit.register(self.stop)  # (a run cut short still stops its daemons)
         try:
             self._start(time.monotonic() + timeout_s)
         except BaseException:
@@ -375,6 +377,16 @@ class CephCluster:
         if sig in (signal.SIGKILL, signal.SIGTERM):
             process.wait(timeout=30)
 
+    def restore_osds(self, timeout_s: float = 120.0) -> None:
+        """Every OSD running again (a paused one resumed, an ended one started) and up."""
+        for i in range(self.osd_count):
+            process = self._daemons.get(f"osd.{i}")
+            if process is None or process.poll() is not None:
+                self.start_osd(i)
+            else:
+                self.resume_osd(i)
+        self.wait_for_osds(self.osd_count, timeout_s)
+
     def pause_osd(self, i: int) -> None:
         """SIGSTOP osd.i: a hung OSD, which no refused connection reports."""
         os.kill(self._daemons[f"osd.{i}"].pid, signal.SIGSTOP)
@@ -387,6 +399,7 @@ class CephCluster:
     def stop(self, keep: bool = False) -> None:
         """Stop exactly the daemons started here (OSDs first, so they can tell the
         monitor), SIGKILL what is left after STOP_GRACE_S, then remove the directory."""
+        atexit.unregister(self.stop)
         if self._admin is not None:
             try:
                 self._admin.shutdown()

@@ -30,15 +30,7 @@ def osd_of_ledger(ceph, namespace: str, client: Client, topic: str) -> int:
 def whole_cluster(ceph):
     """The session's cluster, every OSD running again (and up) when the test ends."""
     yield ceph
-    for name in list(ceph.pids):
-        if name.startswith("osd."):
-            i = int(name.split(".")[1])
-            process = ceph._daemons[name]
-            if process.poll() is None:
-                ceph.resume_osd(i)
-            else:
-                ceph.start_osd(i)
-    ceph.wait_for_osds(ceph.osd_count, 120)
+    ceph.restore_osds()
 
 
 def test_sigkill_of_an_osd_under_load_loses_no_acknowledged_message(whole_cluster, rados_hub):

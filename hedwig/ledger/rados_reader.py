@@ -9,10 +9,10 @@ ledger's bytes per entry), more when an entry turns out larger.
 
 A reader that goes on where its last read ended (a subscriber catching up, the drain)
 finds what that read left: the segment and offset of its next entry, the bytes already
-read past it, and a read of the next AHEAD_BYTES under way, started as the bytes ahead
-ran low. So a sequential reader waits for the pool about once per AHEAD_BYTES rather
-than once per read, and at most AHEAD_BUDGET bytes are held ahead for all readers
-(least recently used dropped first). Bytes once written never change (a write op lands
+read past it, and a read of the next AHEAD_BYTES under way, started as soon as fewer
+than that many are left ahead (two buffers, one read while the other is consumed). So
+a sequential reader seldom waits for the pool, and at most AHEAD_BUDGET bytes are held
+ahead for all readers (least recently used dropped first). Bytes once written never change (a write op lands
 whole, and a ledger only grows), so what was read ahead stays right.
 
 Every entry read is checked: its frame names the entry expected and its CRC matches,
@@ -35,7 +35,7 @@ from hedwig.ledger.rados_ledger import RadosLedger
 
 MIN_READ_BYTES = 16 << 10
 MAX_READ_BYTES = 8 << 20
-AHEAD_BYTES = 2 << 20  # read ahead of a sequential reader at a time
+AHEAD_BYTES = 4 << 20  # read ahead of a sequential reader at a time
 AHEAD_BUDGET = 64 << 20  # bytes read ahead and kept, for all readers
 _FRAME = layout.FRAME
 _FRAME_BYTES = layout.FRAME_BYTES
@@ -147,7 +147,7 @@ class LedgerReader:
         left = _Ahead(segment, offset + position, data[position:])
         if ahead is not None and ahead.fetch is not None and ahead.fetch_offset == offset + len(data):
             left.fetch, left.fetch_offset = ahead.fetch, ahead.fetch_offset
-        if left.fetch is None and len(left.data) < AHEAD_BYTES // 2 and entry < ledger.count:
+        if left.fetch is None and len(left.data) < AHEAD_BYTES and entry < ledger.count:
             left.fetch_offset = left.offset + len(left.data)
             name = layout.segment_name(ledger.id, segment)
             left.fetch = SharedResult(self._segment_read(name, segment, AHEAD_BYTES, left.fetch_offset))

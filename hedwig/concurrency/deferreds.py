@@ -244,6 +244,10 @@ def _advance(steps, value, outcome: Deferred) -> None:
         if not isinstance(awaited, Deferred):
             value = awaited
             continue
+        if awaited.called:  # fired already (a local store's answer): its value, at once
+            value = awaited.result
+            if value.__class__ is not Failure and value.__class__ is not Deferred:
+                continue
         box = [_PENDING]
 
         def resume(result, box=box):

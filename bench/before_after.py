@@ -32,6 +32,8 @@ from bench.figures import RESULTS_DIR, emit, load
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
+# In a profile script's section, the figures (bench/publish_profile.py, receive_profile.py).
+PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
 
@@ -78,6 +80,13 @@ def figures_of(report: dict) -> dict:
     for key in TOP_LEVEL_FIGURES:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
+    # The profile scripts' sections (publish_profile's "no_subscriber", receive_profile's
+    # "publish", ...): their exact counts and their time, as "<section>_<figure>".
+    for section, value in report.items():
+        if isinstance(value, dict) and "bytecodes" in value:
+            for key in PROFILE_KEYS:
+                if isinstance(value.get(key), (int, float)):
+                    found[f"{section}_{key}"] = value[key]
     return found
 
 

@@ -34,7 +34,7 @@ from hedwig.delivery.observation import DescribingSubscriptions
 from hedwig.delivery.ownership import check_owner
 from hedwig.delivery.relaying import RelayingSubscriptions
 from hedwig.delivery.sharing import SharingSubscriptions, option_preferences
-from hedwig.delivery.start import consumed_for_start
+from hedwig.delivery.start import consumed_for_start, resolve_time
 from hedwig.delivery.subscription import Subscription
 from hedwig.delivery.topic_table import TopicTable
 from hedwig.meta.interface import NEW, SubscriptionState
@@ -151,12 +151,16 @@ class DeliveryManager(
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
         if not request.deliver:
             window = None
-        d = self._table(topic_log)
-        d.addCallback(self._subscribe, topic_log, channel, handle, request, window, principal)
+        d = resolve_time(topic_log, request.start)
+        d.addCallback(
+            lambda start: self._table(topic_log).addCallback(
+                self._subscribe, topic_log, channel, handle, request, window, principal, start
+            )
+        )
         return d
 
-    def _subscribe(self, table, topic_log, channel, handle, request, window, principal=None):
-        subscriber_id, mode, start = request.subscriber_id, request.mode, request.start
+    def _subscribe(self, table, topic_log, channel, handle, request, window, principal, start):
+        subscriber_id, mode = request.subscriber_id, request.mode
         deliver = request.deliver
         if request.per_message:
             self._check_per_message(topic_log.topic, request, channel)
@@ -164,9 +168,8 @@ class DeliveryManager(
             # Being created (or deleted) for another request: two members of a shared
             # subscription joining at once. This one goes on once that is done.
             waiting = table.busy[subscriber_id].wait()
-            return waiting.addCallback(
-                lambda _: self._subscribe(table, topic_log, channel, handle, request, window, principal)
-            )
+            again = (table, topic_log, channel, handle, request, window, principal, start)
+            return waiting.addCallback(lambda _: self._subscribe(*again))
         subscription = table.subscriptions.get(subscriber_id)
         if subscription is None:
             if mode == "attach":

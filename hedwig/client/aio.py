@@ -28,21 +28,15 @@ from hedwig.client.aio_subscriptions import (
     SharedSubscription,
     Subscription,
 )
-from hedwig.client.defaults import (
-    DEFAULT_ACK_EVERY,
-    DEFAULT_HUB,
-    DEFAULT_MAX_REDIRECTS,
-    DEFAULT_TIMEOUT,
-    DEFAULT_WINDOW,
-)
+from hedwig.client.config import ClientConfig
 from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import PublishBatch, encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
 from hedwig.client.settings import BatchingClientSettings
 from hedwig.client.start import position_as_asked, subscription_class
 from hedwig.protocol import Status
-from hedwig.protocol.addresses import format_address, parse_addresses
-from hedwig.protocol.compression import codec_named, encode_published_set
+from hedwig.protocol.addresses import format_address
+from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import (
     AuthenticationFailed,
     ClientClosed,
@@ -71,32 +65,18 @@ class Client(IdempotentPublishing, BatchingClientSettings, ClientOperations):
     Subscribers decompress whatever they receive, whatever this is.
     """
 
-    def __init__(
-        self,
-        hubs=DEFAULT_HUB,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = 5.0,
-        max_redirects: int = DEFAULT_MAX_REDIRECTS,
-        max_in_flight: int = 10_000,
-        max_batch_bytes: int = 1 << 20,
-        window: int = DEFAULT_WINDOW,
-        ack_every: int = DEFAULT_ACK_EVERY,
-        ack_delay: float = 0.1,
-        client_name: str = "",
-        tls=None,
-        idempotent: bool = False,
-        compression=None,
-        credentials=None,
-    ):
-        self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
-        self._addresses = parse_addresses(hubs)
-        self.tls = tls
+    def __init__(self, hubs=None, *, config: ClientConfig | None = None, **options):
+        """`hubs` and `options` (hedwig.client.config.ClientConfig's fields) over `config`.
+        Nothing connects before connect() (or `async with`, or the first request)."""
+        config = self.config = ClientConfig.of(hubs, config, options)
+        self._codec = config.codec  # (CompressionUnavailable when made, not at publish)
+        self._addresses = config.addresses
+        self.tls = tls = config.tls
         self._ssl_context = tls.ssl_context() if tls is not None else None
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
-        self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
-        self._start_batching(max_in_flight, max_batch_bytes, ack_delay)
-        self._idempotent = AioIdempotentPublisher(self) if idempotent else None  # aio_idempotent.py
+        self.credentials = config.credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
+        self._take_settings(config)
+        self._start_batching(config)
+        self._idempotent = AioIdempotentPublisher(self) if config.idempotent else None  # aio_idempotent.py
         self._flush_scheduled = False
         self._resubscribing = set()  # the tasks attaching detached subscriptions again
 

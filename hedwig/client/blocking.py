@@ -27,15 +27,8 @@ from hedwig.client.blocking_subscriptions import (
     SharedSubscription,
     Subscription,
 )
+from hedwig.client.config import BATCHING_OPTIONS, ClientConfig
 from hedwig.client.connection import BlockingConnection
-from hedwig.client.defaults import (
-    DEFAULT_ACK_DELAY,
-    DEFAULT_ACK_EVERY,
-    DEFAULT_HUB,
-    DEFAULT_MAX_REDIRECTS,
-    DEFAULT_TIMEOUT,
-    DEFAULT_WINDOW,
-)
 from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.reads import ReadCollector
@@ -43,8 +36,7 @@ from hedwig.client.settings import ClientSettings
 from hedwig.client.start import position_as_asked, subscription_class
 from hedwig.client.tls_connection import TlsConnection
 from hedwig.protocol import Status
-from hedwig.protocol.addresses import parse_addresses
-from hedwig.protocol.compression import codec_named, encode_published_set
+from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import (
     ClientClosed,
     ClientNotSubscribed,
@@ -83,40 +75,33 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
     Subscribers decompress whatever they receive, whatever this is.
     """
 
-    def __init__(
-        self,
-        hubs=DEFAULT_HUB,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = 5.0,
-        reconnect_timeout: float = 60.0,
-        max_redirects: int = DEFAULT_MAX_REDIRECTS,
-        window: int = DEFAULT_WINDOW,
-        ack_every: int = DEFAULT_ACK_EVERY,
-        ack_delay: float = DEFAULT_ACK_DELAY,
-        client_name: str = "",
-        tls=None,
-        idempotent: bool = False,
-        compression=None,
-        credentials=None,
-    ):
-        self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
-        self._addresses = parse_addresses(hubs)
-        self.tls = tls
+    def __init__(self, hubs=None, *, config: ClientConfig | None = None, **options):
+        """`hubs` and `options` (hedwig.client.config.ClientConfig's fields) over `config`.
+        Nothing connects before connect() (or `with`, or the first request)."""
+        config = self.config = ClientConfig.of(hubs, config, options, refused=BATCHING_OPTIONS)
+        self._codec = config.codec  # (CompressionUnavailable when made, not at publish)
+        self._addresses = config.addresses
+        self.tls = tls = config.tls
         self._ssl_context = tls.ssl_context() if tls is not None else None
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
-        self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
-        self.reconnect_timeout = reconnect_timeout
-        self.ack_delay = ack_delay
-        self._idempotent = BlockingIdempotence(self) if idempotent else None  # blocking_idempotent.py
+        self.credentials = config.credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
+        self._take_settings(config)
+        self.reconnect_timeout = config.reconnect_timeout
+        self.ack_delay = config.ack_delay
+        self._idempotent = BlockingIdempotence(self) if config.idempotent else None  # blocking_idempotent.py
         self._lock = threading.RLock()
         self._connections = {}  # address -> BlockingConnection
         self._subscriptions = set()
         self._closed = False
-        self._routes = Routes(self._connect_any(), tls=tls is not None)
+        self._routes = Routes(self._addresses[0], tls=tls is not None)
+
+    def connect(self) -> "Client":
+        """Connect to the first hub of the list that answers (CouldNotConnect saying why
+        none did); the client."""
+        self._routes.default = self._connect_any()
+        return self
 
     def __enter__(self):
-        return self
+        return self.connect()
 
     def __exit__(self, *exc_info):
         self.close()

@@ -9,7 +9,7 @@ subscriptions are the same in both and live here once; publishing and subscribin
 where waiting is the whole matter, stay in each client.
 """
 
-from hedwig.client.defaults import DEFAULT_READ_BYTES
+from hedwig.client.config import DEFAULT_READ_BYTES
 from hedwig.client.start import wire_start
 from hedwig.protocol import Op
 from hedwig.protocol.admin_requests import (

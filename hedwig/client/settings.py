@@ -16,25 +16,25 @@ from hedwig.protocol.redirects import Routes
 class ClientSettings:
     """Mixed into each client: its settings, as the constructor was given them."""
 
-    def _take_settings(self, timeout, connect_timeout, max_redirects, window, ack_every, client_name) -> None:
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.max_redirects = max_redirects
-        self.window = window
-        self.ack_every = ack_every
-        self.client_name = client_name
+    def _take_settings(self, config) -> None:
+        self.timeout = config.timeout
+        self.connect_timeout = config.connect_timeout
+        self.max_redirects = config.max_redirects
+        self.window = config.window
+        self.ack_every = config.ack_every
+        self.client_name = config.client_name
 
 
 class BatchingClientSettings(ClientSettings):
     """Mixed into the Twisted and asyncio clients, which batch every publish of a topic
     made in one turn of their event loop and keep one protocol per hub."""
 
-    def _start_batching(self, max_in_flight, max_batch_bytes, ack_delay) -> None:
+    def _start_batching(self, config) -> None:
         """The publish limits and the empty state of a client not yet connected (needs
         `_addresses`: the first hub is the one asked first)."""
-        self.max_in_flight = max_in_flight
-        self.max_batch_bytes = max_batch_bytes
-        self.ack_delay = ack_delay
+        self.max_in_flight = config.max_in_flight
+        self.max_batch_bytes = config.max_batch_bytes
+        self.ack_delay = config.ack_delay
         self._routes = Routes(self._addresses[0], tls=self.tls is not None)
         self._protocols = {}  # address -> the protocol connected to it (HELLO answered)
         self._connecting = {}  # address -> what waits for the connection being made

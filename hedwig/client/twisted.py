@@ -25,13 +25,7 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrap
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.client.defaults import (
-    DEFAULT_ACK_EVERY,
-    DEFAULT_HUB,
-    DEFAULT_MAX_REDIRECTS,
-    DEFAULT_TIMEOUT,
-    DEFAULT_WINDOW,
-)
+from hedwig.client.config import ClientConfig
 from hedwig.client.operations import ClientOperations
 from hedwig.client.payloads import PublishBatch, encode_payloads, payload_bytes
 from hedwig.client.protocol import HubProtocol
@@ -47,8 +41,8 @@ from hedwig.client.twisted_subscriptions import (
     Subscription,
 )
 from hedwig.protocol import Status
-from hedwig.protocol.addresses import format_address, parse_addresses
-from hedwig.protocol.compression import codec_named, encode_published_set
+from hedwig.protocol.addresses import format_address
+from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import (
     AuthenticationFailed,
     ClientClosed,
@@ -80,27 +74,12 @@ class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings,
     `compression` ("zstd", "lz4", "gzip" or None): as the blocking client's.
     """
 
-    def __init__(
-        self,
-        reactor,
-        hubs=DEFAULT_HUB,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = 5.0,
-        max_redirects: int = DEFAULT_MAX_REDIRECTS,
-        max_in_flight: int = 10_000,
-        max_queued: int = 100_000,
-        max_batch_bytes: int = 1 << 20,
-        window: int = DEFAULT_WINDOW,
-        ack_every: int = DEFAULT_ACK_EVERY,
-        ack_delay: float = 0.1,
-        client_name: str = "",
-        tls=None,
-        idempotent: bool = False,
-        compression=None,
-        credentials=None,
-    ):
-        self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
+    def __init__(self, reactor, hubs=None, *, config: ClientConfig | None = None, **options):
+        """`hubs` and `options` (hedwig.client.config.ClientConfig's fields) over `config`.
+        Nothing connects before connect() (or the first request)."""
+        config = self.config = ClientConfig.of(hubs, config, options)
+        self._codec = config.codec  # (CompressionUnavailable when made, not at publish)
+        tls = config.tls
         if tls is not None:
             from hedwig.config.tls import INSTALL_HINT, TlsError, tls_available
 
@@ -111,12 +90,12 @@ class Client(IdempotentPublishing, ProducerBackpressure, BatchingClientSettings,
         self._tls_creators = {}  # host -> Twisted's client connection creator for it
         self._reactor = reactor
         self._clock = reactor
-        self._addresses = parse_addresses(hubs)
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
-        self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
-        self._start_batching(max_in_flight, max_batch_bytes, ack_delay)
-        self._idempotent = IdempotentPublisher(self, reactor) if idempotent else None  # numbered sets
-        self.max_queued = max_queued
+        self._addresses = config.addresses
+        self.credentials = config.credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
+        self._take_settings(config)
+        self._start_batching(config)
+        self._idempotent = IdempotentPublisher(self, reactor) if config.idempotent else None  # numbered sets
+        self.max_queued = config.max_queued
         self._flush_call = None
         self.queued = 0  # messages held, not sent
         self._closing = None  # the Deferred of close(), once called

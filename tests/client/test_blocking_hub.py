@@ -137,7 +137,7 @@ def test_the_first_reachable_hub_of_a_list_is_used(hub):
         with Client([down, hub.address]) as client:
             assert client.publish("failover", b"x") == 1
         with pytest.raises(CouldNotConnect, match="no hub reachable"):
-            Client(down)
+            Client(down).connect()
 
 
 def test_a_hub_that_never_answers_times_out(hub):

@@ -41,7 +41,7 @@ def test_a_reply_that_comes_alone_is_taken_without_the_session(hub):
         session_reads = _count_session_reads(connection)
         assert [client.publish("quick", b"%d" % i) for i in range(100)] == list(range(2, 102))
         assert session_reads == []
-        assert connection._channel.pending_count == 0  # (every request forgotten once answered)
+        assert connection._session.pending_count == 0  # (every request forgotten once answered)
     with Client(hub.address) as reader:
         stored = receive_all(reader.subscribe("quick", "check", start="earliest"), 101)
         assert [m.payload for m in stored] == [b"first", *(b"%d" % i for i in range(100))]
@@ -169,7 +169,7 @@ def test_a_read_that_times_out_leaves_the_rest_of_the_request_timeout_to_the_gen
         assert time.monotonic() - started >= 1.0
         assert error.value.status is Status.UNCERTAIN_STATE
         assert "in 1.0 s" in error.value.message
-        assert connection.lost is None and connection._channel.pending_count == 0
+        assert connection.lost is None and connection._session.pending_count == 0
 
 
 def test_a_hub_that_closes_during_the_read_loses_the_connection(scripted):

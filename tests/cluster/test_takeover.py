@@ -50,7 +50,7 @@ def test_an_owner_paused_past_its_session_acknowledges_nothing_more_when_it_wake
     (other,) = hubs.others(owner.address)
     with Client(owner.address) as at_owner:
         acknowledged_by_owner = at_owner.stats()["ops"]["publish"]["ok"]
-    stalled = Client(owner.address, timeout=60)  # a client of the owner alone, caught by the pause
+    stalled = Client(owner.address, timeout=60).connect()  # a client of the owner alone, caught by the pause
     outcome = []
 
     def publish_into_the_pause():

@@ -135,3 +135,7 @@ class AioHubProtocol(SessionDriver, asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None and self.lost is None:
             self.transport.close()
+
+    def disconnect(self) -> None:
+        """Close the connection (the client is closing: nothing waits for the end)."""
+        self.close()

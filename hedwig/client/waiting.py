@@ -154,19 +154,16 @@ class BlockingWaiting:
 
     def run(self, steps):
         """Run the steps now, in this thread; their value (their error raised)."""
-        value = None
-        error = None
-        while True:
-            try:
-                yielded = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration as stop:
-                return stop.value
-            error = None
-            if yielded.__class__ is _Pending:
+        try:
+            yielded = steps.send(None)
+            while True:
+                if yielded.__class__ is not _Pending:
+                    yielded = steps.send(yielded)  # (a value already: a blocking call's answer)
+                    continue
                 self.wait(yielded)
-                value, error = yielded.value, yielded.error
-            else:
-                value = yielded
+                yielded = steps.send(yielded.value) if yielded.error is None else steps.throw(yielded.error)
+        except StopIteration as done:
+            return done.value
 
     def wait(self, pending: _Pending) -> None:
         """Run this thread's agenda until `pending` is settled (by it, or by another

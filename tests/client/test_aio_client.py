@@ -132,9 +132,8 @@ def test_errors_are_the_typed_errors_of_the_other_clients(hub):
             with pytest.raises(InvalidTopic):
                 await client.publish("bad topic!", b"x")
             with pytest.raises(MessageTooLarge):
-                await client.publish(
-                    "aio-big", b"x" * (client._protocols[client._routes.default].hello.max_message_bytes + 1)
-                )
+                hello = client._connections.known(client._routes.default).hello
+                await client.publish("aio-big", b"x" * (hello.max_message_bytes + 1))
             first = await client.subscribe("aio-forced", "s")
             async with Client(hub.address) as other:
                 await other.subscribe("aio-forced", "s", force_attach=True)

@@ -84,9 +84,11 @@ def test_the_blocking_client_connects_on_connect_not_when_made():
     client = BlockingClient(address, connect_timeout=1.0)  # (nothing listens: made all the same)
     with pytest.raises(CouldNotConnect, match="no hub reachable"):
         client.connect()
-    with pytest.raises(CouldNotConnect, match="no hub reachable"):
-        with BlockingClient(address, connect_timeout=1.0):
-            pass
+    with (
+        pytest.raises(CouldNotConnect, match="no hub reachable"),
+        BlockingClient(address, connect_timeout=1.0),
+    ):
+        pass
 
 
 def test_the_event_loop_clients_connect_on_connect_not_when_made():

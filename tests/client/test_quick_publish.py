@@ -37,7 +37,7 @@ def _count_session_reads(connection) -> list:
 def test_a_reply_that_comes_alone_is_taken_without_the_session(hub):
     with Client(hub.address) as client:
         assert client.publish("quick", b"first") == 1
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         session_reads = _count_session_reads(connection)
         assert [client.publish("quick", b"%d" % i) for i in range(100)] == list(range(2, 102))
         assert session_reads == []
@@ -50,7 +50,7 @@ def test_a_reply_that_comes_alone_is_taken_without_the_session(hub):
 def test_a_reply_read_with_a_delivery_reaches_both_owners(hub):
     with Client(hub.address) as client:
         subscription = client.subscribe("quick-own", "me", start="earliest")
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         session_reads = _count_session_reads(connection)
         # The delivery to this connection's own subscription is written in the read of the
         # publish, before its reply: one read brings both.
@@ -116,7 +116,7 @@ def _publish_in_two_reads(scripted, first, second, topic: str):
 
     hub = scripted(answer)
     with Client(hub.address) as client:
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         session_reads = _count_session_reads(connection)
         connection._received = _then_set(connection._received, first_read)
         return client.publish(topic, b"x"), session_reads
@@ -159,7 +159,7 @@ def test_a_failure_reply_raises_as_on_the_general_path(scripted):
 def test_a_read_that_times_out_leaves_the_rest_of_the_request_timeout_to_the_general_path(scripted):
     hub = scripted(lambda sock, script, request_id: None)  # (never answers a PUBLISH)
     with Client(hub.address, timeout=1.0) as client:
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         # A brief read sets the socket's timeout below the request's: the quick path's
         # read is then the one that times out first.
         assert connection.read_briefly(lambda: False, 0.2) is False

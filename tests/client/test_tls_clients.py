@@ -175,7 +175,7 @@ def test_publish_many_sends_a_large_batch_in_several_parts(tls_hub):
 def test_a_client_finds_its_idle_connection_closed_by_a_restarted_hub_and_connects_again(own_tls_hub):
     with Client(own_tls_hub.tls_address, tls=own_tls_hub.trust(), timeout=10) as client:
         assert client.publish_many("tls-restart", [b"1", b"2"]) == [1, 2]
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         own_tls_hub.process.kill()
         own_tls_hub.process.restart()
         # Closed while idle: the next publish goes on a new connection, without an error.

@@ -138,10 +138,11 @@ class AsyncioWaiting:
         except StopIteration as done:
             return done.value
 
-    def spawn(self, steps) -> None:
+    def spawn(self, steps) -> asyncio.Task:
         task = asyncio.ensure_future(self.run(steps))
         self._tasks.add(task)
         task.add_done_callback(self._spawned_done)
+        return task
 
     def _spawned_done(self, task) -> None:
         self._tasks.discard(task)

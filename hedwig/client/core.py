@@ -93,6 +93,7 @@ class ClientCore(ClientOperations):
         self._idempotent = IdempotentPublisher(self) if config.idempotent else None
         self._batcher = batcher(self) if batcher is not None else None
         self._closing = None  # what waits for close() to finish, once it was called
+        self._reattaching = {}  # subscription -> its reattaching in the background (event loops)
         self._closed = False  # close() finished
 
     # -- connections -----------------------------------------------------------------------
@@ -327,8 +328,20 @@ class ClientCore(ClientOperations):
         which has no background, when a thread next waits on it."""
         if topic_moved:
             self._routes.forget(subscription.topic)
-        if self._waiting.background and self._closing is None and subscription._closed is None:
-            self._waiting.spawn(self._reattach_steps(subscription))
+        reattaching = self._reattaching
+        if not self._waiting.background or self._closing is not None or subscription._closed is not None:
+            return
+        if subscription not in reattaching:
+            reattaching[subscription] = None  # (the steps may be done before spawn returns)
+            running = self._waiting.spawn(self._reattach_in_background(subscription))
+            if subscription in reattaching:
+                reattaching[subscription] = running
+
+    def _reattach_in_background(self, subscription):
+        try:
+            yield from self._reattach_steps(subscription)
+        finally:
+            self._reattaching.pop(subscription, None)
 
     def _reattach_steps(self, subscription, deadline=None):
         """Steps: attach a detached subscription again, from its last acknowledgement,
@@ -422,6 +435,9 @@ class ClientCore(ClientOperations):
                 yield from subscription._close_steps()
             except HedwigError:
                 pass  # (the connection went: the subscription detached with it)
+        for running in list(self._reattaching.values()):
+            if running is not None:
+                running.cancel()  # (a subscription closed above, between two attempts)
         try:
             yield self._connections.close_all()
         finally:

@@ -22,7 +22,7 @@ backoff) and resubscribes every live subscription from its last acknowledgement,
 without gap or duplicate.
 """
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrapClientTLS
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
@@ -130,6 +130,11 @@ class Client(ClientCore):
         return self._subscribe(make, topic, subscriber_id, arguments, options)
 
 
+def _log_unless_cancelled(failure) -> None:
+    if not failure.check(CancelledError):
+        log.failure("steps of the Twisted client failed", failure)
+
+
 class _Timer:
     """A reactor's delayed call that may be cancelled after it ran (the core does)."""
 
@@ -156,10 +161,10 @@ class DeferredWaiting:
     def run(self, steps) -> Deferred:
         return Deferred.fromCoroutine(steps)
 
-    def spawn(self, steps) -> None:
-        Deferred.fromCoroutine(steps).addErrback(
-            lambda failure: log.failure("steps of the Twisted client failed", failure)
-        )
+    def spawn(self, steps) -> Deferred:
+        running = Deferred.fromCoroutine(steps)
+        running.addErrback(_log_unless_cancelled)
+        return running
 
     def now(self) -> float:
         return self._clock.seconds()

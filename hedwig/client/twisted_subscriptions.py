@@ -20,10 +20,10 @@ from hedwig.protocol.session import ISharedSubscriber
 
 
 class MessageQueue(DeferredQueue):
-    """A subscription's DeferredQueue that can end: once the hub ended the subscription,
-    readers waiting fail with the reason at once, and so does every later `get()` when
-    the messages that came before are taken (a reader never waits for ever on a
-    subscription that is gone)."""
+    """A subscription's DeferredQueue that can end: once the subscription ended, readers
+    waiting fail with the reason at once (SubscriptionClosed when it was closed here),
+    and so does every later `get()`, when the hub ended it once the messages that came
+    before are taken (a reader never waits for ever on a subscription that is gone)."""
 
     def __init__(self):
         super().__init__()
@@ -36,7 +36,7 @@ class MessageQueue(DeferredQueue):
 
     def end(self, error, here: bool) -> None:
         if here:
-            return  # (closed by the application: what came stays to be taken)
+            self.pending.clear()  # closed means no more messages, even those already here
         self.ended = reason = Failure(error)
         while self.waiting:
             self.waiting.pop(0).errback(reason)

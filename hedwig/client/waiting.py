@@ -44,7 +44,7 @@ class IWaiting(Interface):
 
     def spawn(steps):
         """Run a generator of steps on its own; it handles its own errors (any left is
-        logged)."""
+        logged). What it returns has cancel(): the steps stop where they wait."""
 
     def now():
         """Seconds on the adapter's clock (monotonic)."""
@@ -182,8 +182,8 @@ class BlockingWaiting:
             if not call.cancelled:
                 call.function(*call.args)
 
-    def spawn(self, steps) -> None:
-        self.call_later(0.0, self._run_spawned, steps)
+    def spawn(self, steps) -> "_Call":
+        return self.call_later(0.0, self._run_spawned, steps)
 
     def _run_spawned(self, steps) -> None:
         try:

@@ -14,6 +14,7 @@ from hedwig.client.errors import (
     InvalidTopic,
     MessageTooLarge,
     NoDeliveries,
+    PublishQueueFull,
     SubscriptionClosed,
     TooManyRedirects,
 )
@@ -201,3 +202,19 @@ def test_publish_many_takes_str_payloads_as_utf8(hub):
     assert asyncio.run(publish()) == [1, 2]
     with Blocking(hub.address) as blocking:
         assert [bytes(m.payload) for m in blocking.read("aio-text")] == ["héllo".encode(), b"raw"]
+
+
+def test_publishes_past_max_queued_are_refused_at_once_and_the_rest_are_stored(hub):
+    """The Twisted client's backpressure, the asyncio client's too (batching.py)."""
+
+    async def main():
+        async with Client(hub.address, max_in_flight=1, max_queued=2) as client:
+            outcomes = await asyncio.gather(
+                *(client.publish("aio-queue-full", b"m%d" % i) for i in range(3)), return_exceptions=True
+            )
+            assert outcomes[:2] == [1, 2]
+            assert isinstance(outcomes[2], PublishQueueFull)
+            assert (client.in_flight, client.queued) == (0, 0)
+            return [m.payload for m in await client.read("aio-queue-full")]
+
+    assert run(main()) == [b"m0", b"m1"]

@@ -32,6 +32,8 @@ from bench.figures import RESULTS_DIR, emit, load
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
+# Exact counts a profile reports per path (bench/receive_profile.py, publish_profile.py).
+COUNT_KEYS = ("bytecodes", "python_calls")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
 
@@ -55,6 +57,13 @@ def figures_of(report: dict) -> dict:
     for key in TOP_LEVEL_FIGURES:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
+    for name, value in report.items():
+        if isinstance(value, dict) and COUNT_KEYS[0] in value:  # (receive_profile's, publish_profile's)
+            for key in COUNT_KEYS:
+                if isinstance(value.get(key), (int, float)):
+                    found[f"{name}_{key}"] = value[key]
+        elif isinstance(value, int) and not isinstance(value, bool) and "benchmark" not in report:
+            found[name] = value  # (path_calls': call counts, nothing else)
     return found
 
 

@@ -158,8 +158,7 @@ class AsyncioWaiting:
     def call_later(self, delay: float, function, *args):
         return asyncio.get_running_loop().call_later(delay, function, *args)
 
-    def new_result(self) -> asyncio.Future:
-        return asyncio.get_running_loop().create_future()
+    new_result = asyncio.Future  # (of the running loop; publish makes one per message)
 
     def settle(self, result, value) -> None:
         if not result.done():

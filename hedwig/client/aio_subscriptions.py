@@ -30,7 +30,9 @@ class _Inbox(deque):
 
     def extend(self, messages) -> None:
         deque.extend(self, messages)
-        self.wake()
+        waiter, self.waiter = self.waiter, None  # (wake(), without the call: once per delivery)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def wake(self) -> None:
         waiter, self.waiter = self.waiter, None

@@ -39,6 +39,8 @@ class Batcher:
         config = core.config
         self._core = core
         self._waiting = core._waiting
+        self._routes = core._routes
+        self._by_address = core._connections.by_address  # (a LoopConnections': the hubs' limits)
         self.max_in_flight = config.max_in_flight
         self.max_queued = config.max_queued
         self.max_batch_bytes = config.max_batch_bytes
@@ -59,8 +61,9 @@ class Batcher:
             return self._failed(ClientClosed(message="the client is closed"))
         if self.queued >= self.max_queued:
             return self._failed(PublishQueueFull(message=f"{self.queued} messages wait to be sent"))
-        limit = core._message_limit(topic)
-        if limit is not None and len(payload) > limit:
+        connection = self._by_address.get(self._routes.address(topic))
+        if connection is not None and len(payload) > connection.hello.max_message_bytes:
+            limit = connection.hello.max_message_bytes
             return self._failed(MessageTooLarge(message=f"a message of {len(payload)} bytes exceeds {limit}"))
         batch = self._batches.get(topic)
         if batch is None or batch.size >= self.max_batch_bytes:

@@ -457,14 +457,14 @@ class LoopConnections:
     def __init__(self, waiting, open):
         self._waiting = waiting
         self._opener = open
-        self._open = {}  # address -> the connection to it (HELLO answered)
+        self.by_address = {}  # address -> the connection to it (HELLO answered); read, not changed, by others
         self._attempts = {}  # address -> the results waiting for the connection being made
         self.closed = False
 
     def get(self, address):
         if self.closed:
             raise ClientClosed(message="the client is closed")
-        connection = self._open.get(address)
+        connection = self.by_address.get(address)
         if connection is not None and connection.lost is None:
             return connection
         result = self._waiting.new_result()
@@ -489,29 +489,29 @@ class LoopConnections:
             waiting.fail_all(waiters, ClientClosed(message="the client is closed"))
             return
         connection.on_lost = self._lost
-        self._open[address] = connection
+        self.by_address[address] = connection
         for result in waiters:
             waiting.settle(result, connection)
 
     def _lost(self, connection) -> None:
-        for address, known in list(self._open.items()):
+        for address, known in list(self.by_address.items()):
             if known is connection:
-                del self._open[address]
+                del self.by_address[address]
 
     def known(self, address):
-        connection = self._open.get(address)
+        connection = self.by_address.get(address)
         return connection if connection is not None and connection.lost is None else None
 
     def addresses(self) -> list:
-        return [address for address, connection in self._open.items() if connection.lost is None]
+        return [address for address, connection in self.by_address.items() if connection.lost is None]
 
     def close_all(self):
         return self._waiting.run(self._close_all())
 
     def _close_all(self):
         self.closed = True
-        connections = list(self._open.values())
-        self._open.clear()
+        connections = list(self.by_address.values())
+        self.by_address.clear()
         for connection in connections:
             connection.on_lost = None
         for connection in connections:

@@ -36,6 +36,7 @@ from hedwig.protocol.errors import (
     SubscriptionClosed,
     error_for,
 )
+from hedwig.protocol.message import Message
 from hedwig.protocol.position import seq_of
 from hedwig.protocol.requests import encode_close_subscription
 from hedwig.protocol.session import ISubscriber, ProtocolViolation
@@ -171,7 +172,7 @@ class BaseSubscription:
         shared one this message alone, sent with the `ack_every`-th or `ack_delay` after
         the first one unsent; an acknowledgement-only one at once. (The blocking client's
         exclusive subscription has its own, without timers.)"""
-        seq = seq_of(message_or_seq)
+        seq = message_or_seq.seq if isinstance(message_or_seq, Message) else int(message_or_seq)  # (seq_of)
         position = self._position
         if not position.deliver:
             position.acknowledge(seq)

@@ -175,8 +175,7 @@ class DeferredWaiting:
     def call_later(self, delay: float, function, *args) -> _Timer:
         return _Timer(self._clock.callLater(delay, function, *args))
 
-    def new_result(self) -> Deferred:
-        return Deferred()
+    new_result = Deferred  # (the class: publish makes one per message)
 
     def settle(self, result: Deferred, value) -> None:
         if not result.called:

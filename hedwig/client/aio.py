@@ -36,7 +36,6 @@ from hedwig.client.aio_subscriptions import (
 from hedwig.client.batching import Batcher
 from hedwig.client.config import ClientConfig
 from hedwig.client.core import ClientCore, LoopConnections
-from hedwig.client.payloads import payload_bytes
 from hedwig.client.waiting import NO_TURN, IWaiting
 from hedwig.protocol.addresses import format_address
 from hedwig.protocol.errors import CouldNotConnect
@@ -105,9 +104,8 @@ class Client(ClientCore):
         return protocol
 
     async def publish(self, topic: str, payload, properties=None) -> int:
-        """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored."""
-        if type(payload) is not bytes:  # (the usual case costs no call)
-            payload = payload_bytes(payload)
+        """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored
+        (ClientCore.publish, as a coroutine)."""
         return await self._batcher.publish(topic, payload, properties)
 
 

@@ -15,6 +15,7 @@ The blocking client does not batch: each of its publishes waits for its answer.
 
 from collections import deque
 
+from hedwig.client.payloads import payload_bytes
 from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import ClientClosed, MessageTooLarge, PublishQueueFull
 
@@ -53,9 +54,12 @@ class Batcher:
         self._producer = None  # the registered producer
         self._producer_paused = False  # whether this batcher paused it
 
-    def publish(self, topic: str, payload: bytes, properties=None):
+    def publish(self, topic: str, payload, properties=None):
         """The result of one message's publish (its seq-id once stored); a failed result
-        at once for a closed client, a full queue or a message over the hub's limit."""
+        at once for a closed client, a full queue or a message over the hub's limit
+        (and a TypeError raised for a payload neither bytes nor str)."""
+        if type(payload) is not bytes:  # (the usual case costs no call)
+            payload = payload_bytes(payload)
         core = self._core
         if core._closing is not None:
             return self._failed(ClientClosed(message="the client is closed"))

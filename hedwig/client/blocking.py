@@ -1,8 +1,10 @@
 """The blocking client, for scripts: `with Client("127.0.0.1:4080") as c: c.publish(...)`.
 
-One socket per hub (connection.py) carries every publish and subscription of the
-client, read by whichever calling thread waits: no background thread, no thread switch
-between a reply and its caller.
+The client core (core.py) run in the calling thread (waiting.BlockingWaiting). One
+socket per hub (connection.py) carries every publish and subscription of the client,
+read by whichever calling thread waits: no background thread, no thread switch between
+a reply and its caller. A one-message publish goes straight to its connection: one
+send, and in the usual case one read that is its reply.
 
 Requests are sent again to the owner a hub names in NOT_RESPONSIBLE_FOR_TOPIC (at most
 `max_redirects` times, never to a hub already asked). A lost connection is opened again

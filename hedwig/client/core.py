@@ -201,6 +201,13 @@ class ClientCore(ClientOperations):
 
     # -- publishing ------------------------------------------------------------------------
 
+    def publish(self, topic: str, payload, properties=None):
+        """Publish one message (bytes, or str sent as UTF-8; `properties` a mapping of
+        its header properties, or None); its seq-id once stored. The event-loop clients
+        batch it with the topic's other publishes of this turn (batching.py); the
+        blocking client sends it at once."""
+        return self._batcher.publish(topic, payload, properties)
+
     def publish_many(self, topic: str, payloads, properties=None):
         """Publish messages as one message set, stored as one entry; their seq-ids.
 

@@ -12,8 +12,9 @@ from hedwig.protocol.session import HubSession
 
 
 class SessionDriver:
-    """Mixed into a client's protocol class, which gives `_send_request(build, arguments)`
-    (the Deferred or Future of the reply) and `transport`."""
+    """The base of the Twisted and asyncio clients' protocol classes, which give
+    `_send_request(build, arguments)` (the Deferred or Future of the reply) and
+    `transport`; it owns the connection's HubSession as `_session`."""
 
     def _start_session(self, address, client_name: str, timeout: float, credentials) -> None:
         """The state of a connection not yet made (or answered)."""

@@ -33,7 +33,6 @@ from hedwig.client import twisted_subscriptions
 from hedwig.client.batching import Batcher
 from hedwig.client.config import ClientConfig
 from hedwig.client.core import ClientCore, LoopConnections
-from hedwig.client.payloads import payload_bytes
 from hedwig.client.protocol import HubProtocol
 from hedwig.client.twisted_subscriptions import (
     AckOnlySubscription,
@@ -99,13 +98,7 @@ class Client(ClientCore):
         d = connectProtocol(endpoint, protocol).addCallback(lambda _: protocol.ready)
         return d.addErrback(failed)
 
-    # -- publishing ------------------------------------------------------------------------
-
-    def publish(self, topic: str, payload: bytes, properties=None) -> Deferred:
-        """Publish one message (str goes as UTF-8); fires with its seq-id once stored."""
-        if type(payload) is not bytes:  # (the usual case costs no call; a TypeError is raised at once)
-            payload = payload_bytes(payload)
-        return self._batcher.publish(topic, payload, properties)
+    # -- a producer held back (batching.py) ------------------------------------------------
 
     def registerProducer(self, producer, streaming: bool = True) -> None:
         """Pause `producer` (an IPushProducer) while the client holds max_in_flight

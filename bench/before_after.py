@@ -32,8 +32,9 @@ from bench.figures import RESULTS_DIR, emit, load
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
-# Exact counts a profile reports per path (bench/receive_profile.py, publish_profile.py).
-COUNT_KEYS = ("bytecodes", "python_calls")
+# Exact counts a profile reports per path (bench/receive_profile.py, publish_profile.py,
+# client_calls.py).
+COUNT_KEYS = ("bytecodes", "python_calls", "calls_per_message")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
 
@@ -58,7 +59,7 @@ def figures_of(report: dict) -> dict:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
     for name, value in report.items():
-        if isinstance(value, dict) and COUNT_KEYS[0] in value:  # (receive_profile's, publish_profile's)
+        if isinstance(value, dict) and any(key in value for key in COUNT_KEYS):
             for key in COUNT_KEYS:
                 if isinstance(value.get(key), (int, float)):
                     found[f"{name}_{key}"] = value[key]

@@ -32,9 +32,10 @@ from hedwig.client.blocking_subscriptions import (
 from hedwig.client.config import BATCHING_OPTIONS, ClientConfig
 from hedwig.client.connection import BlockingConnection
 from hedwig.client.core import ClientCore, IConnections
-from hedwig.client.payloads import payload_bytes
+from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.tls_connection import TlsConnection
 from hedwig.client.waiting import BlockingWaiting
+from hedwig.protocol import Status
 from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import ClientClosed, CouldNotConnect
 
@@ -80,7 +81,7 @@ class Client(ClientCore):
         if properties or self._codec or self._idempotent:
             self._check_size(topic, len(payload))
             message_set = encode_published_set([payload], [properties], self._codec)
-            return self._waiting.run(self._send_set_steps(topic, message_set, 1)).first_seq
+            return self._published(topic, message_set).first_seq
         # The one-message path: straight to the topic's connection, one send, one read.
         try:
             connection = self._connections.get(self._routes.address(topic))
@@ -94,6 +95,37 @@ class Client(ClientCore):
         send = lambda c: c.publish_one(topic, payload)  # noqa: E731 (a redirect sends it again)
         steps = self._request_steps(topic, send, retry=False, connection=connection, response=answer)
         return self._waiting.run(steps).first_seq
+
+    def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
+        """Publish messages as one message set, stored as one entry; their seq-ids.
+
+        `payloads`: bytes, or str sent as UTF-8. `properties`: None, or one mapping (or
+        None) per payload.
+        """
+        if not payloads:
+            return []
+        if self._closing is not None:
+            raise ClientClosed(message="the client is closed")
+        message_set, _count, largest = encode_payloads(payloads, properties, self._codec)
+        self._check_size(topic, largest)
+        published = self._published(topic, message_set)
+        return list(range(published.first_seq, published.last_seq + 1))
+
+    def _published(self, topic, message_set):
+        """Published of one set, straight to the topic's connection as a one-message
+        publish goes; the core's steps for the rest (an idempotent client's numbered
+        sets, a redirect, a hub that cannot be reached)."""
+        if self._idempotent is not None:
+            return self._waiting.run(self._send_set_steps(topic, message_set, 1))
+        try:
+            connection = self._connections.get(self._routes.address(topic))
+        except CouldNotConnect:
+            connection = self._waiting.run(self._connection_for(topic))
+        response = connection.publish(topic, message_set)
+        if response.status is Status.SUCCESS:
+            return response.value
+        send = lambda c: c.publish(topic, message_set)  # noqa: E731 (a redirect sends it again)
+        return self._waiting.run(self._request_steps(topic, send, False, connection, response))
 
     # -- subscriptions ---------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from twisted.internet.defer import DeferredList, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from hedwig.client.config import ClientConfig
 from hedwig.client.twisted import Client
 from hedwig.hub.errors import NotOwner
 from hedwig.protocol.addresses import format_address
@@ -39,6 +40,9 @@ class OwnerPublishing:
         self.hub = hub
         self.reactor = reactor
         self.credentials = credentials  # hedwig.protocol.auth_request.Credentials, or None
+        # Every owner's client is made from one ClientConfig (made once this hub listens,
+        # which names it); each connects with its first publish, as the Twisted client does.
+        self._config = None
         self._clients = {}  # owner "host:port" -> hedwig.client.twisted.Client
         self.forwarded = 0  # message sets stored by another hub
         self._closed = False
@@ -76,12 +80,10 @@ class OwnerPublishing:
     def _client(self, address: str):
         client = self._clients.get(address)
         if client is None:
-            client = self._clients[address] = Client(
-                self.reactor,
-                address,
-                credentials=self.credentials,
-                client_name=f"hub {self.hub.name} (dead letters)",
-            )
+            if self._config is None:
+                name = f"hub {self.hub.name} (dead letters)"
+                self._config = ClientConfig(credentials=self.credentials, client_name=name)
+            client = self._clients[address] = Client(self.reactor, address, config=self._config)
         return client
 
     def close(self):

@@ -32,16 +32,55 @@ from bench.figures import RESULTS_DIR, emit, load
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
-# Exact counts a profile reports per path (bench/receive_profile.py, publish_profile.py,
+# In a profile script's section, the figures (bench/publish_profile.py, receive_profile.py,
 # client_calls.py).
-COUNT_KEYS = ("bytecodes", "python_calls", "calls_per_message")
+PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish", "calls_per_message")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
 
 
+def rates_of(report: dict) -> dict:
+    """A report that keeps its figures in sections rather than under "figures"
+    (ledger_bench's cases, delivery_bench's push and catch_up): every rate in it (a
+    number under a key ending in per_s), named by where it sits (cases.small.reads_per_s,
+    push[1].messages_per_s)."""
+    found = {}
+
+    def walk(where: str, value, depth: int) -> None:
+        if isinstance(value, dict) and depth < 4:
+            for key, item in value.items():
+                walk(f"{where}.{key}" if where else key, item, depth + 1)
+        elif isinstance(value, list) and depth < 4:
+            for i, item in enumerate(value):
+                walk(f"{where}[{i}]", item, depth + 1)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and where.endswith("per_s"):
+            found[where] = value
+
+    walk("", report, 0)
+    return found
+
+
+def counts_of(report: dict) -> dict:
+    """The profile scripts' sections (publish_profile's "no_subscriber", receive_profile's
+    "publish", client_calls' "aio_publish", ...): their exact counts and their time, as
+    "<section>_<figure>"; and path_calls' call counts, which are all its report holds."""
+    found = {}
+    for section, value in report.items():
+        if isinstance(value, dict) and any(key in value for key in PROFILE_KEYS):
+            for key in PROFILE_KEYS:
+                if isinstance(value.get(key), (int, float)):
+                    found[f"{section}_{key}"] = value[key]
+        elif isinstance(value, int) and not isinstance(value, bool) and "benchmark" not in report:
+            found[section] = value
+    return found
+
+
 def figures_of(report: dict) -> dict:
     """name -> number, from a benchmark's report."""
-    found = {}
+    found = counts_of(report)
+    if "figures" not in report:
+        found.update(rates_of(report))
+        return found
     for name, figure in report.get("figures", {}).items():
         if isinstance(figure, dict):
             for key in VALUE_KEYS:
@@ -58,13 +97,6 @@ def figures_of(report: dict) -> dict:
     for key in TOP_LEVEL_FIGURES:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
-    for name, value in report.items():
-        if isinstance(value, dict) and any(key in value for key in COUNT_KEYS):
-            for key in COUNT_KEYS:
-                if isinstance(value.get(key), (int, float)):
-                    found[f"{name}_{key}"] = value[key]
-        elif isinstance(value, int) and not isinstance(value, bool) and "benchmark" not in report:
-            found[name] = value  # (path_calls': call counts, nothing else)
     return found
 
 

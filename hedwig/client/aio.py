@@ -59,6 +59,7 @@ class Client(ClientCore):
         `async with`, or the first request)."""
         config = ClientConfig.of(hubs, config, options)
         self._ssl_context = config.tls.ssl_context() if config.tls is not None else None
+        self._client_name = config.name_for("aio")  # (said in HELLO)
         waiting = AsyncioWaiting()
         super().__init__(config, waiting, LoopConnections(waiting, self._open), aio_subscriptions, Batcher)
 
@@ -82,7 +83,7 @@ class Client(ClientCore):
             _transport, protocol = await asyncio.wait_for(
                 loop.create_connection(
                     lambda: AioHubProtocol(
-                        loop, address, config.client_name, config.timeout, config.credentials
+                        loop, address, self._client_name, config.timeout, config.credentials
                     ),
                     host,
                     port,

@@ -63,7 +63,8 @@ class Client(ClientCore):
         """`hubs` and `options` over `config`. Nothing connects before connect() (or
         `with`, or the first request)."""
         config = ClientConfig.of(hubs, config, options, refused=BATCHING_OPTIONS)
-        super().__init__(config, BlockingWaiting(), BlockingConnections(config), blocking_subscriptions)
+        connections = BlockingConnections(config, config.name_for("blocking"))
+        super().__init__(config, BlockingWaiting(), connections, blocking_subscriptions)
 
     def __enter__(self):
         return self.connect()
@@ -144,8 +145,9 @@ class BlockingConnections:
     one is found without a lock (the one-message publish's path), a new one is made
     under it."""
 
-    def __init__(self, config: ClientConfig):
+    def __init__(self, config: ClientConfig, client_name: str):
         self._config = config
+        self._client_name = client_name  # (said in HELLO)
         tls = config.tls
         self._ssl_context = tls.ssl_context() if tls is not None else None  # (its files read once, here)
         self._lock = threading.RLock()
@@ -169,13 +171,13 @@ class BlockingConnections:
         config = self._config
         if config.tls is None:
             return BlockingConnection(
-                address, config.connect_timeout, config.timeout, config.client_name, config.credentials
+                address, config.connect_timeout, config.timeout, self._client_name, config.credentials
             )
         return TlsConnection(
             address,
             config.connect_timeout,
             config.timeout,
-            config.client_name,
+            self._client_name,
             config.tls,
             self._ssl_context,
             config.credentials,

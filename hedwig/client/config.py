@@ -9,6 +9,7 @@ bad value is refused here, in one line naming the option, before anything connec
 import math
 from dataclasses import dataclass, fields, replace
 
+from hedwig import __version__
 from hedwig.protocol.addresses import parse_addresses
 from hedwig.protocol.compression import codec_named
 from hedwig.protocol.position import DEFAULT_ACK_EVERY
@@ -55,7 +56,8 @@ class ClientConfig:
     client holds for a slow reader (0: unlimited; None: the hub's default window).
     ack_every, ack_delay: a CONSUME goes every `ack_every` acknowledged seq-ids, and an
     acknowledgement short of that waits at most `ack_delay` seconds.
-    client_name: said in HELLO (the hub's logs and status page show it).
+    client_name: said in HELLO (the hub's logs and status page show it; name_for gives
+    the default).
     tls: a hedwig.config.tls.ClientTls: every hub over TLS, its certificate verified
     (the addresses then name the hubs' [tls] ports). credentials: a
     hedwig.protocol.auth_request.Credentials, sent in AUTH after HELLO.
@@ -124,6 +126,12 @@ class ClientConfig:
     def addresses(self) -> list:
         """The hubs as (host, port), in the order given, each once."""
         return parse_addresses(self.hubs)
+
+    def name_for(self, kind: str) -> str:
+        """What the hub shows of a client of this config (its log, its status page's
+        connections): `client_name`, or when the application named none
+        "hedwig-python/VERSION (KIND)", KIND the client's ("blocking", "twisted", "aio")."""
+        return self.client_name or f"hedwig-python/{__version__} ({kind})"
 
     @property
     def codec(self):

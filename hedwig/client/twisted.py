@@ -72,6 +72,7 @@ class Client(ClientCore):
             config.tls.check()
         self._reactor = reactor
         self._tls_creators = {}  # host -> Twisted's client connection creator for it
+        self._client_name = config.name_for("twisted")  # (said in HELLO)
         waiting = DeferredWaiting(reactor)
         super().__init__(
             config, waiting, LoopConnections(waiting, self._open), twisted_subscriptions, Batcher
@@ -88,7 +89,7 @@ class Client(ClientCore):
             if creator is None:
                 creator = self._tls_creators[host] = config.tls.creator(host)
             endpoint = wrapClientTLS(creator, endpoint)
-        protocol = HubProtocol(self._reactor, config.client_name, config.timeout, address, config.credentials)
+        protocol = HubProtocol(self._reactor, self._client_name, config.timeout, address, config.credentials)
 
         def failed(failure):
             if failure.check(HedwigError):

@@ -10,7 +10,7 @@ under it would leave its window and the client's acknowledgements meaning nothin
 from twisted.internet.defer import DeferredList, maybeDeferred, succeed
 
 from hedwig.delivery.interface import SubscribeError
-from hedwig.delivery.start import consumed_for_start
+from hedwig.delivery.start import consumed_for_start, resolve_time
 from hedwig.protocol.status import Status, SubscriptionEvent
 
 
@@ -26,7 +26,9 @@ class AdministeringSubscriptions:
         latest, ("seq", n), ("time", us), as SUBSCRIBE takes it) says, and write it.
         Deferred[{"consumed_seq", "previous_seq", "next_seq"}]; fails with SubscribeError
         (CLIENT_NOT_SUBSCRIBED, TOPIC_BUSY while attached, SEQ_OUT_OF_RANGE)."""
-        return self._table(topic_log).addCallback(self._reset, topic_log, subscriber_id, start)
+        return resolve_time(topic_log, start).addCallback(
+            lambda start: self._table(topic_log).addCallback(self._reset, topic_log, subscriber_id, start)
+        )
 
     def _reset(self, table, topic_log, subscriber_id, start):
         subscription = table.subscriptions.get(subscriber_id)

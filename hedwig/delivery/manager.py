@@ -34,7 +34,7 @@ from hedwig.delivery.observation import DescribingSubscriptions
 from hedwig.delivery.ownership import check_owner
 from hedwig.delivery.relaying import RelayingSubscriptions
 from hedwig.delivery.sharing import SharingSubscriptions, option_preferences
-from hedwig.delivery.start import consumed_for_start
+from hedwig.delivery.start import consumed_for_start, resolve_time
 from hedwig.delivery.subscription import Subscription
 from hedwig.delivery.topic_table import TopicTable
 from hedwig.meta.interface import NEW, SubscriptionState
@@ -151,19 +151,25 @@ class DeliveryManager(
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
         if not request.deliver:
             window = None
-        d = self._table(topic_log)
-        d.addCallback(self._subscribe, topic_log, channel, handle, request, window, principal)
+        d = resolve_time(topic_log, request.start)
+        d.addCallback(
+            lambda start: self._table(topic_log).addCallback(
+                self._subscribe, topic_log, channel, handle, request, window, principal, start
+            )
+        )
         return d
 
-    def _subscribe(self, table, topic_log, channel, handle, request, window, principal=None):
-        subscriber_id, mode, start = request.subscriber_id, request.mode, request.start
+    def _subscribe(self, table, topic_log, channel, handle, request, window, principal, start):
+        subscriber_id, mode = request.subscriber_id, request.mode
         deliver = request.deliver
         if request.per_message:
             self._check_per_message(topic_log.topic, request, channel)
         if subscriber_id in table.busy:
-            raise SubscribeError(
-                Status.TOPIC_BUSY, f"{subscriber_id} on {topic_log.topic} is being (un)subscribed"
-            )
+            # Being created (or deleted) for another request: two members of a shared
+            # subscription joining at once. This one goes on once that is done.
+            waiting = table.busy[subscriber_id].wait()
+            again = (table, topic_log, channel, handle, request, window, principal, start)
+            return waiting.addCallback(lambda _: self._subscribe(*again))
         subscription = table.subscriptions.get(subscriber_id)
         if subscription is None:
             if mode == "attach":
@@ -227,7 +233,7 @@ class DeliveryManager(
         # When the subscription began, kept with it: a region relays what was published
         # since then even when its link comes up after a restart (hedwig/region/manager.py).
         preferences["created_us"] = int(self.clock.seconds() * 1_000_000)
-        table.busy.add(subscriber_id)
+        table.begin_busy(subscriber_id)
         d = maybeDeferred(
             self.metadata.put_subscription,
             topic_log.topic,
@@ -260,7 +266,7 @@ class DeliveryManager(
             return result
 
         def done(result):
-            table.busy.discard(subscriber_id)
+            table.end_busy(subscriber_id)
             return result
 
         return d.addCallback(created).addBoth(done)
@@ -411,7 +417,7 @@ class DeliveryManager(
             self._detach_members(subscription)
         if subscription.cursor is not None:
             self._detach(subscription.cursor)
-        table.busy.add(subscriber_id)
+        table.begin_busy(subscriber_id)
 
         def delete(_):
             return maybeDeferred(
@@ -427,7 +433,7 @@ class DeliveryManager(
             table.topic_log.prune(table.topic_log.last_seq if low is None else low)
 
         def done(result):
-            table.busy.discard(subscriber_id)
+            table.end_busy(subscriber_id)
             if subscription.dispatcher is not None and not subscription.deleted:
                 subscription.dispatcher.restart()  # (not deleted: it goes on)
             return result

@@ -46,7 +46,7 @@ class LedgerLifecycle:
             # policy promises, so nothing waits for that sync but close().
             self._track_close(ledger.ledger_id, maybeDeferred(self._ledgers.close_ledger, ledger.ledger_id))
             ledger.closed = True
-        new_id = self._ledgers.create()
+        new_id = yield self._ledgers.create()
         first = self._next_seq
 
         def replace_open(ranges):
@@ -206,12 +206,28 @@ class LedgerLifecycle:
     def _collect(self, min_consumed_seq: int):
         ranges = self._ranges
         store = self._ledgers
+        last_times = {}  # the store's reads are Deferreds: asked first, raised if reached
+        if self._settings.retention_secs > 0:
+            for r in ranges[:-1]:
+                try:
+                    last_times[r.ledger_id] = yield store.entry_time(
+                        r.ledger_id, store.last_entry_id(r.ledger_id)
+                    )
+                except LedgerError as e:
+                    last_times[r.ledger_id] = e
+
+        def last_time_us(r):
+            found = last_times[r.ledger_id]
+            if isinstance(found, Exception):
+                raise found
+            return found
+
         doomed = ledgers_to_delete(
             ranges,
             min_consumed_seq,
             self._settings,
             int(self._clock.seconds() * 1_000_000),
-            lambda r: store.entry_time(r.ledger_id, store.last_entry_id(r.ledger_id)),
+            last_time_us,
             lambda r: store.ledger_bytes(r.ledger_id),
         )
         if not doomed:

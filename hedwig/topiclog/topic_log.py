@@ -434,15 +434,16 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
         ledgers = []
         for r in self._ranges:
             try:
-                size = store.ledger_bytes(r.ledger_id)
+                size, location = store.ledger_bytes(r.ledger_id), store.location(r.ledger_id)
             except NoSuchLedger:
-                size = None  # lost: missing from the store (its seq-ids cannot be read)
+                size = location = None  # lost: missing from the store (its seq-ids cannot be read)
             ledgers.append(
                 {
                     "ledger_id": r.ledger_id,
                     "first_seq": r.first_seq,
                     "last_seq": self.last_seq if r.last_seq is None else r.last_seq,
                     "bytes": size,
+                    "location": location,
                 }
             )
         return {

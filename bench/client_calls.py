@@ -23,7 +23,6 @@ import asyncio
 import cProfile
 import os
 import pstats
-import shutil
 import sys
 import tempfile
 
@@ -60,19 +59,19 @@ async def aio_figures(address: str, messages: int) -> dict:
         profile.disable()
         figures["aio_publish"] = per_message(profile, messages // IN_FLIGHT * IN_FLIGHT)
         subscription = await client.subscribe("calls-aio", "calls", start="earliest")
-        received = 0
-        async for message in subscription:
-            received += 1
-            await subscription.ack(message)
-            if received == WARMUP:
-                break
+
+        async def take(count: int) -> None:
+            """`count` messages, each acknowledged (pubsub_bench's aio_subscribe loop)."""
+            async for message in subscription:
+                await subscription.ack(message)
+                count -= 1
+                if not count:
+                    return
+
+        await take(WARMUP)
         profile = cProfile.Profile()
         profile.enable()
-        async for message in subscription:
-            received += 1
-            await subscription.ack(message)
-            if received == WARMUP + messages // IN_FLIGHT * IN_FLIGHT:
-                break
+        await take(messages // IN_FLIGHT * IN_FLIGHT)
         profile.disable()
         figures["aio_subscribe"] = per_message(profile, messages // IN_FLIGHT * IN_FLIGHT)
     return figures
@@ -123,15 +122,12 @@ def main(argv=None) -> int:
     parser.add_argument("--no-save", action="store_true", help=f"do not write bench/results/{RESULTS.name}")
     args = parser.parse_args(argv)
     report = report_start("client_calls", argv, payload_bytes=len(PAYLOAD), in_flight=IN_FLIGHT)
-    directory = tempfile.mkdtemp(prefix="client-calls-")
-    hub = HubProcess(os.path.join(directory, "hub"), cwd=ROOT)
-    try:
-        hub.start()
+    with (
+        tempfile.TemporaryDirectory(prefix="client-calls-") as directory,
+        HubProcess(os.path.join(directory, "hub"), cwd=ROOT) as hub,
+    ):
         report.update(asyncio.run(aio_figures(hub.address, args.messages)))
         report.update(twisted_figures(hub.address, args.messages))
-    finally:
-        hub.stop()
-        shutil.rmtree(directory, ignore_errors=True)
     report["load_after"] = load()
     emit(report, RESULTS, save=not args.no_save)
     return 0

@@ -32,8 +32,9 @@ from bench.figures import RESULTS_DIR, emit, load
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
-# In a profile script's section, the figures (bench/publish_profile.py, receive_profile.py).
-PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish")
+# In a profile script's section, the figures (bench/publish_profile.py, receive_profile.py,
+# client_calls.py).
+PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish", "calls_per_message")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
 
@@ -59,11 +60,27 @@ def rates_of(report: dict) -> dict:
     return found
 
 
+def counts_of(report: dict) -> dict:
+    """The profile scripts' sections (publish_profile's "no_subscriber", receive_profile's
+    "publish", client_calls' "aio_publish", ...): their exact counts and their time, as
+    "<section>_<figure>"; and path_calls' call counts, which are all its report holds."""
+    found = {}
+    for section, value in report.items():
+        if isinstance(value, dict) and any(key in value for key in PROFILE_KEYS):
+            for key in PROFILE_KEYS:
+                if isinstance(value.get(key), (int, float)):
+                    found[f"{section}_{key}"] = value[key]
+        elif isinstance(value, int) and not isinstance(value, bool) and "benchmark" not in report:
+            found[section] = value
+    return found
+
+
 def figures_of(report: dict) -> dict:
     """name -> number, from a benchmark's report."""
+    found = counts_of(report)
     if "figures" not in report:
-        return rates_of(report)
-    found = {}
+        found.update(rates_of(report))
+        return found
     for name, figure in report.get("figures", {}).items():
         if isinstance(figure, dict):
             for key in VALUE_KEYS:
@@ -80,13 +97,6 @@ def figures_of(report: dict) -> dict:
     for key in TOP_LEVEL_FIGURES:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
-    # The profile scripts' sections (publish_profile's "no_subscriber", receive_profile's
-    # "publish", ...): their exact counts and their time, as "<section>_<figure>".
-    for section, value in report.items():
-        if isinstance(value, dict) and "bytecodes" in value:
-            for key in PROFILE_KEYS:
-                if isinstance(value.get(key), (int, float)):
-                    found[f"{section}_{key}"] = value[key]
     return found
 
 

@@ -60,7 +60,7 @@ def publisher(address, acked_count, stop, seed, out):
     while not stop.is_set():
         try:
             if client is None:
-                client = Client(address, timeout=10.0, connect_timeout=2.0)
+                client = Client(address, timeout=10.0, connect_timeout=2.0).connect()
             size = rng.randint(1, 20)
             payloads = [f"p{seed}:{number + i}".encode() for i in range(size)]
             number += size
@@ -90,7 +90,7 @@ def subscriber(address, last_seq, stop, out):
     while not stop.is_set():
         try:
             if subscription is None:
-                client = Client(address, timeout=10.0, connect_timeout=2.0, reconnect_timeout=600.0)
+                client = Client(address, timeout=10.0, connect_timeout=2.0, reconnect_timeout=600.0).connect()
                 subscription = client.subscribe(TOPIC, SUBSCRIBER, start="earliest")
             message = subscription.receive(timeout=0.5)
         except Exception as e:  # the client gave up on this hub: attach again, from the last ack

@@ -143,7 +143,7 @@ class Conversation:
         self.decoder = FrameDecoder(1 << 26)
 
     def exchange(self, data: bytes, until_id: int | None) -> str:
-        """"answered" (the reply to until_id came), "closed" or "timeout"."""
+        """ "answered" (the reply to until_id came), "closed" or "timeout"."""
         selector = selectors.DefaultSelector()
         view = memoryview(data)
         selector.register(self.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if view else 0))

@@ -8,6 +8,8 @@ subscriber in this process. Counted per message, exactly (sys.settrace with opco
 events: the same on a busy machine as on an idle one), in all and by function:
 
 - publish: `client.publish(topic, payload)`, one 100-byte message, to its seq-id;
+- publish_three: `client.publish_many(topic, [payload] * 3)`, one set of three, to
+  their seq-ids (per call: a request, as the latency bench's late publishes make);
 - receive_one: `receive()` and `ack()` of a message published alone (an entry of one);
 - receive_of_three: the same for each message of a `publish_many` of three (an entry of
   three, as the latency bench's publisher sends when three fall due at once).
@@ -55,6 +57,13 @@ def profile(address: str, messages: int) -> dict:
             with publish:
                 publisher.publish("profile-publish", PAYLOAD)
         figures["publish"] = publish.report(messages, TOP)
+        publish_three = Counts()
+        for _ in range(WARMUP // 3):
+            publisher.publish_many("profile-publish", [PAYLOAD] * 3)
+        for _ in range(messages // 3):
+            with publish_three:
+                publisher.publish_many("profile-publish", [PAYLOAD] * 3)
+        figures["publish_three"] = publish_three.report(messages // 3, TOP)
         for name, batch in (("receive_one", 1), ("receive_of_three", 3)):
             topic = f"profile-{name}"
             subscription = subscriber.subscribe(topic, "profile")

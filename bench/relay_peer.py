@@ -80,15 +80,17 @@ def relay_publisher(address, rate, seconds, start, out):
         raise RuntimeError(f"not told to start within {START_WAIT_S} s")
     sock = connect(address)
     buffer = bytearray(4096)
-    view = memoryview(buffer)
 
     def send(data: bytes, count: int) -> None:
+        # `count` acknowledgements may be more than the buffer holds (a late wake-up makes
+        # a large group due): each read goes to its start, and only how many is kept.
         sock.sendall(data)
-        got = sock.recv_into(buffer)
+        got = 0
         while got < count:
-            if not got:
+            received = sock.recv_into(buffer)
+            if not received:
                 raise ConnectionError("the relay closed the connection")
-            got += sock.recv_into(view[got:])
+            got += received
 
     try:
         sent = publish_paced(rate, seconds, lambda p: send(p, 1), lambda ps: send(b"".join(ps), len(ps)))

@@ -10,7 +10,7 @@ import sys
 
 from hedwig.benchtool.measure import format_latency
 from hedwig.benchtool.runs import RUNS, STAMP, BenchError, BenchSettings
-from hedwig.client.defaults import DEFAULT_TIMEOUT, DEFAULT_WINDOW
+from hedwig.client.config import DEFAULT_TIMEOUT, DEFAULT_WINDOW
 from hedwig.commands.common import UsageError, client, positive_int
 
 DEFAULT_TOPIC = "hedwig-bench"
@@ -64,7 +64,7 @@ def connect_with(args):
     client subcommand makes them (commands.common.client); --timeout is the run's own
     (how long without a message), so the replies' timeout and the window stay the
     client's defaults, which the measurements assume."""
-    return lambda: client(args, timeout=DEFAULT_TIMEOUT, window=DEFAULT_WINDOW)
+    return lambda: client(args, timeout=DEFAULT_TIMEOUT, window=DEFAULT_WINDOW).connect()
 
 
 def settings_from(args) -> BenchSettings:

@@ -1,9 +1,12 @@
 """Python clients of the hub.
 
 `hedwig.client.Client` is the blocking client for scripts; `hedwig.client.twisted.Client`
-returns Deferreds. Both multiplex every publish and subscription of a client over one
-connection per hub, follow redirects, resubscribe after a dropped connection without a
-gap, and raise the typed exceptions of hedwig.client.errors.
+returns Deferreds and `hedwig.client.aio.Client` is for asyncio. All three are one client
+core (hedwig/client/core.py) run three ways (hedwig/client/waiting.py), made from one
+ClientConfig (hedwig/client/config.py): they multiplex every publish and subscription
+over one connection per hub, follow redirects, resubscribe after a dropped connection
+without a gap, and raise the typed exceptions of hedwig.client.errors. Making a client
+connects nothing: `with` / `async with` or `connect()` do, or the first request.
 """
 
 from hedwig.client.blocking import (

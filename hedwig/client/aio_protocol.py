@@ -76,7 +76,7 @@ class AioHubProtocol(SessionDriver, asyncio.Protocol):
 
     def data_received(self, data):
         try:
-            self._channel.data_received(data)
+            self._session.data_received(data)
         except ProtocolViolation as e:
             self.lost = ConnectionLost(message=str(e))
             self.transport.abort()
@@ -89,13 +89,13 @@ class AioHubProtocol(SessionDriver, asyncio.Protocol):
             else:
                 why = f": {exc}" if exc is not None else ""
                 self.lost = ConnectionLost(message=f"connection to {where} lost{why}")
-        for future, timer in self._channel.take_pending():
+        for future, timer in self._session.take_pending():
             timer.cancel()
             if not future.done():
                 future.set_exception(self.lost)
         if not self.ready.done():
             self.ready.set_exception(self.lost)
-        self._channel.detach_all()
+        self._session.detach_all()
         if self.on_lost is not None:
             self.on_lost(self)
 
@@ -128,10 +128,14 @@ class AioHubProtocol(SessionDriver, asyncio.Protocol):
         return future
 
     def _timed_out(self, request_id) -> None:
-        pending = self._channel.forget(request_id)
+        pending = self._session.forget(request_id)
         if pending is not None and not pending[0].done():
             pending[0].set_exception(RequestTimeout(message=f"no reply in {self._timeout} s"))
 
     def close(self) -> None:
         if self.transport is not None and self.lost is None:
             self.transport.close()
+
+    def disconnect(self) -> None:
+        """Close the connection (the client is closing: nothing waits for the end)."""
+        self.close()

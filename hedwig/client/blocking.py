@@ -1,8 +1,10 @@
 """The blocking client, for scripts: `with Client("127.0.0.1:4080") as c: c.publish(...)`.
 
-One socket per hub (connection.py) carries every publish and subscription of the
-client, read by whichever calling thread waits: no background thread, no thread switch
-between a reply and its caller.
+The client core (core.py) run in the calling thread (waiting.BlockingWaiting). One
+socket per hub (connection.py) carries every publish and subscription of the client,
+read by whichever calling thread waits: no background thread, no thread switch between
+a reply and its caller. A one-message publish goes straight to its connection: one
+send, and in the usual case one read that is its reply.
 
 Requests are sent again to the owner a hub names in NOT_RESPONSIBLE_FOR_TOPIC (at most
 `max_redirects` times, never to a hub already asked). A lost connection is opened again
@@ -17,191 +19,58 @@ not processed yet.
 """
 
 import threading
-import time
+
+from zope.interface import implementer
 
 from hedwig.client import blocking_subscriptions
-from hedwig.client.blocking_idempotent import BlockingIdempotence, IdempotentPublishing
 from hedwig.client.blocking_subscriptions import (
     AckOnlySubscription,
     PullSubscription,
     SharedSubscription,
     Subscription,
 )
+from hedwig.client.config import BATCHING_OPTIONS, ClientConfig
 from hedwig.client.connection import BlockingConnection
-from hedwig.client.defaults import (
-    DEFAULT_ACK_DELAY,
-    DEFAULT_ACK_EVERY,
-    DEFAULT_HUB,
-    DEFAULT_MAX_REDIRECTS,
-    DEFAULT_TIMEOUT,
-    DEFAULT_WINDOW,
-)
-from hedwig.client.operations import ClientOperations
+from hedwig.client.core import ClientCore, IConnections
 from hedwig.client.payloads import encode_payloads, payload_bytes
-from hedwig.client.reads import ReadCollector
-from hedwig.client.settings import ClientSettings
-from hedwig.client.start import position_as_asked, subscription_class
 from hedwig.client.tls_connection import TlsConnection
+from hedwig.client.waiting import BlockingWaiting
 from hedwig.protocol import Status
-from hedwig.protocol.addresses import parse_addresses
-from hedwig.protocol.compression import codec_named, encode_published_set
-from hedwig.protocol.errors import (
-    ClientClosed,
-    ClientNotSubscribed,
-    ConnectionLost,
-    CouldNotConnect,
-    MessageTooLarge,
-    RequestTimeout,
-    ServiceDown,
-    SubscriptionClosed,
-    TopicBusy,
-)
-from hedwig.protocol.redirects import Routes
+from hedwig.protocol.compression import encode_published_set
+from hedwig.protocol.errors import ClientClosed, CouldNotConnect
 
 __all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
-_BACKOFF_FIRST = 0.05
-_BACKOFF_MAX = 2.0
 
 
-class Client(IdempotentPublishing, ClientSettings, ClientOperations):
-    """A blocking client of one or more hubs (the first that answers is asked first).
+class Client(ClientCore):
+    """A blocking client of one or more hubs (the first that answers is asked first):
+    every method returns its answer (or raises its typed error), and may be called from
+    any thread.
 
-    `timeout` bounds every request; `reconnect_timeout` how long a subscription keeps
-    trying to get its connection back before `receive` raises CouldNotConnect; `window`
-    is the default number of delivered-but-unacknowledged messages per subscription,
-    which also bounds what the client holds for a slow reader (0: unlimited);
-    acknowledgements go out every `ack_every` seq-ids, and after at most `ack_delay`
-    seconds of a subscription's waiting (blocking_acks.py).
-
-    `tls` (a hedwig.config.tls.ClientTls): reach every hub over TLS, verifying its certificate;
-    the addresses then name the hubs' [tls] ports. Its files are read here, once (a
-    TlsError, naming the file, when one cannot be used), not at each connection.
-
-    `compression` ("zstd", "lz4", "gzip" or None): compress every message set this
-    client publishes with that codec (hedwig/protocol/compression.py; zstd and lz4 need
-    hedwig's `compression` extra, CompressionUnavailable naming it when missing).
-    Subscribers decompress whatever they receive, whatever this is.
+    Made from a hedwig.client.config.ClientConfig (`config`), or its options as keyword
+    arguments: `timeout` bounds every request; `reconnect_timeout` how long a
+    subscription keeps trying to get its connection back before `receive` raises
+    CouldNotConnect; `window` the default number of delivered-but-unacknowledged
+    messages per subscription; acknowledgements go out every `ack_every` seq-ids, and
+    after at most `ack_delay` seconds of a subscription's waiting
+    (blocking_subscriptions.py); `tls` (a hedwig.config.tls.ClientTls): every hub over
+    TLS (its files are read here, once: a TlsError naming one that cannot be used);
+    `compression` ("zstd", "lz4", "gzip" or None) for every set published;
+    `idempotent`: sets numbered, sent again until stored once.
     """
 
-    def __init__(
-        self,
-        hubs=DEFAULT_HUB,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = 5.0,
-        reconnect_timeout: float = 60.0,
-        max_redirects: int = DEFAULT_MAX_REDIRECTS,
-        window: int = DEFAULT_WINDOW,
-        ack_every: int = DEFAULT_ACK_EVERY,
-        ack_delay: float = DEFAULT_ACK_DELAY,
-        client_name: str = "",
-        tls=None,
-        idempotent: bool = False,
-        compression=None,
-        credentials=None,
-    ):
-        self._codec = codec_named(compression)  # (CompressionUnavailable here, not at publish)
-        self._addresses = parse_addresses(hubs)
-        self.tls = tls
-        self._ssl_context = tls.ssl_context() if tls is not None else None
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials: AUTH after HELLO
-        self._take_settings(timeout, connect_timeout, max_redirects, window, ack_every, client_name)
-        self.reconnect_timeout = reconnect_timeout
-        self.ack_delay = ack_delay
-        self._idempotent = BlockingIdempotence(self) if idempotent else None  # blocking_idempotent.py
-        self._lock = threading.RLock()
-        self._connections = {}  # address -> BlockingConnection
-        self._subscriptions = set()
-        self._closed = False
-        self._routes = Routes(self._connect_any(), tls=tls is not None)
+    def __init__(self, hubs=None, *, config: ClientConfig | None = None, **options):
+        """`hubs` and `options` over `config`. Nothing connects before connect() (or
+        `with`, or the first request)."""
+        config = ClientConfig.of(hubs, config, options, refused=BATCHING_OPTIONS)
+        connections = BlockingConnections(config, config.name_for("blocking"))
+        super().__init__(config, BlockingWaiting(), connections, blocking_subscriptions)
 
     def __enter__(self):
-        return self
+        return self.connect()
 
     def __exit__(self, *exc_info):
         self.close()
-
-    # -- connections -----------------------------------------------------------------------
-
-    def _connect_any(self):
-        """The first address of the list that accepts a connection."""
-        reasons = []
-        for address in self._addresses:
-            try:
-                self._connection(address)
-                return address
-            except CouldNotConnect as e:
-                reasons.append(e.message)
-        raise CouldNotConnect(message="no hub reachable: " + "; ".join(reasons))
-
-    def _connection(self, address) -> BlockingConnection:
-        connection = self._connections.get(address)  # (a dict read: no lock needed)
-        if connection is not None and connection.in_use():
-            return connection  # the usual case: no lock, no system call
-        with self._lock:
-            if self._closed:
-                raise ClientClosed(message="the client is closed")
-            connection = self._connections.get(address)
-            if connection is None or connection.closed_by_hub():
-                connection = self._open(address)
-                self._connections[address] = connection
-            return connection
-
-    def _open(self, address) -> BlockingConnection:
-        if self.tls is None:
-            return BlockingConnection(
-                address, self.connect_timeout, self.timeout, self.client_name, self.credentials
-            )
-        return TlsConnection(
-            address,
-            self.connect_timeout,
-            self.timeout,
-            self.client_name,
-            self.tls,
-            self._ssl_context,
-            self.credentials,
-        )
-
-    def _connection_for(self, topic) -> BlockingConnection:
-        routes = self._routes
-        address = routes.address(topic)
-        try:
-            return self._connection(address)
-        except CouldNotConnect:
-            if address != routes.default:
-                routes.forget(topic)  # the owner we were told of is gone: ask again
-            routes.default = self._connect_any()
-            return self._connection(routes.default)
-
-    def _forget_route(self, topic) -> None:
-        self._routes.forget(topic)
-
-    def _request(self, topic, send, retry: bool, connection=None, response=None):
-        """`send(connection) -> Response` on the topic's hub, following redirects.
-
-        `retry`: the request may be sent again after its connection dropped with it in
-        flight (reads, subscribes); a publish may not: it may have been stored.
-        `connection`, `response`: where it was sent already, and what that answered.
-        """
-        if connection is None:
-            connection = self._connection_for(topic)
-        asked = []
-        retried = False
-        while True:
-            if response is None:
-                try:
-                    response = send(connection)
-                except ConnectionLost:
-                    if not retry or retried:
-                        raise
-                    retried = True
-                    connection = self._connection_for(topic)
-                    continue
-            if response.status is Status.SUCCESS:
-                return response.value
-            asked.append(connection.address)
-            connection = self._connection(self._routes.follow(topic, response, asked, self.max_redirects))
-            response = None
 
     # -- publishing ------------------------------------------------------------------------
 
@@ -213,15 +82,20 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         if properties or self._codec or self._idempotent:
             self._check_size(topic, len(payload))
             message_set = encode_published_set([payload], [properties], self._codec)
-            return self._publish_set(topic, message_set).first_seq
-        connection = self._connection_for(topic)
+            return self._published(topic, message_set).first_seq
+        # The one-message path: straight to the topic's connection, one send, one read.
+        try:
+            connection = self._connections.get(self._routes.address(topic))
+        except CouldNotConnect:
+            connection = self._waiting.run(self._connection_for(topic))  # (the default hub, or any)
         if len(payload) > connection.hello.max_message_bytes:
             self._check_size(topic, len(payload))  # (raises MessageTooLarge)
         answer = connection.publish_one_quick(topic, payload)  # (the seq-id, usually)
         if answer.__class__ is int:
             return answer
         send = lambda c: c.publish_one(topic, payload)  # noqa: E731 (a redirect sends it again)
-        return self._request(topic, send, retry=False, connection=connection, response=answer).first_seq
+        steps = self._request_steps(topic, send, retry=False, connection=connection, response=answer)
+        return self._waiting.run(steps).first_seq
 
     def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
         """Publish messages as one message set, stored as one entry; their seq-ids.
@@ -231,116 +105,94 @@ class Client(IdempotentPublishing, ClientSettings, ClientOperations):
         """
         if not payloads:
             return []
+        if self._closing is not None:
+            raise ClientClosed(message="the client is closed")
         message_set, _count, largest = encode_payloads(payloads, properties, self._codec)
         self._check_size(topic, largest)
-        published = self._publish_set(topic, message_set)
+        published = self._published(topic, message_set)
         return list(range(published.first_seq, published.last_seq + 1))
 
-    def _check_size(self, topic, largest: int) -> None:
-        """Refuse a message over the hub's limit here, before it costs a round trip."""
-        connection = self._connections.get(self._routes.address(topic))
-        if connection is not None and largest > connection.hello.max_message_bytes:
-            raise MessageTooLarge(
-                message=f"a message of {largest} bytes exceeds the hub's limit of "
-                f"{connection.hello.max_message_bytes}"
-            )
+    def _published(self, topic, message_set):
+        """Published of one set, straight to the topic's connection as a one-message
+        publish goes; the core's steps for the rest (an idempotent client's numbered
+        sets, a redirect, a hub that cannot be reached)."""
+        if self._idempotent is not None:
+            return self._waiting.run(self._send_set_steps(topic, message_set, 1))
+        try:
+            connection = self._connections.get(self._routes.address(topic))
+        except CouldNotConnect:
+            connection = self._waiting.run(self._connection_for(topic))
+        response = connection.publish(topic, message_set)
+        if response.status is Status.SUCCESS:
+            return response.value
+        send = lambda c: c.publish(topic, message_set)  # noqa: E731 (a redirect sends it again)
+        return self._waiting.run(self._request_steps(topic, send, False, connection, response))
 
-    # -- subscribing -----------------------------------------------------------------------
-
-    def subscribe(
-        self,
-        topic: str,
-        subscriber_id: str,
-        mode: str = "create_or_attach",
-        start=None,
-        window: int | None = None,
-        force_attach: bool = False,
-        deliver=True,
-        *,
-        kind: str = "exclusive",
-        **options,
-    ) -> Subscription:
-        """Attach to (or create) the durable subscription (topic, subscriber_id).
-
-        `start`: None (after the topic's last seq-id for a new subscription, consumed+1
-        for an existing one), "earliest", "latest", a seq-id or a datetime.
-        `window`: delivered-but-unacknowledged messages at most (None: the client's).
-        `deliver=False`: acknowledgement only; returns an AckOnlySubscription.
-
-        `kind="shared"`: a work queue; any number of members (on any connections) share
-        the subscription, each message going to one of them: a SharedSubscription, whose
-        messages are acknowledged one by one. `deliver="pull"`: nothing is pushed; take
-        messages with `fetch` (a PullSubscription; exclusive or shared). Options:
-        `ack_timeout` (seconds before an unacknowledged message goes out again; the
-        hub's default is 30), `max_deliveries` (then to the dead-letter topic, default
-        "<topic>.dlq", and acknowledged; `dead_letter_topic` names another) and
-        `message_bound` (any kind: at most that many unconsumed messages are kept for it,
-        the oldest skipped). A shared subscription's `start` applies when it is created.
-        """
-        position = position_as_asked(
-            self, topic, subscriber_id, mode, start, window, force_attach, deliver, kind, **options
-        )
-        subscription = subscription_class(blocking_subscriptions, position)(self, position)
-        self._subscribe(subscription)
-        self._subscriptions.add(subscription)
-        return subscription
+    # -- subscriptions ---------------------------------------------------------------------
 
     def _resubscribe(self, subscription, deadline) -> None:
-        """Attach a subscription whose connection dropped again, from its last ack.
+        """Attach a subscription whose connection dropped again, from its last ack, in
+        the calling thread (core.py's _reattach_steps): returns when attached, or when
+        `deadline` passed (the caller returns None); raises CouldNotConnect after
+        `reconnect_timeout` of failures, and SubscriptionClosed when the hub no longer
+        has the subscription."""
+        self._waiting.run(self._reattach_steps(subscription, deadline))
 
-        Returns when attached, or when `deadline` passed (the caller returns None);
-        raises CouldNotConnect after `reconnect_timeout` of failures, and
-        SubscriptionClosed when the hub no longer has the subscription.
-        """
-        give_up = (subscription._detached_at or time.monotonic()) + self.reconnect_timeout
-        backoff = _BACKOFF_FIRST
-        while subscription._connection is None and subscription._closed is None:
-            try:
-                self._attach_again(subscription)
-                return
-            except (CouldNotConnect, ConnectionLost, RequestTimeout, TopicBusy, ServiceDown) as e:
-                last_error = e
-            now = time.monotonic()
-            if now >= give_up:
-                raise CouldNotConnect(
-                    message=f"could not resubscribe {subscription.topic}/{subscription.subscriber_id} "
-                    f"in {self.reconnect_timeout} s: {last_error}"
-                )
-            if deadline is not None and now >= deadline:
-                return
-            pause = min(backoff, give_up - now, (deadline - now) if deadline is not None else backoff)
-            time.sleep(max(pause, 0))
-            backoff = min(backoff * 2, _BACKOFF_MAX)
 
-    def _attach_again(self, subscription) -> None:
-        """One attempt to attach a detached subscription again; raises what stopped it,
-        and SubscriptionClosed (ending it) when the hub no longer has it."""
-        try:
-            self._subscribe(subscription)
-        except ClientNotSubscribed as e:
-            subscription._ended(SubscriptionClosed(message=f"the hub no longer has it: {e.message}"))
-            raise subscription._closed from None
+@implementer(IConnections)
+class BlockingConnections:
+    """The blocking client's connections, one per hub, shared by its threads: a usable
+    one is found without a lock (the one-message publish's path), a new one is made
+    under it."""
 
-    # -- reading without a subscription (read_range, and the admin reads, are in operations.py)
+    def __init__(self, config: ClientConfig, client_name: str):
+        self._config = config
+        self._client_name = client_name  # (said in HELLO)
+        tls = config.tls
+        self._ssl_context = tls.ssl_context() if tls is not None else None  # (its files read once, here)
+        self._lock = threading.RLock()
+        self._open = {}  # address -> BlockingConnection
+        self.closed = False
 
-    def read(self, topic: str, from_seq: int = 1, to_seq: int | None = None) -> list:
-        """Messages from_seq..to_seq (None: up to the last published when asked) as Messages."""
-        collector = ReadCollector(topic, from_seq, to_seq)
-        while (asked := collector.next_range()) is not None:
-            collector.add(self.read_range(topic, *asked))
-        return collector.messages
-
-    # -- closing ---------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Flush acknowledgements, close subscriptions (they stay durable) and connections."""
-        if self._closed:
-            return
-        for subscription in list(self._subscriptions):
-            subscription.close()
+    def get(self, address) -> BlockingConnection:
+        connection = self._open.get(address)  # (a dict read: no lock needed)
+        if connection is not None and connection.in_use():
+            return connection  # the usual case: no lock, no system call
         with self._lock:
-            self._closed = True
-            connections = list(self._connections.values())
-            self._connections.clear()
+            if self.closed:
+                raise ClientClosed(message="the client is closed")
+            connection = self._open.get(address)
+            if connection is None or connection.closed_by_hub():
+                connection = self._make(address)
+                self._open[address] = connection
+            return connection
+
+    def _make(self, address) -> BlockingConnection:
+        config = self._config
+        if config.tls is None:
+            return BlockingConnection(
+                address, config.connect_timeout, config.timeout, self._client_name, config.credentials
+            )
+        return TlsConnection(
+            address,
+            config.connect_timeout,
+            config.timeout,
+            self._client_name,
+            config.tls,
+            self._ssl_context,
+            config.credentials,
+        )
+
+    def known(self, address):
+        return self._open.get(address)
+
+    def addresses(self) -> list:
+        return [address for address, connection in list(self._open.items()) if connection.lost is None]
+
+    def close_all(self) -> None:
+        with self._lock:
+            self.closed = True
+            connections = list(self._open.values())
+            self._open.clear()
         for connection in connections:
             connection.close()

@@ -5,7 +5,19 @@ connection while it waits (hedwig.client.connection).
 `Subscription` is exclusive and acknowledged cumulatively; `AckOnlySubscription`
 (deliver=False) receives nothing; `SharedSubscription` (kind="shared") is one member of
 a work queue, acknowledged message by message; `PullSubscription` (deliver="pull")
-receives only what `fetch` asks for. The client (blocking.py) makes them.
+receives only what `fetch` asks for. What they share with the other clients'
+subscriptions (attaching, events, acknowledgements, closing) is subscription.py's;
+here is how a thread waits for messages, and acknowledgements without a timer:
+
+Acknowledgements go to the hub in one CONSUME per `ack_every` seq-ids, and when the
+subscription would wait: then, unless the oldest unsent one is already `ack_delay`
+old, it waits up to `ack_delay` for a message first (one read with that constant
+timeout: BlockingConnection.read_briefly) and sends them only if none came. A subscriber
+keeping up with a stream so sends one CONSUME per `ack_every` messages, not one per
+delivery (each of which would cost it a send, and the hub a wake-up and a read, beside
+the publishes the stream is made of), and an idle one's pointer is current `ack_delay`
+after its last ack. The window never waits on this: `ack_every` is at most half of it
+(hedwig.protocol.position).
 """
 
 import time
@@ -13,78 +25,54 @@ from collections import deque
 
 from zope.interface import implementer
 
-from hedwig.client.blocking_acks import DelayedAcks
-from hedwig.client.subscription_base import (
-    AcknowledgesEach,
-    AcknowledgesOnly,
-    PositionedSubscription,
-    PullsOnly,
-)
+from hedwig.client.subscription import BaseSubscription
 from hedwig.protocol import Op, Status
 from hedwig.protocol.errors import HedwigError, SubscriptionClosed, error_for
 from hedwig.protocol.position import SubscriptionPosition, seq_of
-from hedwig.protocol.requests import encode_close_subscription
-from hedwig.protocol.session import ISharedSubscriber, ISubscriber
+from hedwig.protocol.session import ISharedSubscriber
 from hedwig.protocol.work_requests import check_fetch, encode_fetch
 
 # A fetch without a timeout asks the hub for this long at a time, until something comes.
 FETCH_SLICE_S = 30.0
 
 
-@implementer(ISubscriber)
-class Subscription(DelayedAcks, PositionedSubscription):
+class _Inbox(deque):
+    """A blocking subscription's messages, handed over by the thread that reads."""
+
+    __slots__ = ("fetch_over",)
+
+    def __init__(self):
+        super().__init__()
+        self.fetch_over = False  # a pull subscription's fetch is over
+
+    def end(self, error, here: bool) -> None:
+        if here:
+            self.clear()  # closed means no more messages, even those already here
+
+    def fetch_done(self) -> None:
+        self.fetch_over = True
+
+
+class Subscription(BaseSubscription):
     """A live subscription: iterate it, or `receive(timeout)`; `ack` what you processed.
 
     Messages come in seq-id order with no gap, across reconnects. Iteration ends when the
     subscription is closed; `receive` then raises SubscriptionClosed. Acknowledgements
-    are batched (DelayedAcks, blocking_acks.py).
+    are batched (see the module's docstring).
     """
 
     def __init__(self, client, position: SubscriptionPosition):
-        self._client = client
-        self._position = position
-        self._queue = deque()
-        self._connection = None
-        self._handle = None
-        self._closed = None  # the SubscriptionClosed once closed
-        self._closed_here = False
-        self._detached_at = None  # when the connection was lost, while resubscribing
+        super().__init__(client, position, _Inbox())
         self._ack_since = None  # time.monotonic() of the oldest acknowledgement not sent
+        self._ack_delay = client.config.ack_delay if client is not None else 0.0
 
     @property
     def closed(self) -> bool:
         return self._closed is not None
 
-    # -- ISubscriber: called by the connection's session, on the reading thread ----------------
-
-    def on_attached(self, connection, subscribed) -> None:
-        self._connection = connection
-        self._handle = subscribed.handle
-        self._detached_at = None
-
-    def on_delivery(self, start, stop, entry) -> None:
-        self._queue.extend(self._position.messages(start, stop, entry))
-
-    def _hand_over(self, messages) -> None:
-        self._queue.extend(messages)
-
-    def on_detached(self, topic_moved: bool = False) -> None:
-        self._connection = None
-        self._handle = None
-        self._detached_at = time.monotonic()
-        if topic_moved:
-            self._client._forget_route(self.topic)
-
-    def _ended(self, error) -> None:
-        self._connection = None
-        self._handle = None
-        self._closed = error
-
-    # -- the application's side --------------------------------------------------------------
-
     def receive(self, timeout: float | None = None):
         """The next message, or None when `timeout` seconds pass first (None: wait)."""
-        queue = self._queue
+        queue = self._inbox
         if queue:
             return queue.popleft()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -99,7 +87,8 @@ class Subscription(DelayedAcks, PositionedSubscription):
                 if queue:
                     return queue.popleft()
                 continue  # (the connection went: attach again)
-            self._flush_ack(connection)
+            self._ack_since = None
+            self._flush_ack()
             ready = connection.wait_for(arrived, deadline)
             if queue:
                 return queue.popleft()
@@ -125,7 +114,7 @@ class Subscription(DelayedAcks, PositionedSubscription):
         first = self.receive(timeout)
         if first is None:
             return []
-        queue = self._queue
+        queue = self._inbox
         count = len(queue) if max_messages is None else min(len(queue), max_messages - 1)
         popleft = queue.popleft
         batch = [first]
@@ -142,24 +131,32 @@ class Subscription(DelayedAcks, PositionedSubscription):
                 raise
             yield message
 
+    def ack(self, message_or_seq) -> None:
+        """Acknowledge this message and every one before it (cumulative): sent with the
+        `ack_every`-th, or when the subscription waits (see the module's docstring)."""
+        position = self._position
+        to_send = position.ack(seq_of(message_or_seq))
+        if to_send is not None:
+            self._ack_since = None
+            self._send_ack(to_send)
+        elif self._ack_since is None and position.acked > position.sent_ack:
+            self._ack_since = time.monotonic()
+
+    def _ack_waits(self, connection, ready, deadline) -> bool:
+        """Before waiting with an acknowledgement unsent: wait up to the client's
+        ack_delay for a message instead of sending it, unless it is that old already.
+        True when something came (the acknowledgement stays due)."""
+        delay = self._ack_delay
+        now = time.monotonic()
+        if now - self._ack_since >= delay:
+            return False
+        if deadline is not None and deadline - now < delay:
+            delay = max(deadline - now, 0.0)
+        return connection.read_briefly(ready, delay)
+
     def close(self) -> None:
         """Flush acknowledgements and detach (the subscription stays, durable)."""
-        if self._closed is not None:
-            return
-        connection, handle = self._connection, self._handle
-        self._closed = SubscriptionClosed(message="closed by the application")
-        self._closed_here = True
-        self._queue.clear()  # closed means no more messages, even those already here
-        self._client._subscriptions.discard(self)
-        if connection is None or handle is None:
-            return
-        self._flush_ack(connection)
-        connection.release(handle)
-        self._connection = None
-        try:
-            connection.call(Op.CLOSE_SUBSCRIPTION, encode_close_subscription(handle))
-        except HedwigError:
-            pass  # the connection is gone, and the subscription detached with it
+        self._client._waiting.run(self._close_steps())
 
     def __enter__(self):
         return self
@@ -167,25 +164,13 @@ class Subscription(DelayedAcks, PositionedSubscription):
     def __exit__(self, *exc_info):
         self.close()
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else ("attached" if self._connection else "detached")
-        return f"<{type(self).__name__} {self.topic}/{self.subscriber_id} {state}>"
+
+def _pushed_nothing(self, *args, **kwargs):
+    """receive, receive_batch and iteration of a subscription the hub pushes nothing to."""
+    raise self._refusal()
 
 
-class _PushedNothing:
-    """receive, receive_batch and iteration refused (`_refusal()` says why)."""
-
-    def receive(self, timeout: float | None = None):
-        raise self._refusal()
-
-    def receive_batch(self, timeout: float | None = None, max_messages: int | None = None) -> list:
-        raise self._refusal()
-
-    def __iter__(self):
-        raise self._refusal()
-
-
-class AckOnlySubscription(_PushedNothing, AcknowledgesOnly, Subscription):
+class AckOnlySubscription(Subscription):
     """A subscription attached with deliver=False: it holds the durable subscription (the
     hub keeps what it has not acknowledged) and receives nothing. `ack(seq)` sends the
     CONSUME at once, and may name any seq-id up to the topic's last; a hub that went away
@@ -193,8 +178,7 @@ class AckOnlySubscription(_PushedNothing, AcknowledgesOnly, Subscription):
     ConnectionLost, ...) with the acknowledgement kept: it goes out with the next `ack`.
     """
 
-    def _refusal(self):
-        return self._no_deliveries()
+    receive = receive_batch = __iter__ = _pushed_nothing
 
     def ack(self, message_or_seq) -> None:
         """Acknowledge every message up to this seq-id, now."""
@@ -206,7 +190,7 @@ class AckOnlySubscription(_PushedNothing, AcknowledgesOnly, Subscription):
         if self._closed is not None:
             raise self._closed
         if self._connection is None:
-            self._client._attach_again(self)
+            self._client._waiting.run(self._client._attach_again(self))
         seq = self._position.unsent_ack()
         if seq is None:
             return
@@ -218,7 +202,7 @@ class AckOnlySubscription(_PushedNothing, AcknowledgesOnly, Subscription):
 
 
 @implementer(ISharedSubscriber)
-class SharedSubscription(AcknowledgesEach, Subscription):
+class SharedSubscription(Subscription):
     """A member of a shared subscription (kind="shared"): the hub gives each message to
     one member at a time, so iterate or `receive` as from any subscription, and `ack`
     each message when it is done (only that message). One not acknowledged within the
@@ -230,42 +214,17 @@ class SharedSubscription(AcknowledgesEach, Subscription):
         """Acknowledge this message (and no other); sent with the next batch of acks."""
         to_send = self._position.ack(seq_of(message_or_seq))
         if to_send is not None:
-            self._send_consume(self._connection, to_send)
+            self._send_ack(to_send)
 
     def nack(self, message_or_seq) -> None:
         """Give this message back: the hub delivers it again now (maybe to this member)."""
-        connection, handle = self._connection, self._handle
-        if connection is None or handle is None:
-            return  # (detached: the hub took back everything this member held)
-        seq = seq_of(message_or_seq)
-        try:
-            connection.nack(handle, [(seq, seq)])
-        except HedwigError:
-            pass  # the connection is gone, and the hub took back what it held with it
-
-    def _send_consume(self, connection, ranges) -> None:
-        handle = self._handle
-        if connection is None or handle is None:
-            self._position.not_sent(ranges)  # (sent once attached again)
-            return
-        try:
-            connection.ack(handle, ranges)
-        except HedwigError:
-            self._position.not_sent(ranges)
+        self._nack(message_or_seq)
 
 
-class PullSubscription(_PushedNothing, PullsOnly, SharedSubscription):
+class PullSubscription(SharedSubscription):
     """A pull subscription (deliver="pull"): the hub sends nothing until `fetch` asks."""
 
-    def __init__(self, client, position):
-        super().__init__(client, position)
-        self._fetch_over = False
-
-    def _refusal(self):
-        return self._not_pushed()
-
-    def _fetch_ended(self) -> None:
-        self._fetch_over = True
+    receive = receive_batch = __iter__ = _pushed_nothing
 
     def fetch(self, max_messages: int = 100, timeout: float | None = None) -> list:
         """Up to `max_messages` messages: those the hub has for this subscription now, or,
@@ -273,22 +232,23 @@ class PullSubscription(_PushedNothing, PullsOnly, SharedSubscription):
         come); an empty list when the timeout passes first. `ack` each when done."""
         check_fetch(max_messages, FETCH_SLICE_S if timeout is None else timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
+        inbox = self._inbox
         while True:
             connection = self._attached(deadline)
             if connection is None:
                 return []
-            self._flush_ack(connection)
+            self._flush_ack()
             wait = FETCH_SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())
-            self._fetch_over = False
+            inbox.fetch_over = False
             body = encode_fetch(self._handle, max_messages, round(wait * 1000))
             response = connection.call(Op.FETCH, body)
             if response.status is not Status.SUCCESS:
                 raise error_for(response.status, response.message)
             connection.wait_for(
-                lambda connection=connection: self._fetch_over or self._connection is not connection,
+                lambda connection=connection: inbox.fetch_over or self._connection is not connection,
                 time.monotonic() + wait + connection.request_timeout,
             )
-            messages = list(self._queue)
-            self._queue.clear()
+            messages = list(inbox)
+            inbox.clear()
             if messages or (deadline is not None and time.monotonic() >= deadline):
                 return messages

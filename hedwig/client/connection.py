@@ -76,7 +76,7 @@ class BlockingConnection:
         self._read_buffer = bytearray(_RECV_BYTES)
         self._read_view = memoryview(self._read_buffer)
         # Request ids, replies matched to their _Reply, subscriptions by handle
-        self._channel = HubSession(self)
+        self._session = HubSession(self)
         self._cond = threading.Condition()
         self._read_lock = threading.Lock()
         self._waiters = 0
@@ -139,40 +139,40 @@ class BlockingConnection:
     def call(self, op: Op, body: bytes, timeout=None):
         """Send a request and wait for its Response."""
         reply = _Reply()
-        request_id, frame = self._channel.request(op, body, reply)
+        request_id, frame = self._session.request(op, body, reply)
         return self._exchange(request_id, reply, [frame], timeout)
 
     def subscribe(self, subscription):
         """SUBSCRIBE as the subscription's position asks; a SUCCESS attaches it (the
         session calls its on_attached) before the Response is returned."""
         reply = _Reply()
-        request_id, frame = self._channel.subscribe(subscription._position, subscription, reply)
+        request_id, frame = self._session.subscribe(subscription._position, subscription, reply)
         return self._exchange(request_id, reply, [frame], None)
 
     def consume(self, handle: int, seq: int) -> None:
         """Move the consumed seq-id of the subscription `handle` (no reply on success)."""
-        self._send([self._channel.consume(handle, seq)])
+        self._send([self._session.consume(handle, seq)])
 
     def ack(self, handle: int, ranges) -> None:
         """Acknowledge seq-id ranges of the shared or pull subscription `handle`."""
-        self._send([self._channel.ack(handle, ranges)])
+        self._send([self._session.ack(handle, ranges)])
 
     def nack(self, handle: int, ranges) -> None:
         """Ask for seq-id ranges of the subscription `handle` to be delivered again now."""
-        self._send([self._channel.nack(handle, ranges)])
+        self._send([self._session.nack(handle, ranges)])
 
     def release(self, handle: int) -> None:
         """The subscription `handle` is closed here: its frames go to nobody."""
-        self._channel.release(handle)
+        self._session.release(handle)
 
     def publish(self, topic: str, message_set: bytes):
         reply = _Reply()
-        request_id, parts = self._channel.publish(topic, message_set, reply)
+        request_id, parts = self._session.publish(topic, message_set, reply)
         return self._exchange(request_id, reply, parts, None)
 
     def publish_one(self, topic: str, payload: bytes):
         reply = _Reply()
-        request_id, frame = self._channel.publish_one(topic, payload, reply)
+        request_id, frame = self._session.publish_one(topic, payload, reply)
         return self._exchange(request_id, reply, [frame], None)
 
     def publish_one_quick(self, topic: str, payload: bytes):
@@ -185,11 +185,11 @@ class BlockingConnection:
         out leaves the rest of the wait to the general path, within `request_timeout`.
         """
         reply = _Reply()
-        request_id, frame = self._channel.publish_one(topic, payload, reply)
+        request_id, frame = self._session.publish_one(topic, payload, reply)
         if self._sock_timeout > self.request_timeout or not self._read_lock.acquire(False):
             return self._exchange(request_id, reply, [frame], None)
         try:
-            if self.lost is not None or not self._channel.between_frames():
+            if self.lost is not None or not self._session.between_frames():
                 answer = None  # (sent by the general path below)
             else:
                 answer = self._send_and_read(request_id, frame)
@@ -211,7 +211,7 @@ class BlockingConnection:
         try:
             self._send([frame])
         except ConnectionLost:
-            self._channel.forget(request_id)
+            self._session.forget(request_id)
             raise
         try:
             received = self._sock.recv_into(self._read_buffer)
@@ -232,23 +232,23 @@ class BlockingConnection:
                 and not message
             ):
                 self._last_read = time.monotonic()
-                self._channel.forget(request_id)
+                self._session.forget(request_id)
                 return first_seq
         self._received(received)
         return _READ
 
     def send(self, op: Op, body: bytes) -> None:
         """A request without a reply on success (CONSUME)."""
-        self._send([self._channel.send(op, body)])
+        self._send([self._session.send(op, body)])
 
     def _exchange(self, request_id, reply, parts, timeout):
         if self.lost is not None:
-            self._channel.forget(request_id)
+            self._session.forget(request_id)
             raise self.lost
         try:
             self._send(parts)
         except ConnectionLost:
-            self._channel.forget(request_id)
+            self._session.forget(request_id)
             raise
         return self._await(request_id, reply, timeout)
 
@@ -262,7 +262,7 @@ class BlockingConnection:
                     raise self.lost
                 raise RequestTimeout(message=f"no reply from {format_address(self.address)} in {timeout} s")
         finally:
-            self._channel.forget(request_id)
+            self._session.forget(request_id)
         return reply.response
 
     def _send(self, parts) -> None:
@@ -375,7 +375,7 @@ class BlockingConnection:
             return
         data = self._read_view[:received].tobytes()
         try:
-            self._channel.data_received(data)
+            self._session.data_received(data)
         except ProtocolViolation as e:
             self._lose(str(e))
 
@@ -384,7 +384,7 @@ class BlockingConnection:
             return
         self.lost = ConnectionLost(message=reason)
         self._close_socket()
-        self._channel.detach_all()
+        self._session.detach_all()
 
     def _close_socket(self) -> None:
         try:

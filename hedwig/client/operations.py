@@ -1,15 +1,14 @@
-"""The requests both clients make the same way, whatever way they wait for the answer.
+"""The requests every client makes the same way, whatever way it waits for the answer.
 
-Each client routes a request with its own `_request(topic, send, retry)`: the blocking
-client returns the reply's value, the Twisted client a Deferred firing with it. `send`
-gets the connection to the topic's hub (a BlockingConnection or a HubProtocol), which
-both answer `call(op, body, subscription=None)`. What a request carries, whether it may
-be sent again after a lost connection, and what it does to the client's own
-subscriptions are the same in both and live here once; publishing and subscribing,
-where waiting is the whole matter, stay in each client.
+Each is routed by the client core's `_request(topic, send, retry)` (core.py), which
+returns the adapter's form of the reply's value: the value itself (blocking), a
+Deferred (Twisted), an awaitable (asyncio). `send` gets the connection to the topic's
+hub, which answers `call(op, body)` (a Response, or what waits for one). What a request
+carries, whether it may be sent again after a lost connection, and what it does to the
+client's own subscriptions live here once; publishing and subscribing are the core's.
 """
 
-from hedwig.client.defaults import DEFAULT_READ_BYTES
+from hedwig.client.config import DEFAULT_READ_BYTES
 from hedwig.client.start import wire_start
 from hedwig.protocol import Op
 from hedwig.protocol.admin_requests import (
@@ -26,23 +25,17 @@ from hedwig.protocol.requests import (
 
 
 class ClientOperations:
-    """Mixed into both clients (which give `_request` and `_subscriptions`)."""
+    """The base of the client core (which gives `_request`, `_waiting` and
+    `_unsubscribe_steps`)."""
 
     __slots__ = ()
-
-    def _subscribe(self, subscription):
-        """SUBSCRIBE as the subscription's position says (first as asked, later to resume);
-        a reply that attaches it reaches the subscription before the caller."""
-        return self._request(subscription.topic, lambda c: c.subscribe(subscription), retry=True)
 
     def unsubscribe(self, topic: str, subscriber_id: str):
         """Delete the durable subscription: its consumed seq-id is forgotten (one attached
         through this client is closed first)."""
-        for subscription in list(self._subscriptions):
-            if subscription.topic == topic and subscription.subscriber_id == subscriber_id:
-                subscription.close()
         body = encode_unsubscribe(topic, subscriber_id)
-        return self._request(topic, lambda c: c.call(Op.UNSUBSCRIBE, body), retry=False)
+        request = lambda: self._request(topic, lambda c: c.call(Op.UNSUBSCRIBE, body), retry=False)  # noqa: E731
+        return self._waiting.run(self._unsubscribe_steps(topic, subscriber_id, request))
 
     def read_range(self, topic: str, from_seq: int, to_seq: int = 0, max_bytes: int = DEFAULT_READ_BYTES):
         """Stored entries holding seq-ids from_seq..to_seq (0: to the last), raw.

@@ -1,7 +1,6 @@
-"""What a client publishes: payloads (bytes-like as they are, or text, sent as UTF-8),
-and the Twisted and asyncio clients' batches of them waiting to go out.
+"""What a client publishes: payloads (bytes-like as they are, or text, sent as UTF-8).
 
-Applications publish text as often as bytes; encoding it here, once for both clients,
+Applications publish text as often as bytes; encoding it here, once for every client,
 spares every caller the `.encode()` and gives anything else one clear TypeError before a
 message set is built.
 """
@@ -35,16 +34,3 @@ def encode_payloads(payloads, properties, codec) -> tuple:
         payloads = payloads_bytes(payloads)
         message_set = encode_published_set(payloads, properties, codec)
     return message_set, len(payloads), max(map(len, payloads))
-
-
-class PublishBatch:
-    """Messages of one topic waiting to go out as one message set (the Twisted and asyncio
-    clients); `waiters` are the Deferreds or Futures of its publishes, in order."""
-
-    __slots__ = ("payloads", "properties", "size", "waiters")
-
-    def __init__(self):
-        self.payloads = []
-        self.properties = None  # a list parallel to payloads once any message has some
-        self.waiters = []
-        self.size = 0

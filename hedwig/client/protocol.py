@@ -7,7 +7,7 @@ from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.client.defaults import DEFAULT_TIMEOUT
+from hedwig.client.config import DEFAULT_TIMEOUT
 from hedwig.client.session_driver import SessionDriver
 from hedwig.config.tls import handshake_failure
 from hedwig.protocol import Op, Status
@@ -69,7 +69,7 @@ class HubProtocol(SessionDriver, Protocol):
 
     def dataReceived(self, data):
         try:
-            self._channel.data_received(data)
+            self._session.data_received(data)
         except ProtocolViolation as e:
             log.warn("dropping the connection: {reason}", reason=str(e))
             self.lost = ConnectionLost(message=str(e))
@@ -83,14 +83,14 @@ class HubProtocol(SessionDriver, Protocol):
                 self.lost = refused
             else:
                 self.lost = ConnectionLost(message=f"connection to the hub lost: {reason.getErrorMessage()}")
-        for deferred, timer in self._channel.take_pending():
+        for deferred, timer in self._session.take_pending():
             if timer is not None and timer.active():
                 timer.cancel()
             deferred.errback(Failure(self.lost))
         if self.ready is not None:
             ready, self.ready = self.ready, None
             ready.errback(Failure(self.lost))
-        self._channel.detach_all()
+        self._session.detach_all()
         if self.on_lost is not None:
             self.on_lost(self)
         waiters, self._lost_waiters = self._lost_waiters, []
@@ -146,6 +146,6 @@ class HubProtocol(SessionDriver, Protocol):
         return pending[0]
 
     def _timed_out(self, request_id):
-        pending = self._channel.forget(request_id)
+        pending = self._session.forget(request_id)
         if pending is not None:
             pending[0].errback(Failure(RequestTimeout(message=f"no reply in {self._timeout} s")))

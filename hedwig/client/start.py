@@ -49,12 +49,22 @@ DELIVERIES = (True, False, "push", "pull")
 
 
 def position_as_asked(
-    client, topic, subscriber_id, mode, start, window, force_attach, deliver, kind="exclusive", **options
+    config,
+    topic,
+    subscriber_id,
+    mode="create_or_attach",
+    start=None,
+    window=None,
+    force_attach=False,
+    deliver=True,
+    kind="exclusive",
+    **options,
 ):
-    """The position of a subscription as an application asks any client for it: `start`
-    in any form wire_start takes, `window` None for the client's own; `deliver` True (or
-    "push"), "pull", or False (acknowledgement only); `kind` "exclusive" or "shared";
-    `options`: ack_timeout (seconds), max_deliveries, dead_letter_topic, message_bound.
+    """The position of a subscription as an application asks any client for it (`config`:
+    the client's ClientConfig): `start` in any form wire_start takes, `window` None for
+    the client's own; `deliver` True (or "push"), "pull", or False (acknowledgement only);
+    `kind` "exclusive" or "shared"; `options`: ack_timeout (seconds), max_deliveries,
+    dead_letter_topic, message_bound.
     A SharedPosition for a shared or pull subscription, else a SubscriptionPosition;
     ValueError (TypeError for an unknown option) for what cannot work."""
     unknown = set(options) - set(SUBSCRIBE_OPTIONS)
@@ -78,10 +88,10 @@ def position_as_asked(
         options.get("dead_letter_topic"),
     )
     check_options(wanted, deliver is not False)
-    window = client.window if window is None else window
+    window = config.window if window is None else window
     if kind == "shared" or wanted.pull:
         return SharedPosition(
-            topic, subscriber_id, mode, wire_start(start), window, force_attach, wanted, client.ack_every
+            topic, subscriber_id, mode, wire_start(start), window, force_attach, wanted, config.ack_every
         )
     return SubscriptionPosition(
         topic,
@@ -90,7 +100,7 @@ def position_as_asked(
         wire_start(start),
         window,
         force_attach,
-        client.ack_every,
+        config.ack_every,
         deliver is not False,
         SubscribeOptions(message_bound=wanted.message_bound),
     )

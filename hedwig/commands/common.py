@@ -7,7 +7,7 @@ import os
 import signal
 
 from hedwig.auth.client_options import add_user_option, credentials_from
-from hedwig.client.defaults import DEFAULT_HUB, DEFAULT_TIMEOUT
+from hedwig.client.config import DEFAULT_HUB, DEFAULT_TIMEOUT
 
 
 class CommandError(Exception):

@@ -6,7 +6,7 @@ import sys
 import time
 from datetime import datetime
 
-from hedwig.client.defaults import DEFAULT_READ_BYTES
+from hedwig.client.config import DEFAULT_READ_BYTES
 from hedwig.client.errors import SeqOutOfRange
 from hedwig.commands.common import CommandError
 from hedwig.protocol import decode_entry

@@ -165,6 +165,11 @@ class SubscriptionPosition:
                 return seq
         return None
 
+    @property
+    def ack_due(self) -> bool:
+        """Whether an acknowledgement waits to be sent (SharedPosition's alike)."""
+        return self.acked > self.sent_ack
+
     def unsent_ack(self) -> int | None:
         """The acknowledgement to send before waiting, if one is due; marks it sent."""
         if self.acked > self.sent_ack:

@@ -137,7 +137,7 @@ def drain(spark, settings: DrainSettings, say=None, stop: StopRequest | None = N
             list(settings.hubs),
             client_name=f"hedwig-drain/{settings.subscriber}",
             **settings.access.client_options(),
-        )
+        ).connect()
     except CouldNotConnect as e:
         raise HubUnreachable(
             f"could not connect to the hedwig hub at {', '.join(settings.hubs)}: {e.message}"

@@ -29,7 +29,9 @@ class HubReader:
         self.owners = {}  # topic -> the "host:port" that described it (its owner)
         options = (access or HubAccess()).client_options()
         try:
-            self._client = Client(list(self.hubs), timeout=timeout, client_name="hedwig-spark", **options)
+            self._client = Client(
+                list(self.hubs), timeout=timeout, client_name="hedwig-spark", **options
+            ).connect()
         except CouldNotConnect as e:
             raise HubUnreachable(
                 f"could not connect to the hedwig hub at {', '.join(self.hubs)} (option 'hub'): {e.message}"

@@ -26,7 +26,7 @@ class Blocking:
     name = "blocking"
 
     def __init__(self, address, **options):
-        self.client = BlockingClient(address, **options)
+        self.client = BlockingClient(address, **options).connect()
 
     def call(self, method, *args, **kwargs):
         return getattr(self.client, method)(*args, **kwargs)

@@ -13,7 +13,7 @@ from tests.client.test_blocking_acks import consumes_through
 
 def consumes_sent(client, each=None) -> list:
     """The seq-ids of the CONSUMEs `client` sends from now on (`each` called after each)."""
-    return consumes_through(client._protocols[client._routes.default], each)
+    return consumes_through(client._connections.known(client._routes.default), each)
 
 
 def _consumed(hub, topic: str) -> int:

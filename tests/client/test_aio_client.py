@@ -14,6 +14,7 @@ from hedwig.client.errors import (
     InvalidTopic,
     MessageTooLarge,
     NoDeliveries,
+    PublishQueueFull,
     SubscriptionClosed,
     TooManyRedirects,
 )
@@ -132,9 +133,8 @@ def test_errors_are_the_typed_errors_of_the_other_clients(hub):
             with pytest.raises(InvalidTopic):
                 await client.publish("bad topic!", b"x")
             with pytest.raises(MessageTooLarge):
-                await client.publish(
-                    "aio-big", b"x" * (client._protocols[client._routes.default].hello.max_message_bytes + 1)
-                )
+                hello = client._connections.known(client._routes.default).hello
+                await client.publish("aio-big", b"x" * (hello.max_message_bytes + 1))
             first = await client.subscribe("aio-forced", "s")
             async with Client(hub.address) as other:
                 await other.subscribe("aio-forced", "s", force_attach=True)
@@ -202,3 +202,19 @@ def test_publish_many_takes_str_payloads_as_utf8(hub):
     assert asyncio.run(publish()) == [1, 2]
     with Blocking(hub.address) as blocking:
         assert [bytes(m.payload) for m in blocking.read("aio-text")] == ["héllo".encode(), b"raw"]
+
+
+def test_publishes_past_max_queued_are_refused_at_once_and_the_rest_are_stored(hub):
+    """The Twisted client's backpressure, the asyncio client's too (batching.py)."""
+
+    async def main():
+        async with Client(hub.address, max_in_flight=1, max_queued=2) as client:
+            outcomes = await asyncio.gather(
+                *(client.publish("aio-queue-full", b"m%d" % i) for i in range(3)), return_exceptions=True
+            )
+            assert outcomes[:2] == [1, 2]
+            assert isinstance(outcomes[2], PublishQueueFull)
+            assert (client.in_flight, client.queued) == (0, 0)
+            return [m.payload for m in await client.read("aio-queue-full")]
+
+    assert run(main()) == [b"m0", b"m1"]

@@ -9,7 +9,7 @@ from hedwig.client import Client
 
 def consumes_sent(client, each=None) -> list:
     """The seq-ids of the CONSUMEs `client` sends from now on (`each` called after each)."""
-    return consumes_through(client._connections[client._routes.default], each)
+    return consumes_through(client._connections.known(client._routes.default), each)
 
 
 def consumes_through(connection, each=None) -> list:

@@ -8,7 +8,7 @@ from hedwig.client import Client
 def test_a_connection_read_from_a_moment_ago_is_used_without_asking_the_socket(hub):
     with Client(hub.address) as client:
         assert client.publish("round-trip", b"0") == 1
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         asked = []
         ask = connection.closed_by_hub
         connection.closed_by_hub = lambda: asked.append(1) or ask()

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from hedwig.client.errors import InvalidTopic, SubscriptionClosed, TooManyRedirects
+from hedwig.client.errors import ClientClosed, InvalidTopic, SubscriptionClosed, TooManyRedirects
+from hedwig.protocol.compression import Codec, encode_published_set
 from tests.client.every_client import CLIENTS
 from tests.client.redirector import Redirector
 
@@ -140,3 +141,66 @@ def test_a_pull_subscription_fetches_at_once_after_the_first_publish_or_nothing_
     waiting.start()
     assert [m.payload for m in puller.fetch(10, 20.0)] == [b"d"], "the first publish ends the wait"
     waiting.join()
+
+
+def test_a_set_encoded_already_is_published_as_it_is(connect):
+    topic = f"every-set-{connect.kind}"
+    client = connect()
+    message_set = encode_published_set([b"one", b"two"], [{"k": b"v"}, None], Codec.NONE)
+    assert client.call("publish_set", topic, message_set) == [1, 2]
+    assert [(m.payload, m.properties) for m in client.call("read", topic)] == [
+        (b"one", {"k": b"v"}),
+        (b"two", {}),
+    ]
+
+
+def test_unsubscribe_closes_the_subscription_attached_through_the_client_first(connect):
+    topic = f"every-unsubscribe-{connect.kind}"
+    client = connect()
+    subscription = client.subscribe(topic, "gone", start="earliest")
+    client.call("unsubscribe", topic, "gone")
+    assert client.call("describe", topic)["subscribers"] == []
+    with pytest.raises(SubscriptionClosed):
+        subscription.receive(timeout=0.1)
+
+
+def test_a_closed_client_refuses_publishes_and_subscribes(connect):
+    topic = f"every-closed-{connect.kind}"
+    client = connect()
+    client.call("publish", topic, b"x")
+    client.call("close")
+    client.call("close")  # (again: nothing more to do)
+    for method, args in (
+        ("publish", (topic, b"y")),
+        ("publish_many", (topic, [b"y"])),
+        ("subscribe", (topic, "s")),
+    ):
+        with pytest.raises(ClientClosed):
+            client.call(method, *args)
+
+
+def test_an_idempotent_client_stores_a_redirected_set_once(connect, hub):
+    topic = f"every-idempotent-{connect.kind}"
+    with Redirector(hub.address) as redirector:
+        client = connect(redirector.address, idempotent=True)
+        assert client.call("publish_many", topic, [b"a", b"b"]) == [1, 2]
+        assert client.call("publish", topic, b"c") == 3
+    assert [m.payload for m in connect().call("read", topic)] == [b"a", b"b", b"c"]
+
+
+def test_a_subscription_resumes_after_a_hub_restart_from_its_last_ack_without_gap_or_duplicate(
+    connect, own_hub
+):
+    own_hub.start()
+    topic = f"every-restart-{connect.kind}"
+    client = connect(own_hub.address, reconnect_timeout=60)
+    subscription = client.subscribe(topic, "s", start="earliest")
+    client.call("publish_many", topic, [b"1", b"2", b"3"])
+    first, second = subscription.receive(), subscription.receive()
+    subscription.ack(first)
+    assert (first.seq, second.seq) == (1, 2)
+    own_hub.kill()
+    own_hub.restart()
+    client.call("publish", topic, b"4")
+    got = [subscription.receive() for _ in range(2)]
+    assert [m.seq for m in got] == [3, 4], "2 was handed over already: the client drops it again"

@@ -8,9 +8,10 @@ import pytest
 from hedwig.client import errors
 from hedwig.client.reads import ReadCollector
 from hedwig.client.start import parse_start, wire_start
-from hedwig.client.subscription_base import PositionedSubscription
+from hedwig.client.subscription import BaseSubscription
 from hedwig.protocol import Op, Status, SubscriptionEvent, encode_entry_header, encode_message_set
 from hedwig.protocol.addresses import format_address, parse_address, parse_addresses
+from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.redirects import Routes, next_owner
 from hedwig.protocol.requests import ReadRangeReply
 from hedwig.protocol.responses import Response
@@ -162,10 +163,11 @@ def test_a_read_stops_at_to_seq_at_an_empty_reply_and_when_nothing_moves():
     assert stuck.next_range() is None
 
 
-class _Subscription(PositionedSubscription):
-    """Records what PositionedSubscription.on_event makes of the hub's events."""
+class _Subscription(BaseSubscription):
+    """Records what BaseSubscription.on_event makes of the hub's events."""
 
     def __init__(self):
+        super().__init__(None, SubscriptionPosition("t", "s", "create_or_attach", None, 0, False), None)
         self.calls = []
 
     def _ended(self, error):

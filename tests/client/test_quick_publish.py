@@ -37,11 +37,11 @@ def _count_session_reads(connection) -> list:
 def test_a_reply_that_comes_alone_is_taken_without_the_session(hub):
     with Client(hub.address) as client:
         assert client.publish("quick", b"first") == 1
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         session_reads = _count_session_reads(connection)
         assert [client.publish("quick", b"%d" % i) for i in range(100)] == list(range(2, 102))
         assert session_reads == []
-        assert connection._channel.pending_count == 0  # (every request forgotten once answered)
+        assert connection._session.pending_count == 0  # (every request forgotten once answered)
     with Client(hub.address) as reader:
         stored = receive_all(reader.subscribe("quick", "check", start="earliest"), 101)
         assert [m.payload for m in stored] == [b"first", *(b"%d" % i for i in range(100))]
@@ -50,7 +50,7 @@ def test_a_reply_that_comes_alone_is_taken_without_the_session(hub):
 def test_a_reply_read_with_a_delivery_reaches_both_owners(hub):
     with Client(hub.address) as client:
         subscription = client.subscribe("quick-own", "me", start="earliest")
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         session_reads = _count_session_reads(connection)
         # The delivery to this connection's own subscription is written in the read of the
         # publish, before its reply: one read brings both.
@@ -116,7 +116,7 @@ def _publish_in_two_reads(scripted, first, second, topic: str):
 
     hub = scripted(answer)
     with Client(hub.address) as client:
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         session_reads = _count_session_reads(connection)
         connection._received = _then_set(connection._received, first_read)
         return client.publish(topic, b"x"), session_reads
@@ -159,7 +159,7 @@ def test_a_failure_reply_raises_as_on_the_general_path(scripted):
 def test_a_read_that_times_out_leaves_the_rest_of_the_request_timeout_to_the_general_path(scripted):
     hub = scripted(lambda sock, script, request_id: None)  # (never answers a PUBLISH)
     with Client(hub.address, timeout=1.0) as client:
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         # A brief read sets the socket's timeout below the request's: the quick path's
         # read is then the one that times out first.
         assert connection.read_briefly(lambda: False, 0.2) is False
@@ -169,7 +169,7 @@ def test_a_read_that_times_out_leaves_the_rest_of_the_request_timeout_to_the_gen
         assert time.monotonic() - started >= 1.0
         assert error.value.status is Status.UNCERTAIN_STATE
         assert "in 1.0 s" in error.value.message
-        assert connection.lost is None and connection._channel.pending_count == 0
+        assert connection.lost is None and connection._session.pending_count == 0
 
 
 def test_a_hub_that_closes_during_the_read_loses_the_connection(scripted):

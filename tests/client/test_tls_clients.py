@@ -175,7 +175,7 @@ def test_publish_many_sends_a_large_batch_in_several_parts(tls_hub):
 def test_a_client_finds_its_idle_connection_closed_by_a_restarted_hub_and_connects_again(own_tls_hub):
     with Client(own_tls_hub.tls_address, tls=own_tls_hub.trust(), timeout=10) as client:
         assert client.publish_many("tls-restart", [b"1", b"2"]) == [1, 2]
-        connection = client._connections[client._routes.default]
+        connection = client._connections.known(client._routes.default)
         own_tls_hub.process.kill()
         own_tls_hub.process.restart()
         # Closed while idle: the next publish goes on a new connection, without an error.
@@ -187,7 +187,7 @@ def test_a_client_finds_its_idle_connection_closed_by_a_restarted_hub_and_connec
 def test_a_hub_certificate_from_an_authority_not_trusted_is_refused(tls_hub, tmp_path):
     stranger = Authority(tmp_path / "stranger", "another CA")
     with pytest.raises(CouldNotConnect) as refused:
-        Client(tls_hub.tls_address, tls=ClientTls(ca_file=str(stranger.cert_file)))
+        Client(tls_hub.tls_address, tls=ClientTls(ca_file=str(stranger.cert_file))).connect()
     assert refused.value.message == (
         f"no hub reachable: {tls_hub.tls_address}: TLS handshake failed: certificate verify failed: "
         "self-signed certificate in certificate chain"
@@ -196,7 +196,7 @@ def test_a_hub_certificate_from_an_authority_not_trusted_is_refused(tls_hub, tmp
 
 def test_a_hub_certificate_for_another_name_is_refused_and_the_right_name_accepted(tls_hub):
     with pytest.raises(CouldNotConnect) as refused:
-        Client(tls_hub.tls_address, tls=tls_hub.trust(server_name="hub.elsewhere.test"))
+        Client(tls_hub.tls_address, tls=tls_hub.trust(server_name="hub.elsewhere.test")).connect()
     assert refused.value.message == (
         f"no hub reachable: {tls_hub.tls_address}: TLS: the certificate is not issued to "
         "hub.elsewhere.test, the name it was reached by"
@@ -208,7 +208,7 @@ def test_a_hub_certificate_for_another_name_is_refused_and_the_right_name_accept
 def test_tls_to_the_plain_port_fails_at_once_saying_which_port_to_use(tls_hub):
     started = time.monotonic()
     with pytest.raises(CouldNotConnect) as refused:
-        Client(tls_hub.address, tls=tls_hub.trust(), connect_timeout=5)
+        Client(tls_hub.address, tls=tls_hub.trust(), connect_timeout=5).connect()
     assert time.monotonic() - started < 5
     assert refused.value.message == (
         f"no hub reachable: {tls_hub.address}: TLS handshake failed: wrong version number "
@@ -221,7 +221,7 @@ def test_a_port_that_never_answers_the_handshake_fails_within_the_connect_timeou
         address = f"127.0.0.1:{silent.getsockname()[1]}"
         started = time.monotonic()
         with pytest.raises(CouldNotConnect) as refused:
-            Client(address, tls=tls_hub.trust(), connect_timeout=1.0)
+            Client(address, tls=tls_hub.trust(), connect_timeout=1.0).connect()
         assert 1.0 <= time.monotonic() - started < 5
     assert refused.value.message == (
         f"no hub reachable: {address}: TLS handshake failed: no answer (is {address} the hub's TLS port?)"
@@ -232,7 +232,7 @@ def test_a_hub_requiring_client_certificates_refuses_a_client_without_one(tmp_pa
     hub = TlsHub(tmp_path / "strict", pki, require_client_cert=True).start()
     try:
         with pytest.raises(CouldNotConnect) as refused:
-            Client(hub.tls_address, tls=hub.trust())
+            Client(hub.tls_address, tls=hub.trust()).connect()
         assert refused.value.message.startswith(
             f"no hub reachable: {hub.tls_address}: TLS: the hub requires a client certificate"
         )
@@ -242,7 +242,9 @@ def test_a_hub_requiring_client_certificates_refuses_a_client_without_one(tmp_pa
             assert client.read("tls-strict")[0].payload == b"with a certificate"
         stranger_cert, stranger_key = Authority(tmp_path / "stranger", "another CA").issue("intruder", ips=())
         with pytest.raises(CouldNotConnect, match=f"{hub.tls_address}: TLS"):
-            Client(hub.tls_address, tls=hub.trust(cert_file=str(stranger_cert), key_file=str(stranger_key)))
+            Client(
+                hub.tls_address, tls=hub.trust(cert_file=str(stranger_cert), key_file=str(stranger_key))
+            ).connect()
     finally:
         hub.stop()
 

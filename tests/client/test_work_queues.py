@@ -35,7 +35,7 @@ class Worker(threading.Thread):
 
     def __init__(self, address, topic, taken, total, **options):
         super().__init__(daemon=True)
-        self.client = Client(address)
+        self.client = Client(address).connect()
         self.subscription = self.client.subscribe(topic, "workers", kind="shared", **options)
         self.taken = taken  # the members' shared Counter of acknowledged seq-ids
         self.total = total
@@ -161,7 +161,7 @@ def test_acks_written_before_a_hub_restart_are_never_delivered_again(own_hub, ho
     topic = "work-restart"
     total = 20_000
     own_hub.start()
-    client = Client(own_hub.address, reconnect_timeout=60)
+    client = Client(own_hub.address, reconnect_timeout=60).connect()
     member = client.subscribe(topic, "w", kind="shared", start="earliest", window=total)
     publish(client, topic, total)
     received = 0

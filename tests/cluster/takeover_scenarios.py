@@ -56,7 +56,7 @@ def pause_an_owner_past_its_session(hubs, topic: str = "paused") -> dict:
     (other,) = hubs.others(owner.address)
     with Client(owner.address) as at_owner:
         acknowledged_by_owner = at_owner.stats()["ops"]["publish"]["ok"]
-    stalled = Client(owner.address, timeout=60)  # a client of the owner alone, caught by the pause
+    stalled = Client(owner.address, timeout=60).connect()  # a client of the owner alone, caught by the pause
     outcome = []
 
     def publish_into_the_pause():

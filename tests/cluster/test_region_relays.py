@@ -26,7 +26,7 @@ class Subscriber(threading.Thread):
 
     def __init__(self, addresses: str, name: str):
         super().__init__(daemon=True, name=f"subscriber-{name}")
-        self.client = Client(addresses, timeout=30, reconnect_timeout=120)
+        self.client = Client(addresses, timeout=30, reconnect_timeout=120).connect()
         self.subscriptions = {t: self.client.subscribe(t, f"app-{name}", window=10_000) for t in TOPICS}
         self.messages = {topic: {} for topic in TOPICS}  # topic -> seq -> (origin, origin seq, payload)
         self.redelivered = 0

@@ -58,9 +58,9 @@ def test_a_shared_subscription_keeps_working_across_an_owner_change_and_loses_no
         first_owner = hubs.hub_at(client.describe(TOPIC)["owner"])
         (other,) = hubs.others(first_owner.address)
         # The stalled member asks the other hub first: it is redirected to the owner.
-        stalled_client = Client(f"{other.address},{first_owner.address}")
+        stalled_client = Client(f"{other.address},{first_owner.address}").connect()
         stalled = stalled_client.subscribe(TOPIC, "workers", kind="shared", window=10, start="earliest")
-        fast_client = Client(hubs.addresses)
+        fast_client = Client(hubs.addresses).connect()
         fast = Member(fast_client, fast_client.subscribe(TOPIC, "workers", kind="shared", window=WINDOW))
         fast.start()
         for start in range(0, BEFORE, 500):

@@ -41,7 +41,7 @@ def test_hubs_racing_to_claim_a_topic_leave_it_one_owner(region):
     """First requests for the same new topics through the three hubs at once: each topic
     ends with one owner and dense seq-ids, every client reaching it in one redirect."""
     hubs = region(3)
-    clients = [Client(hub.address, max_redirects=1) for hub in hubs.hubs]
+    clients = [Client(hub.address, max_redirects=1).connect() for hub in hubs.hubs]
     start = threading.Barrier(len(clients))
     published = {}
 

@@ -91,7 +91,7 @@ class RegionHub:
             self.process.stop()
 
     def client(self, **options) -> Client:
-        client = Client(self.address, **options)
+        client = Client(self.address, **options).connect()
         self._clients.append(client)
         return client
 
@@ -178,7 +178,7 @@ class Collector(threading.Thread):
         self.redelivered = 0
         self.error = None
         self._halt = threading.Event()
-        self.client = Client(hub.address, timeout=10)
+        self.client = Client(hub.address, timeout=10).connect()
         self.subscription = self.client.subscribe(topic, subscriber_id, window=20_000)
 
     def run(self):

@@ -13,12 +13,16 @@ Deferred and fire it later". Three shapes of it recur everywhere and live here:
   a Deferred; its result (or failure) goes to its own caller only, and a failure never
   stops the operations queued behind it.
 
+And one convention: a call that answers at once when it can (an append acknowledged
+within the call: ITopicLog.append_now, Hub.publish_now) returns its value, else a
+Deferred of it; `as_deferred` turns either into a Deferred for callers that wait anyway.
+
 None of these imports the reactor: they only chain Deferreds.
 """
 
 from collections import deque
 
-from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.python.failure import Failure
 
 _PENDING = object()
@@ -211,3 +215,8 @@ def in_thread(reactor, f, *args) -> Deferred:
     run.target = f  # what runs, for whoever inspects queued thread work (tests)
     reactor.callInThread(run)
     return d
+
+
+def as_deferred(answer) -> Deferred:
+    """A Deferred of `answer`: a value given at once, or already a Deferred of one."""
+    return answer if isinstance(answer, Deferred) else succeed(answer)

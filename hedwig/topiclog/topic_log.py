@@ -47,7 +47,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.concurrency.deferreds import OpQueue, SharedResult, Waiters
+from hedwig.concurrency.deferreds import OpQueue, SharedResult, Waiters, as_deferred
 from hedwig.config.settings import LogSettings
 from hedwig.ledger.interface import LedgerClosed, LedgerError, LedgerFenced, NoSuchLedger, StorageFull
 from hedwig.meta.interface import LedgerRange
@@ -150,6 +150,7 @@ class TopicLog:
         self._roll_waiters = Waiters()  # told how the roll under way ended
         self._closed_result = None
         self._stopped_by = None  # why the log failed, for the appends that come after
+        self._listener = None  # told of each entry acknowledged (acknowledge_to): the hub's cache
 
     # -- state ---------------------------------------------------------------------------
 
@@ -206,8 +207,7 @@ class TopicLog:
         the origin it keeps and `via`, the neighbour region the entry came from; an
         idempotent publish its `producer` (producer id, sequence), kept in the entry's
         header (hedwig.hub.producer_state derives its tables from them)."""
-        stored = self.append_now(message_set, count, origin_region, origin_seq, via, producer)
-        return succeed(stored) if stored.__class__ is LogEntry else stored
+        return as_deferred(self.append_now(message_set, count, origin_region, origin_seq, via, producer))
 
     def append_now(
         self,
@@ -315,6 +315,9 @@ class TopicLog:
             self.last_seq = last  # (_acknowledge's part: nothing was in flight, the gate is open)
             if ledger.entries >= self._max_entries or ledger.bytes >= self._max_bytes:  # (_is_full)
                 self._start_roll()
+            listener = self._listener
+            if listener is not None:
+                listener(entry)
             return entry
         op = PendingAppend(None, count, self._region, None, now)
         op.entry = entry
@@ -463,6 +466,7 @@ class TopicLog:
         try:
             inflight = self._inflight
             gate = self._gate
+            listener = self._listener
             while inflight and inflight[0].done:
                 if gate.held and inflight[0].failure is None:
                     gate.park(self)  # (acknowledged, in order, when the gate opens: ack_gate.py)
@@ -471,6 +475,15 @@ class TopicLog:
                 op.out = True
                 if op.failure is None:
                     self.last_seq = op.entry.last_seq
+                    if listener is not None:
+                        try:
+                            listener(op.entry)
+                        except Exception:  # (the listener's own: later appends go on all the same)
+                            _logger.failure(
+                                "topic {topic}: telling of seq {seq} failed",
+                                topic=self.topic,
+                                seq=op.entry.first_seq,
+                            )
                     if op.deferred is not None:  # (None: the append_now on the stack answers it)
                         op.deferred.callback(op.entry)
                 elif op.deferred is not None:
@@ -480,6 +493,11 @@ class TopicLog:
         if not self._inflight and (self._drained_waiters or self._idle_waiters):
             self._drained_waiters.fire()
             self._check_idle()
+
+    def acknowledge_to(self, listener) -> None:
+        """Call listener(entry) for each entry as it is acknowledged, in order, before the
+        append that stored it is answered; None: nobody (ITopicLog.acknowledge_to)."""
+        self._listener = listener
 
     def acknowledge_held(self) -> None:
         """The hub's AckGate opened: acknowledge what it held, in order."""

@@ -34,6 +34,10 @@ TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
+# Reports without "figures": path_calls' counts at the top, publish_profile's (and
+# receive_profile's) per case in a dict of these.
+PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish", "us_per_message")
+NOT_FIGURES = ("payload_bytes",)
 
 
 def figures_of(report: dict) -> dict:
@@ -55,6 +59,16 @@ def figures_of(report: dict) -> dict:
     for key in TOP_LEVEL_FIGURES:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
+    if "figures" not in report:
+        for name, value in report.items():
+            if name in NOT_FIGURES or isinstance(value, bool):
+                continue
+            if isinstance(value, (int, float)):
+                found[name] = value
+            elif isinstance(value, dict):
+                for key in PROFILE_KEYS:
+                    if isinstance(value.get(key), (int, float)):
+                        found[f"{name}_{key}"] = value[key]
     return found
 
 

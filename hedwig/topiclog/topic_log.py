@@ -254,22 +254,20 @@ class TopicLog:
         self._acknowledge()
         return self._outcome(op)
 
-    # A client's message set (no origin, no via, no producer) to an idle open log whose
-    # store acknowledges at once, the common case, in one call: _hand_over with what that
-    # case does not need left out (no PendingAppend, no trip through the in-flight queue,
-    # no re-check of a state already checked). Anything else (a relayed or idempotent
-    # append, appends in flight or waiting, a roll due or under way, the ack gate held, an
-    # argument to refuse) takes the general path, which says why. The store is asked
-    # exactly as there (fencing and closed ledgers are the store's to refuse); an append
-    # it does not acknowledge at once goes on as a PendingAppend in the in-flight queue,
-    # like any other. tests/topiclog/test_one_append_path.py holds the two to the same
-    # result, state and rolls over any sequence of appends.
-
     def _append_local(self, message_set, count: int):
-        """The LogEntry, acknowledged; the append's Deferred when the store did not
-        acknowledge at once; None when the general path must take the append (nothing
-        was done then but moving the publish clock). The caller checked that the log is
-        open, idle and not gated."""
+        """append_now's common case in one call: a client's message set (no origin, no
+        via, no producer) to an idle open log whose store acknowledges at once. It is
+        _hand_over with what that case does not need left out (no PendingAppend, no trip
+        through the in-flight queue, no re-check of a state already checked); the store is
+        asked exactly as there (fencing and closed ledgers are the store's to refuse).
+        tests/topiclog/test_one_append_path.py holds the two to the same answers, state
+        and rolls over any sequence of appends.
+
+        The LogEntry, acknowledged; the append's Deferred when the store did not
+        acknowledge at once (a PendingAppend in the in-flight queue, like any other);
+        None when the general path must take the append (a roll due, an argument to
+        refuse: nothing was done then but moving the publish clock). The caller checked
+        that the log is open, idle and not gated."""
         if (
             message_set.__class__ is not bytes
             or not message_set

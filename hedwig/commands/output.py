@@ -10,6 +10,8 @@ it is UTF-8, else {"base64": ...}. Plain: the payload and a newline, after
 import base64
 import json
 
+from hedwig.commands.numbers import NOTHING, count
+
 
 def _text(value: bytes):
     """(is text, the value as text or base64)."""
@@ -83,12 +85,37 @@ def readable(key: str) -> str:
 
 
 def table(rows, columns) -> list[str]:
-    """Rows (dicts) as aligned columns: columns is [(key, heading)]."""
-    cells = [[heading.upper() for _key, heading in columns]]
+    """Rows (dicts) as aligned columns under upper-case headings: columns is [(key,
+    heading)] or [(key, heading, render)], `render(value, row) -> str`. A column whose
+    cells are all numbers (or "-") is aligned right, as numbers are read; None is "-"."""
+    cells = [[column[1].upper() for column in columns]]
     for row in rows:
-        cells.append(["-" if row.get(key) is None else str(row.get(key)) for key, _heading in columns])
+        line = []
+        for column in columns:
+            value = row.get(column[0])
+            if len(column) > 2:
+                line.append(column[2](value, row))
+            elif value is None:
+                line.append(NOTHING)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                line.append(count(value))
+            else:
+                line.append(str(value))
+        cells.append(line)
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    right = [all(_numeric(line[i]) for line in cells[1:]) and len(cells) > 1 for i in range(len(columns))]
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        "  ".join(
+            cell.rjust(width) if right[i] else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
         for line in cells
     ]
+
+
+def _numeric(cell: str) -> bool:
+    """A cell that shows a number ("1,234", "63 B", "12/s", "-")."""
+    return cell == NOTHING or (
+        cell[:1].isdigit()
+        and cell.split(" ")[0].replace(",", "").replace(".", "").replace("/s", "").isdigit()
+    )

@@ -30,7 +30,7 @@ def test_a_topic_whose_messages_were_all_collected_says_so():
     }
     shown = format_description(info)
     assert "seq-ids:  none retained (last was 3, the next is 4)" in shown
-    assert "  ledger 7: empty, 0 bytes" in shown
+    assert "  ledger 7: empty, 0 B" in shown
     assert "  from region root: consumed nothing yet, lag unknown, retrying" in shown
     assert "pending appends: 0" in shown
     assert not [line for line in shown if "None" in line or "4..3" in line]

@@ -32,11 +32,12 @@ from bench.figures import RESULTS_DIR, emit, load
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
+# In a profile script's section, the figures (bench/publish_profile.py, receive_profile.py).
+PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
-# Reports without "figures": path_calls' counts at the top, publish_profile's (and
-# receive_profile's) per case in a dict of these.
-PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish", "us_per_message")
+# A report of counts alone (bench/path_calls.py): name -> count at the top, no "figures";
+# numbers at the top that are not figures.
 NOT_FIGURES = ("payload_bytes",)
 
 
@@ -59,16 +60,17 @@ def figures_of(report: dict) -> dict:
     for key in TOP_LEVEL_FIGURES:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
+    # The profile scripts' sections (publish_profile's "no_subscriber", receive_profile's
+    # "publish", ...): their exact counts and their time, as "<section>_<figure>".
+    for section, value in report.items():
+        if isinstance(value, dict) and "bytecodes" in value:
+            for key in PROFILE_KEYS:
+                if isinstance(value.get(key), (int, float)):
+                    found[f"{section}_{key}"] = value[key]
     if "figures" not in report:
         for name, value in report.items():
-            if name in NOT_FIGURES or isinstance(value, bool):
-                continue
-            if isinstance(value, (int, float)):
+            if name not in NOT_FIGURES and isinstance(value, int | float) and not isinstance(value, bool):
                 found[name] = value
-            elif isinstance(value, dict):
-                for key in PROFILE_KEYS:
-                    if isinstance(value.get(key), (int, float)):
-                        found[f"{name}_{key}"] = value[key]
     return found
 
 

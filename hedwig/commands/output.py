@@ -2,9 +2,10 @@
 admin replies (JSON documents, or lines for people).
 
 A message in JSON: {"topic", "seq", "time" (ISO-8601, UTC), "properties", and "payload"
-when the payload is UTF-8 text, else "payload_base64"}; a property value is a string when
-it is UTF-8, else {"base64": ...}. Plain: the payload and a newline, after
-"SEQ<TAB>TIME<TAB>" with --show-seq and "KEY=VALUE,...<TAB>" with --properties.
+when the payload is UTF-8 text, else "payload_base64"}; a bytes property value is a
+string when it is UTF-8, else {"base64": ...}; a typed one (a number, a boolean, a
+string) is that JSON value. Plain: the payload and a newline, after "SEQ<TAB>TIME<TAB>"
+with --show-seq and "KEY=VALUE,...<TAB>" with --properties.
 """
 
 import base64
@@ -26,6 +27,9 @@ def message_json(message) -> dict:
     is_text, shown = _text(payload)
     properties = {}
     for key, value in (message.properties or {}).items():
+        if not isinstance(value, bytes | bytearray | memoryview):
+            properties[key] = value  # typed: str, int, float, bool
+            continue
         value_is_text, value_shown = _text(bytes(value))
         properties[key] = value_shown if value_is_text else {"base64": value_shown}
     row = {
@@ -38,12 +42,18 @@ def message_json(message) -> dict:
     return row
 
 
+def _property_text(value) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def format_properties(properties) -> str:
-    """KEY=VALUE pairs joined by commas (values as UTF-8, undecodable bytes escaped)."""
-    return ",".join(
-        f"{key}={bytes(value).decode('utf-8', 'backslashreplace')}"
-        for key, value in (properties or {}).items()
-    )
+    """KEY=VALUE pairs joined by commas (bytes values as UTF-8, undecodable bytes
+    escaped; typed values as their text, booleans true / false)."""
+    return ",".join(f"{key}={_property_text(value)}" for key, value in (properties or {}).items())
 
 
 class MessageFormat:

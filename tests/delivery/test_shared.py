@@ -9,7 +9,7 @@ from hedwig.delivery import SubscribeError
 from hedwig.delivery.dead_letters import DELIVERIES, ORIGINAL_SEQ, ORIGINAL_TOPIC, SUBSCRIPTION
 from hedwig.protocol import Status, SubscriptionEvent
 from hedwig.protocol.entry import decode_entry, encode_entry_header
-from hedwig.protocol.messageset import parse_message_set
+from hedwig.protocol.messageset import encode_message_set, parse_message_set
 from tests.delivery.harness import failure_of, fired
 from tests.delivery.shared_harness import SharedHarness
 
@@ -375,3 +375,21 @@ def test_what_retention_removed_before_it_was_consumed_is_skipped_and_counted(tm
     r = row(h)
     assert (r["consumed_seq"], r["skipped_by_retention"], r["pending"]) == (10, 9, 5)
     assert member.take() == [11, 12, 13, 14, 15]
+
+
+def test_a_dead_letter_keeps_its_key_and_typed_properties(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=10, ack_timeout_ms=1000, max_deliveries=1)
+    h.turn()
+    sent = encode_message_set([b"x", b"y"], [{"n": 150, "ok": True}, None], [b"user-1", None])
+    fired(h.topic_log.append(sent, 2))
+    h.clock.advance(1.0)
+    [(_topic, message_set)] = h.dead_letters
+    dead = decode_entry("t.dlq", encode_entry_header(1, 2, 0, b"", 1) + message_set)
+    assert [(m.payload, m.key) for m in dead] == [(b"x", b"user-1"), (b"y", None)]
+    assert (dead[0].properties["n"], dead[0].properties["ok"], dead[0].properties[ORIGINAL_SEQ]) == (
+        150,
+        True,
+        b"1",
+    )

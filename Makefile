@@ -6,6 +6,10 @@ PY := $(VENV)/bin/python
 # tools, Spark and ZooKeeper on top. Both are editable installs of this checkout.
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+# Replicated ledgers ([ledger] store = rados) use librados's Python binding, which Debian
+# builds for its CPython 3.11 only (python3-rados): the venv gets a link to it when the
+# package is installed and the venv's Python can load it (docs/operations.md, "RADOS").
+RADOS_LINK := $(VENV)/.rados-link
 
 .PHONY: run test lint bench clean
 
@@ -21,12 +25,16 @@ $(TEST_STAMP): setup.cfg pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test,spark,zk]' --config-settings editable_mode=compat
 	touch $(TEST_STAMP) $(RUN_STAMP)
 
+$(RADOS_LINK): | $(RUN_STAMP)
+	$(PY) -m hedwig.ledger.rados_binding --link
+	touch $(RADOS_LINK)
+
 # A hub on 127.0.0.1:4080 with its data under ./data (embedded: mmap ledgers + SQLite).
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) $(RADOS_LINK)
 	$(VENV)/bin/hedwig hub --data-dir ./data
 
 # Lint, then every test: unit tests and integration tests with real hubs and Spark.
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(RADOS_LINK)
 	$(VENV)/bin/ruff check .
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest $(PYTEST_ARGS)
 
@@ -34,7 +42,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-bench: $(TEST_STAMP)
+bench: $(TEST_STAMP) $(RADOS_LINK)
 	for b in bench/*_bench.py; do $(PY) $$b || exit 1; done
 
 clean:

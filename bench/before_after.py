@@ -41,8 +41,31 @@ VALUE_KEYS = ("value", "per_s", "p50_us")
 NOT_FIGURES = ("payload_bytes",)
 
 
+def rates_of(report: dict) -> dict:
+    """A report that keeps its figures in sections rather than under "figures"
+    (ledger_bench's cases, delivery_bench's push and catch_up): every rate in it (a
+    number under a key ending in per_s), named by where it sits (cases.small.reads_per_s,
+    push[1].messages_per_s)."""
+    found = {}
+
+    def walk(where: str, value, depth: int) -> None:
+        if isinstance(value, dict) and depth < 4:
+            for key, item in value.items():
+                walk(f"{where}.{key}" if where else key, item, depth + 1)
+        elif isinstance(value, list) and depth < 4:
+            for i, item in enumerate(value):
+                walk(f"{where}[{i}]", item, depth + 1)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and where.endswith("per_s"):
+            found[where] = value
+
+    walk("", report, 0)
+    return found
+
+
 def figures_of(report: dict) -> dict:
     """name -> number, from a benchmark's report."""
+    if "figures" not in report:
+        return rates_of(report)
     found = {}
     for name, figure in report.get("figures", {}).items():
         if isinstance(figure, dict):

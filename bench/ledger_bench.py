@@ -43,7 +43,7 @@ def pause():
 def append_and_read(directory: str, count: int, size: int, read_batch: int):
     """Append `count` entries of `size` bytes with fsync never, then read them all back."""
     store = MmapLedgerStore(directory, reactor=reactor, fsync="never")
-    ledger = store.create()
+    ledger = yield store.create()
     data = os.urandom(size)
     per_turn = max(1, YIELD_EVERY_BYTES // size)
     append = store.append
@@ -59,7 +59,7 @@ def append_and_read(directory: str, count: int, size: int, read_batch: int):
     total = 0
     started, cpu_started = time.perf_counter(), time.process_time()
     for first in range(0, count, read_batch):
-        for entry in read(ledger, first, min(count, first + read_batch) - 1):
+        for entry in read(ledger, first, min(count, first + read_batch) - 1).result:  # (fired)
             total += len(entry)
     read_s = time.perf_counter() - started
     read_cpu_s = time.process_time() - cpu_started
@@ -86,7 +86,9 @@ def always(directory: str, appenders: int, in_flight: int, count: int, ledgers: 
     `in_flight` appends outstanding (sending the next as an acknowledgement comes back),
     `count` appends in all."""
     store = MmapLedgerStore(directory, reactor=reactor, fsync="always")
-    ledger_ids = [store.create() for _ in range(ledgers)]
+    ledger_ids = []
+    for _ in range(ledgers):
+        ledger_ids.append((yield store.create()))
     data = os.urandom(size)
     per_appender = count // appenders
     latencies = []

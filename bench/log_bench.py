@@ -182,8 +182,8 @@ def closed_ledger_lookups(directory, count, lookups):
         assert got[0].first_seq <= seq <= got[0].last_seq
     read_s = time.perf_counter() - started
     probes = manager.locator.probes
-    first_time = ledgers.entry_time(topic_log.ranges[0].ledger_id, 0)
-    last_time = ledgers.entry_time(
+    first_time = yield ledgers.entry_time(topic_log.ranges[0].ledger_id, 0)
+    last_time = yield ledgers.entry_time(
         topic_log.ranges[-2].ledger_id, ledgers.last_entry_id(topic_log.ranges[-2].ledger_id)
     )
     times = [rng.randint(first_time, last_time) for _ in range(lookups)]

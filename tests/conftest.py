@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
+from hedwig.testing.ceph import CephCluster, CephMissing
 from hedwig.testing.hubprocess import HubProcess
 from hedwig.testing.zkregion import RegionHubs
 from hedwig.testing.zookeeper import ZooKeeperMissing, ZooKeeperServer
@@ -75,6 +76,25 @@ def zookeeper(tmp_path_factory):
     server = start_zookeeper(tmp_path_factory.mktemp("zookeeper"))
     yield server
     server.stop()
+
+
+def start_ceph(directory, **options) -> CephCluster:
+    """A throw-away Ceph cluster under `directory` (hedwig.testing.ceph), started; a test
+    that needs one fails (never skips) with what to install when Ceph is missing here."""
+    try:
+        return CephCluster(directory, **options).start()
+    except CephMissing as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def ceph(tmp_path_factory):
+    """One Ceph cluster for the session's tests (1 monitor, 3 OSDs, a pool of size 3 and
+    min_size 2; each test uses a namespace of its own). Tests that kill or pause OSDs
+    restart or resume them before they end, or start a cluster of their own."""
+    cluster = start_ceph(tmp_path_factory.mktemp("ceph") / "cluster")
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
-"""hedwig.concurrency.deferreds: waiter groups, shared results and the per-key operation queue."""
+"""hedwig.concurrency.deferreds: waiter groups, shared results, the per-key operation queue,
+and run_now."""
 
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred, fail, succeed
 
-from hedwig.concurrency.deferreds import OpQueue, SharedOperations, SharedResult, Waiters
+from hedwig.concurrency.deferreds import OpQueue, SharedOperations, SharedResult, Waiters, run_now
 from hedwig.testing.deferreds import fired
 
 
@@ -128,3 +129,61 @@ def test_shared_operations_share_a_failure_and_free_the_key():
     for d in waiting:
         d.addErrback(lambda f: failures.append(f.type))
     assert failures == [OSError, OSError] and not operations.running("t")
+
+
+# -- run_now -------------------------------------------------------------------------------
+
+
+def test_run_now_goes_straight_through_what_has_fired():
+    seen = []
+
+    def steps():
+        seen.append((yield succeed(1)))
+        seen.append((yield 2))  # (a plain value comes straight back)
+        try:
+            yield fail(ValueError("refused"))
+        except ValueError as e:
+            seen.append(str(e))
+        return "done"
+
+    d = run_now(steps())
+    assert d.called and d.result == "done" and seen == [1, 2, "refused"]
+
+
+def test_run_now_waits_for_what_has_not_fired_and_goes_on_when_it_does():
+    later, then = Deferred(), Deferred()
+    seen = []
+
+    def steps():
+        seen.append((yield later))
+        seen.append((yield succeed("at once")))
+        try:
+            yield then
+        except KeyError:
+            seen.append("failed")
+        return len(seen)
+
+    d = run_now(steps())
+    assert not d.called and seen == []
+    later.callback("later")
+    assert not d.called and seen == ["later", "at once"]
+    then.errback(KeyError("x"))
+    assert d.called and d.result == 3 and seen == ["later", "at once", "failed"]
+
+
+def test_run_now_fails_as_the_generator_does():
+    def at_once():
+        yield succeed(None)
+        raise LookupError("at once")
+
+    def later(waited):
+        yield waited
+        raise LookupError("later")
+
+    outcomes = []
+    run_now(at_once()).addErrback(lambda f: outcomes.append(f.check(LookupError) and str(f.value)))
+    waited = Deferred()
+    run_now(later(waited)).addErrback(lambda f: outcomes.append(f.check(LookupError) and str(f.value)))
+    assert outcomes == ["at once"]
+    waited.callback(None)
+    assert outcomes == ["at once", "later"]

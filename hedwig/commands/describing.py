@@ -49,6 +49,8 @@ def format_description(info: dict) -> list[str]:
     for ledger in ledgers:
         held = _ledger_range(ledger.get("first_seq"), ledger.get("last_seq"))
         lines.append(f"  ledger {ledger.get('ledger_id')}: {held}, {size(ledger.get('bytes'))}")
+        if ledger.get("location"):
+            lines.append(f"    in {ledger['location']}")
     subscribers = info.get("subscribers") or []
     lines.append(f"subscribers: {len(subscribers)}")
     for sub in subscribers:

@@ -12,6 +12,8 @@ Deferred and fire it later". Three shapes of it recur everywhere and live here:
   arrival order: Hedwig's TopicOpQueuer. An operation is a callable returning a value or
   a Deferred; its result (or failure) goes to its own caller only, and a failure never
   stops the operations queued behind it.
+- `run_now`: a generator that yields what it waits for, as under inlineCallbacks, run
+  straight through while those have fired already (a local ledger store's answers).
 
 And one convention: a call that answers at once when it can (an append acknowledged
 within the call: ITopicLog.append_now, Hub.publish_now) returns its value, else a
@@ -22,7 +24,7 @@ None of these imports the reactor: they only chain Deferreds.
 
 from collections import deque
 
-from twisted.internet.defer import Deferred, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, fail, maybeDeferred, succeed
 from twisted.python.failure import Failure
 
 _PENDING = object()
@@ -215,6 +217,60 @@ def in_thread(reactor, f, *args) -> Deferred:
     run.target = f  # what runs, for whoever inspects queued thread work (tests)
     reactor.callInThread(run)
     return d
+
+
+def run_now(steps) -> Deferred:
+    """Run `steps`, a generator that yields Deferreds (or plain values) and gets their
+    results back (a failure is raised at the yield), as inlineCallbacks runs one; a
+    Deferred of its return value. What it yields that has fired already is taken at once,
+    so over a store that answers at once (the mmap ledgers) it runs through within the
+    call and its Deferred has fired on return (made as `succeed` makes one); only what
+    truly waits (a RADOS read) suspends it. For paths taken per read: this costs well
+    under a microsecond more than straight-line code, inlineCallbacks several."""
+    return _advance(steps, None, None)
+
+
+def _advance(steps, value, outcome: Deferred | None) -> Deferred:
+    """Run `steps` on from `value` until it ends (`outcome` fired; a fired Deferred when
+    there is none yet) or waits (`outcome`, made now if need be, fires later)."""
+    while True:
+        try:
+            if value.__class__ is Failure:
+                awaited = value.throwExceptionIntoGenerator(steps)
+            else:
+                awaited = steps.send(value)
+        except StopIteration as stop:
+            if outcome is None:
+                return succeed(stop.value)
+            outcome.callback(stop.value)
+            return outcome
+        except BaseException:
+            if outcome is None:
+                return fail()
+            outcome.errback(Failure())
+            return outcome
+        if not isinstance(awaited, Deferred):
+            value = awaited
+            continue
+        if awaited.called:  # fired already (a local store's answer): its value, at once
+            value = awaited.result
+            if value.__class__ is not Failure and value.__class__ is not Deferred:
+                continue
+        if outcome is None:
+            outcome = Deferred()
+        box = [_PENDING]
+
+        def resume(result, box=box, outcome=outcome):
+            if box[0] is _PENDING:
+                box[0] = result  # fired within addBoth: the loop goes on
+            else:
+                _advance(steps, result, outcome)
+
+        awaited.addBoth(resume)
+        if box[0] is _PENDING:
+            box[0] = None  # it will fire later: resume() takes over then
+            return outcome
+        value = box[0]
 
 
 def as_deferred(answer) -> Deferred:

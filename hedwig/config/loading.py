@@ -8,6 +8,7 @@ so this loader imports them and nothing imports it back.
 
 from hedwig.auth.settings import check_auth_settings
 from hedwig.config.files import check_port, read_config_file
+from hedwig.config.rados import check_rados_settings
 from hedwig.config.settings import (
     GIB,
     KIB,
@@ -20,6 +21,7 @@ from hedwig.config.settings import (
     HubSettings,
     LedgerSettings,
     LogSettings,
+    RadosSettings,
     RegionSettings,
     TlsSettings,
     ZooKeeperSettings,
@@ -42,6 +44,7 @@ __all__ = [
     "HubSettings",
     "LedgerSettings",
     "LogSettings",
+    "RadosSettings",
     "RegionSettings",
     "TlsSettings",
     "ZooKeeperSettings",
@@ -81,6 +84,7 @@ def _load_config(path, overrides) -> Config:
     check_http_settings(config)
     check_auth_settings(config)
     check_zookeeper_settings(config)
+    check_rados_settings(config)
     return config
 
 

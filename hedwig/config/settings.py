@@ -2,7 +2,8 @@
 
 Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region],
 [tls] for the TLS listener and region links, [auth] for users and permissions, [http]
-for the status page and metrics, and [zookeeper] for a region of several hubs. This
+for the status page and metrics, [zookeeper] for a region of several hubs, and [rados]
+for replicated ledgers in a Ceph cluster. This
 module imports nothing of hedwig, so every layer can take its settings from here without
 depending on the loader (hedwig.config.loading), which checks sections with the region, TLS, HTTP
 and ZooKeeper code.
@@ -35,6 +36,10 @@ class HubSettings:
 
 @dataclass
 class LedgerSettings:
+    # Where ledgers live: "mmap", page files under [hub] data_dir (one machine's disk), or
+    # "rados", a replicated Ceph RADOS pool ([rados]; hedwig/ledger/rados_store.py). The
+    # settings below are the mmap store's.
+    store: str = "mmap"
     page_bytes: int = 64 * MIB
     index_page_records: int = 1 << 20
     max_mapped_pages: int = 64
@@ -162,6 +167,23 @@ class ZooKeeperSettings:
 
 
 @dataclass
+class RadosSettings:
+    # Replicated ledgers ([ledger] store = rados): a Ceph cluster's pool, reached with
+    # librados as client.<client_id> (its key found as conf_file says).
+    conf_file: str = "/etc/ceph/ceph.conf"
+    pool: str = "hedwig"
+    namespace: str = ""  # the RADOS namespace of the ledgers in the pool: one per region
+    client_id: str = "admin"
+    # A ledger rolls over to a new segment object at this size (RADOS caps an object at
+    # 128 MiB); it must hold the largest entry ([hub] max_frame_bytes).
+    segment_bytes: int = 64 * MIB
+    max_in_flight: int = 64  # writes in flight to the pool at once, all ledgers together
+    # An operation the cluster does not acknowledge within this long fails (a publish gets
+    # STORAGE_ERROR, not a hang): fewer than min_size replicas up, or the cluster unreachable.
+    op_timeout_s: float = 10.0
+
+
+@dataclass
 class Config:
     hub: HubSettings = field(default_factory=HubSettings)
     ledger: LedgerSettings = field(default_factory=LedgerSettings)
@@ -173,6 +195,7 @@ class Config:
     auth: AuthSettings = field(default_factory=AuthSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
+    rados: RadosSettings = field(default_factory=RadosSettings)
 
 
 class ConfigError(ValueError):

@@ -14,8 +14,9 @@ from hedwig.protocol.status import Status
 
 def reset_subscription(table, topic_log, subscriber_id: str, start):
     """Move the detached subscription `subscriber_id` of `table` (a TopicTable) to where
-    `start` says and write it: Deferred[{"consumed_seq", "previous_seq", "next_seq"}];
-    raises SubscribeError (CLIENT_NOT_SUBSCRIBED, TOPIC_BUSY, SEQ_OUT_OF_RANGE)."""
+    `start` says (a time start resolved already: start.resolve_time) and write it:
+    Deferred[{"consumed_seq", "previous_seq", "next_seq"}]; raises SubscribeError
+    (CLIENT_NOT_SUBSCRIBED, TOPIC_BUSY, SEQ_OUT_OF_RANGE)."""
     subscription = table.subscriptions.get(subscriber_id)
     if subscription is None:
         raise SubscribeError(

@@ -42,7 +42,7 @@ from hedwig.delivery.observation import delivery_stats, describe_table
 from hedwig.delivery.ownership import check_owner
 from hedwig.delivery.relaying import Relaying
 from hedwig.delivery.sharing import WorkQueues, option_preferences
-from hedwig.delivery.start import consumed_for_start
+from hedwig.delivery.start import consumed_for_start, resolve_time
 from hedwig.delivery.topic_table import SubscriptionTables
 from hedwig.meta.interface import NEW, SubscriptionState
 from hedwig.protocol.status import Status, SubscriptionEvent
@@ -125,12 +125,16 @@ class DeliveryManager:
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
         if not request.deliver:
             window = None
-        d = self._tables.load(topic_log)
-        d.addCallback(self._subscribe, topic_log, channel, handle, request, window, principal)
+        d = resolve_time(topic_log, request.start)
+        d.addCallback(
+            lambda start: self._tables.load(topic_log).addCallback(
+                self._subscribe, topic_log, channel, handle, request, window, principal, start
+            )
+        )
         return d
 
-    def _subscribe(self, table, topic_log, channel, handle, request, window, principal=None):
-        subscriber_id, mode, start = request.subscriber_id, request.mode, request.start
+    def _subscribe(self, table, topic_log, channel, handle, request, window, principal, start):
+        subscriber_id, mode = request.subscriber_id, request.mode
         deliver = request.deliver
         if request.per_message:
             self._queues.check_request(topic_log.topic, request, channel)
@@ -138,9 +142,8 @@ class DeliveryManager:
             # Being created (or deleted) for another request: two members of a shared
             # subscription joining at once. This one goes on once that is done.
             waiting = table.busy[subscriber_id].wait()
-            return waiting.addCallback(
-                lambda _: self._subscribe(table, topic_log, channel, handle, request, window, principal)
-            )
+            again = (table, topic_log, channel, handle, request, window, principal, start)
+            return waiting.addCallback(lambda _: self._subscribe(*again))
         subscription = table.subscriptions.get(subscriber_id)
         if subscription is None:
             if mode == "attach":
@@ -383,7 +386,11 @@ class DeliveryManager:
         latest, ("seq", n), ("time", us), as SUBSCRIBE takes it) says, and write it.
         Deferred[{"consumed_seq", "previous_seq", "next_seq"}]; fails with SubscribeError
         (CLIENT_NOT_SUBSCRIBED, TOPIC_BUSY while attached, SEQ_OUT_OF_RANGE)."""
-        return self._tables.load(topic_log).addCallback(reset_subscription, topic_log, subscriber_id, start)
+        return resolve_time(topic_log, start).addCallback(
+            lambda start: self._tables.load(topic_log).addCallback(
+                reset_subscription, topic_log, subscriber_id, start
+            )
+        )
 
     def drop_subscriptions(self, topic_log) -> Deferred:
         """Delete every durable subscription of the topic (attached ones end with

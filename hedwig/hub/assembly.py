@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from hedwig.auth.settings import hub_credentials
 from hedwig.cache import ReadAheadCache
+from hedwig.config.rados import on_rados
 from hedwig.config.settings import Config
 from hedwig.delivery import DeliveryManager
 from hedwig.hub.core import Hub
@@ -95,6 +96,24 @@ def assemble_hub(
         )
         hub.attach_relays(parts.relays)
     return parts
+
+
+def ledger_store(config: Config, reactor, ledgers_dir: str, *, shared: bool = False):
+    """The ledger store `[ledger] store` names: page files under `ledgers_dir` (mmap; on a
+    region's shared storage root when `shared`), or a RADOS pool ([rados]; a region's hubs
+    share the pool: nothing under ledgers_dir), which must be connected (its connect(), a
+    Deferred) before the hub is assembled over it."""
+    if on_rados(config):
+        from hedwig.ledger.rados_store import RadosLedgerStore
+
+        return RadosLedgerStore.from_settings(config.rados, reactor)
+    if shared:
+        from hedwig.ledger.shared_store import SharedLedgerStore
+
+        return SharedLedgerStore.from_settings(ledgers_dir, config.ledger, reactor)
+    from hedwig.ledger.mmap_store import MmapLedgerStore
+
+    return MmapLedgerStore.from_settings(ledgers_dir, config.ledger, reactor)
 
 
 def _access_gate(config: Config, reactor):

@@ -6,7 +6,7 @@ UNEXPECTED_CONDITION and logged with its traceback.
 """
 
 from hedwig.delivery.interface import SubscribeError
-from hedwig.ledger.interface import LedgerError, StorageFull
+from hedwig.ledger.interface import LedgerError, LedgerUnavailable, StorageFull
 from hedwig.meta.interface import BadVersion, MetadataError, MetadataFull, MetadataUnavailable, OwnershipLost
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.requests import RequestError
@@ -46,7 +46,7 @@ def status_for(error: BaseException) -> tuple[Status, str, bool]:
         return Status.NOT_RESPONSIBLE_FOR_TOPIC, "", True
     if isinstance(error, HubStopping):
         return Status.SERVICE_DOWN, "the hub is shutting down", True
-    if isinstance(error, ServiceDown | MetadataUnavailable):
+    if isinstance(error, ServiceDown | MetadataUnavailable | LedgerUnavailable):
         return Status.SERVICE_DOWN, str(error), True
     if isinstance(error, StorageFull | MetadataFull):
         return Status.STORAGE_FULL, str(error) or "the ledger store is full", True

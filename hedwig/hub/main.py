@@ -104,6 +104,23 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
         " [zookeeper] servers; the region's hubs share --data-dir)",
     )
     parser.add_argument(
+        "--ledger-store",
+        choices=("mmap", "rados"),
+        help="where ledgers live: mmap (page files under --data-dir, the default) or rados (a"
+        " replicated Ceph pool: every acknowledged message on every replica; [rados] settings)",
+    )
+    parser.add_argument(
+        "--rados-conf",
+        metavar="FILE",
+        help="with --ledger-store rados: the cluster's ceph.conf (overrides [rados] conf_file;"
+        " default /etc/ceph/ceph.conf)",
+    )
+    parser.add_argument(
+        "--rados-pool",
+        metavar="POOL",
+        help="with --ledger-store rados: the pool of the ledgers (overrides [rados] pool; default hedwig)",
+    )
+    parser.add_argument(
         "--log-level",
         choices=sorted(_LEVELS),
         default="info",
@@ -130,6 +147,9 @@ def config_from_args(args) -> Config:
         ("data_dir", "hub.data_dir"),
         ("http_port", "http.port"),
         ("zookeeper", "zookeeper.servers"),
+        ("ledger_store", "ledger.store"),
+        ("rados_conf", "rados.conf_file"),
+        ("rados_pool", "rados.pool"),
     ):
         value = getattr(args, option, None)
         if value is not None:

@@ -1,8 +1,10 @@
 """The hub as a Twisted service: stores, logs, cache, delivery and the listener.
 
 HubService owns the lifecycle. Starting opens the embedded stores under the data
-directory (memory-mapped ledgers, SQLite metadata; or takes stores given by the caller),
-has the hub assembled over them (assembly.py: the one place that wires its parts), then
+directory (memory-mapped ledgers, SQLite metadata; or takes stores given by the caller;
+with `[ledger] store = rados` it connects to the RADOS pool first, and a cluster it cannot
+reach in [rados] op_timeout_s ends the start), has the hub assembled over them
+(assembly.py: the one place that wires its parts), then
 listens: on `[hub] port`, and with `[tls] enabled` on `[tls] port` too (the same
 requests over TLS; region links from children that authenticate come in there), and
 with `[http] port` set on that port for the status page, /metrics and /api
@@ -23,9 +25,10 @@ from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks,
 from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 from twisted.logger import Logger
 
+from hedwig.config.rados import on_rados
 from hedwig.config.settings import Config
 from hedwig.config.zookeeper import advertised_host, on_zookeeper
-from hedwig.hub.assembly import assemble_hub
+from hedwig.hub.assembly import assemble_hub, ledger_store
 from hedwig.hub.connection import HubFactory
 from hedwig.observe.settings import describe_http_port, http_listen_port
 
@@ -97,18 +100,41 @@ class HubService(MultiService):
         self.zk = None  # hedwig.hub.zk_region.ZkRegion, in a region of several hubs
         self.balancer = None  # hedwig.hub.zk_balance.Balancer, in a region of several hubs
         self.forwarding = None  # hedwig.hub.forwarding.OwnerPublishing, likewise
+        self._rados_holds_ledgers = False  # the RADOS namespace held ledgers when the hub started
 
     # -- start ------------------------------------------------------------------------------
 
     def startService(self):
+        if self.ledgers is None and on_rados(self.config):
+            # The pool first (or give up: one line, exit 1): the hub is built over it.
+            self.ledgers = ledger_store(self.config, self.reactor, "")
+            connecting = self.ledgers.connect().addCallback(self._rados_connected)
+            self.listening = connecting.addCallback(lambda _: self._start_built())
+            return
         self._build()
         Service.startService(self)  # the children (listeners, GC) start once the sweep is done
+        # Fires once every listener listens, or fails with the first error (`hedwig hub` exits).
+        self.listening = self._start_built()
+
+    def _rados_connected(self, _):
+        """Connected to the pool: whether its namespace held ledgers (the metadata must
+        then describe them), then the hub's parts."""
+
+        def known(holds):
+            self._rados_holds_ledgers = holds
+            self._build()
+            Service.startService(self)
+
+        return self.ledgers.holds_ledgers().addCallback(known)
+
+    def _start_built(self):
         if self.zk is not None:  # connect to ZooKeeper (or give up: one line, exit 1) first
             sweeping = self.zk.connect().addCallback(lambda _: self._sweep_garbage())
+        elif self._embedded_ledgers and on_rados(self.config):
+            sweeping = self._sweep_garbage()  # (the store knows no ledger before it is used)
         else:
             sweeping = self._sweep_ledgers() if self._embedded_ledgers else succeed(None)
-        # Fires once every listener listens, or fails with the first error (`hedwig hub` exits).
-        self.listening = sweeping.addCallback(self._serve)
+        return sweeping.addCallback(self._serve)
 
     def _serve(self, _):
         """Start listening (and GC) after the start-up sweep: no topic opens while it
@@ -157,7 +183,9 @@ class HubService(MultiService):
             self._lock(data_dir, shared=True)
             own_data_dir = str(data_dir)
             if self.ledgers is None:
-                self.ledgers = self.zk.ledger_store(str(data_dir / "ledgers"), config.ledger)
+                self.ledgers = self.zk.ledger_store(str(data_dir / "ledgers"))
+            else:
+                self.zk.ledgers = self.ledgers
             if self.metadata is None:
                 self.metadata = self.zk.store
         elif self.ledgers is None or self.metadata is None:
@@ -166,11 +194,7 @@ class HubService(MultiService):
             self._lock(data_dir)
             own_data_dir = str(data_dir)
             if self.ledgers is None:
-                from hedwig.ledger.mmap_store import MmapLedgerStore
-
-                self.ledgers = MmapLedgerStore.from_settings(
-                    str(data_dir / "ledgers"), config.ledger, reactor
-                )
+                self.ledgers = ledger_store(config, reactor, str(data_dir / "ledgers"))
             if self.metadata is None:
                 self.metadata = self._open_metadata(data_dir)
         parts = assemble_hub(
@@ -226,17 +250,24 @@ class HubService(MultiService):
         from hedwig.meta.sqlite_store import SqliteMetadataStore
 
         ledgers = self.ledgers
-        holding = [i for i in ledgers.list_ledgers() if ledgers.last_entry_id(i) >= 0]
+        if on_rados(self.config) and self._embedded_ledgers:
+            where = f"the RADOS pool {ledgers.pool} (namespace {ledgers.namespace!r})"
+            holding = "ledgers" if self._rados_holds_ledgers else ""
+            aside = "use a namespace of its own ([rados] namespace)"
+        else:
+            count = len([i for i in ledgers.list_ledgers() if ledgers.last_entry_id(i) >= 0])
+            where = data_dir / "ledgers" if self._embedded_ledgers else "the ledger store"
+            holding = f"{count} ledger(s) with messages" if count else ""
+            aside = f"move {where} aside"
         path = data_dir / "metadata.sqlite3"
         try:
             return SqliteMetadataStore(str(path), reactor=self.reactor, expect_records=bool(holding))
         except MetadataMissing as e:
             self._give_up()
-            where = data_dir / "ledgers" if self._embedded_ledgers else "the ledger store"
             raise MetadataLost(
-                f"{e}, yet {where} holds {len(holding)} ledger(s) with messages: serving would start"
-                f" every topic again at seq-id 1. Restore {path.name} from a backup, or move {where}"
-                " aside to start an empty hub (docs/operations.md, 'Damaged or lost metadata')"
+                f"{e}, yet {where} holds {holding}: serving would start every topic again at seq-id 1."
+                f" Restore {path.name} from a backup, or {aside} to start an empty hub"
+                " (docs/operations.md, 'Damaged or lost metadata')"
             ) from None
 
     def _give_up(self) -> None:
@@ -315,6 +346,8 @@ class HubService(MultiService):
         address = port.getHost()
         host = advertised_host(self.config) if self.zk is not None else address.host
         self.hub.name = f"{host}:{address.port}"
+        if hasattr(self.ledgers, "writer"):  # (named in the ledgers it creates and fences)
+            self.ledgers.writer = self.hub.name
         if self.zk is None:  # (a region's hub says so once it is registered: _join_region)
             self._serving()
         return port

@@ -6,6 +6,7 @@
       HubRegistry (this hub's znode; the view)  -- zk_hubs.py
       ZkTopicManager (ITopicManager)            -- zk_topics.py
     SharedLedgerStore (the shared storage root) -- hedwig.ledger.shared_store
+      or RadosLedgerStore (one RADOS pool)      -- hedwig.ledger.rados_store
 
 Start: connect (one clear line and exit 1 when no server answers within
 `connect_timeout_s`), make sure the root is this region's (two regions sharing one root
@@ -59,11 +60,12 @@ class ZkRegion:
     def root(self) -> str:
         return self.store.layout.root
 
-    def ledger_store(self, data_dir: str, settings):
-        """The region's ledgers under the shared storage root."""
-        from hedwig.ledger.shared_store import SharedLedgerStore
+    def ledger_store(self, data_dir: str):
+        """The region's ledgers: under the shared storage root, or in the region's RADOS
+        pool ([ledger] store = rados), which its hubs share instead."""
+        from hedwig.hub.assembly import ledger_store
 
-        self.ledgers = SharedLedgerStore.from_settings(data_dir, settings, self.reactor)
+        self.ledgers = ledger_store(self.config, self.reactor, data_dir, shared=True)
         return self.ledgers
 
     def topic_manager(self, local, topic_logs) -> ZkTopicManager:

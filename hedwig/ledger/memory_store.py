@@ -17,6 +17,10 @@ from zope.interface import implementer
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger, StorageFull
 
 
+def _chunks(data):
+    return data if isinstance(data, (list, tuple)) else ()
+
+
 class _Ledger:
     __slots__ = ("closed", "entries", "nbytes", "times")
 
@@ -109,12 +113,26 @@ class MemoryLedgerStore:
         except KeyError:
             raise NoSuchLedger(f"ledger {ledger_id} does not exist") from None
 
-    def create(self) -> int:
-        self._check_open()
+    def create(self):
+        try:
+            self._check_open()
+        except LedgerError as e:
+            return fail(e)
         ledger_id = self._next_id
         self._next_id += 1
         self._ledgers[ledger_id] = _Ledger()
-        return ledger_id
+        return succeed(ledger_id)
+
+    def load(self, ledger_id):
+        try:
+            self._ledger(ledger_id)
+        except LedgerError as e:
+            return fail(e)
+        return succeed(None)
+
+    def location(self, ledger_id) -> str:
+        self._ledger(ledger_id)
+        return f"memory (ledger {ledger_id})"
 
     def append(self, ledger_id, data, publish_time_us):
         try:
@@ -123,7 +141,14 @@ class MemoryLedgerStore:
             return fail(e)
         if ledger.closed:
             return fail(LedgerClosed(f"ledger {ledger_id} is closed"))
-        entry = b"".join(data) if isinstance(data, (list, tuple)) else bytes(data)
+        try:
+            if type(publish_time_us) is not int or not 0 <= publish_time_us < 1 << 64:
+                raise ValueError(f"publish time {publish_time_us!r}")
+            if isinstance(data, str) or any(isinstance(chunk, str) for chunk in _chunks(data)):
+                raise TypeError("entries are bytes, not text")
+            entry = b"".join(data) if isinstance(data, (list, tuple)) else bytes(data)
+        except (TypeError, ValueError) as e:
+            return fail(LedgerError(f"ledger {ledger_id}: bad entry or publish time: {e}"))
         failure, after_storing = self._failures.popleft() if self._failures else (None, False)
         if failure is not None and not after_storing:
             return fail(failure)
@@ -147,11 +172,16 @@ class MemoryLedgerStore:
         return succeed(entry_id)
 
     def read(self, ledger_id, first_entry, last_entry, max_bytes=None):
-        ledger = self._ledger(ledger_id)
+        try:
+            ledger = self._ledger(ledger_id)
+        except LedgerError as e:
+            return fail(e)
         if not 0 <= first_entry <= last_entry < len(ledger.entries):
-            raise LedgerError(
-                f"ledger {ledger_id}: entries {first_entry}..{last_entry} "
-                f"outside 0..{len(ledger.entries) - 1}"
+            return fail(
+                LedgerError(
+                    f"ledger {ledger_id}: entries {first_entry}..{last_entry} "
+                    f"outside 0..{len(ledger.entries) - 1}"
+                )
             )
         out = []
         total = 0
@@ -160,21 +190,27 @@ class MemoryLedgerStore:
             total += len(entry)
             if max_bytes is not None and total >= max_bytes:
                 break
-        return out
+        return succeed(out)
 
     def last_entry_id(self, ledger_id) -> int:
         return len(self._ledger(ledger_id).entries) - 1
 
-    def entry_time(self, ledger_id, entry_id) -> int:
-        ledger = self._ledger(ledger_id)
+    def entry_time(self, ledger_id, entry_id):
+        try:
+            ledger = self._ledger(ledger_id)
+        except LedgerError as e:
+            return fail(e)
         if not 0 <= entry_id < len(ledger.times):
-            raise LedgerError(f"ledger {ledger_id} has no entry {entry_id}")
-        return ledger.times[entry_id]
+            return fail(LedgerError(f"ledger {ledger_id} has no entry {entry_id}"))
+        return succeed(ledger.times[entry_id])
 
     def find_by_time(self, ledger_id, time_us):
-        times = self._ledger(ledger_id).times
+        try:
+            times = self._ledger(ledger_id).times
+        except LedgerError as e:
+            return fail(e)
         i = bisect_left(times, time_us)
-        return i if i < len(times) else None
+        return succeed(i if i < len(times) else None)
 
     def ledger_bytes(self, ledger_id) -> int:
         return self._ledger(ledger_id).nbytes
@@ -198,7 +234,10 @@ class MemoryLedgerStore:
         return self.close_ledger(ledger_id)
 
     def delete(self, ledger_id):
-        ledger = self._ledger(ledger_id)
+        try:
+            ledger = self._ledger(ledger_id)
+        except LedgerError as e:
+            return fail(e)
         del self._ledgers[ledger_id]
         self.used_bytes -= ledger.nbytes
         return succeed(None)

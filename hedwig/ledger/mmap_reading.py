@@ -1,5 +1,6 @@
-"""Reading a ledger: entries by id, their times and sizes, a search by time, and what the
-store holds (MmapLedgerStore's read side; reads return copies, never views)."""
+"""Reading a memory-mapped ledger: entries by id, their publish times, a search by time
+(MmapLedgerStore's collaborator for its read side; reads return copies, never views, and
+answer synchronously: the store hands them out as fired Deferreds)."""
 
 from hedwig.ledger.interface import EntryDamaged, LedgerError
 from hedwig.ledger.layout import (
@@ -13,10 +14,15 @@ from hedwig.ledger.mmap_ledger import (
 )
 
 
-class ReadingLedgers:
-    """Part of MmapLedgerStore (mmap_store.py): entries, times and sizes read back."""
+class LedgerReader:
+    """Entries and index records read through `pages` (mmap_mapping.LedgerPages);
+    `lookup(ledger_id)` is the store's Ledger, or raises NoSuchLedger."""
 
-    def read(self, ledger_id, first_entry, last_entry, max_bytes=None):
+    def __init__(self, lookup, pages):
+        self._ledger = lookup
+        self._pages = pages
+
+    def read(self, ledger_id, first_entry, last_entry, max_bytes=None) -> list:
         ledger = self._ledger(ledger_id)
         count = ledger.count
         if not 0 <= first_entry <= last_entry < count:
@@ -52,8 +58,10 @@ class ReadingLedgers:
                         at = first_entry + len(out)
                         if page > at:
                             raise EntryDamaged(
-                                ledger_id, at, f"its index record names data page {page} (index page "
-                                f"{at // per_page} offset {(at % per_page) * RECORD_BYTES})"
+                                ledger_id,
+                                at,
+                                f"its index record names data page {page} (index page "
+                                f"{at // per_page} offset {(at % per_page) * RECORD_BYTES})",
                             )
                         data_map = self._map_page(ledger, DATA, page, at)
                         mapped_page = page
@@ -75,16 +83,13 @@ class ReadingLedgers:
         """A page an entry is read from; a page that cannot be mapped (missing, unreadable)
         damages the entry."""
         try:
-            return self._map(ledger, kind, page)
+            return self._pages.map(ledger, kind, page)
         except LedgerError as e:
             raise EntryDamaged(ledger.id, entry, str(e).partition(": ")[2]) from None
 
     def _record(self, ledger: Ledger, entry_id: int):
         index_page, slot = divmod(entry_id, ledger.records_per_page)
-        return RECORD.unpack_from(self._map(ledger, INDEX, index_page), slot * RECORD_BYTES)
-
-    def last_entry_id(self, ledger_id) -> int:
-        return self._ledger(ledger_id).count - 1
+        return RECORD.unpack_from(self._pages.map(ledger, INDEX, index_page), slot * RECORD_BYTES)
 
     def entry_time(self, ledger_id, entry_id) -> int:
         ledger = self._ledger(ledger_id)
@@ -103,13 +108,3 @@ class ReadingLedgers:
             else:
                 hi = mid
         return lo if lo < ledger.count else None
-
-    def ledger_bytes(self, ledger_id) -> int:
-        return self._ledger(ledger_id).bytes
-
-    def is_closed(self, ledger_id) -> bool:
-        return self._ledger(ledger_id).closed
-
-    def list_ledgers(self) -> list:
-        self._check_open()
-        return sorted(self._ledgers)

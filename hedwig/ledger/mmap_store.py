@@ -30,17 +30,17 @@ import shutil
 import struct
 import zlib
 
-from twisted.internet.defer import Deferred, DeferredList, fail, succeed
-from twisted.internet.task import LoopingCall
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from hedwig.concurrency.deferreds import in_thread
 from hedwig.config.settings import MIB
-from hedwig.ledger.groupcommit import GroupCommit
 from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.layout import (
+    BOOT,
+    BOOT_OFFSET,
     COUNTS,
     COUNTS_OFFSET,
     HEADER_FILE,
@@ -49,10 +49,10 @@ from hedwig.ledger.layout import (
     RECORD,
     RECORD_BYTES,
     RECORD_SALT,
+    current_boot_id,
     encode_header,
     ledger_dir_name,
 )
-from hedwig.ledger.mapped import MappedPages
 from hedwig.ledger.mmap_ledger import (
     FSYNC_POLICIES,
     GROWTH,
@@ -65,20 +65,24 @@ from hedwig.ledger.mmap_ledger import (
     cut_closed_ledger,
     now_us,
 )
-from hedwig.ledger.mmap_mapping import MappingPages
-from hedwig.ledger.mmap_opening import OpeningLedgers
-from hedwig.ledger.mmap_reading import ReadingLedgers
-from hedwig.ledger.mmap_syncing import SyncingLedgers
+from hedwig.ledger.mmap_mapping import LedgerPages, ThreadJobs
+from hedwig.ledger.mmap_opening import open_existing, writer_streams
+from hedwig.ledger.mmap_reading import LedgerReader
+from hedwig.ledger.mmap_syncing import LedgerSyncer
 from hedwig.ledger.open_headers import OpenHeaders
 from hedwig.ledger.pagefiles import RESERVED, replace_durably, storage_error, sync_paths
 
 
 @implementer(ILedgerStore)
-class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedgers):
+class MmapLedgerStore:
     """Ledgers in memory-mapped page files under `data_dir` (see the module docstring).
 
     `reactor` provides IReactorTime (the interval timer) and IReactorThreads (fsyncs, page
     preparation and deletion run in its thread pool; results come back on its thread).
+    The store owns its collaborators: `LedgerPages` (the mapped-page budget and the
+    preparer), `OpenHeaders` (writable ledgers' headers), `LedgerSyncer` (the fsync policy:
+    interval timer, group commit) and `LedgerReader` (entries and times read back); the
+    append path is its own, inline, since it runs per published entry.
     """
 
     log = Logger()
@@ -113,25 +117,27 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         self._dir = os.path.abspath(os.fspath(data_dir))
         self._ledgers: dict[int, Ledger] = {}
         self._writable: dict[int, Ledger] = {}
-        self._dirty: set[Ledger] = set()
-        self._pages = MappedPages(max_mapped_pages, self._unmapped)
+        self._jobs = ThreadJobs()  # thread work still running (waited for by close)
+        self._pages = LedgerPages(reactor, self._ledgers, self._writable, self._jobs, max_mapped_pages)
         self._headers = OpenHeaders(max_open_ledgers)
+        self._reader = LedgerReader(self._ledger, self._pages)
         RESERVED.hold()  # a descriptor for syncs and closes once the process runs out
-        self._commit = GroupCommit(reactor, self._snapshot, self._sync_one, self._synced, self._sync_failed)
-        self._jobs = set()  # Deferreds of thread work still running (waited for by close)
         self._closed = False
-        self._dir_new = False  # a ledger directory appeared since the last sync
         try:
             os.makedirs(self._dir, exist_ok=True)
         except OSError as e:
             raise storage_error(e, f"creating the ledger directory {self._dir}") from None
+        self._syncer = LedgerSyncer(
+            reactor,
+            self._dir,
+            policy=fsync,
+            interval_ms=fsync_interval_ms,
+            before_ack=self._before_ack,
+            on_failure=self._sync_failed,
+        )
+        self._dirty = self._syncer.dirty  # (the append path adds to it directly)
         self._next_id = self._open_existing()
         self._reserved_until = self._next_id
-        self._timer = None
-        if fsync == "interval":
-            self._timer = LoopingCall(self._interval_sync)
-            self._timer.clock = reactor
-            self._timer.start(fsync_interval_ms / 1000.0, now=False)
 
     @classmethod
     def from_settings(cls, data_dir, settings, reactor) -> "MmapLedgerStore":
@@ -166,16 +172,38 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
     @property
     def syncs(self) -> int:
         """Syncs (group commits) completed."""
-        return self._commit.syncs
+        return self._syncer.syncs
 
     def ledger_path(self, ledger_id: int) -> str:
         return self._ledger(ledger_id).path
 
+    def location(self, ledger_id) -> str:
+        return self._ledger(ledger_id).path
+
     # -- opening: recovery ----------------------------------------------------------------
+
+    def _open_existing(self) -> int:
+        """Load every ledger under the data directory (recovering open ones); the next
+        ledger id."""
+        found, next_id = open_existing(self._dir, self.log, self._make_writable)
+        self._ledgers.update(found)
+        return next_id
+
+    def _make_writable(self, ledger: Ledger, end_page: int, end_offset: int) -> None:
+        writer_streams(ledger, end_page, end_offset, self.fsync_policy != "never")
+        header_map = self._headers.map(ledger)
+        BOOT.pack_into(header_map, BOOT_OFFSET, current_boot_id())
+        self._writable[ledger.id] = ledger
 
     # -- ILedgerStore: create ---------------------------------------------------------------
 
-    def create(self) -> int:
+    def create(self):
+        try:
+            return succeed(self._create())
+        except LedgerError as e:
+            return fail(e)
+
+    def _create(self) -> int:
         self._check_open()
         ledger_id = self._take_id()
         path = os.path.join(self._dir, ledger_dir_name(ledger_id))
@@ -195,7 +223,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             raise storage_error(e, f"creating ledger {ledger_id}") from None
         ledger = Ledger(ledger_id, path, self.page_bytes, self.index_page_records, 0, 0, 0, False)
         ledger.new = True
-        self._dir_new = True
+        self._syncer.directory_changed = True
         self._make_writable(ledger, 0, 0)
         self._ledgers[ledger_id] = ledger
         self._dirty.add(ledger)
@@ -226,7 +254,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         except Exception as e:
             return self._refused(ledger_id, e)
         if self._always:
-            return self._commit.wait(entry)
+            return self._syncer.wait(entry)
         return succeed(entry)
 
     def append_now(self, ledger_id, data, publish_time_us):
@@ -292,9 +320,9 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             or ledger.index_map_page != index_page
         ):
             if n:
-                data_map, index_map = self._writer_maps(ledger, page, index_page)
+                data_map, index_map = self._pages.writer_maps(ledger, page, index_page)
             else:  # an empty entry touches no data page (its page may not exist yet)
-                index_map = self._writer_maps(ledger, -1, index_page)[1]
+                index_map = self._pages.writer_maps(ledger, -1, index_page)[1]
         header_map = ledger.header_mm
         if header_map is None:
             header_map = self._headers.map(ledger)
@@ -330,7 +358,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         if end + stream.chunk_bytes > stream.ready and not stream.preparing and not stream.full:
             lookahead = min(MAX_DATA_LOOKAHEAD, 2 * page_bytes, max(stream.min_ahead, total * GROWTH))
             if end + min(stream.chunk_bytes, lookahead >> 1) > stream.ready:
-                self._prepare(stream, end + lookahead)
+                self._pages.prepare(stream, end + lookahead)
         if index_end + index_stream.chunk_bytes > index_stream.ready and not (
             index_stream.preparing or index_stream.full
         ):
@@ -338,7 +366,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
                 MAX_INDEX_LOOKAHEAD, 2 * ledger.index_page_bytes, max(MIN_LOOKAHEAD, index_end * GROWTH)
             )
             if index_end + min(index_stream.chunk_bytes, lookahead >> 1) > index_stream.ready:
-                self._prepare(index_stream, index_end + lookahead)
+                self._pages.prepare(index_stream, index_end + lookahead)
         return entry
 
     def _not_writable(self, ledger_id) -> LedgerError:
@@ -351,7 +379,45 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             return LedgerError(f"ledger {ledger_id} takes no more appends: {ledger.broken}")
         return LedgerClosed(f"ledger {ledger_id} is closed")
 
-    # -- ILedgerStore: reads ----------------------------------------------------------------
+    # -- ILedgerStore: reads (answered at once: fired Deferreds) ----------------------------
+
+    def read(self, ledger_id, first_entry, last_entry, max_bytes=None):
+        try:
+            return succeed(self._reader.read(ledger_id, first_entry, last_entry, max_bytes))
+        except LedgerError as e:
+            return fail(e)
+
+    def entry_time(self, ledger_id, entry_id):
+        try:
+            return succeed(self._reader.entry_time(ledger_id, entry_id))
+        except LedgerError as e:
+            return fail(e)
+
+    def find_by_time(self, ledger_id, time_us):
+        try:
+            return succeed(self._reader.find_by_time(ledger_id, time_us))
+        except LedgerError as e:
+            return fail(e)
+
+    def load(self, ledger_id):
+        try:
+            self._ledger(ledger_id)
+        except LedgerError as e:
+            return fail(e)
+        return succeed(None)
+
+    def last_entry_id(self, ledger_id) -> int:
+        return self._ledger(ledger_id).count - 1
+
+    def ledger_bytes(self, ledger_id) -> int:
+        return self._ledger(ledger_id).bytes
+
+    def is_closed(self, ledger_id) -> bool:
+        return self._ledger(ledger_id).closed
+
+    def list_ledgers(self) -> list:
+        self._check_open()
+        return sorted(self._ledgers)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -383,7 +449,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         ledger.closing = []
         self._writable.pop(ledger_id, None)
         self._dirty.add(ledger)
-        d = self._commit.wait(None)  # every entry stored so far is durable after it
+        d = self._syncer.wait(None)  # every entry stored so far is durable after it
         d.addCallback(lambda _: self._finish_close(ledger))
 
         def closed(result):
@@ -396,7 +462,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             return result
 
         d.addBoth(closed)
-        return self._job(d)
+        return self._jobs.track(d)
 
     def fence(self, ledger_id):
         """This store's ledgers have no other writer (its data directory is locked):
@@ -409,9 +475,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         if ledger.data_stream is not None:
             ledger.data_stream.stop()
             ledger.index_stream.stop()
-        self._pages.discard_ledger(ledger.id)
-        ledger.data_mm = ledger.index_mm = None
-        ledger.data_map_page = ledger.index_map_page = -1
+        self._pages.release(ledger)
         ledger.durable = ledger.count
         self._headers.discard(ledger)
         data_end = (ledger.data_page, ledger.data_off) if ledger.count else None
@@ -421,7 +485,10 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
     def delete(self, ledger_id):
         """Forget the ledger at once; its files go in a thread (the Deferred fires once
         their space is free). A crash in between finishes the deletion on the next open."""
-        ledger = self._ledger(ledger_id)
+        try:
+            ledger = self._ledger(ledger_id)
+        except LedgerError as e:
+            return fail(e)
         del self._ledgers[ledger_id]
         self._writable.pop(ledger_id, None)
         self._dirty.discard(ledger)
@@ -429,17 +496,26 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         if ledger.data_stream is not None:
             ledger.data_stream.stop()
             ledger.index_stream.stop()
-        self._pages.discard_ledger(ledger_id)
-        ledger.data_mm = ledger.index_mm = None
+        self._pages.release(ledger)
         self._headers.discard(ledger)
         grave = ledger.path + ".deleted"
         try:
             os.rename(ledger.path, grave)
         except OSError as e:
-            raise LedgerError(f"ledger {ledger_id}: cannot delete it: {e.strerror}") from None
-        return self._job(in_thread(self._reactor, shutil.rmtree, grave))
+            return fail(LedgerError(f"ledger {ledger_id}: cannot delete it: {e.strerror}"))
+        return self._jobs.track(in_thread(self._reactor, shutil.rmtree, grave))
 
     # -- syncs ------------------------------------------------------------------------------
+
+    def _before_ack(self, marks) -> None:
+        """After a group commit round's fsyncs, before its acknowledgements (nothing here;
+        a store on shared storage checks its fences)."""
+
+    def _sync_failed(self, ledger: Ledger, reason: str) -> None:
+        """A round covering the ledger failed: it takes no more appends."""
+        ledger.broken = reason
+        self._writable.pop(ledger.id, None)
+        self._headers.discard(ledger)
 
     # -- close ------------------------------------------------------------------------------
 
@@ -448,12 +524,11 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
         work, unmap everything."""
         if self._closed:
             return succeed(None)
-        if self._timer is not None and self._timer.running:
-            self._timer.stop()
+        self._syncer.stop_timer()
         self._closed = True
         for ledger in self._writable.values():
             self._dirty.add(ledger)
-        d = self._commit.wait(None)
+        d = self._syncer.wait(None)
 
         def sync_headers(_):
             # After the last round, the headers hold final durable counts: synced, they
@@ -465,7 +540,7 @@ class MmapLedgerStore(OpeningLedgers, MappingPages, ReadingLedgers, SyncingLedge
             for ledger in self._writable.values():
                 ledger.data_stream.stop()
                 ledger.index_stream.stop()
-            return DeferredList(list(self._jobs), consumeErrors=True)
+            return self._jobs.drained()
 
         def release(result):
             self._pages.clear()

@@ -1,8 +1,13 @@
-"""Syncing ledgers to disk under the fsync policy: the interval sync, and the group commit's
-snapshots of what a sync covers (MmapLedgerStore's part for durability)."""
+"""Syncing a memory-mapped store's ledgers to disk under its fsync policy: the interval
+timer, and the group commit's rounds (what each covers, what it made durable, what a
+failed one breaks). `LedgerSyncer` is MmapLedgerStore's collaborator for durability."""
 
 import os
 
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from hedwig.ledger.groupcommit import GroupCommit
 from hedwig.ledger.layout import (
     DURABLE,
     DURABLE_OFFSET,
@@ -13,11 +18,43 @@ from hedwig.ledger.layout import (
 from hedwig.ledger.pagefiles import sync_path
 
 
-class SyncingLedgers:
-    """Part of MmapLedgerStore (mmap_store.py): fsyncs under the policy."""
+class LedgerSyncer:
+    """Group commit over the ledgers stored into since the last round (`dirty`, which the
+    store's append path adds to directly). `before_ack(marks)` runs after a round's
+    fsyncs and before its acknowledgements (a shared store checks its fences there);
+    `on_failure(ledger, reason)` is told of each ledger a failed round covered."""
+
+    log = Logger()
+
+    def __init__(self, reactor, directory: str, *, policy: str, interval_ms: int, before_ack, on_failure):
+        self.dirty: set = set()
+        self.directory_changed = False  # a ledger directory appeared since the last round
+        self._directory = directory
+        self._before_ack = before_ack
+        self._on_failure = on_failure
+        self._commit = GroupCommit(reactor, self._snapshot, self._sync_one, self._synced, self._failed)
+        self._timer = None
+        if policy == "interval":
+            self._timer = LoopingCall(self._interval_sync)
+            self._timer.clock = reactor
+            self._timer.start(interval_ms / 1000.0, now=False)
+
+    @property
+    def syncs(self) -> int:
+        """Rounds completed."""
+        return self._commit.syncs
+
+    def wait(self, result):
+        """A Deferred firing with `result` once a round started from now on covers what
+        was stored so far (group commit)."""
+        return self._commit.wait(result)
+
+    def stop_timer(self) -> None:
+        if self._timer is not None and self._timer.running:
+            self._timer.stop()
 
     def _interval_sync(self) -> None:
-        if self._dirty:
+        if self.dirty:
             self._commit.kick()
 
     def _snapshot(self):
@@ -28,10 +65,10 @@ class SyncingLedgers:
         records (see recovery)."""
         paths = []
         marks = []
-        if self._dir_new:
-            paths.append(self._dir)
-            self._dir_new = False
-        for ledger in self._dirty:
+        if self.directory_changed:
+            paths.append(self._directory)
+            self.directory_changed = False
+        for ledger in self.dirty:
             if ledger.deleted:
                 continue
             marks.append((ledger, ledger.count))
@@ -57,25 +94,25 @@ class SyncingLedgers:
             elif created != ledger.synced_pages_created:
                 paths.append(ledger.path)
             ledger.synced_pages_created = created
-        self._dirty.clear()
+        self.dirty.clear()
         return paths, marks
 
-    def _sync_one(self, path: str) -> None:
-        sync_path(path)
+    @staticmethod
+    def _sync_one(path: str) -> None:
+        sync_path(path)  # (looked up at each call: tests put a failing disk in its place)
 
     def _synced(self, marks) -> None:
+        self._before_ack(marks)
         for ledger, count in marks:
             if count > ledger.durable:
                 ledger.durable = count
                 if ledger.header_mm is not None:  # (an unmapped one gets it when mapped again)
                     DURABLE.pack_into(ledger.header_mm, DURABLE_OFFSET, count)
 
-    def _sync_failed(self, token, failure) -> None:
+    def _failed(self, marks, failure) -> None:
         """After a failed fsync the kernel may have dropped the dirty pages it could not
         write; nothing about those ledgers' tails can be trusted, so they take no more
         appends (reopening the store recovers them)."""
         self.log.failure("ledger sync failed", failure)
-        for ledger, _count in token or ():
-            ledger.broken = f"an fsync failed: {failure.getErrorMessage()}"
-            self._writable.pop(ledger.id, None)
-            self._headers.discard(ledger)
+        for ledger, _count in marks or ():
+            self._on_failure(ledger, f"an fsync failed: {failure.getErrorMessage()}")

@@ -171,7 +171,7 @@ class SharedLedgerStore(MmapLedgerStore):
         already (NoSuchLedger)."""
         if not os.path.isdir(os.path.join(self._dir, ledger_dir_name(ledger_id))):
             self._ledgers.pop(ledger_id, None)
-            raise NoSuchLedger(f"ledger {ledger_id} does not exist")
+            return fail(NoSuchLedger(f"ledger {ledger_id} does not exist"))
         return super().delete(ledger_id)
 
     def forget(self, ledger_id) -> None:
@@ -182,9 +182,8 @@ class SharedLedgerStore(MmapLedgerStore):
             return
         del self._ledgers[ledger_id]
         self._dirty.discard(ledger)
-        self._pages.discard_ledger(ledger_id)
+        self._pages.release(ledger)
         self._headers.discard(ledger)
-        ledger.data_mm = ledger.index_mm = None
         self._fenced_here.discard(ledger_id)
 
     # -- appends: nothing acknowledged in a fenced ledger -----------------------------------
@@ -227,13 +226,12 @@ class SharedLedgerStore(MmapLedgerStore):
             raise LedgerFenced(f"ledger {ledger_id} was fenced: another hub took its topic over")
         return entry_id
 
-    def _synced(self, marks) -> None:
+    def _before_ack(self, marks) -> None:
         """Under fsync = always, after a round's fsyncs and before its acknowledgements:
         the fence file of every ledger it covered (the check that holds across machines)."""
         for ledger, _count in marks:
             if ledger.id not in self._fenced_here and ledger.id in self._writable and is_fenced(ledger.path):
                 self._fenced(ledger)
-        super()._synced(marks)
 
     # -- fencing and closing ---------------------------------------------------------------
 
@@ -274,7 +272,7 @@ class SharedLedgerStore(MmapLedgerStore):
                 raise storage_error(failure.value, f"fencing ledger {ledger_id}")
             return failure
 
-        return self._job(in_thread(self._reactor, work).addCallbacks(recovered, failed))
+        return self._jobs.track(in_thread(self._reactor, work).addCallbacks(recovered, failed))
 
     def _finish_close(self, ledger: Ledger):
         """A ledger this store wrote and found fenced is not cut or marked closed (its end

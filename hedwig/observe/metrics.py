@@ -77,6 +77,13 @@ METRICS = {
     "hedwig_cache_evictions": ("counter", "Entries dropped from the cache, by reason (consumed or fifo)."),
     "hedwig_ledgers": ("gauge", "Ledgers in the ledger store."),
     "hedwig_ledger_bytes": ("gauge", "Bytes of entry data in the ledger store."),
+    "hedwig_ledger_append_latency_seconds": (
+        "histogram",
+        "From a write of entries to the ledger store until every replica acknowledged it (RADOS store only).",
+    ),
+    "hedwig_ledger_append_bytes": ("counter", "Bytes the ledger store wrote, framed (RADOS store only)."),
+    "hedwig_ledger_append_entries": ("counter", "Entries the ledger store wrote (RADOS store only)."),
+    "hedwig_ledger_append_failures": ("counter", "Writes the ledger store saw fail (RADOS store only)."),
     "hedwig_gc_runs": ("counter", "Garbage collection passes completed."),
     "hedwig_gc_ledgers_deleted": ("counter", "Ledgers deleted by garbage collection and retention."),
     "hedwig_relay_lag_messages": (
@@ -122,14 +129,17 @@ def _gauge(name, value=None, labels=None):
     return GaugeMetricFamily(name, METRICS[name][1], value=value, labels=labels)
 
 
-def histogram_of(name: str, buckets, sum_s: float):
-    """A histogram family from per-bucket counts over LATENCY_BUCKETS_US (and one past
-    the last bound), made cumulative and given in seconds as Prometheus expects."""
+def histogram_of(name: str, buckets, sum_s: float, bounds_s=None):
+    """A histogram family from per-bucket counts over LATENCY_BUCKETS_US (or `bounds_s`,
+    in seconds) and one past the last bound, made cumulative and given in seconds as
+    Prometheus expects."""
     family = HistogramMetricFamily(name, METRICS[name][1])
     cumulative, seen = [], 0
-    for bound_us, count in zip(LATENCY_BUCKETS_US, buckets, strict=False):
+    if bounds_s is None:
+        bounds_s = [bound_us / 1e6 for bound_us in LATENCY_BUCKETS_US]
+    for bound_s, count in zip(bounds_s, buckets, strict=False):
         seen += count
-        cumulative.append((repr(bound_us / 1e6), seen))
+        cumulative.append((repr(bound_s), seen))
     cumulative.append(("+Inf", sum(buckets)))
     family.add_metric([], cumulative, sum_s)
     return family
@@ -177,6 +187,7 @@ class HubCollector:
         ledgers = view.ledger_totals()
         yield _gauge("hedwig_ledgers", ledgers["count"])
         yield _gauge("hedwig_ledger_bytes", ledgers["bytes"])
+        yield from self._ledger_writes(getattr(view.ledgers, "write_stats", None))
         gc = view.gc
         yield _counter("hedwig_gc_runs", gc.runs)
         yield _counter("hedwig_gc_ledgers_deleted", gc.ledgers_deleted)
@@ -233,6 +244,18 @@ class HubCollector:
         evictions.add_metric(["consumed"], cache["evicted_pruned"])
         evictions.add_metric(["fifo"], cache["evicted_fifo"])
         yield evictions
+
+    def _ledger_writes(self, stats):
+        """A store that writes to remote storage (hedwig.ledger.rados_writer.WriteStats):
+        its writes' latency (a histogram over its own bounds), bytes, entries, failures."""
+        if stats is None:
+            return
+        yield histogram_of(
+            "hedwig_ledger_append_latency_seconds", stats.latency_counts, stats.latency_sum_s, stats.BUCKETS_S
+        )
+        yield _counter("hedwig_ledger_append_bytes", stats.bytes)
+        yield _counter("hedwig_ledger_append_entries", stats.entries)
+        yield _counter("hedwig_ledger_append_failures", stats.failed)
 
     def _regions(self, regions):
         if regions is None:

@@ -7,7 +7,7 @@ compare-and-set on the version that was read, so of two hubs racing for the topi
 one wins. Rolling on every acquire means a ledger is only ever written by one owner.
 """
 
-from twisted.internet.defer import inlineCallbacks, maybeDeferred
+from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred
 from twisted.logger import Logger
 
 from hedwig.ledger.interface import LedgerError, NoSuchLedger, StorageFull
@@ -37,8 +37,9 @@ def check_ranges(topic: str, ranges: list[LedgerRange]) -> None:
             )
 
 
+@inlineCallbacks
 def _read_header(ledgers, topic: str, ledger_id: int, entry_id: int):
-    (data,) = ledgers.read(ledger_id, entry_id, entry_id, 1)
+    (data,) = yield ledgers.read(ledger_id, entry_id, entry_id, 1)
     try:
         return decode_entry_header(data)
     except MessageSetError as e:
@@ -52,6 +53,7 @@ def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
     it holds, its last publish time, whether it had to be recovered: False for a ledger
     its owner closed, as a graceful stop or a release does)."""
     try:
+        yield ledgers.load(r.ledger_id)
         recovered = not ledgers.is_closed(r.ledger_id)
         if recovered:
             yield maybeDeferred(ledgers.fence, r.ledger_id)
@@ -62,13 +64,13 @@ def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
         ) from None
     if last_entry < 0:
         return r.first_seq - 1, None, recovered
-    first = _read_header(ledgers, topic, r.ledger_id, 0)
+    first = yield _read_header(ledgers, topic, r.ledger_id, 0)
     if first.first_seq != r.first_seq:
         raise LogCorrupt(
             f"topic {topic}: ledger {r.ledger_id} begins at seq-id {first.first_seq}, "
             f"its range at {r.first_seq}"
         )
-    last = _read_header(ledgers, topic, r.ledger_id, last_entry)
+    last = yield _read_header(ledgers, topic, r.ledger_id, last_entry)
     return last.last_seq, last.publish_time_us, recovered
 
 
@@ -108,10 +110,14 @@ def acquire_topic(
     else:
         ranges, version = [LedgerRange(*r) for r in versioned.value], versioned.version
     check_ranges(topic, ranges)
-    for r in ranges[:-1] if ranges and ranges[-1].last_seq is None else ranges:
-        try:
-            ledgers.is_closed(r.ledger_id)
-        except NoSuchLedger:
+    closed_ranges = ranges[:-1] if ranges and ranges[-1].last_seq is None else ranges
+    # The store learns the closed ledgers (at once, for a local one; for a remote one the
+    # reads of their heads go out together).
+    loads = yield DeferredList([ledgers.load(r.ledger_id) for r in closed_ranges], consumeErrors=True)
+    for r, (loaded, outcome) in zip(closed_ranges, loads, strict=True):
+        if not loaded and not outcome.check(NoSuchLedger):
+            outcome.raiseException()
+        if not loaded:
             # The topic serves what remains; reads of these seq-ids fail with
             # EntriesUnreadable, which names them.
             _logger.error(
@@ -144,11 +150,11 @@ def acquire_topic(
     if not last_time_us and ranges:
         last = ranges[-1].ledger_id
         try:
-            last_time_us = ledgers.entry_time(last, ledgers.last_entry_id(last))
+            last_time_us = yield ledgers.entry_time(last, ledgers.last_entry_id(last))
         except NoSuchLedger:  # lost (logged above): publish times start from the clock
             last_time_us = 0
     try:
-        new_id = ledgers.create()
+        new_id = yield ledgers.create()
     except StorageFull as e:
         new_id, full = None, e
     if new_id is not None:

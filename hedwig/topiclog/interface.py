@@ -50,7 +50,8 @@ class ITopicLog(Interface):
         SeqOutOfRange before first_seq."""
 
     def find_by_time(time_us):
-        """The first seq-id published at or after `time_us` (last_seq + 1 when none)."""
+        """Deferred[int]: the first seq-id published at or after `time_us` (last_seq + 1
+        when none). A search of the ledgers' publish times, which a remote store reads."""
 
     def roll_if_aged():
         """Deferred[bool]: close the open ledger and start another if its first entry is

@@ -21,7 +21,7 @@ from twisted.internet.defer import (
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.ledger.interface import NoSuchLedger
+from hedwig.ledger.interface import LedgerError, NoSuchLedger
 from hedwig.meta.interface import BadVersion, LedgerRange
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced
 from hedwig.topiclog.pending import NO_LEDGER, OpenLedger
@@ -81,7 +81,7 @@ class LedgerRoller:
             # nothing waits for this sync (under fsync "never", the whole ledger) but close().
             self._track_seal(ledger.ledger_id, maybeDeferred(self._ledgers.close_ledger, ledger.ledger_id))
             ledger.closed = True
-        new_id = self._ledgers.create()
+        new_id = yield self._ledgers.create()
 
         def replace_open(ranges):
             if ranges[-1].ledger_id != ledger.ledger_id:
@@ -167,15 +167,16 @@ class LedgerRoller:
         described = []
         for r in self.ranges:
             try:
-                size = store.ledger_bytes(r.ledger_id)
+                size, location = store.ledger_bytes(r.ledger_id), store.location(r.ledger_id)
             except NoSuchLedger:
-                size = None  # lost: missing from the store (its seq-ids cannot be read)
+                size = location = None  # lost: missing from the store (its seq-ids cannot be read)
             described.append(
                 {
                     "ledger_id": r.ledger_id,
                     "first_seq": r.first_seq,
                     "last_seq": last_seq if r.last_seq is None else r.last_seq,
                     "bytes": size,
+                    "location": location,
                 }
             )
         return described
@@ -192,12 +193,28 @@ class LedgerRoller:
     def _collect(self, min_consumed_seq: int):
         ranges = self.ranges
         store = self._ledgers
+        last_times = {}  # the store's reads are Deferreds: asked first, raised if reached
+        if self._settings.retention_secs > 0:
+            for r in ranges[:-1]:
+                try:
+                    last_times[r.ledger_id] = yield store.entry_time(
+                        r.ledger_id, store.last_entry_id(r.ledger_id)
+                    )
+                except LedgerError as e:
+                    last_times[r.ledger_id] = e
+
+        def last_time_us(r):
+            found = last_times[r.ledger_id]
+            if isinstance(found, Exception):
+                raise found
+            return found
+
         doomed = ledgers_to_delete(
             ranges,
             min_consumed_seq,
             self._settings,
             int(self._clock.seconds() * 1_000_000),
-            lambda r: store.entry_time(r.ledger_id, store.last_entry_id(r.ledger_id)),
+            last_time_us,
             lambda r: store.ledger_bytes(r.ledger_id),
         )
         if not doomed:

@@ -8,10 +8,15 @@ from every header: rebuilding a ten-million-entry ledger costs seconds of the re
 time and tens of megabytes, a probe search a few dozen reads. Sequential readers, the
 common case, never search: each read leaves a hint (ledger, next seq-id) -> entry id that
 the reader's next read finds.
+
+What the locator knows (an index, a hint, a ledger's start) is answered at once, an int;
+a search reads entry headers from the ledger store, whose answers are Deferreds, so a
+search is a Deferred.
 """
 
 from cachetools import LRUCache
 
+from hedwig.concurrency.deferreds import run_now
 from hedwig.ledger.interface import EntryDamaged
 from hedwig.topiclog.entry_head import entry_head
 from hedwig.topiclog.errors import LogCorrupt
@@ -54,9 +59,10 @@ class EntryLocator:
         """A read of `ledger_id` ended just before `next_seq`, which entry `entry_id` holds."""
         self._hints[(ledger_id, next_seq)] = entry_id
 
-    def locate(self, ledger_id: int, seq: int, first_seq: int, last_entry_id: int) -> int:
+    def locate(self, ledger_id: int, seq: int, first_seq: int, last_entry_id: int):
         """The id of the entry holding `seq` in a closed ledger whose entries 0..last_entry_id
-        hold seq-ids from `first_seq` on."""
+        hold seq-ids from `first_seq` on: an int when known at once, else a Deferred (a
+        binary search reading entry headers)."""
         index = self._indexes.get(ledger_id)
         if index is not None:
             return index.find(seq)
@@ -65,10 +71,13 @@ class EntryLocator:
             return hint
         if seq == first_seq:
             return 0
+        return run_now(self._search(ledger_id, seq, last_entry_id))
+
+    def _search(self, ledger_id: int, seq: int, last_entry_id: int):
         lo, hi = 0, last_entry_id
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            probe, first = self._readable_probe(ledger_id, mid, hi)
+            probe, first = yield from self._readable_probe(ledger_id, mid, hi)
             if probe is not None and first <= seq:
                 lo = probe
             else:
@@ -82,18 +91,20 @@ class EntryLocator:
         entry before it, and the read from there stops at the damage)."""
         for probe in range(entry_id, hi + 1):
             try:
-                return probe, self._first_seq_of(ledger_id, probe)
+                return probe, (yield from self._first_seq_of(ledger_id, probe))
             except (EntryDamaged, LogCorrupt):
                 continue
         return None, None
 
-    def first_seq_of(self, ledger_id: int, entry_id: int) -> int:
+    def first_seq_of(self, ledger_id: int, entry_id: int):
+        """The first seq-id an entry of a closed ledger holds: an int from its index, else
+        a Deferred (its header read)."""
         index = self._indexes.get(ledger_id)
         if index is not None:
             return index.first_seq(entry_id)
-        return self._first_seq_of(ledger_id, entry_id)
+        return run_now(self._first_seq_of(ledger_id, entry_id))
 
-    def _first_seq_of(self, ledger_id: int, entry_id: int) -> int:
+    def _first_seq_of(self, ledger_id: int, entry_id: int):
         self.probes += 1
-        (data,) = self._ledgers.read(ledger_id, entry_id, entry_id, 1)
+        (data,) = yield self._ledgers.read(ledger_id, entry_id, entry_id, 1)
         return entry_head(data, ledger_id, entry_id)[0]

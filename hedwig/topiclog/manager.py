@@ -220,7 +220,8 @@ class TopicLogManager:
         done = sorted(set(garbage) - named - set(self.ledgers.list_ledgers()))
         if done:
             yield self.metadata.forget_garbage(done)
-        sweep.described = {ledger_id: self._describe(ledger_id) for ledger_id in sweep.unknown}
+        for ledger_id in sweep.unknown:
+            sweep.described[ledger_id] = yield self._describe(ledger_id)
         return sweep
 
     @inlineCallbacks
@@ -245,14 +246,16 @@ class TopicLogManager:
             yield self.metadata.forget_garbage(gone)
         return gone
 
-    def _describe(self, ledger_id: int) -> str:
-        """What an unknown ledger holds, for the operator: its seq-ids, or that it is empty."""
+    @inlineCallbacks
+    def _describe(self, ledger_id: int):
+        """Deferred[str]: what an unknown ledger holds, for the operator: its seq-ids, or
+        that it is empty."""
         try:
             last = self.ledgers.last_entry_id(ledger_id)
             if last < 0:
                 return "empty"
-            (first_data,) = self.ledgers.read(ledger_id, 0, 0, 1)
-            (last_data,) = self.ledgers.read(ledger_id, last, last, 1)
+            (first_data,) = yield self.ledgers.read(ledger_id, 0, 0, 1)
+            (last_data,) = yield self.ledgers.read(ledger_id, last, last, 1)
             first, final = decode_entry_header(first_data), decode_entry_header(last_data)
         except (LedgerError, MessageSetError) as e:
             return f"unreadable ({e})"

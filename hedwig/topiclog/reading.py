@@ -1,7 +1,13 @@
 """Reading a topic log: entries by seq-id across its ledgers (the open one by its index,
 closed ones through the shared EntryLocator), and the first seq-id at or after a time
 (TopicLog's read side: an EntryReader, which the log owns and binds its `read` and
-`find_by_time` to)."""
+`find_by_time` to).
+
+The ledger store answers with Deferreds (a RADOS store's come later; the mmap store's
+have fired): both reads run as generators under run_now, so over a local store a read
+completes within the call, as it did when the store answered synchronously, and over a
+remote one it waits without holding the reactor.
+"""
 
 from bisect import bisect_right
 
@@ -12,6 +18,7 @@ from twisted.internet.defer import (
 )
 from twisted.logger import Logger
 
+from hedwig.concurrency.deferreds import run_now
 from hedwig.ledger.interface import EntryDamaged, NoSuchLedger
 from hedwig.protocol.entry import ENTRY_VERSION
 from hedwig.topiclog.entry import LogEntry
@@ -47,12 +54,10 @@ class EntryReader:
             return succeed([])
         if from_seq < self._roller.ranges[0].first_seq:
             return fail(SeqOutOfRange(self.topic, from_seq, self._roller.ranges[0].first_seq))
-        try:
-            return succeed(self._read(from_seq, last, max_entries, max_bytes))
-        except Exception:
-            return fail()
+        return run_now(self._read(from_seq, last, max_entries, max_bytes))
 
-    def _read(self, from_seq: int, last: int, max_entries: int, max_bytes: int) -> list[LogEntry]:
+    def _read(self, from_seq: int, last: int, max_entries: int, max_bytes: int):
+        """The read, as a generator of what it waits for (run_now runs it)."""
         ranges = self._roller.ranges
         store = self._ledgers
         locator = self._locator
@@ -63,19 +68,20 @@ class EntryReader:
         seq = from_seq
         i = bisect_right(self._roller.starts, seq) - 1
         open_index = len(ranges) - 1
+        opened = self._log.open_ledger  # (the open ledger as the read began: a roll may come meanwhile)
         while True:
             r = ranges[i]
             ledger_id = r.ledger_id
             try:
                 if i == open_index:
-                    index = self._log.open_ledger.index
+                    index = opened.index
                     entry_id = index.find(seq)
                     last_entry = index.find(last)
                 else:
                     last_entry = store.last_entry_id(ledger_id)
-                    entry_id = locator.locate(ledger_id, seq, r.first_seq, last_entry)
+                    entry_id = yield locator.locate(ledger_id, seq, r.first_seq, last_entry)
                 want = min(last_entry - entry_id + 1, max_entries - len(out))
-                chunk = store.read(ledger_id, entry_id, entry_id + want - 1, max(1, max_bytes - total))
+                chunk = yield store.read(ledger_id, entry_id, entry_id + want - 1, max(1, max_bytes - total))
             except NoSuchLedger:
                 return self._stop_at_damage(
                     out, seq, r.last_seq, "their ledger is missing", f"ledger {ledger_id} is missing"
@@ -128,15 +134,19 @@ class EntryReader:
         _logger.error("{error}: {detail}", error=error, detail=detail)
         raise error
 
-    def find_by_time(self, time_us: int) -> int:
-        """The first seq-id published at or after time_us (last_seq + 1 when none), by
-        binary search over the ledgers' last publish times, then within the ledger."""
+    def find_by_time(self, time_us: int) -> Deferred:
+        """Deferred[int]: the first seq-id published at or after time_us (last_seq + 1 when
+        none), by binary search over the ledgers' last publish times, then within the
+        ledger."""
+        return run_now(self._find_by_time(time_us))
+
+    def _find_by_time(self, time_us: int):
         ranges = self._roller.ranges
         store = self._ledgers
         last = self._log.last_seq
         open_index = len(ranges) - 1
-        open_entries = self._log.open_ledger.index
-        open_last_entry = open_entries.find(last)  # -1: nothing acknowledged in it yet
+        opened = self._log.open_ledger
+        open_last_entry = opened.index.find(last)  # -1: nothing acknowledged in it yet
         searchable = len(ranges) if open_last_entry >= 0 else open_index
 
         def last_entry(i):
@@ -145,16 +155,16 @@ class EntryReader:
         lo, hi = 0, searchable
         while lo < hi:
             mid = (lo + hi) // 2
-            if store.entry_time(ranges[mid].ledger_id, last_entry(mid)) >= time_us:
+            if (yield store.entry_time(ranges[mid].ledger_id, last_entry(mid))) >= time_us:
                 hi = mid
             else:
                 lo = mid + 1
         if lo == searchable:
             return last + 1
         ledger_id = ranges[lo].ledger_id
-        entry_id = store.find_by_time(ledger_id, time_us)
+        entry_id = yield store.find_by_time(ledger_id, time_us)
         if entry_id is None or entry_id > last_entry(lo):
             return last + 1
         if lo == open_index:
-            return open_entries.first_seq(entry_id)
-        return self._locator.first_seq_of(ledger_id, entry_id)
+            return opened.index.first_seq(entry_id)
+        return (yield self._locator.first_seq_of(ledger_id, entry_id))

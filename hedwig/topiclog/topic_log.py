@@ -535,7 +535,7 @@ class TopicLog:
         """EntryReader.read (reading.py)."""
         return self._reader.read(from_seq, max_entries, max_bytes)
 
-    def find_by_time(self, time_us: int) -> int:
+    def find_by_time(self, time_us: int) -> Deferred:
         """EntryReader.find_by_time (reading.py)."""
         return self._reader.find_by_time(time_us)
 

@@ -110,5 +110,5 @@ class ControllableLog:
     def find_by_time(self, time_us):
         for entry in self.entries:
             if entry.first_seq >= self.first_seq and entry.publish_time_us >= time_us:
-                return entry.first_seq
-        return self.last_seq + 1
+                return succeed(entry.first_seq)
+        return succeed(self.last_seq + 1)

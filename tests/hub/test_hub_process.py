@@ -326,6 +326,7 @@ def test_a_ledger_no_topic_names_is_kept_and_reported_at_start(tmp_path):
     metadata does not record it as garbage, so the start-up sweep keeps it (it could be a
     topic's data whose record was lost) and reports it."""
     from hedwig.ledger.mmap_store import MmapLedgerStore
+    from hedwig.testing.deferreds import fired
     from hedwig.testing.reactors import InlineThreadsReactor
 
     data_dir = tmp_path / "data"
@@ -333,7 +334,7 @@ def test_a_ledger_no_topic_names_is_kept_and_reported_at_start(tmp_path):
         client.publish("kept", b"payload")
     store = MmapLedgerStore(str(data_dir / "ledgers"), reactor=InlineThreadsReactor())
     named = store.list_ledgers()
-    orphan = store.create()
+    orphan = fired(store.create())
     store.close()
     with HubProcess(data_dir) as process, Client(process.address) as client:
         assert [m.payload for m in client.read("kept", 1, 1)] == [b"payload"]

@@ -24,3 +24,37 @@ def open_store(tmp_path):
     yield open_
     for store in stores:
         store.close()
+
+
+def _harness(kind: str, tmp_path, request):
+    from tests.ledger import stores
+
+    if kind == "memory":
+        return stores.MemoryHarness()
+    if kind == "mmap":
+        return stores.MmapHarness(tmp_path)
+    if kind == "shared":
+        return stores.SharedHarness(tmp_path)
+    return stores.RadosHarness(request.getfixturevalue("ceph"))
+
+
+@pytest.fixture(params=["memory", "mmap", "shared", "rados"])
+def ledger_store(request, tmp_path):
+    """The contract suite's store harness (tests/ledger/stores.py), one per store."""
+    harness = _harness(request.param, tmp_path, request)
+    yield harness
+    harness.close()
+
+
+@pytest.fixture(params=["mmap", "shared", "rados"])
+def durable_ledger_store(request, tmp_path):
+    harness = _harness(request.param, tmp_path, request)
+    yield harness
+    harness.close()
+
+
+@pytest.fixture(params=["shared", "rados"])
+def shared_ledger_store(request, tmp_path):
+    harness = _harness(request.param, tmp_path, request)
+    yield harness
+    harness.close()

@@ -30,12 +30,13 @@ def main(directory: str, seed: int, fsync: str) -> None:
     from twisted.internet import reactor
 
     from hedwig.ledger.mmap_store import MmapLedgerStore
+    from hedwig.testing.deferreds import fired as result_of
 
     rng = random.Random(seed)
     store = MmapLedgerStore(directory, reactor=reactor, fsync=fsync, **OPTIONS)
     open_ledgers = [lid for lid in store.list_ledgers() if not store.is_closed(lid)]
     state = {
-        "ledger": open_ledgers[-1] if open_ledgers else store.create(),
+        "ledger": open_ledgers[-1] if open_ledgers else result_of(store.create()),
         "in_flight": 0,
         "rolling": False,
         "scheduled": False,
@@ -59,7 +60,7 @@ def main(directory: str, seed: int, fsync: str) -> None:
         os._exit(3)
 
     def rolled(_):
-        state["ledger"] = store.create()
+        state["ledger"] = result_of(store.create())
         state["rolling"] = False
         soon()
 

@@ -16,7 +16,7 @@ def main(directory: str) -> dict:
     options = {"page_bytes": 256 * 1024, "index_page_records": 1024, "max_mapped_pages": 4}
     seen = {}
     store = MmapLedgerStore(directory, reactor=InlineThreadsReactor(), **options)
-    ledger = store.create()
+    ledger = result_of(store.create())
     entries = [bytes([i % 256]) * 20_000 for i in range(64)]
     acked = 0
     for data in entries[:5]:
@@ -35,18 +35,18 @@ def main(directory: str) -> dict:
     seen["error"] = error
     seen["acked"] = acked
     seen["last_entry_id"] = store.last_entry_id(ledger)
-    seen["intact"] = store.read(ledger, 0, acked - 1) == entries[:acked]
+    seen["intact"] = result_of(store.read(ledger, 0, acked - 1)) == entries[:acked]
     try:
-        store.create()
+        result_of(store.create())
         seen["create"] = "created"
     except StorageFull as e:
         seen["create"] = str(e)
     result_of(store.close())
     store = MmapLedgerStore(directory, reactor=InlineThreadsReactor(), **options)
-    seen["reopened_intact"] = store.read(ledger, 0, store.last_entry_id(ledger)) == entries[:acked]
+    seen["reopened_intact"] = result_of(store.read(ledger, 0, store.last_entry_id(ledger))) == entries[:acked]
     resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # space returns
     seen["after"] = result_of(store.append(ledger, entries[acked], acked))
-    seen["after_intact"] = store.read(ledger, 0, acked) == entries[: acked + 1]
+    seen["after_intact"] = result_of(store.read(ledger, 0, acked)) == entries[: acked + 1]
     result_of(store.close())
     return seen
 

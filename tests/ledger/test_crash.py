@@ -81,7 +81,7 @@ def test_sigkill_loses_no_acknowledged_entry(tmp_path):
                 # what the writer appended, in order.
                 start = max(0, verified.get(ledger, 0) - 3)
                 if count > start:
-                    got = store.read(ledger, start, count - 1)
+                    got = result_of(store.read(ledger, start, count - 1))
                     assert got == [payload(ledger, e) for e in range(start, count)], (
                         f"run {run}: ledger {ledger} differs from what was appended"
                     )

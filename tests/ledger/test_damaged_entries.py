@@ -31,7 +31,7 @@ def written(open_store):
     """A closed ledger of 12 entries (three data pages), its store closed, so that nothing
     of it is mapped. (An open ledger's damage is recovery's: it cuts the ledger back.)"""
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     for i, data in enumerate(entries(12)):
         result_of(store.append(ledger, data, i))
     result_of(store.close_ledger(ledger))
@@ -44,22 +44,22 @@ def test_a_garbage_page_number_is_never_a_file_name(open_store, written, tmp_pat
     ledger, path = written
     write_record(path, 5, 4294967295, 0, 2000)
     store = open_store()
-    assert store.read(ledger, 0, 11) == entries(5)
+    assert result_of(store.read(ledger, 0, 11)) == entries(5)
     with pytest.raises(EntryDamaged) as raised:
-        store.read(ledger, 5, 11)
+        result_of(store.read(ledger, 5, 11))
     message = str(raised.value)
     assert f"ledger {ledger} entry 5" in message and "data page 4294967295" in message
     assert str(tmp_path) not in message and data_page_name(4294967295) not in message
-    assert store.read(ledger, 6, 11) == entries(12)[6:]  # what follows is still readable
+    assert result_of(store.read(ledger, 6, 11)) == entries(12)[6:]  # what follows is still readable
 
 
 def test_a_missing_data_page_damages_its_entries_only(open_store, written, tmp_path):
     ledger, path = written
     os.unlink(os.path.join(path, data_page_name(1)))
     store = open_store()
-    assert store.read(ledger, 0, 11) == entries(4)
+    assert result_of(store.read(ledger, 0, 11)) == entries(4)
     with pytest.raises(EntryDamaged) as raised:
-        store.read(ledger, 4, 11)
+        result_of(store.read(ledger, 4, 11))
     assert f"ledger {ledger} entry 4: " in str(raised.value)
     assert str(tmp_path) not in str(raised.value)
-    assert store.read(ledger, 8, 11) == entries(12)[8:]
+    assert result_of(store.read(ledger, 8, 11)) == entries(12)[8:]

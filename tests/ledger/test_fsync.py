@@ -15,6 +15,7 @@ from hedwig.ledger import mmap_syncing
 from hedwig.ledger.interface import LedgerError
 from hedwig.ledger.layout import HEADER_BYTES, HeaderFields
 from hedwig.ledger.mmap_store import MmapLedgerStore
+from hedwig.ledger.mmap_syncing import LedgerSyncer
 from hedwig.testing.deferreds import fired as result_of
 from hedwig.testing.reactors import QueuedThreadsReactor
 from tests import trial as unittest
@@ -31,7 +32,7 @@ def fired(d):
 def is_sync(work) -> bool:
     """Whether queued thread work is one file's fsync of a group commit round."""
     target = getattr(work[0], "target", None)
-    return getattr(target, "__func__", None) is MmapLedgerStore._sync_one
+    return target is LedgerSyncer._sync_one
 
 
 def queued_syncs(reactor) -> int:
@@ -71,10 +72,10 @@ def synced_paths(monkeypatch):
 def test_always_acknowledges_after_the_fsync_and_groups_what_came_meanwhile(open_store, synced_paths):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="always")
-    ledger = store.create()
+    ledger = result_of(store.create())
     first = fired(store.append(ledger, entry(0), 1))
     assert first == []  # stored, readable, but not acknowledged before its fsync
-    assert store.read(ledger, 0, 0) == [entry(0)]
+    assert result_of(store.read(ledger, 0, 0)) == [entry(0)]
     # While that fsync runs, more appends arrive: they wait for the next one, together.
     later = [fired(store.append(ledger, entry(i), i)) for i in range(1, 6)]
     assert run_syncs(reactor, 1) == 1
@@ -94,7 +95,7 @@ def test_always_acknowledges_after_the_fsync_and_groups_what_came_meanwhile(open
 def test_acknowledgements_keep_append_order_across_ledgers(open_store):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="always")
-    a, b = store.create(), store.create()
+    a, b = result_of(store.create()), result_of(store.create())
     order = []
     for i in range(6):
         ledger = (a, b)[i % 2]
@@ -106,7 +107,7 @@ def test_acknowledgements_keep_append_order_across_ledgers(open_store):
 def test_close_ledger_waits_for_the_appends_before_it(open_store):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="always")
-    ledger = store.create()
+    ledger = result_of(store.create())
     events = []
     store.append(ledger, entry(0), 0).addCallback(lambda _: events.append("append"))
     store.close_ledger(ledger).addCallback(lambda _: events.append("closed"))
@@ -119,7 +120,7 @@ def test_close_ledger_waits_for_the_appends_before_it(open_store):
 def test_a_second_close_fires_with_the_first(open_store):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="never")
-    ledger = store.create()
+    ledger = result_of(store.create())
     store.append(ledger, entry(0), 0)
     first = fired(store.close_ledger(ledger))
     second = fired(store.close_ledger(ledger))
@@ -132,7 +133,7 @@ def test_a_second_close_fires_with_the_first(open_store):
 def test_a_failed_fsync_fails_what_it_covered_and_stops_the_ledger(open_store, monkeypatch):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="always")
-    ledger = store.create()
+    ledger = result_of(store.create())
     result = fired(store.append(ledger, entry(0), 0))
 
     def broken_disk(path):
@@ -150,14 +151,14 @@ def test_a_failed_fsync_fails_what_it_covered_and_stops_the_ledger(open_store, m
     store.close()
     reactor.run_threads()
     reopened = open_store(reactor=QueuedThreadsReactor(), fsync="never")
-    assert reopened.read(ledger, 0, 0) == [entry(0)]
+    assert result_of(reopened.read(ledger, 0, 0)) == [entry(0)]
     assert result_of(reopened.append(ledger, entry(1), 1)) == 1
 
 
 def test_interval_acknowledges_at_once_and_syncs_on_the_timer(open_store, synced_paths):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="interval", fsync_interval_ms=250)
-    ledger = store.create()
+    ledger = result_of(store.create())
     assert result_of(store.append(ledger, entry(0), 0)) == 0
     reactor.advance(0.2)
     assert not queued_syncs(reactor)
@@ -175,7 +176,7 @@ def test_interval_acknowledges_at_once_and_syncs_on_the_timer(open_store, synced
 def test_never_syncs_nothing_for_appends_but_closes_durably(open_store, synced_paths):
     reactor = QueuedThreadsReactor()
     store = open_store(reactor=reactor, fsync="never")
-    ledger = store.create()
+    ledger = result_of(store.create())
     for i in range(20):
         assert result_of(store.append(ledger, entry(i), i)) == i
     reactor.advance(10)
@@ -195,7 +196,7 @@ class RealThreadsGroupCommit(unittest.TestCase):
 
         directory = self.mktemp()
         store = MmapLedgerStore(directory, reactor=reactor, fsync="always", **SMALL)
-        ledgers = [store.create() for _ in range(2)]
+        ledgers = [result_of(store.create()) for _ in range(2)]
         acked = []
 
         @defer.inlineCallbacks
@@ -214,7 +215,7 @@ class RealThreadsGroupCommit(unittest.TestCase):
         try:
             for ledger in ledgers:
                 assert reopened.last_entry_id(ledger) == 99
-                got = sorted(reopened.read(ledger, 0, 99))
+                got = sorted(result_of(reopened.read(ledger, 0, 99)))
                 assert len(set(got)) == 100
         finally:
             yield reopened.close()
@@ -222,7 +223,7 @@ class RealThreadsGroupCommit(unittest.TestCase):
 
 def test_closing_the_store_leaves_final_counts_in_the_headers(open_store):
     store = open_store(fsync="never")
-    ledgers = [store.create() for _ in range(2)]
+    ledgers = [result_of(store.create()) for _ in range(2)]
     for i in range(30):
         result_of(store.append(ledgers[i % 2], entry(i), i))
     paths = [store.ledger_path(ledger) for ledger in ledgers]

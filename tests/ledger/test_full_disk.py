@@ -51,7 +51,7 @@ def read_only_tmpfs(tmp_path):
 def test_an_unwritable_directory_fails_creates_clearly(read_only_tmpfs):
     store = MmapLedgerStore(read_only_tmpfs, reactor=InlineThreadsReactor())
     with pytest.raises(LedgerError, match=r"creating a ledger: .*: Read-only file system") as raised:
-        store.create()
+        result_of(store.create())
     assert not isinstance(raised.value, StorageFull)
     assert store.list_ledgers() == []
     result_of(store.close())
@@ -62,7 +62,7 @@ def test_a_full_tmpfs_fails_appends_cleanly_and_recovers(open_store, small_tmpfs
     ballast.write_bytes(b"\1" * (512 * 1024))
     options = {"page_bytes": 64 * 1024, "index_page_records": 64, "max_mapped_pages": 4}
     store = open_store(small_tmpfs / "ledgers", **options)
-    ledger = store.create()
+    ledger = result_of(store.create())
     entries = [bytes([i % 251]) * 10_000 for i in range(400)]
     acked = 0
     with pytest.raises(StorageFull, match="no space left") as raised:
@@ -73,7 +73,7 @@ def test_a_full_tmpfs_fails_appends_cleanly_and_recovers(open_store, small_tmpfs
     assert "ledger" in str(raised.value)
     # Nothing stored is lost, nothing half-stored is counted.
     assert store.last_entry_id(ledger) == acked - 1
-    assert store.read(ledger, 0, acked - 1) == entries[:acked]
+    assert result_of(store.read(ledger, 0, acked - 1)) == entries[:acked]
     with pytest.raises(StorageFull):  # still full: the same clean failure
         result_of(store.append(ledger, entries[acked], acked))
     # Take the last free blocks too: then not even a ledger header fits.
@@ -82,21 +82,21 @@ def test_a_full_tmpfs_fails_appends_cleanly_and_recovers(open_store, small_tmpfs
         while True:
             f.write(b"\1" * 4096)
     with pytest.raises(StorageFull, match="creating ledger"):
-        store.create()
+        result_of(store.create())
     assert store.list_ledgers() == [ledger]
     # A reopen finds nothing to repair.
     result_of(store.close())
     with capturedLogs() as events:
         store = open_store(small_tmpfs / "ledgers", **options)
     assert not [e for e in events if "cut back" in e.get("log_format", "")]
-    assert store.read(ledger, 0, acked - 1) == entries[:acked]
+    assert result_of(store.read(ledger, 0, acked - 1)) == entries[:acked]
     # Space returns: appends go on where they stopped.
     ballast.unlink()
     top_up.unlink()
     for i in range(acked, acked + 30):
         assert result_of(store.append(ledger, entries[i], i)) == i
-    assert store.read(ledger, 0, acked + 29) == entries[: acked + 30]
-    other = store.create()
+    assert result_of(store.read(ledger, 0, acked + 29)) == entries[: acked + 30]
+    other = result_of(store.create())
     assert result_of(store.append(other, b"fits again", 0)) == 0
     # Deleting a ledger gives its space back to the file system.
     free_before = os.statvfs(small_tmpfs).f_bfree
@@ -125,7 +125,7 @@ def test_a_file_size_limit_fails_appends_cleanly_and_recovers(tmp_path):
 def test_ledgers_on_a_read_only_file_system_stay_readable(small_tmpfs):
     options = {"page_bytes": 64 * 1024, "index_page_records": 64}
     store = MmapLedgerStore(small_tmpfs / "ledgers", reactor=InlineThreadsReactor(), **options)
-    ledger = store.create()
+    ledger = result_of(store.create())
     for i in range(5):
         result_of(store.append(ledger, b"entry %d" % i, i))
     result_of(store.close())
@@ -134,7 +134,7 @@ def test_ledgers_on_a_read_only_file_system_stay_readable(small_tmpfs):
         with capturedLogs() as events:
             store = MmapLedgerStore(small_tmpfs / "ledgers", reactor=InlineThreadsReactor(), **options)
         assert any("served read-only" in e.get("log_format", "") for e in events)
-        assert store.read(ledger, 0, 4) == [b"entry %d" % i for i in range(5)]
+        assert result_of(store.read(ledger, 0, 4)) == [b"entry %d" % i for i in range(5)]
         with pytest.raises(LedgerError, match=r"takes no more appends.*Read-only file system"):
             result_of(store.append(ledger, b"more", 5))
         result_of(store.close())

@@ -28,7 +28,7 @@ def rss_file_bytes() -> int:
 def test_reading_a_log_ten_times_the_budget_stays_within_it(open_store, tmp_path):
     store = open_store(page_bytes=PAGE, index_page_records=256, max_mapped_pages=BUDGET)
     root = str(tmp_path / "ledgers")
-    ledgers = [store.create(), store.create()]
+    ledgers = [result_of(store.create()), result_of(store.create())]
     payload = bytes(range(256)) * 200  # 51,200 bytes: 20 entries per page
     count = 0
     rss_before = rss_file_bytes()
@@ -48,7 +48,7 @@ def test_reading_a_log_ten_times_the_budget_stays_within_it(open_store, tmp_path
     ]
     for plan in plans:
         for ledger, first, last in plan:
-            got = store.read(ledger, first, last)
+            got = result_of(store.read(ledger, first, last))
             assert [len(data) for data in got] == [51_000 + i % 200 for i in range(first, last + 1)]
             assert store.mapped_pages <= BUDGET
             assert mapped_under(root) <= BUDGET

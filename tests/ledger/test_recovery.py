@@ -56,27 +56,27 @@ def reopen_logged(open_store, store):
 
 def test_garbage_over_the_tail_of_a_data_page(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 40)
     path = store.ledger_path(ledger)
     page, offset, length, _crc, _t = record(path, 39)
     scribble(os.path.join(path, data_page_name(page)), offset + length - 100, 100)
     store, events = reopen_logged(open_store, store)
     assert store.last_entry_id(ledger) == 38
-    assert store.read(ledger, 0, 38) == [entry(i) for i in range(39)]
+    assert result_of(store.read(ledger, 0, 38)) == [entry(i) for i in range(39)]
     (event,) = cut_messages(events)
     assert event["ledger_id"] == ledger and event["before"] == 40 and event["after"] == 39
     assert "fails its check" in event["problem"]
     # Appends go on after the cut, and survive another reopen.
     assert result_of(store.append(ledger, b"next", 1)) == 39
     store, events = reopen_logged(open_store, store)
-    assert store.read(ledger, 38, 39) == [entry(38), b"next"]
+    assert result_of(store.read(ledger, 38, 39)) == [entry(38), b"next"]
     assert not cut_messages(events)
 
 
 def test_garbage_over_the_end_of_a_full_data_page(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 40)
     path = store.ledger_path(ledger)
     # The last entry of a page that is followed by another one.
@@ -86,31 +86,31 @@ def test_garbage_over_the_end_of_a_full_data_page(open_store):
     scribble(os.path.join(path, data_page_name(page)), offset + length - 8, 8)
     store, events = reopen_logged(open_store, store)
     assert store.last_entry_id(ledger) == last_of_page - 1
-    assert store.read(ledger, 0, last_of_page - 1) == [entry(i) for i in range(last_of_page)]
+    assert result_of(store.read(ledger, 0, last_of_page - 1)) == [entry(i) for i in range(last_of_page)]
     assert len(cut_messages(events)) == 1
     fill(store, ledger, 5, start=last_of_page)
-    assert store.read(ledger, 0, last_of_page + 4) == [entry(i) for i in range(last_of_page + 5)]
+    assert result_of(store.read(ledger, 0, last_of_page + 4)) == [entry(i) for i in range(last_of_page + 5)]
 
 
 def test_garbage_over_the_tail_of_an_index_page(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 40)  # index pages 0, 1 full; page 2 holds entries 32..39
     path = store.ledger_path(ledger)
     scribble(os.path.join(path, index_page_name(2)), 5 * RECORD_BYTES + 3, 3 * RECORD_BYTES - 3)
     store, events = reopen_logged(open_store, store)
     assert store.last_entry_id(ledger) == 36
-    assert store.read(ledger, 0, 36) == [entry(i) for i in range(37)]
+    assert result_of(store.read(ledger, 0, 36)) == [entry(i) for i in range(37)]
     (event,) = cut_messages(events)
     assert event["after"] == 37
     fill(store, ledger, 10, start=37)  # rolls into index page 3
     store, _ = reopen_logged(open_store, store)
-    assert store.read(ledger, 0, 46) == [entry(i) for i in range(47)]
+    assert result_of(store.read(ledger, 0, 46)) == [entry(i) for i in range(47)]
 
 
 def test_a_count_ahead_of_the_records_is_cut_back(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 20)
     path = store.ledger_path(ledger)
     result_of(store.close())
@@ -125,7 +125,7 @@ def test_a_count_ahead_of_the_records_is_cut_back(open_store):
 
 def test_after_a_reboot_everything_past_the_durable_count_is_checked(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 200)
     path = store.ledger_path(ledger)
     result_of(store.close())
@@ -138,7 +138,7 @@ def test_after_a_reboot_everything_past_the_durable_count_is_checked(open_store)
     with capturedLogs() as events:
         store = open_store()
     assert store.last_entry_id(ledger) == 119
-    assert store.read(ledger, 0, 119) == [entry(i) for i in range(120)]
+    assert result_of(store.read(ledger, 0, 119)) == [entry(i) for i in range(120)]
     assert len(cut_messages(events)) == 1
 
 
@@ -147,7 +147,7 @@ def test_after_a_reboot_entries_past_a_stale_committed_count_are_rolled_forward(
     header on disk may count fewer entries than were acknowledged. Their index records
     bring them back."""
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 90)
     path = store.ledger_path(ledger)
     result_of(store.close())
@@ -158,7 +158,7 @@ def test_after_a_reboot_entries_past_a_stale_committed_count_are_rolled_forward(
         store = open_store()
     assert store.last_entry_id(ledger) == 89
     assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(90))
-    assert store.read(ledger, 0, 89) == [entry(i) for i in range(90)]
+    assert result_of(store.read(ledger, 0, 89)) == [entry(i) for i in range(90)]
     assert any("past the committed count" in e.get("log_format", "") and e["extra"] == 40 for e in events)
     assert not cut_messages(events)
     assert result_of(store.append(ledger, b"more", 0)) == 90
@@ -168,7 +168,7 @@ def test_what_recovery_cut_never_comes_back(open_store):
     """Entries after a cut stay cut, even when later entries (written over them) have the
     same sizes and a reboot makes recovery roll forward."""
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 30)
     path = store.ledger_path(ledger)
     page, offset, _length, _crc, _t = record(path, 25)
@@ -182,12 +182,12 @@ def test_what_recovery_cut_never_comes_back(open_store):
     header_write(path, DURABLE_OFFSET, DURABLE.pack(0))
     store = open_store()
     assert store.last_entry_id(ledger) == 25
-    assert store.read(ledger, 0, 25) == [entry(i) for i in range(26)]
+    assert result_of(store.read(ledger, 0, 25)) == [entry(i) for i in range(26)]
 
 
 def test_a_closed_ledger_after_a_reboot_is_checked_past_its_durable_count(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 30)
     result_of(store.close_ledger(ledger))
     path = store.ledger_path(ledger)
@@ -203,7 +203,7 @@ def test_a_closed_ledger_after_a_reboot_is_checked_past_its_durable_count(open_s
 
 def test_a_damaged_header_leaves_the_ledger_unserved_and_the_rest_served(open_store):
     store = open_store()
-    good, bad = store.create(), store.create()
+    good, bad = result_of(store.create()), result_of(store.create())
     fill(store, good, 5)
     fill(store, bad, 5)
     bad_path = store.ledger_path(bad)
@@ -212,15 +212,15 @@ def test_a_damaged_header_leaves_the_ledger_unserved_and_the_rest_served(open_st
     with capturedLogs() as events:
         store = open_store()
     assert store.list_ledgers() == [good]
-    assert store.read(good, 0, 4) == [entry(i) for i in range(5)]
+    assert result_of(store.read(good, 0, 4)) == [entry(i) for i in range(5)]
     assert any(e.get("ledger_id") == bad and "cannot be opened" in e["log_format"] for e in events)
     assert os.path.exists(bad_path)  # left for an operator, never deleted
-    assert store.create() > bad
+    assert result_of(store.create()) > bad
 
 
 def test_interrupted_creates_and_deletes_are_cleared(open_store, tmp_path):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 3)
     result_of(store.close())
     root = tmp_path / "ledgers"
@@ -236,7 +236,7 @@ def test_an_open_ledger_with_pages_cut_by_an_interrupted_close_takes_appends(ope
     """A crash between cutting a closing ledger's pages and marking it closed leaves an
     open ledger with short pages: the writer extends them again."""
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 30)
     path = store.ledger_path(ledger)
     page, offset, length, _crc, _t = record(path, 29)
@@ -250,14 +250,14 @@ def test_an_open_ledger_with_pages_cut_by_an_interrupted_close_takes_appends(ope
         store = open_store()
     assert not cut_messages(events)
     fill(store, ledger, 30, start=30)
-    assert store.read(ledger, 0, 59) == [entry(i) for i in range(60)]
+    assert result_of(store.read(ledger, 0, 59)) == [entry(i) for i in range(60)]
 
 
 def test_an_open_ledger_with_pages_cut_by_an_interrupted_close_is_readable_at_once(open_store):
     """The same crash, then a reader first: the short pages map for reading before any
     append has extended them."""
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 30)
     path = store.ledger_path(ledger)
     page, offset, length, _crc, _t = record(path, 29)
@@ -265,6 +265,6 @@ def test_an_open_ledger_with_pages_cut_by_an_interrupted_close_is_readable_at_on
     os.truncate(os.path.join(path, data_page_name(page)), offset + length)
     os.truncate(os.path.join(path, index_page_name(1)), 14 * RECORD_BYTES)
     store = open_store()
-    assert store.read(ledger, 0, 29) == [entry(i) for i in range(30)]
+    assert result_of(store.read(ledger, 0, 29)) == [entry(i) for i in range(30)]
     fill(store, ledger, 5, start=30)
-    assert store.read(ledger, 25, 34) == [entry(i) for i in range(25, 35)]
+    assert result_of(store.read(ledger, 25, 34)) == [entry(i) for i in range(25, 35)]

@@ -36,7 +36,7 @@ class LedgerRoundTrip(RuleBasedStateMachine):
 
     @rule()
     def create(self):
-        ledger = self.store.create()
+        ledger = result_of(self.store.create())
         assert ledger not in self.model
         self.model[ledger] = []
 
@@ -94,7 +94,7 @@ class LedgerRoundTrip(RuleBasedStateMachine):
         first = data.draw(st.integers(0, len(entries) - 1))
         last = data.draw(st.integers(first, len(entries) - 1))
         max_bytes = data.draw(st.none() | st.integers(1, 3 * PAGE))
-        got = self.store.read(ledger, first, last, max_bytes)
+        got = result_of(self.store.read(ledger, first, last, max_bytes))
         expected = [payload for payload, _t in entries[first : last + 1]]
         assert got == expected[: len(got)]
         if max_bytes is None:
@@ -104,7 +104,7 @@ class LedgerRoundTrip(RuleBasedStateMachine):
             assert len(got) == len(expected) or total >= max_bytes
             assert len(got) == 1 or total - len(got[-1]) < max_bytes
         entry = data.draw(st.integers(first, last))
-        assert self.store.entry_time(ledger, entry) == entries[entry][1]
+        assert result_of(self.store.entry_time(ledger, entry)) == entries[entry][1]
 
     @invariant()
     def everything_reads_back(self):
@@ -116,7 +116,7 @@ class LedgerRoundTrip(RuleBasedStateMachine):
             assert self.store.is_closed(ledger) == (ledger in self.closed)
             assert self.store.ledger_bytes(ledger) == sum(len(p) for p, _t in entries)
             if entries:
-                assert self.store.read(ledger, 0, len(entries) - 1) == [p for p, _t in entries]
+                assert result_of(self.store.read(ledger, 0, len(entries) - 1)) == [p for p, _t in entries]
         assert self.store.mapped_pages <= OPTIONS["max_mapped_pages"]
 
 

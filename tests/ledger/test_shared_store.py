@@ -50,36 +50,36 @@ def test_provides_the_interface(hubs):
 
 def test_ids_are_reserved_in_blocks_no_two_stores_share(hubs):
     a, b = hubs("a:1"), hubs("b:2")
-    first_a, first_b, second_a = a.create(), b.create(), a.create()
+    first_a, first_b, second_a = fired(a.create()), fired(b.create()), fired(a.create())
     assert len({first_a, first_b, second_a}) == 3
     assert second_a == first_a + 1  # within a's block
     assert abs(first_b - first_a) >= ID_RESERVATION  # b reserved the next block
     c = hubs("c:3")  # a store opened later reserves after both
-    assert c.create() >= max(first_a, first_b) + ID_RESERVATION
+    assert fired(c.create()) >= max(first_a, first_b) + ID_RESERVATION
 
 
 def test_another_hubs_ledger_is_loaded_when_used_and_never_writable(hubs):
     a, b = hubs("a:1"), hubs("b:2")
-    ledger = a.create()
+    ledger = fired(a.create())
     for i in range(5):
         assert append(a, ledger, i) == i
     assert b.list_ledgers() == []  # nothing loaded at start
-    assert b.read(ledger, 0, 4) == [entry(i) for i in range(5)]
+    assert fired(b.read(ledger, 0, 4)) == [entry(i) for i in range(5)]
     assert not b.is_closed(ledger)
     with pytest.raises(LedgerClosed):  # LedgerClosed: not b's to write
         fired(b.append(ledger, b"x", 1))
     with pytest.raises(NoSuchLedger):
-        b.read(ledger + 100, 0, 0)
+        fired(b.read(ledger + 100, 0, 0))
 
 
 def test_a_fenced_writer_acknowledges_nothing_more_and_loses_nothing_it_acknowledged(hubs):
     a, b = hubs("a:1"), hubs("b:2")
-    ledger = a.create()
+    ledger = fired(a.create())
     acknowledged = [append(a, ledger, i) for i in range(20)]
     assert acknowledged == list(range(20))
     fired(b.fence(ledger))  # b takes the topic over
     assert b.is_closed(ledger) and b.last_entry_id(ledger) == 19
-    assert b.read(ledger, 0, 19) == [entry(i) for i in range(20)]
+    assert fired(b.read(ledger, 0, 19)) == [entry(i) for i in range(20)]
     # a wakes: its next append is stored in its mapping but never acknowledged
     with pytest.raises(LedgerFenced, match="fenced"):
         fired(a.append(ledger, entry(20), 2000))
@@ -91,12 +91,12 @@ def test_a_fenced_writer_acknowledges_nothing_more_and_loses_nothing_it_acknowle
     assert (closed.count, closed.data_bytes, closed.fenced_by) == (20, held, "b:2")
     c = hubs("c:3")  # any hub loading it later stops where the recovery did
     assert c.is_closed(ledger) and c.last_entry_id(ledger) == 19
-    assert c.read(ledger, 19, 19) == [entry(19)]
+    assert fired(c.read(ledger, 19, 19)) == [entry(19)]
 
 
 def test_a_cleanly_closed_ledger_is_taken_over_at_its_count(hubs):
     a, b = hubs("a:1"), hubs("b:2")
-    ledger = a.create()
+    ledger = fired(a.create())
     for i in range(3):
         append(a, ledger, i)
     fired(a.close_ledger(ledger))
@@ -107,7 +107,7 @@ def test_a_cleanly_closed_ledger_is_taken_over_at_its_count(hubs):
 
 def test_fencing_twice_keeps_the_first_recovery(hubs):
     a, b, c = hubs("a:1"), hubs("b:2"), hubs("c:3")
-    ledger = a.create()
+    ledger = fired(a.create())
     for i in range(4):
         append(a, ledger, i)
     fired(b.fence(ledger))
@@ -126,7 +126,7 @@ def test_under_fsync_always_the_fence_file_alone_stops_acknowledgements(hubs):
     wrote: the fence file, checked by every group commit round after its fsyncs, does."""
     reactor = QueuedThreadsReactor()
     a = hubs("a:1", reactor=reactor, fsync="always")
-    ledger = a.create()
+    ledger = fired(a.create())
     reactor.run_threads()
     first = a.append(ledger, entry(0), 1000)
     reactor.run_threads()
@@ -144,7 +144,7 @@ def test_under_fsync_always_the_fence_file_alone_stops_acknowledgements(hubs):
 def test_append_now_reads_the_fence_word_as_append_does(hubs):
     """(The topic log's common append asks append_now: a fenced ledger refuses it too.)"""
     a, b = hubs("a:1"), hubs("b:2")
-    ledger = a.create()
+    ledger = fired(a.create())
     assert fired(a.append_now(ledger, entry(0), 1000)) == 0  # (append's Deferred: the fence is read)
     fired(b.fence(ledger))
     with pytest.raises(LedgerFenced, match="fenced"):

@@ -23,7 +23,7 @@ def open_descriptors() -> int:
 
 def test_a_one_entry_ledger_allocates_a_block_of_each_kind(tmp_path):
     store = MmapLedgerStore(tmp_path, reactor=InlineThreadsReactor(), page_bytes=64 * MIB)
-    ledger = store.create()
+    ledger = result_of(store.create())
     result_of(store.append(ledger, b"x" * 100, 1))
     path = store.ledger_path(ledger)
     data = allocated(os.path.join(path, data_page_name(0)))
@@ -35,13 +35,13 @@ def test_a_one_entry_ledger_allocates_a_block_of_each_kind(tmp_path):
 
 def test_allocation_grows_with_the_ledger_and_stays_ahead_of_the_writer(tmp_path):
     store = MmapLedgerStore(tmp_path, reactor=InlineThreadsReactor(), page_bytes=64 * MIB)
-    ledger = store.create()
+    ledger = result_of(store.create())
     payload = os.urandom(10_000)
     for i in range(400):  # 4 MB
         result_of(store.append(ledger, payload, i))
     data = allocated(os.path.join(store.ledger_path(ledger), data_page_name(0)))
     assert 4_000_000 <= data <= 4_000_000 + MAX_DATA_LOOKAHEAD + MIB, data
-    assert store.read(ledger, 399, 399) == [payload]
+    assert result_of(store.read(ledger, 399, 399)) == [payload]
     result_of(store.close())
 
 
@@ -50,7 +50,7 @@ def test_idle_ledgers_hold_no_descriptor_beyond_max_open_ledgers(tmp_path):
         tmp_path, reactor=InlineThreadsReactor(), page_bytes=8192, max_mapped_pages=4, max_open_ledgers=8
     )
     before = open_descriptors()
-    ledgers = [store.create() for _ in range(200)]
+    ledgers = [result_of(store.create()) for _ in range(200)]
     for i, ledger in enumerate(ledgers):
         result_of(store.append(ledger, b"entry %d" % i, i))
     assert store.mapped_headers <= 8
@@ -59,7 +59,7 @@ def test_idle_ledgers_hold_no_descriptor_beyond_max_open_ledgers(tmp_path):
     for i, ledger in enumerate(ledgers):
         result_of(store.append(ledger, b"again %d" % i, 1000 + i))
     for i, ledger in enumerate(ledgers):
-        assert store.read(ledger, 0, 1) == [b"entry %d" % i, b"again %d" % i]
+        assert result_of(store.read(ledger, 0, 1)) == [b"entry %d" % i, b"again %d" % i]
     result_of(store.close())
     reopened = MmapLedgerStore(tmp_path, reactor=InlineThreadsReactor(), page_bytes=8192, max_open_ledgers=8)
     assert all(reopened.last_entry_id(ledger) == 1 for ledger in ledgers)
@@ -68,11 +68,11 @@ def test_idle_ledgers_hold_no_descriptor_beyond_max_open_ledgers(tmp_path):
 
 def test_a_busy_ledger_keeps_its_header_among_many_new_ones(tmp_path):
     store = MmapLedgerStore(tmp_path, reactor=InlineThreadsReactor(), page_bytes=8192, max_open_ledgers=4)
-    busy = store.create()
+    busy = result_of(store.create())
     result_of(store.append(busy, b"first", 0))
     maps = store._headers.maps_made
     for i in range(100):
-        other = store.create()
+        other = result_of(store.create())
         result_of(store.append(other, b"x", i))
         result_of(store.append(busy, b"busy %d" % i, i))
     # Created ledgers map their own headers; the busy one is mapped again rarely (a

@@ -1,12 +1,12 @@
-"""MmapLedgerStore: the ledger contract, its errors, closing, deleting, settings."""
+"""MmapLedgerStore beyond the contract suite (test_contract.py): pages and geometry,
+append_now, its own errors, closing and deleting on disk, settings."""
 
 import os
 
 import pytest
-from zope.interface.verify import verifyObject
 
 from hedwig.config.settings import LedgerSettings
-from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger
+from hedwig.ledger.interface import LedgerClosed, LedgerError, NoSuchLedger
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.testing.deferreds import fired as result_of
 from hedwig.testing.reactors import InlineThreadsReactor
@@ -22,18 +22,14 @@ def fill(store, ledger_id, count, start=0):
         assert result_of(store.append(ledger_id, entry(i), 1000 + i)) == i
 
 
-def test_provides_the_interface(open_store):
-    assert verifyObject(ILedgerStore, open_store())
-
-
 def test_round_trip_across_page_and_index_rolls(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     assert store.last_entry_id(ledger) == -1
     fill(store, ledger, 300)  # ~450 KB over 8 KB pages, 16 records per index page
     assert store.last_entry_id(ledger) == 299
-    assert store.read(ledger, 0, 299) == [entry(i) for i in range(300)]
-    assert store.read(ledger, 17, 17) == [entry(17)]
+    assert result_of(store.read(ledger, 0, 299)) == [entry(i) for i in range(300)]
+    assert result_of(store.read(ledger, 17, 17)) == [entry(17)]
     assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(300))
 
 
@@ -41,12 +37,12 @@ def test_append_now_answers_with_the_entry_id_or_as_append_does(open_store, tmp_
     """append_now: the entry id itself when acknowledged at once (fsync never), the same
     stored bytes as append; refusals and fsync "always" get append's Deferred."""
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     assert store.append_now(ledger, entry(0), 1000) == 0
     assert result_of(store.append(ledger, entry(1), 1001)) == 1
     assert store.append_now(ledger, entry(2), 1002) == 2
-    assert store.read(ledger, 0, 2) == [entry(i) for i in range(3)]
-    assert store.entry_time(ledger, 2) == 1002
+    assert result_of(store.read(ledger, 0, 2)) == [entry(i) for i in range(3)]
+    assert result_of(store.entry_time(ledger, 2)) == 1002
     with pytest.raises(LedgerError, match="bad entry"):
         result_of(store.append_now(ledger, 12, 1003))  # not bytes: nothing stored
     with pytest.raises(NoSuchLedger):
@@ -56,72 +52,24 @@ def test_append_now_answers_with_the_entry_id_or_as_append_does(open_store, tmp_
         result_of(store.append_now(ledger, entry(3), 1003))
     assert store.last_entry_id(ledger) == 2
     always = open_store(directory=tmp_path / "always", fsync="always")
-    ledger = always.create()
+    ledger = result_of(always.create())
     waiting = always.append_now(ledger, entry(0), 1000)
     assert not isinstance(waiting, int)  # a Deferred: acknowledged by the group commit
     assert result_of(waiting) == 0
 
 
-def test_chunked_and_empty_entries(open_store):
-    store = open_store()
-    ledger = store.create()
-    assert result_of(store.append(ledger, b"", 1)) == 0
-    assert result_of(store.append(ledger, [b"ab", memoryview(b"cd"), bytearray(b"ef")], 2)) == 1
-    assert result_of(store.append(ledger, (), 3)) == 2
-    assert result_of(store.append(ledger, [b"", b""], 4)) == 3
-    expected = [b"", b"abcdef", b"", b""]
-    assert store.read(ledger, 0, 3) == expected
-    result_of(store.close_ledger(ledger))
-    assert store.read(ledger, 0, 3) == expected
-
-
-def test_reads_are_bytes_not_views(open_store):
-    store = open_store()
-    ledger = store.create()
-    fill(store, ledger, 3)
-    for data in store.read(ledger, 0, 2):
-        assert type(data) is bytes
-
-
-def test_max_bytes_stops_once_reached_but_returns_one_entry(open_store):
-    store = open_store()
-    ledger = store.create()
-    for i in range(5):
-        result_of(store.append(ledger, b"x" * 100, i))
-    assert len(store.read(ledger, 0, 4, max_bytes=1)) == 1
-    assert len(store.read(ledger, 0, 4, max_bytes=200)) == 2
-    assert len(store.read(ledger, 0, 4, max_bytes=201)) == 3
-    assert len(store.read(ledger, 0, 4)) == 5
-
-
-def test_publish_times_and_find_by_time(open_store):
-    store = open_store()
-    ledger = store.create()
-    times = [10, 20, 20, 30, 45, 45, 45, 60]
-    for i, t in enumerate(times):
-        result_of(store.append(ledger, entry(i), t))
-    assert [store.entry_time(ledger, i) for i in range(len(times))] == times
-    assert store.find_by_time(ledger, 0) == 0
-    assert store.find_by_time(ledger, 20) == 1
-    assert store.find_by_time(ledger, 21) == 3
-    assert store.find_by_time(ledger, 45) == 4
-    assert store.find_by_time(ledger, 60) == 7
-    assert store.find_by_time(ledger, 61) is None
-    assert store.find_by_time(store.create(), 0) is None
-
-
 def test_bad_requests_get_clear_errors_and_store_nothing(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 2)
     with pytest.raises(NoSuchLedger):
-        store.read(99, 0, 0)
+        result_of(store.read(99, 0, 0))
     with pytest.raises(LedgerError, match=r"outside 0\.\.1"):
-        store.read(ledger, 1, 2)
+        result_of(store.read(ledger, 1, 2))
     with pytest.raises(LedgerError):
-        store.read(ledger, 1, 0)
+        result_of(store.read(ledger, 1, 0))
     with pytest.raises(LedgerError, match="no entry 5"):
-        store.entry_time(ledger, 5)
+        result_of(store.entry_time(ledger, 5))
     with pytest.raises(NoSuchLedger):
         result_of(store.append(99, b"x", 0))
     with pytest.raises(LedgerError, match="exceeds the page size"):
@@ -133,21 +81,21 @@ def test_bad_requests_get_clear_errors_and_store_nothing(open_store):
     # Nothing of the refused appends was kept, and the next entry id is still 2.
     assert store.last_entry_id(ledger) == 1
     assert result_of(store.append(ledger, b"after", 5)) == 2
-    assert store.read(ledger, 0, 2) == [entry(0), entry(1), b"after"]
+    assert result_of(store.read(ledger, 0, 2)) == [entry(0), entry(1), b"after"]
 
 
 def test_a_whole_page_entry_fits(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     result_of(store.append(ledger, b"a", 0))
     result_of(store.append(ledger, b"b" * 8192, 1))
     result_of(store.append(ledger, b"c", 2))
-    assert store.read(ledger, 0, 2) == [b"a", b"b" * 8192, b"c"]
+    assert result_of(store.read(ledger, 0, 2)) == [b"a", b"b" * 8192, b"c"]
 
 
 def test_closed_ledgers_refuse_appends_and_stay_readable(open_store, tmp_path):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 40)
     assert not store.is_closed(ledger)
     result_of(store.close_ledger(ledger))
@@ -155,18 +103,18 @@ def test_closed_ledgers_refuse_appends_and_stay_readable(open_store, tmp_path):
     with pytest.raises(LedgerClosed):
         result_of(store.append(ledger, b"late", 0))
     assert result_of(store.close_ledger(ledger)) is None  # closing twice is harmless
-    assert store.read(ledger, 0, 39) == [entry(i) for i in range(40)]
+    assert result_of(store.read(ledger, 0, 39)) == [entry(i) for i in range(40)]
     result_of(store.close())
     reopened = open_store()
     assert reopened.is_closed(ledger)
-    assert reopened.read(ledger, 0, 39) == [entry(i) for i in range(40)]
+    assert result_of(reopened.read(ledger, 0, 39)) == [entry(i) for i in range(40)]
     with pytest.raises(LedgerClosed):
         result_of(reopened.append(ledger, b"late", 0))
 
 
 def test_closing_cuts_the_preallocated_tail(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 30)
     path = store.ledger_path(ledger)
     data_pages = sorted(n for n in os.listdir(path) if n.startswith("d"))
@@ -185,28 +133,11 @@ def test_closing_cuts_the_preallocated_tail(open_store):
 
 def test_an_empty_ledger_closes_and_reopens(open_store):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     result_of(store.close_ledger(ledger))
     assert store.last_entry_id(ledger) == -1
     result_of(store.close())
     assert open_store().last_entry_id(ledger) == -1
-
-
-def test_list_and_ids_never_reused(open_store):
-    store = open_store()
-    ids = [store.create() for _ in range(3)]
-    assert store.list_ledgers() == ids
-    assert ids == sorted(set(ids))
-    result_of(store.delete(ids[2]))
-    assert store.list_ledgers() == ids[:2]
-    with pytest.raises(NoSuchLedger):
-        store.last_entry_id(ids[2])
-    with pytest.raises(NoSuchLedger):
-        store.delete(ids[2])
-    result_of(store.close())
-    reopened = open_store()
-    assert reopened.list_ledgers() == ids[:2]
-    assert reopened.create() > ids[2]
 
 
 def _blocks(path) -> int:
@@ -224,11 +155,11 @@ def _mapped_files_under(path: str) -> list[str]:
 
 def test_delete_frees_the_space(open_store, tmp_path):
     store = open_store()
-    keep = store.create()
-    gone = store.create()
+    keep = result_of(store.create())
+    gone = result_of(store.create())
     fill(store, keep, 50)
     fill(store, gone, 200)
-    store.read(gone, 0, 199)  # map its pages
+    result_of(store.read(gone, 0, 199))  # map its pages
     gone_path = store.ledger_path(gone)
     before = _blocks(tmp_path)
     assert _mapped_files_under(gone_path)
@@ -237,19 +168,19 @@ def test_delete_frees_the_space(open_store, tmp_path):
     assert not _mapped_files_under(gone_path)  # no mapping pins the space of unlinked files
     # The space of the deleted ledger is gone (its data alone was ~300 KB).
     assert before - _blocks(tmp_path) >= 300_000 // 512
-    assert store.read(keep, 0, 49) == [entry(i) for i in range(50)]
+    assert result_of(store.read(keep, 0, 49)) == [entry(i) for i in range(50)]
 
 
 def test_store_level_errors_after_close(open_store, tmp_path):
     store = open_store()
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 20)
     assert _mapped_files_under(str(tmp_path))
     result_of(store.close())
     with pytest.raises(LedgerError, match="closed"):
-        store.create()
+        result_of(store.create())
     with pytest.raises(LedgerError, match="closed"):
-        store.read(ledger, 0, 0)
+        result_of(store.read(ledger, 0, 0))
     with pytest.raises(LedgerError, match="closed"):
         result_of(store.append(ledger, b"x", 0))
     assert store.mapped_pages == 0
@@ -275,14 +206,14 @@ def test_from_settings_and_bad_settings(tmp_path):
 
 def test_old_ledgers_keep_their_geometry(open_store, tmp_path):
     store = open_store(page_bytes=8192, index_page_records=16)
-    ledger = store.create()
+    ledger = result_of(store.create())
     fill(store, ledger, 40)
     result_of(store.close())
     store = open_store(page_bytes=65536, index_page_records=1024)
-    assert store.read(ledger, 0, 39) == [entry(i) for i in range(40)]
+    assert result_of(store.read(ledger, 0, 39)) == [entry(i) for i in range(40)]
     fill(store, ledger, 40, start=40)  # still writable, in its own 8 KiB pages
-    assert store.read(ledger, 0, 79) == [entry(i) for i in range(80)]
-    newer = store.create()
+    assert result_of(store.read(ledger, 0, 79)) == [entry(i) for i in range(80)]
+    newer = result_of(store.create())
     fill(store, newer, 3)
     assert os.path.getsize(os.path.join(store.ledger_path(newer), "d000000")) == 65536
 

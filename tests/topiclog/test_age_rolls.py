@@ -6,6 +6,7 @@ import pytest
 
 from hedwig.config.settings import LogSettings
 from hedwig.ledger import StorageFull
+from hedwig.testing.deferreds import fired
 from hedwig.topiclog import LogClosed, SeqOutOfRange, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 
@@ -60,7 +61,9 @@ def test_a_busy_topic_rolls_at_the_first_append_past_the_age(make_stack):
     assert spans(topic_log) == [(1, 7), (8, 14), (15, None)] and topic_log.rolls == 2
     for r in topic_log.ranges[:-1]:
         entries = stack.ledgers.last_entry_id(r.ledger_id)
-        span_us = stack.ledgers.entry_time(r.ledger_id, entries) - stack.ledgers.entry_time(r.ledger_id, 0)
+        span_us = fired(stack.ledgers.entry_time(r.ledger_id, entries)) - fired(
+            stack.ledgers.entry_time(r.ledger_id, 0)
+        )
         assert span_us == 60_000_000
     assert [e.first_seq for e in settle(stack, topic_log.read(1, 100, 1 << 20))] == list(range(1, 16))
 

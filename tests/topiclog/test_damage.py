@@ -8,6 +8,7 @@ import os
 from twisted.logger import capturedLogs
 
 from hedwig.ledger.layout import data_page_name
+from hedwig.testing.deferreds import fired
 from hedwig.topiclog.errors import EntriesUnreadable
 from tests.topiclog.harness import failure_of, message_set, settle
 
@@ -56,7 +57,7 @@ def test_a_read_stops_before_a_damaged_entry(make_stack, backend, tmp_path):
         settle(stack, topic_log.append(message_set(1, size=100), 1))
     ledger_id = topic_log.open_ledger_id
     path = stack.ledgers.ledger_path(ledger_id)
-    entry_size = len(stack.ledgers.read(ledger_id, 0, 0)[0])
+    entry_size = len(fired(stack.ledgers.read(ledger_id, 0, 0))[0])
     with open(os.path.join(path, data_page_name(0)), "r+b") as f:
         f.seek(2 * entry_size)  # entry 2 holds seq-id 3: its header becomes zeros
         f.write(bytes(20))

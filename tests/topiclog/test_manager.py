@@ -4,6 +4,7 @@ import pytest
 from twisted.internet.defer import Deferred
 
 from hedwig.protocol import InvalidName
+from hedwig.testing.deferreds import fired
 from hedwig.topiclog import LogClosed, TopicLog
 from tests.topiclog.harness import failure_of, message_set, settle
 
@@ -137,7 +138,7 @@ def test_the_sweep_keeps_and_reports_ledgers_the_metadata_does_not_know(stack):
     settle(stack, kept[0].append(message_set(1), 1))
     # A crash between creating a ledger and writing the ranges naming it leaves it behind;
     # so does a lost topic record, with messages in it: the sweep cannot tell, it keeps both.
-    orphan = stack.ledgers.create()
+    orphan = fired(stack.ledgers.create())
     fresh = stack.restart()
     sweep = settle(stack, fresh.sweep_ledgers())
     assert sweep.deleted == [] and sweep.unknown == [orphan]

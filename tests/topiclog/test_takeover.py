@@ -12,6 +12,7 @@ from hedwig.ledger.shared_store import SharedLedgerStore
 from hedwig.meta import NEW, LedgerRange
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol.entry import encode_entry_header
+from hedwig.testing.deferreds import fired
 from hedwig.testing.reactors import InlineThreadsReactor
 from hedwig.topiclog import TopicFenced
 from hedwig.topiclog.manager import TopicLogManager
@@ -82,7 +83,7 @@ def test_a_reader_never_reads_past_a_closed_range_whatever_the_ledger_holds(regi
     """Entries past a closed range's recorded end (as a fenced writer leaves: stored,
     never acknowledged) are never read: the next seq-id comes from the next ledger."""
     a, b = region("a:1"), region("b:2")
-    first, second = a.ledgers.create(), a.ledgers.create()
+    first, second = fired(a.ledgers.create()), fired(a.ledgers.create())
     for seq in range(1, 6):  # seq-ids 1..5, of which the metadata records 1..3 only
         settle(a, a.ledgers.append(first, stored_entry(seq, tag=seq), 1_000_000 + seq))
     settle(a, a.ledgers.close_ledger(first))

@@ -2,12 +2,14 @@
 
 The topic manager hands out these, never the bare TopicLog, so the hub, delivery, region
 relays and GC see one `append` path and do not care that a cache sits in it: an append
-goes to the decorated log and, once durable, its entry enters the cache and fills the
-stubs waiting on its seq-ids (their cursors deliver before the publisher's reply, which
-is the next callback). Delivery reads with `get(seq)`.
+goes to the decorated log and, once acknowledged, its entry enters the cache and fills
+the stubs waiting on its seq-ids (their cursors deliver before the publisher's reply).
+Delivery reads with `get(seq)`.
 
-The decorator adds no Deferred and no per-message work: `append` adds one callback to the
-log's own Deferred, and the bounds are read straight from the decorated log.
+The cache adds no step to an append: it listens to the decorated log's acknowledgements
+(ITopicLog.acknowledge_to, set by ReadAheadCache.wrap), so `append` and `append_now`
+here are the decorated log's own, bound to the decorator (no call through it), and the
+bounds are read straight from the decorated log.
 """
 
 from operator import attrgetter
@@ -15,17 +17,17 @@ from operator import attrgetter
 from zope.interface import implementer
 
 from hedwig.cache.interface import ICachedTopicLog
-from hedwig.topiclog.entry import LogEntry
 
 
 @implementer(ICachedTopicLog)
 class CachedTopicLog:
-    __slots__ = ("cache", "inner", "topic")
-
     def __init__(self, inner, cache):
         self.inner = inner
         self.cache = cache
         self.topic = inner.topic
+        # The appends are the decorated log's (the cache hears of their entries from it).
+        self.append = inner.append
+        self.append_now = inner.append_now
 
     # -- the bounds, read from the decorated log (attrgetter: C-speed, read per delivery) ----
 
@@ -33,18 +35,22 @@ class CachedTopicLog:
     last_seq = property(attrgetter("inner.last_seq"), doc="The decorated log's last seq-id.")
     is_open = property(attrgetter("inner.is_open"), doc="Whether the decorated log takes appends.")
 
-    # -- through the cache ----------------------------------------------------------------
+    # -- appends: the decorated log's, bound in __init__ (these say what they are) ----------
 
     def append(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
-        return self.cache.publish(self.inner, message_set, count, origin_region, origin_seq, via, producer)
+        """The decorated log's append; its entry enters the cache once acknowledged."""
+        return self.inner.append(message_set, count, origin_region, origin_seq, via, producer)
 
     def append_now(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
-        """ReadAheadCache.publish_now: the decorated log's append_now, its entry cached."""
-        inner = self.inner
-        stored = inner.append_now(message_set, count, origin_region, origin_seq, via, producer)
-        if stored.__class__ is LogEntry:
-            return self.cache.on_stored(stored, inner)
-        return stored.addCallback(self.cache.on_stored, inner)
+        """The decorated log's append_now; its entry enters the cache once acknowledged
+        (before this returns, when it is acknowledged at once)."""
+        return self.inner.append_now(message_set, count, origin_region, origin_seq, via, producer)
+
+    def acknowledge_to(self, listener) -> None:
+        """(The cache listens to the decorated log; nobody else does.)"""
+        raise TypeError("a cached topic log's acknowledgements go to its cache")
+
+    # -- through the cache ----------------------------------------------------------------
 
     def get(self, seq: int):
         return self.cache.get(self.inner, seq)

@@ -6,10 +6,11 @@ from hedwig.topiclog.interface import ITopicLog
 
 
 class ICachedTopicLog(ITopicLog):
-    """An ITopicLog whose appends, once durable, enter the hub's read-ahead cache and wake
-    the readers waiting on their seq-ids (push), and which serves readers by seq-id from
-    that cache, reading ahead from the ledgers on a miss (pull). Every append to a served
-    topic goes through it, so the cache learns of every entry."""
+    """An ITopicLog whose appends, once acknowledged, enter the hub's read-ahead cache and
+    wake the readers waiting on their seq-ids (push), and which serves readers by seq-id
+    from that cache, reading ahead from the ledgers on a miss (pull). The cache learns of
+    every entry from the decorated log itself (ITopicLog.acknowledge_to), so its appends
+    are the decorated log's own, with no step of the cache's."""
 
     cache = Attribute("the hub's ReadAheadCache (one byte budget for every topic)")
     inner = Attribute("the ITopicLog it decorates")

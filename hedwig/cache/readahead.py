@@ -25,7 +25,7 @@ Work is per entry and per request, never per message.
 from bisect import bisect_left, bisect_right, insort
 from functools import partial
 
-from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.defer import Deferred, fail
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -35,7 +35,6 @@ from hedwig.cache.fifo import ByteBudgetFifo
 from hedwig.cache.waits import RangeRead, Stub, TailWaiter
 from hedwig.config.settings import CacheSettings
 from hedwig.ledger.interface import LedgerError
-from hedwig.topiclog.entry import LogEntry
 
 _logger = Logger()
 
@@ -89,45 +88,30 @@ class ReadAheadCache:
         self.uncacheable = 0
 
     def wrap(self, topic_log) -> CachedTopicLog:
-        """`topic_log` with this cache in it. One decorator per topic log, handed out again
-        for the same log, so comparing a topic's log by identity keeps its meaning."""
+        """`topic_log` with this cache in it: the cache listens to its acknowledgements
+        from now on (on_stored). One decorator per topic log, handed out again for the
+        same log, so comparing a topic's log by identity keeps its meaning."""
         decorated = self._decorated.get(topic_log.topic)
         if decorated is None or decorated.inner is not topic_log:
             decorated = self._decorated[topic_log.topic] = CachedTopicLog(topic_log, self)
+            topic_log.acknowledge_to(partial(self.on_stored, topic_log))
         return decorated
 
     def forget(self, decorated: CachedTopicLog) -> None:
-        """The topic was released: drop its entries, and its decorator if it is this one."""
+        """The topic was released: drop its entries, and its decorator if it is this one
+        (whose log is listened to no more: nothing is kept of a topic that left)."""
         if self._decorated.get(decorated.topic) is decorated:
             del self._decorated[decorated.topic]
+            decorated.inner.acknowledge_to(None)
         self.drop_topic(decorated.topic)
 
     # -- the publish path ------------------------------------------------------------
 
-    def publish(
-        self, topic_log, message_set, count: int, origin_region=None, origin_seq=None, via=None, producer=None
-    ) -> Deferred:
-        """Append to `log`; once durable the entry enters the cache and fills the stubs
-        waiting on its seq-ids (their cursors deliver before this Deferred's next callback,
-        the hub's reply). Deferred[LogEntry]; append failures pass through untouched.
-        Every append to a served topic must come through here: the cache learns of new
-        entries from it, and the push to caught-up subscribers is its callback. Region
-        relays pass the origin they keep and `via`, idempotent publishes their `producer`
-        (see TopicLog.append)."""
-        stored = self.publish_now(topic_log, message_set, count, origin_region, origin_seq, via, producer)
-        return succeed(stored) if stored.__class__ is LogEntry else stored
-
-    def publish_now(
-        self, topic_log, message_set, count: int, origin_region=None, origin_seq=None, via=None, producer=None
-    ):
-        """publish, answered within the call when the log acknowledges at once
-        (TopicLog.append_now): the LogEntry, already cached and its stubs filled; else
-        publish's Deferred."""
-        return self.wrap(topic_log).append_now(message_set, count, origin_region, origin_seq, via, producer)
-
-    def on_stored(self, entry, topic_log):
-        """`topic_log` stored `entry`: it enters the cache and goes to whoever waits for
-        it (CachedTopicLog.append_now calls this, at once or once the entry is durable)."""
+    def on_stored(self, topic_log, entry):
+        """`topic_log` acknowledged `entry`: it enters the cache and goes to whoever waits
+        for it, before the append is answered (the log calls this: wrap). Every append to
+        a served topic is acknowledged so, so the cache learns of every new entry, and the
+        push to caught-up subscribers happens here."""
         topic = self._topic(topic_log)
         self.published += 1
         first = entry.first_seq
@@ -148,7 +132,6 @@ class ReadAheadCache:
                     _logger.failure("handing seq {seq} of {topic} over failed", seq=first, topic=topic.topic)
         if topic.stub_seqs:
             self._fill(topic, (entry,))
-        return entry
 
     # -- the delivery path -----------------------------------------------------------
 

@@ -15,6 +15,10 @@ Deferred and fire it later". Three shapes of it recur everywhere and live here:
 - `run_now`: a generator that yields what it waits for, as under inlineCallbacks, run
   straight through while those have fired already (a local ledger store's answers).
 
+And one convention: a call that answers at once when it can (an append acknowledged
+within the call: ITopicLog.append_now, Hub.publish_now) returns its value, else a
+Deferred of it; `as_deferred` turns either into a Deferred for callers that wait anyway.
+
 None of these imports the reactor: they only chain Deferreds.
 """
 
@@ -267,3 +271,8 @@ def _advance(steps, value, outcome: Deferred | None) -> Deferred:
             box[0] = None  # it will fire later: resume() takes over then
             return outcome
         value = box[0]
+
+
+def as_deferred(answer) -> Deferred:
+    """A Deferred of `answer`: a value given at once, or already a Deferred of one."""
+    return answer if isinstance(answer, Deferred) else succeed(answer)

@@ -7,8 +7,8 @@ subscription is held exactly as a cursor holds it (TOPIC_BUSY, force_attach, clo
 channel loss all apply), but no entry is ever read or sent for it, and its CONSUME may
 go up to the topic's last published seq-id rather than stop at what was delivered.
 
-The delivery manager keeps it where it keeps a Cursor (Subscription.cursor, and its
-channel's set), so this class answers the few things the manager asks of a cursor; it
+The delivery manager keeps it where it keeps a Cursor (Subscription.cursor, and
+Attachments), so this class answers the few things the manager asks of a cursor; it
 never touches the cache.
 """
 

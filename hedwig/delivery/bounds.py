@@ -1,4 +1,4 @@
-"""Message bounds (Hedwig's messageBound; DeliveryManager's part for them).
+"""Message bounds (Hedwig's messageBound).
 
 A subscription made (or attached) with `message_bound=N` keeps at most N unconsumed
 messages: once more than N are published past its consumed seq-id, the oldest are
@@ -17,10 +17,17 @@ untouched and topics without bounds pay nothing.
 from twisted.internet.defer import CancelledError, Deferred
 
 
-class BoundingSubscriptions:
-    """Part of DeliveryManager (manager.py): message bounds."""
+class MessageBounds:
+    """The message bounds of every topic's subscriptions: the skips, and the wait for the
+    next publish of each topic that has a bounded subscription."""
 
-    def _check_bounds(self, table) -> None:
+    def __init__(self, tables, clock, counters):
+        self._tables = tables  # SubscriptionTables: whether a table is still its topic's
+        self._clock = clock
+        self._counters = counters  # the hub's WorkQueueCounters (skipped_by_bound)
+        self._watches = {}  # TopicTable -> the wait for its topic's next publish
+
+    def check(self, table) -> None:
         """Skip what each bounded subscription of `table` holds beyond its bound, and
         watch the next publish while any has one."""
         last = table.topic_log.last_seq
@@ -33,9 +40,9 @@ class BoundingSubscriptions:
             if subscription.consumed_seq < last - bound:
                 self._skip(table, subscription, last - bound)
         if bounded:
-            self._watch_bounds(table)
+            self._watch(table)
         else:
-            self._unwatch_bounds(table)
+            self.forget(table)
 
     def _skip(self, table, subscription, seq: int) -> None:
         """Move `subscription` over every unconsumed seq-id up to `seq`."""
@@ -49,33 +56,30 @@ class BoundingSubscriptions:
             table.advance(subscription, seq)
             cursor = subscription.cursor
             if cursor is not None and cursor.delivers:
-                if cursor.next_seq <= seq:
-                    cursor.next_seq = seq + 1
-                    cursor.held = None
-                if cursor.window_full:
-                    cursor.window_opened()
-        self.work.skipped_by_bound += skipped
+                cursor.move_past(seq)
+        self._counters.skipped_by_bound += skipped
 
-    def _watch_bounds(self, table) -> None:
-        if table.bound_watch is not None:
+    def _watch(self, table) -> None:
+        if table in self._watches:
             return
         log = table.topic_log
         waiting = log.get(log.last_seq + 1)
         if type(waiting) is Deferred:
-            table.bound_watch = waiting
-            waiting.addCallbacks(self._bound_published, self._bound_failed, (table,), None, (table,))
+            self._watches[table] = waiting
+            waiting.addCallbacks(self._published, self._failed, (table,), None, (table,))
 
-    def _unwatch_bounds(self, table) -> None:
-        waiting, table.bound_watch = table.bound_watch, None
+    def forget(self, table) -> None:
+        """Stop watching `table`'s topic (released, deleted, or bounded no more)."""
+        waiting = self._watches.pop(table, None)
         if waiting is not None:
             waiting.cancel()
 
-    def _bound_published(self, _entry, table) -> None:
-        table.bound_watch = None
-        if self._tables.get(table.topic) is table:
-            self._check_bounds(table)
+    def _published(self, _entry, table) -> None:
+        self._watches.pop(table, None)
+        if self._tables.is_current(table):
+            self.check(table)
 
-    def _bound_failed(self, failure, table) -> None:
-        table.bound_watch = None
-        if not failure.check(CancelledError) and self._tables.get(table.topic) is table:
-            self.clock.callLater(0, self._check_bounds, table)
+    def _failed(self, failure, table) -> None:
+        self._watches.pop(table, None)
+        if not failure.check(CancelledError) and self._tables.is_current(table):
+            self._clock.callLater(0, self.check, table)

@@ -7,10 +7,11 @@ cursor sleeps until the publish or the ledger read fills it. It stops asking whi
 channel is paused or its window is full, so a slow subscriber costs one held entry, never
 a growing buffer. Window accounting is arithmetic on seq-ids: per entry, not per message.
 
-A cursor may carry a `skip` predicate (region relays: entries that came from the
-neighbour the subscriber relays to): an entry it accepts is passed over, not delivered,
-and `on_skip` tells the delivery manager, which counts it consumed once everything
-before it is. One call per entry, never per message.
+A cursor may carry a filter, a `skip` predicate (region relays: entries that came from
+the neighbour the subscriber relays to; filtering.py): an entry it accepts is passed over,
+not delivered, and `on_skip` tells the delivery manager its seq-ids, which count as
+consumed once everything before them is (`filtered_runs`, a PassedOver). One call per
+entry, never per message.
 
 A failed read is retried after the back-off, except when the entry cannot be read at all
 (damaged, or its ledger lost: EntriesUnreadable): everything before it was delivered,
@@ -108,9 +109,9 @@ class Cursor:
         self.retrying = False
         self.skipped = 0  # seq-ids garbage collection removed before they were delivered
         self.skip = None  # predicate(entry): entries not sent to this subscriber (region relays)
-        self.on_skip = None  # called (cursor, from_seq, entry) for each entry passed over
+        self.on_skip = None  # called (cursor, from_seq, last_seq) for each entry passed over
         self.passed_over = 0  # entries `skip` accepted
-        self.filtered_runs = None  # the delivery manager's record of passed-over seq-ids
+        self.filtered_runs = None  # with a filter: the PassedOver runs no consume reached yet
         self._cache = cache = topic_log.cache  # (its counters tell a pull from a hit)
         # The per-entry path reads the cache for this log and the log's bounds directly:
         # the same calls ICachedTopicLog.get and its bounds make, without their extra
@@ -175,6 +176,15 @@ class Cursor:
         if self.window_full:
             self.pump()
 
+    def move_past(self, seq: int) -> None:
+        """The subscription moved over every seq-id up to `seq` without their delivery
+        (its message bound skipped them): go on after them."""
+        if self.next_seq <= seq:
+            self.next_seq = seq + 1
+            self.held = None
+        if self.window_full:
+            self.window_opened()
+
     def _turn(self) -> None:
         self._timer = None
         self.retrying = False
@@ -229,7 +239,7 @@ class Cursor:
                 self.held = None
                 self.next_seq = entry.last_seq + 1
                 self.passed_over += 1
-                self.on_skip(self, next_seq, entry)
+                self.on_skip(self, next_seq, entry.last_seq)
                 budget -= 1
                 if not budget:
                     self._timer = self._clock.callLater(0, self._turn)

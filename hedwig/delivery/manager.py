@@ -8,68 +8,69 @@ resume come from the connection's transport through `pause_channel` / `resume_ch
 A subscriber attached with deliver=False gets an AckOnlyAttachment instead (ack_only.py):
 it holds the subscription like a cursor, receives nothing, and may consume up to the
 topic's last seq-id; everything else about its consume pointer is as for any other.
-Shared and pull subscriptions (work queues) have a dispatcher and members instead of a
-cursor (sharing.py); message bounds skip what a subscription holds beyond them (bounds.py).
 
-Region relays (hedwig.region) take part through one declared seam, an IRelayPolicy given
-by the hub's assembly (`use_relay_policy`, relaying.py): it says which entries a relay
-subscriber is not sent (they count as consumed once everything before them is), and it
-is told when a durable subscription is created or deleted here (interest in a topic).
+The manager is built from parts it owns, each given what it works with through its
+constructor, each holding the state it changes:
+
+- SubscriptionTables (topic_table.py): topic -> TopicTable, loaded once per topic;
+- Attachments (attachments.py): what is attached on each channel (cursors, ack-only
+  attachments, members), paused channels, and ending an attachment with an event;
+- WorkQueues (sharing.py): shared and pull subscriptions, their dispatchers and members,
+  dead letters;
+- MessageBounds (bounds.py): what a message bound skips, and the wait for the next publish;
+- Relaying (relaying.py): the IRelayPolicy the hub's assembly gives (`use_relay_policy`):
+  which entries a relay subscriber is not sent, and who is told of subscription changes.
+
+The manager itself holds the exclusive path (subscribe, consume, close, unsubscribe) and
+whatever spans its parts (releasing, deleting and stopping). A cursor's filter (today a
+relay subscriber's, filtering.py) is asked for in one place, `_entry_filter`.
 """
 
-
 from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
-from twisted.logger import Logger
 from zope.interface import implementer
 
-from hedwig.concurrency.deferreds import SharedOperations
 from hedwig.config.settings import DeliverySettings
 from hedwig.delivery.ack_only import AckOnlyAttachment
-from hedwig.delivery.administration import AdministeringSubscriptions
-from hedwig.delivery.bounds import BoundingSubscriptions
+from hedwig.delivery.administration import reset_subscription
+from hedwig.delivery.attachments import Attachments
+from hedwig.delivery.bounds import MessageBounds
 from hedwig.delivery.counters import WorkQueueCounters
 from hedwig.delivery.cursor import Cursor
+from hedwig.delivery.filtering import PassedOver
 from hedwig.delivery.interface import IDeliveryManager, SubscribeError
-from hedwig.delivery.observation import DescribingSubscriptions
+from hedwig.delivery.observation import delivery_stats, describe_table
 from hedwig.delivery.ownership import check_owner
-from hedwig.delivery.relaying import RelayingSubscriptions
-from hedwig.delivery.sharing import SharingSubscriptions, option_preferences
+from hedwig.delivery.relaying import Relaying
+from hedwig.delivery.sharing import WorkQueues, option_preferences
 from hedwig.delivery.start import consumed_for_start, resolve_time
-from hedwig.delivery.subscription import Subscription
-from hedwig.delivery.topic_table import TopicTable
+from hedwig.delivery.topic_table import SubscriptionTables
 from hedwig.meta.interface import NEW, SubscriptionState
 from hedwig.protocol.status import Status, SubscriptionEvent
-
-_logger = Logger()
 
 MODES = ("create", "attach", "create_or_attach")
 
 
 @implementer(IDeliveryManager)
-class DeliveryManager(
-    DescribingSubscriptions,
-    AdministeringSubscriptions,
-    RelayingSubscriptions,
-    SharingSubscriptions,
-    BoundingSubscriptions,
-):
+class DeliveryManager:
     """Cursors, windows and consume pointers of every subscription on this hub."""
 
     def __init__(self, metadata, clock, settings: DeliverySettings | None = None):
         self.metadata = metadata
         self.clock = clock
-        self.settings = settings or DeliverySettings()
-        self._tables = {}  # topic -> TopicTable
-        self._loading = SharedOperations()  # topic -> the load of its subscriptions
-        self._channels = {}  # channel -> {Cursor}
-        self._paused = set()  # channels whose transport asked us to stop
-        self.subscribes = 0
+        self.settings = settings = settings or DeliverySettings()
         self.consumes = 0
-        self.forced_closes = 0
-        self.channel_errors = 0
-        self._relay_policy = None  # IRelayPolicy, when this hub relays between regions
-        self._publish = None  # publish(topic, message_set, owner) -> Deferred, for dead letters
         self.work = WorkQueueCounters()  # shared and pull subscriptions, message bounds
+        self._relaying = Relaying()
+        self._attachments = Attachments()
+        self._tables = SubscriptionTables(metadata, clock, settings, on_loaded=self._loaded)
+        self._bounds = MessageBounds(self._tables, clock, self.work)
+        self._queues = WorkQueues(self._tables, self._attachments, self._bounds, clock, settings, self.work)
+
+    def use_relay_policy(self, policy) -> None:
+        self._relaying.use(policy)
+
+    def use_publisher(self, publish) -> None:
+        self._queues.use_publisher(publish)
 
     # -- topics ------------------------------------------------------------------------
 
@@ -77,57 +78,30 @@ class DeliveryManager(
         """Deferred[None] once the topic's durable subscriptions are known here. The hub
         may call it when it acquires a topic, so pruning and min_consumed cover
         subscribers that have not reattached yet."""
-        return self._table(topic_log).addCallback(lambda _: None)
+        return self._tables.load(topic_log).addCallback(lambda _: None)
 
-    def _table(self, topic_log) -> Deferred:
-        table = self._tables.get(topic_log.topic)
-        if table is not None:
-            table.topic_log = topic_log
-            return succeed(table)
-        return self._loading.run(topic_log.topic, self._load, topic_log)
-
-    def _load(self, topic_log) -> Deferred:
-        loaded = maybeDeferred(self.metadata.list_subscriptions, topic_log.topic)
-        return loaded.addCallback(self._loaded, topic_log)
-
-    def _loaded(self, records, topic_log) -> TopicTable:
-        settings = self.settings
-        subscriptions = {
-            sid: Subscription(
-                topic_log.topic,
-                sid,
-                record.value.consumed_seq,
-                record.value.preferences,
-                record.version,
-                self.metadata,
-                self.clock,
-                settings,
-            )
-            for sid, record in records.items()
-        }
-        table = self._tables[topic_log.topic] = TopicTable(topic_log, subscriptions)
-        for sid, subscription in subscriptions.items():
+    def _loaded(self, table, records) -> None:
+        """A topic's subscriptions were loaded: shared and pull ones get their dispatchers
+        (with their acknowledgements as written), bounds are checked."""
+        for sid, subscription in table.subscriptions.items():
             if subscription.kind == "shared" or subscription.pull:
-                self._share(subscription, table, records[sid].value.acked)
-        self._check_bounds(table)
-        return table
+                self._queues.share(subscription, table, records[sid].value.acked)
+        self._bounds.check(table)
 
     def release_topic(self, topic: str, event=SubscriptionEvent.TOPIC_MOVED) -> Deferred:
         """The hub gives the topic up: end its live subscriptions with `event`, write every
         consume pointer, forget the topic here and in the cache (a topic with no
         subscriptions loaded here has nothing cached for a reader: the topic manager
         releasing its log drops what its publishes left)."""
-        table = self._tables.pop(topic, None)
+        table = self._tables.pop(topic)
         if table is None:
             return succeed(None)
         flushes = []
-        self._unwatch_bounds(table)
+        self._bounds.forget(table)
         for subscription in table.subscriptions.values():
-            self._end_shared(subscription, event)
-            cursor = subscription.cursor
-            if cursor is not None:
-                self._detach(cursor)
-                self._notify_ended(cursor, event)
+            self._queues.end(subscription, event)
+            if subscription.cursor is not None:
+                self._attachments.end(subscription.cursor, event)
             flushes.append(subscription.flush())
         table.topic_log.release()
         return _all(flushes)
@@ -153,7 +127,7 @@ class DeliveryManager(
             window = None
         d = resolve_time(topic_log, request.start)
         d.addCallback(
-            lambda start: self._table(topic_log).addCallback(
+            lambda start: self._tables.load(topic_log).addCallback(
                 self._subscribe, topic_log, channel, handle, request, window, principal, start
             )
         )
@@ -163,7 +137,7 @@ class DeliveryManager(
         subscriber_id, mode = request.subscriber_id, request.mode
         deliver = request.deliver
         if request.per_message:
-            self._check_per_message(topic_log.topic, request, channel)
+            self._queues.check_request(topic_log.topic, request, channel)
         if subscriber_id in table.busy:
             # Being created (or deleted) for another request: two members of a shared
             # subscription joining at once. This one goes on once that is done.
@@ -185,7 +159,7 @@ class DeliveryManager(
                 f"{subscriber_id} is already subscribed to {topic_log.topic}",
             )
         if subscription.dispatcher is not None or request.per_message:
-            return self._attach_member(table, subscription, channel, handle, request)
+            return self._queues.attach(table, subscription, channel, handle, request)
         current = subscription.cursor
         if current is not None:
             if current.channel is channel:
@@ -198,31 +172,29 @@ class DeliveryManager(
                     Status.TOPIC_BUSY,
                     f"{subscriber_id} on {topic_log.topic} is attached on another connection",
                 )
-            self._detach(current)
-            self.forced_closes += 1
-            self._notify_ended(current, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
+            self._attachments.force_out(current)
         if window is not None and window != subscription.preferences.get("window"):
             subscription.preferences["window"] = window
         bound = request.message_bound
         if bound is not None and bound != subscription.preferences.get("message_bound"):
             subscription.preferences["message_bound"] = bound
             subscription.preferences_changed()
-            self._check_bounds(table)
+            self._bounds.check(table)
         if start is None:
-            self._attach(table, subscription, topic_log, channel, handle, deliver)
-            return self._result(subscription)
+            self._attach(subscription, topic_log, channel, handle, deliver)
+            return subscription.reply()
         consumed = consumed_for_start(topic_log, start)
         old = subscription.consumed_seq
         subscription.reposition(consumed)
         table.moved(old, consumed)
-        self._attach(table, subscription, topic_log, channel, handle, deliver)
+        self._attach(subscription, topic_log, channel, handle, deliver)
         cursor = subscription.cursor
 
         def not_written(failure):
-            self._detach(cursor)  # the new position is not durable: refuse the subscribe
+            self._attachments.detach(cursor)  # the new position is not durable: refuse the subscribe
             return failure
 
-        return subscription.flush().addCallbacks(lambda _: self._result(subscription), not_written)
+        return subscription.flush().addCallbacks(lambda _: subscription.reply(), not_written)
 
     def _create(self, table, topic_log, consumed, channel, handle, request, window, principal):
         subscriber_id = request.subscriber_id
@@ -243,26 +215,17 @@ class DeliveryManager(
         )
 
         def created(version):
-            subscription = Subscription(
-                topic_log.topic,
-                subscriber_id,
-                consumed,
-                preferences,
-                version,
-                self.metadata,
-                self.clock,
-                self.settings,
-            )
+            subscription = self._tables.make(topic_log.topic, subscriber_id, consumed, preferences, version)
             table.add(subscription)
             if request.per_message:
-                self._share(subscription, table)
-                result = self._attach_member(table, subscription, channel, handle, request)
+                self._queues.share(subscription, table)
+                result = self._queues.attach(table, subscription, channel, handle, request)
             else:
-                self._attach(table, subscription, topic_log, channel, handle, request.deliver)
-                result = self._result(subscription)
-            self._changed(topic_log.topic, subscriber_id, True)
+                self._attach(subscription, topic_log, channel, handle, request.deliver)
+                result = subscription.reply()
+            self._relaying.subscription_changed(topic_log.topic, subscriber_id, True)
             if request.message_bound is not None:
-                self._check_bounds(table)
+                self._bounds.check(table)
             return result
 
         def done(result):
@@ -271,26 +234,19 @@ class DeliveryManager(
 
         return d.addCallback(created).addBoth(done)
 
-    def _attach(self, table, subscription, topic_log, channel, handle, deliver=True) -> None:
+    def _attach(self, subscription, topic_log, channel, handle, deliver=True) -> None:
         if deliver:
             cursor = self._cursor(subscription, topic_log, channel, handle)
         else:
             cursor = AckOnlyAttachment(subscription, channel, handle)
         subscription.cursor = cursor
-        self._hold(cursor)
-
-    def _hold(self, cursor) -> None:
-        """Keep an attached cursor (or member) with its channel, and start it."""
-        self._channels.setdefault(cursor.channel, set()).add(cursor)
-        if cursor.channel in self._paused:
-            cursor.paused = True
-        self.subscribes += 1
-        cursor.start()
+        self._attachments.hold(cursor)
 
     def _cursor(self, subscription, topic_log, channel, handle) -> Cursor:
         window = subscription.preferences.get("window")
         if window is None:
             window = self.settings.default_window
+        attachments = self._attachments
         cursor = Cursor(
             subscription,
             topic_log,
@@ -299,82 +255,49 @@ class DeliveryManager(
             window,
             self.clock,
             max_burst=self.settings.max_burst_entries,
-            on_channel_error=self._channel_error,
-            on_unreadable=self._unreadable,
+            on_channel_error=attachments.channel_failed,
+            on_unreadable=attachments.unreadable,
         )
-        if self._relay_policy is not None:
-            skip = self._relay_policy.entry_filter(subscription.subscriber_id)
-            if skip is not None:
-                cursor.skip = skip
-                cursor.on_skip = self._passed_over
+        skip = self._entry_filter(subscription)
+        if skip is not None:
+            cursor.skip = skip
+            cursor.on_skip = self._passed_over
+            cursor.filtered_runs = PassedOver()
         return cursor
 
-    def _result(self, subscription) -> dict:
-        return {"consumed_seq": subscription.consumed_seq, "next_seq": subscription.consumed_seq + 1}
+    def _entry_filter(self, subscription):
+        """The predicate of the entries `subscription`'s cursor passes over instead of
+        delivering, or None: a relay subscriber's, from the relay policy (filtering.py)."""
+        return self._relaying.entry_filter(subscription.subscriber_id)
 
-    def _detach(self, cursor) -> None:
-        cursor.stop()
-        if cursor.subscription.cursor is cursor:
-            cursor.subscription.cursor = None
-        cursors = self._channels.get(cursor.channel)
-        if cursors is not None:
-            cursors.discard(cursor)
-            if not cursors:
-                del self._channels[cursor.channel]
-                self._paused.discard(cursor.channel)
-
-    def _notify_ended(self, cursor, event) -> None:
-        try:
-            cursor.channel.subscription_ended(cursor.handle, event)
-        except Exception:
-            _logger.failure("telling {handle} its subscription ended failed", handle=cursor.handle)
-
-    def _channel_error(self, cursor) -> None:
-        """The channel raised on deliver: stop that subscriber (its pointer stays)."""
-        self.channel_errors += 1
-        self._detach(cursor)
-        cursor.subscription.flush().addErrback(lambda f: None)
-
-    def _unreadable(self, cursor, failure) -> None:
-        """The cursor's next entry cannot be read (damaged, or its ledger lost): the
-        subscriber has everything before it; end the subscription with ENTRY_UNREADABLE
-        rather than retry in silence. Its pointer stays where the subscriber consumed."""
-        _logger.error(
-            "{topic}/{subscriber}: ending its subscription: {error}",
-            topic=cursor.subscription.topic,
-            subscriber=cursor.subscription.subscriber_id,
-            error=failure.value,
-        )
-        self._detach(cursor)
-        cursor.subscription.flush().addErrback(lambda f: None)
-        self._notify_ended(cursor, SubscriptionEvent.ENTRY_UNREADABLE)
+    def _passed_over(self, cursor, from_seq: int, last_seq: int) -> None:
+        """The cursor passed over seq-ids from_seq..last_seq: consumed at once when
+        everything before them is, else when a consume reaches them."""
+        subscription = cursor.subscription
+        if subscription.consumed_seq >= from_seq - 1:
+            try:
+                self.consume(subscription.topic, subscription.subscriber_id, last_seq)
+            except SubscribeError:
+                pass  # (deleted meanwhile: nothing to move)
+            return
+        cursor.filtered_runs.add(from_seq, last_seq)
 
     # -- consume, close, unsubscribe -----------------------------------------------------
-
-    def _subscription(self, topic: str, subscriber_id: str):
-        table = self._tables.get(topic)
-        subscription = table.subscriptions.get(subscriber_id) if table is not None else None
-        if subscription is None:
-            raise SubscribeError(
-                Status.CLIENT_NOT_SUBSCRIBED, f"{subscriber_id} is not subscribed to {topic}"
-            )
-        return table, subscription
 
     def consume(self, topic: str, subscriber_id: str, seq: int) -> None:
         """Everything up to `seq` is consumed (cumulative; older or repeated seq-ids are
         ignored; seq-ids not yet delivered are capped at the last delivered, or for a
         subscriber that takes no deliveries at the topic's last seq-id)."""
-        table, subscription = self._subscription(topic, subscriber_id)
+        table, subscription = self._tables.subscription(topic, subscriber_id)
         if subscription.dispatcher is not None:
-            self._consume_per_message(subscription, seq)
+            self._queues.consume(subscription, seq)
             return
         cursor = subscription.cursor
         limit = cursor.next_seq - 1 if cursor is not None and cursor.delivers else table.topic_log.last_seq
         if seq > limit:
             seq = limit
-        runs = cursor.filtered_runs if cursor is not None else None
-        while runs and runs[0][0] <= seq:
-            seq = max(seq, runs.popleft()[1])
+        if cursor is not None and cursor.filtered_runs is not None:
+            seq = cursor.filtered_runs.reach(seq)
         old = subscription.consumed_seq
         if seq <= old:
             return
@@ -387,24 +310,36 @@ class DeliveryManager(
         if cursor is not None and cursor.window_full:
             cursor.window_opened()
 
+    def acknowledge(self, topic: str, subscriber_id: str, channel, ranges) -> int:
+        dispatcher, _member = self._queues.member(topic, subscriber_id, channel, "ACK")
+        return dispatcher.acknowledge(ranges)
+
+    def reject(self, topic: str, subscriber_id: str, channel, ranges) -> int:
+        dispatcher, member = self._queues.member(topic, subscriber_id, channel, "NACK")
+        return dispatcher.nack(member, ranges)
+
+    def fetch(self, topic: str, subscriber_id: str, channel, max_messages: int, timeout_s: float) -> None:
+        dispatcher, member = self._queues.member(topic, subscriber_id, channel, "FETCH")
+        dispatcher.fetch(member, max_messages, timeout_s)
+
     def close_subscription(self, topic: str, subscriber_id: str, channel=None) -> Deferred:
         """Stop the subscriber's cursor (a shared subscription's member on `channel`) and
         write its pointer; the subscription stays."""
         try:
-            _table, subscription = self._subscription(topic, subscriber_id)
+            _table, subscription = self._tables.subscription(topic, subscriber_id)
         except SubscribeError:
             return fail()
         if subscription.dispatcher is not None:
-            self._close_member(subscription, channel)
+            self._queues.close_member(subscription, channel)
         elif subscription.cursor is not None:
-            self._detach(subscription.cursor)
+            self._attachments.detach(subscription.cursor)
         return subscription.flush()
 
     def unsubscribe(self, topic: str, subscriber_id: str, principal=None) -> Deferred:
         """Delete the durable subscription (its cursor stops first); with [auth] on, only
         as its owner or an admin (`principal`)."""
         try:
-            table, subscription = self._subscription(topic, subscriber_id)
+            table, subscription = self._tables.subscription(topic, subscriber_id)
             check_owner(subscription, principal)
         except SubscribeError:
             return fail()
@@ -414,9 +349,9 @@ class DeliveryManager(
             )
         if subscription.dispatcher is not None:
             subscription.dispatcher.stop()  # (what members hold is not dead-lettered now)
-            self._detach_members(subscription)
+            self._queues.detach_members(subscription)
         if subscription.cursor is not None:
-            self._detach(subscription.cursor)
+            self._attachments.detach(subscription.cursor)
         table.begin_busy(subscriber_id)
 
         def delete(_):
@@ -428,7 +363,7 @@ class DeliveryManager(
             subscription.deleted = True
             subscription.cancel()
             table.remove(subscriber_id)
-            self._changed(topic, subscriber_id, False)
+            self._relaying.subscription_changed(topic, subscriber_id, False)
             low = table.min_consumed
             table.topic_log.prune(table.topic_log.last_seq if low is None else low)
 
@@ -440,26 +375,65 @@ class DeliveryManager(
 
         return subscription.settle().addCallback(delete).addCallback(deleted).addBoth(done)
 
+    # -- administration -----------------------------------------------------------------
+
+    def subscription_names(self, topic_log) -> Deferred:
+        """Deferred[list of the topic's durable subscriber ids], loading them if need be."""
+        return self._tables.load(topic_log).addCallback(lambda table: sorted(table.subscriptions))
+
+    def reset(self, topic_log, subscriber_id: str, start) -> Deferred:
+        """Move a detached subscription's consumed seq-id to where `start` (earliest,
+        latest, ("seq", n), ("time", us), as SUBSCRIBE takes it) says, and write it.
+        Deferred[{"consumed_seq", "previous_seq", "next_seq"}]; fails with SubscribeError
+        (CLIENT_NOT_SUBSCRIBED, TOPIC_BUSY while attached, SEQ_OUT_OF_RANGE)."""
+        return resolve_time(topic_log, start).addCallback(
+            lambda start: self._tables.load(topic_log).addCallback(
+                reset_subscription, topic_log, subscriber_id, start
+            )
+        )
+
+    def drop_subscriptions(self, topic_log) -> Deferred:
+        """Delete every durable subscription of the topic (attached ones end with
+        SUBSCRIPTION_FORCED_CLOSED) and forget the topic here: it is being deleted.
+        Deferred[list of the subscriber ids deleted]."""
+        return self._tables.load(topic_log).addCallback(self._drop)
+
+    def _drop(self, table):
+        self._tables.discard(table)
+        names = sorted(table.subscriptions)
+        self._bounds.forget(table)
+        deleting = []
+        for subscriber_id in names:
+            subscription = table.subscriptions[subscriber_id]
+            self._queues.end(subscription, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
+            if subscription.cursor is not None:
+                self._attachments.force_out(subscription.cursor)
+            deleting.append(subscription.settle().addCallback(self._delete_record, subscription))
+        return _all(deleting).addCallback(lambda _: names)
+
+    def _delete_record(self, _settled, subscription):
+        subscription.cancel()
+        topic, subscriber_id = subscription.topic, subscription.subscriber_id
+        deleted = maybeDeferred(self.metadata.delete_subscription, topic, subscriber_id, subscription.version)
+
+        def gone(_):
+            subscription.deleted = True
+            self._relaying.subscription_changed(topic, subscriber_id, False)
+
+        return deleted.addCallback(gone)
+
     # -- backpressure and connections ---------------------------------------------------
 
     def pause_channel(self, channel) -> None:
         """The channel's transport is full: no deliver() until resume_channel."""
-        self._paused.add(channel)
-        for cursor in self._channels.get(channel, ()):
-            cursor.pause()
+        self._attachments.pause(channel)
 
     def resume_channel(self, channel) -> None:
-        self._paused.discard(channel)
-        for cursor in list(self._channels.get(channel, ())):
-            cursor.resume()
+        self._attachments.resume(channel)
 
     def channel_lost(self, channel) -> Deferred:
         """The connection is gone: stop its cursors and write their pointers."""
-        cursors = list(self._channels.get(channel, ()))
-        for cursor in cursors:
-            self._detach(cursor)
-        self._paused.discard(channel)
-        return _all([c.subscription.flush() for c in cursors])
+        return _all([a.subscription.flush() for a in self._attachments.lose(channel)])
 
     # -- observation -----------------------------------------------------------------------
 
@@ -472,18 +446,29 @@ class DeliveryManager(
             return 0
         return table.min_persisted()
 
+    def describe(self, topic: str) -> list:
+        table = self._tables.get(topic)
+        return [] if table is None else describe_table(table, self.settings)
+
+    def attached(self, topic: str) -> int:
+        """Subscriptions of `topic` attached to a connection here now."""
+        table = self._tables.get(topic)
+        if table is None:
+            return 0
+        return sum(subscription.cursor is not None for subscription in table.subscriptions.values())
+
+    def stats(self) -> dict:
+        return delivery_stats(self._tables, self._attachments, self.consumes, self.work)
+
     def stop(self) -> Deferred:
         """Shut down: stop every cursor and write every consume pointer."""
-        for table in self._tables.values():
-            self._unwatch_bounds(table)
+        tables = self._tables.tables()
+        for table in tables:
+            self._bounds.forget(table)
             for subscription in table.subscriptions.values():
-                self._end_shared(subscription)
-        for cursors in list(self._channels.values()):
-            for cursor in list(cursors):
-                self._detach(cursor)
-        self._paused.clear()
-        flushes = [s.flush() for t in self._tables.values() for s in t.subscriptions.values()]
-        return _all(flushes)
+                self._queues.end(subscription)
+        self._attachments.detach_all()
+        return _all([s.flush() for t in tables for s in t.subscriptions.values()])
 
 
 def _all(deferreds) -> Deferred:

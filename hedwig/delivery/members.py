@@ -3,7 +3,7 @@
 The dispatcher (shared.py) hands members slices of entries while they have room: their
 window (messages delivered and not acknowledged) less what they hold and, for a pull
 member, no more than its FETCH still asks for. The delivery manager keeps members where
-it keeps cursors (its channels' sets), so pause, resume, detach and the counters read
+it keeps cursors (Attachments, attachments.py), so pause, resume, detach and the counters read
 by stats and describe treat them alike; this class answers those few questions.
 """
 

@@ -1,45 +1,37 @@
-"""What region relays take part in (DeliveryManager's part for them): the relay policy the
-hub's assembly gives (IRelayPolicy), the entries a relay subscriber passes over, and the
-subscription changes the policy is told of (interest in a topic)."""
-
-from collections import deque
+"""What region relays take part in: the relay policy the hub's assembly gives
+(IRelayPolicy): which entries a relay subscriber is not sent (filtering.py says what
+passing over them does), and the subscription changes the policy is told of (interest
+in a topic)."""
 
 from twisted.logger import Logger
 
-from hedwig.delivery.interface import IRelayPolicy, SubscribeError
+from hedwig.delivery.interface import IRelayPolicy
 
 _logger = Logger()
 
 
-class RelayingSubscriptions:
-    """Part of DeliveryManager (manager.py): region relays' part in delivery."""
+class Relaying:
+    """The hub's IRelayPolicy, once given; a hub without regions has none."""
 
-    def use_relay_policy(self, policy) -> None:
+    def __init__(self):
+        self._policy = None
+
+    def use(self, policy) -> None:
         if policy is not None and not IRelayPolicy.providedBy(policy):
             raise TypeError(f"{policy!r} does not provide IRelayPolicy")
-        self._relay_policy = policy
+        self._policy = policy
 
-    def _passed_over(self, cursor, from_seq: int, entry) -> None:
-        """The cursor passed over seq-ids from_seq..entry.last_seq: consumed at once when
-        everything before them is, else when a consume reaches them."""
-        subscription = cursor.subscription
-        if subscription.consumed_seq >= from_seq - 1:
-            try:
-                self.consume(subscription.topic, subscription.subscriber_id, entry.last_seq)
-            except SubscribeError:
-                pass  # (deleted meanwhile: nothing to move)
-            return
-        runs = cursor.filtered_runs
-        if runs is None:
-            runs = cursor.filtered_runs = deque()
-        if runs and runs[-1][1] == from_seq - 1:
-            runs[-1][1] = entry.last_seq
-        else:
-            runs.append([from_seq - 1, entry.last_seq])  # [consumed that reaches it, its end]
+    def entry_filter(self, subscriber_id: str):
+        """The predicate of the entries `subscriber_id` is not sent, or None."""
+        if self._policy is None:
+            return None
+        return self._policy.entry_filter(subscriber_id)
 
-    def _changed(self, topic: str, subscriber_id: str, added: bool) -> None:
-        if self._relay_policy is not None:
+    def subscription_changed(self, topic: str, subscriber_id: str, added: bool) -> None:
+        """A durable subscription of `topic` was created or deleted here (written to the
+        metadata store already); the policy's failure is logged, never undoes it."""
+        if self._policy is not None:
             try:
-                self._relay_policy.subscription_changed(topic, subscriber_id, added)
+                self._policy.subscription_changed(topic, subscriber_id, added)
             except Exception:
                 _logger.failure("reporting a subscription change of {topic} failed", topic=topic)

@@ -45,7 +45,7 @@ class SharedDispatcher(AckBook):
     """Members, leases and redeliveries of one shared or pull subscription."""
 
     def __init__(self, subscription, table, clock, settings, counters, hooks, acked):
-        """`hooks` (the delivery manager): advance(dispatcher, seq), channel_error(member),
+        """`hooks` (WorkQueues, sharing.py): advance(dispatcher, seq), channel_error(member),
         unreadable(dispatcher, failure), dead_letter(dispatcher, first, last, count)."""
         self.subscription = subscription
         self.table = table  # the topic's TopicTable: its current log, the least pointer

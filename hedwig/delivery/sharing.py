@@ -1,11 +1,12 @@
-"""Shared and pull subscriptions as the delivery manager holds them (DeliveryManager's
-part for work queues): their dispatchers (shared.py), members (members.py), the
-requests that act on them (ACK, NACK, FETCH) and the hooks the dispatchers call.
+"""Shared and pull subscriptions (work queues) as the delivery manager holds them: their
+dispatchers (shared.py), members (members.py), what the requests that act on them
+(ACK, NACK, FETCH, CONSUME of an exclusive pull one) find, the dead letters they publish
+and the hooks the dispatchers call.
 
 A subscription is made shared or pull when it is created, and stays so: its kind and
 delivery are kept in its preferences, and a SUBSCRIBE that asks for another is refused
 (WRONG_SUBSCRIPTION_KIND) rather than given what it did not ask for. Its members are
-kept where cursors are (the manager's channel sets), so pausing, resuming and losing a
+attachments as cursors are (attachments.py), so pausing, resuming and losing a
 channel treat them alike; a pull subscription of the exclusive kind has one member at a
 time, held as a cursor is (Subscription.cursor: TOPIC_BUSY, force_attach).
 """
@@ -19,7 +20,7 @@ from hedwig.delivery.members import Member
 from hedwig.delivery.ranges import RangeSet, decode_ranges
 from hedwig.delivery.shared import SharedDispatcher
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX, InvalidName, check_topic
-from hedwig.protocol.status import Status, SubscriptionEvent
+from hedwig.protocol.status import Status
 
 _logger = Logger()
 
@@ -41,15 +42,24 @@ def option_preferences(request) -> dict:
     return preferences
 
 
-class SharingSubscriptions:
-    """Part of DeliveryManager (manager.py): shared and pull subscriptions."""
+class WorkQueues:
+    """Shared and pull subscriptions: their dispatchers and members."""
+
+    def __init__(self, tables, attachments, bounds, clock, settings, counters):
+        self._tables = tables  # SubscriptionTables
+        self._attachments = attachments  # Attachments: members are held there
+        self._bounds = bounds  # MessageBounds: checked when a member sets a bound
+        self._clock = clock
+        self._settings = settings
+        self._counters = counters  # the hub's WorkQueueCounters, for STATS and /metrics
+        self._publish = None  # publish(topic, message_set, owner) -> Deferred, for dead letters
 
     def use_publisher(self, publish) -> None:
         self._publish = publish
 
     # -- making and attaching ----------------------------------------------------------------
 
-    def _check_per_message(self, topic: str, request, channel) -> None:
+    def check_request(self, topic: str, request, channel) -> None:
         """Refuse a shared or pull SUBSCRIBE that cannot work, before anything is made."""
         if request.subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX):
             raise SubscribeError(
@@ -70,7 +80,7 @@ class SharingSubscriptions:
                     Status.INVALID_TOPIC, f"dead-letter topic {dead_letters!r}: {e}"
                 ) from None
 
-    def _share(self, subscription, table, acked: bytes = b"") -> SharedDispatcher:
+    def share(self, subscription, table, acked: bytes = b"") -> SharedDispatcher:
         """Give a shared or pull subscription its dispatcher (its acks as last written)."""
         try:
             ranges = decode_ranges(acked, subscription.consumed_seq)
@@ -84,14 +94,17 @@ class SharingSubscriptions:
                 error=e,
             )
             ranges = RangeSet()
-        dispatcher = SharedDispatcher(subscription, table, self.clock, self.settings, self.work, self, ranges)
+        dispatcher = SharedDispatcher(
+            subscription, table, self._clock, self._settings, self._counters, self, ranges
+        )
         subscription.dispatcher = dispatcher
         subscription.acked_source = dispatcher.acked_bytes
         return dispatcher
 
-    def _attach_member(self, table, subscription, channel, handle: int, request) -> dict:
-        """Attach `channel` as a member of the shared or pull `subscription`."""
-        self._check_per_message(subscription.topic, request, channel)
+    def attach(self, table, subscription, channel, handle: int, request) -> dict:
+        """Attach `channel` as a member of the shared or pull `subscription`; the
+        SUBSCRIBE's reply."""
+        self.check_request(subscription.topic, request, channel)
         kind, pull = subscription.kind, subscription.pull
         if (request.kind, request.pull) != (kind, pull):
             raise SubscribeError(
@@ -110,19 +123,29 @@ class SharingSubscriptions:
         changed = {
             k: v for k, v in option_preferences(request).items() if subscription.preferences.get(k) != v
         }
+        settings = self._settings
         if changed:
             subscription.preferences.update(changed)
             subscription.preferences_changed()
-            dispatcher.configure(self.settings)
-        window = min(request.window or self.settings.shared_window, self.settings.max_shared_window)
+            dispatcher.configure(settings)
+        window = min(request.window or settings.shared_window, settings.max_shared_window)
         member = Member(dispatcher, channel, handle, window, pull)
         dispatcher.add(member)
         if kind == "exclusive":
             subscription.cursor = member
-        self._hold(member)
+        self._attachments.hold(member)
         if changed.get("message_bound"):
-            self._check_bounds(table)
-        return self._result(subscription)
+            self._bounds.check(table)
+        return subscription.reply()
+
+    def _take_over(self, subscription, request) -> None:
+        """An exclusive pull subscription attached elsewhere: TOPIC_BUSY, or force_attach."""
+        if not request.force_attach:
+            raise SubscribeError(
+                Status.TOPIC_BUSY,
+                f"{subscription.subscriber_id} on {subscription.topic} is attached on another connection",
+            )
+        self._attachments.force_out(subscription.cursor)
 
     # -- what dispatchers call (their `hooks`) -----------------------------------------------
 
@@ -130,13 +153,13 @@ class SharingSubscriptions:
         dispatcher.table.advance(dispatcher.subscription, seq)
 
     def channel_error(self, member) -> None:
-        self._channel_error(member)
+        self._attachments.channel_failed(member)
 
     def unreadable(self, dispatcher, failure) -> None:
         """An entry the subscription needs cannot be read: every member's subscription
         ends with ENTRY_UNREADABLE, as an exclusive subscriber's does."""
         for member in list(dispatcher.members.values()):
-            self._unreadable(member, failure)
+            self._attachments.unreadable(member, failure)
 
     def dead_letter(self, dispatcher, first: int, last: int, count: int):
         """Deferred: first..last published to the subscription's dead-letter topic."""
@@ -156,10 +179,12 @@ class SharingSubscriptions:
             )
         )
 
-    # -- ACK, NACK, FETCH ----------------------------------------------------------------------
+    # -- ACK, NACK, FETCH, CONSUME -------------------------------------------------------------
 
-    def _member(self, topic: str, subscriber_id: str, channel, what: str):
-        _table, subscription = self._subscription(topic, subscriber_id)
+    def member(self, topic: str, subscriber_id: str, channel, what: str):
+        """(dispatcher, member) of the subscription's member on `channel`, for a `what`
+        request (ACK, NACK, FETCH); SubscribeError when there is none."""
+        _table, subscription = self._tables.subscription(topic, subscriber_id)
         dispatcher = subscription.dispatcher
         if dispatcher is None:
             raise SubscribeError(
@@ -173,19 +198,7 @@ class SharingSubscriptions:
             )
         return dispatcher, member
 
-    def acknowledge(self, topic: str, subscriber_id: str, channel, ranges) -> int:
-        dispatcher, _member = self._member(topic, subscriber_id, channel, "ACK")
-        return dispatcher.acknowledge(ranges)
-
-    def reject(self, topic: str, subscriber_id: str, channel, ranges) -> int:
-        dispatcher, member = self._member(topic, subscriber_id, channel, "NACK")
-        return dispatcher.nack(member, ranges)
-
-    def fetch(self, topic: str, subscriber_id: str, channel, max_messages: int, timeout_s: float) -> None:
-        dispatcher, member = self._member(topic, subscriber_id, channel, "FETCH")
-        dispatcher.fetch(member, max_messages, timeout_s)
-
-    def _consume_per_message(self, subscription, seq: int) -> None:
+    def consume(self, subscription, seq: int) -> None:
         """CONSUME of a shared or pull subscription: an exclusive pull one acknowledges
         every seq-id up to `seq` it was sent; a shared one refuses (its members' acks are
         their own, never each other's)."""
@@ -200,38 +213,29 @@ class SharingSubscriptions:
 
     # -- ending --------------------------------------------------------------------------------
 
-    def _detach_members(self, subscription, event=None) -> None:
+    def detach_members(self, subscription, event=None) -> None:
         """Detach every member (telling each channel `event`, when given)."""
         dispatcher = subscription.dispatcher
         if dispatcher is None:
             return
+        attachments = self._attachments
         for member in list(dispatcher.members.values()):
-            self._detach(member)
-            if event is not None:
-                self._notify_ended(member, event)
+            if event is None:
+                attachments.detach(member)
+            else:
+                attachments.end(member, event)
 
-    def _end_shared(self, subscription, event=None) -> None:
+    def end(self, subscription, event=None) -> None:
         """The subscription is going (released, deleted, the hub stopping): timers
         stopped, then members detached (telling them `event`, when given)."""
         if subscription.dispatcher is not None:
             subscription.dispatcher.stop()
-            self._detach_members(subscription, event)
+            self.detach_members(subscription, event)
 
-    def _close_member(self, subscription, channel) -> None:
+    def close_member(self, subscription, channel) -> None:
+        """CLOSE_SUBSCRIPTION: detach the member on `channel` (every member: None)."""
         member = subscription.dispatcher.member_of(channel) if channel is not None else None
         if member is not None:
-            self._detach(member)
+            self._attachments.detach(member)
         elif channel is None:
-            self._detach_members(subscription)
-
-    def _take_over(self, subscription, request) -> None:
-        """An exclusive pull subscription attached elsewhere: TOPIC_BUSY, or force_attach."""
-        if not request.force_attach:
-            raise SubscribeError(
-                Status.TOPIC_BUSY,
-                f"{subscription.subscriber_id} on {subscription.topic} is attached on another connection",
-            )
-        current = subscription.cursor
-        self._detach(current)
-        self.forced_closes += 1
-        self._notify_ended(current, SubscriptionEvent.SUBSCRIPTION_FORCED_CLOSED)
+            self.detach_members(subscription)

@@ -98,6 +98,10 @@ class Subscription:
     def pull(self) -> bool:
         return bool(self.preferences.get("pull"))
 
+    def reply(self) -> dict:
+        """What a SUBSCRIBE that attached to it answers: where delivery goes on."""
+        return {"consumed_seq": self.consumed_seq, "next_seq": self.consumed_seq + 1}
+
     def consumed(self, seq: int) -> None:
         """The pointer moved to `seq` in memory; write it when the policy says so (as
         _schedule does, inline: every CONSUME comes here)."""

@@ -10,6 +10,7 @@ order the reactor delivered them, which is what makes each topic's writer single
 from twisted.internet.defer import Deferred, DeferredList, fail, succeed
 from twisted.logger import Logger
 
+from hedwig.concurrency.deferreds import as_deferred
 from hedwig.config.settings import Config
 from hedwig.hub.errors import HubStopping
 from hedwig.hub.intake import RequestIntake
@@ -24,7 +25,6 @@ from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.region.settings import relay_peer
-from hedwig.topiclog.entry import LogEntry
 
 # Room kept in a READ_RANGE reply for the frame, response and range headers.
 _READ_RANGE_OVERHEAD = 64
@@ -107,8 +107,7 @@ class Hub:
         message sets alike. Raises MessageSetError at once for a message set that cannot
         be stored: nothing is appended then. `origin_region` / `origin_seq`: where a
         relayed message set was first published; `via`: the region it came from."""
-        stored = self.publish_now(topic, message_set, origin_region, origin_seq, via)
-        return succeed(stored) if stored.__class__ is LogEntry else stored
+        return as_deferred(self.publish_now(topic, message_set, origin_region, origin_seq, via))
 
     def publish_now(self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None):
         """publish, answered within the call when the topic is open here and its log

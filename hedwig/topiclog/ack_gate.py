@@ -6,7 +6,7 @@ other hub fenced its ledger is in that hub's recovery, so acknowledging it is sa
 hedwig.ledger.fencing).
 
 Every topic log of a TopicLogManager holds the manager's gate. A log whose next
-acknowledgement finds the gate held parks itself here, and delivers in order once it
+acknowledgement finds the gate held parks itself here, and acknowledges in order once it
 opens; failures are never held. An embedded hub's gate is never held: its cost on the
 publish path is one attribute read per entry acknowledged.
 """
@@ -35,4 +35,4 @@ class AckGate:
         self.held = False
         parked, self._parked = self._parked, set()
         for topic_log in parked:
-            topic_log.deliver_held()
+            topic_log.acknowledge_held()

@@ -37,6 +37,13 @@ class ITopicLog(Interface):
         LogEntry itself; otherwise append's Deferred[LogEntry], failures included. The
         publish path's: an acknowledgement costs no Deferred."""
 
+    def acknowledge_to(listener):
+        """Call listener(entry) with each entry as it is acknowledged, in seq-id order,
+        before the append that stored it is answered (append_now's return, or its
+        Deferred's callbacks), however it was appended; None: nobody. One listener: the
+        hub's read-ahead cache (hedwig.cache), which so learns of every entry, answered
+        at once or later, without a step of its own in the append path."""
+
     def read(from_seq, max_entries, max_bytes):
         """Deferred[list of LogEntry]: the entry holding `from_seq` and those after it,
         at most `max_entries`, within `max_bytes` (the first always); [] past the end;

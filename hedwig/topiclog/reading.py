@@ -1,6 +1,7 @@
 """Reading a topic log: entries by seq-id across its ledgers (the open one by its index,
 closed ones through the shared EntryLocator), and the first seq-id at or after a time
-(TopicLog's read side).
+(TopicLog's read side: an EntryReader, which the log owns and binds its `read` and
+`find_by_time` to).
 
 The ledger store answers with Deferreds (a RADOS store's come later; the mmap store's
 have fired): both reads run as generators under run_now, so over a local store a read
@@ -27,8 +28,16 @@ from hedwig.topiclog.errors import EntriesUnreadable, LogCorrupt, SeqOutOfRange
 _logger = Logger()
 
 
-class ReadingEntries:
-    """Part of TopicLog (topic_log.py): its reads and its search by time."""
+class EntryReader:
+    """Reads of one topic log: the ranges are its LedgerRoller's (ledgers.py), the last
+    seq-id and the open ledger's index its writer's (the TopicLog)."""
+
+    def __init__(self, topic: str, ledgers, locator, roller, log):
+        self.topic = topic
+        self._ledgers = ledgers  # the ILedgerStore
+        self._locator = locator  # the hub's EntryLocator: entries of sealed ledgers
+        self._roller = roller  # .ranges, .starts: the ranges as last written
+        self._log = log  # .last_seq, .open_ledger: what is acknowledged, and where
 
     def read(self, from_seq: int, max_entries: int, max_bytes: int) -> Deferred:
         """The entry holding from_seq and those after it, at most max_entries; entries are
@@ -40,16 +49,16 @@ class ReadingEntries:
             return fail(ValueError(f"seq-ids start at 1, not {from_seq!r}"))
         if type(max_entries) is not int or max_entries < 1 or type(max_bytes) is not int or max_bytes < 1:
             return fail(ValueError("max_entries and max_bytes must be positive integers"))
-        last = self.last_seq
+        last = self._log.last_seq
         if from_seq > last:
             return succeed([])
-        if from_seq < self._ranges[0].first_seq:
-            return fail(SeqOutOfRange(self.topic, from_seq, self._ranges[0].first_seq))
+        if from_seq < self._roller.ranges[0].first_seq:
+            return fail(SeqOutOfRange(self.topic, from_seq, self._roller.ranges[0].first_seq))
         return run_now(self._read(from_seq, last, max_entries, max_bytes))
 
     def _read(self, from_seq: int, last: int, max_entries: int, max_bytes: int):
         """The read, as a generator of what it waits for (run_now runs it)."""
-        ranges = self._ranges
+        ranges = self._roller.ranges
         store = self._ledgers
         locator = self._locator
         unpack = ENTRY_HEAD.unpack_from
@@ -57,9 +66,9 @@ class ReadingEntries:
         out: list[LogEntry] = []
         total = 0
         seq = from_seq
-        i = bisect_right(self._starts, seq) - 1
+        i = bisect_right(self._roller.starts, seq) - 1
         open_index = len(ranges) - 1
-        opened = self._open  # (the open ledger as the read began: a roll may come meanwhile)
+        opened = self._log.open_ledger  # (the open ledger as the read began: a roll may come meanwhile)
         while True:
             r = ranges[i]
             ledger_id = r.ledger_id
@@ -132,11 +141,11 @@ class ReadingEntries:
         return run_now(self._find_by_time(time_us))
 
     def _find_by_time(self, time_us: int):
-        ranges = self._ranges
+        ranges = self._roller.ranges
         store = self._ledgers
-        last = self.last_seq
+        last = self._log.last_seq
         open_index = len(ranges) - 1
-        opened = self._open
+        opened = self._log.open_ledger
         open_last_entry = opened.index.find(last)  # -1: nothing acknowledged in it yet
         searchable = len(ranges) if open_last_entry >= 0 else open_index
 

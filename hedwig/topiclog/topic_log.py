@@ -28,47 +28,55 @@ ledger's tail uncertain: the log stops (LogFailed) and closes; opening the topic
 recovers the ledger as it is. A lost compare-and-set means another hub owns the topic:
 the log stops with TopicFenced.
 
-TopicLog is split by job: this module is the writer (appends in flight, their order,
-the state: pending.py's LogState); ledgers.py rolls and collects ledgers; reading.py
-reads entries and searches by time.
+TopicLog is the writer: appends in flight, their order and acknowledgement, the roll
+barrier and the log's state (pending.py's LogState). It owns two parts, made in its
+constructor: a LedgerRoller (ledgers.py: the ranges as written, the mechanics of a roll,
+garbage collection and retention) and an EntryReader (reading.py: reads and the search
+by time), whose `read` and `find_by_time` it binds as its own.
 """
 
 from collections import deque
 
 from twisted.internet.defer import (
     Deferred,
-    DeferredList,
     fail,
     inlineCallbacks,
-    maybeDeferred,
     succeed,
 )
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from hedwig.concurrency.deferreds import OpQueue, SharedResult, Waiters
+from hedwig.concurrency.deferreds import OpQueue, SharedResult, Waiters, as_deferred
 from hedwig.config.settings import LogSettings
-from hedwig.ledger.interface import LedgerClosed, LedgerFenced, NoSuchLedger
+from hedwig.ledger.interface import LedgerClosed, LedgerError, LedgerFenced, NoSuchLedger, StorageFull
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
 from hedwig.topiclog.ack_gate import AckGate
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.errors import LogClosed, LogFailed, TopicFenced
 from hedwig.topiclog.interface import ITopicLog
-from hedwig.topiclog.ledgers import LedgerLifecycle
-from hedwig.topiclog.local_append import LocalAppend
+from hedwig.topiclog.ledgers import LedgerRoller
 from hedwig.topiclog.locator import EntryLocator
-from hedwig.topiclog.pending import NO_LIMIT, SEQ_LIMIT, LogState, OpenLedger, PendingAppend, check_append
-from hedwig.topiclog.reading import ReadingEntries
+from hedwig.topiclog.pending import (
+    MAX_COUNT,
+    NO_LIMIT,
+    SEQ_LIMIT,
+    LogState,
+    OpenLedger,
+    PendingAppend,
+    check_append,
+)
+from hedwig.topiclog.reading import EntryReader
 
 _logger = Logger()
 
 _OPEN, _CLOSING, _CLOSED, _FAILED = LogState.OPEN, LogState.CLOSING, LogState.CLOSED, LogState.FAILED
 NEVER_HELD = AckGate()  # the gate of a log no hub holds (tests, tools)
 
+
 @implementer(ITopicLog)
-class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
+class TopicLog:
     """The log of one topic owned by this hub. Made by TopicLogManager.open (which recovers
     the previous ledger and writes the ranges); never construct one directly elsewhere.
 
@@ -97,22 +105,37 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
         self.topic = topic
         self._ledgers = ledgers
         self._append_now = getattr(ledgers, "append_now", ledgers.append)  # (ILedgerStore.append)
-        self._metadata = metadata
-        self._settings = settings
         self._region = region.encode("utf-8")
         self._local_headers = LocalEntryHeaders(self._region)  # (a client's publish: one pack)
         self._clock = clock
-        self._locator = locator if locator is not None else EntryLocator(ledgers, 16 << 20)
+        self._locator = locator = locator if locator is not None else EntryLocator(ledgers, 16 << 20)
         self._on_close = on_close
         self._gate = gate  # held hub-wide while ownership is uncertain (ack_gate.py)
-        self._set_ranges(list(ranges), version)
+        # The ledger list: rolls and GC, their metadata writes one at a time in the hub's
+        # per-topic queue (`topic_ops`).
+        self._roller = LedgerRoller(
+            topic,
+            ledgers=ledgers,
+            metadata=metadata,
+            settings=settings,
+            clock=clock,
+            locator=locator,
+            topic_ops=topic_ops if topic_ops is not None else OpQueue(),
+            ranges=list(ranges),
+            version=version,
+            on_fenced=self._fail,
+        )
+        # Reads go straight to the reader (bound here: a read costs no call through the log).
+        self._reader = reader = EntryReader(topic, ledgers, locator, self._roller, self)
+        self.read = reader.read
+        self.find_by_time = reader.find_by_time
         # Roll limits, read once: "no limit" (0) becomes a bound never reached.
         self._max_entries = settings.max_ledger_entries if settings.max_ledger_entries > 0 else NO_LIMIT
         self._max_bytes = settings.max_ledger_bytes if settings.max_ledger_bytes > 0 else NO_LIMIT
         age_us = settings.max_ledger_age_s * 1_000_000
         self._max_age_us = int(age_us) if 0 < age_us < NO_LIMIT else NO_LIMIT  # (NaN: off too)
         opened = ranges[-1]
-        self._open = OpenLedger(opened.ledger_id, opened.first_seq)
+        self.open_ledger = OpenLedger(opened.ledger_id, opened.first_seq)  # (replaced by rolls)
         self.last_seq = opened.first_seq - 1
         self._next_seq = opened.first_seq
         self._last_time_us = last_time_us
@@ -120,33 +143,35 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
         self._inflight: deque[PendingAppend] = deque()  # handed to the store (or refused), in call order
         self._waiting: deque[PendingAppend] = deque()  # arrived during a roll, not yet handed over
         self._rolling = False
-        self._delivering = False
+        self._acknowledging = False
         self._handing = None
         self._drained_waiters = Waiters()  # fired when no append is in flight
         self._idle_waiters = Waiters()  # ... and none waits and no roll runs
-        # Metadata writes of this topic (roll, GC) one at a time, in the hub's per-topic queue.
-        self._topic_ops = topic_ops if topic_ops is not None else OpQueue()
-        self._ledger_closes: set[Deferred] = set()  # closes started by rolls, not yet done
         self._roll_waiters = Waiters()  # told how the roll under way ended
         self._closed_result = None
         self._stopped_by = None  # why the log failed, for the appends that come after
-        self.rolls = 0
+        self._listener = None  # told of each entry acknowledged (acknowledge_to): the hub's cache
 
     # -- state ---------------------------------------------------------------------------
 
     @property
     def first_seq(self) -> int:
         """The earliest retained seq-id (last_seq + 1 when nothing is retained)."""
-        return self._ranges[0].first_seq
+        return self._roller.ranges[0].first_seq
 
     @property
     def open_ledger_id(self) -> int:
-        return self._open.ledger_id
+        return self.open_ledger.ledger_id
 
     @property
     def ranges(self) -> list[LedgerRange]:
         """The ledger ranges as last written to the metadata store."""
-        return list(self._ranges)
+        return list(self._roller.ranges)
+
+    @property
+    def rolls(self) -> int:
+        """Rolls to a new ledger since the log was opened."""
+        return self._roller.rolls
 
     @property
     def is_open(self) -> bool:
@@ -156,11 +181,6 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
     def stopped_by(self) -> Exception | None:
         """Why the log failed (TopicFenced: another hub took the topic over), or None."""
         return self._stopped_by
-
-    def _set_ranges(self, ranges: list[LedgerRange], version: int) -> None:
-        self._ranges = ranges
-        self._starts = [r.first_seq for r in ranges]
-        self._version = version
 
     def _now_us(self) -> int:
         """Publish time: the clock, never earlier than the previous entry's (find_by_time
@@ -187,8 +207,7 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
         the origin it keeps and `via`, the neighbour region the entry came from; an
         idempotent publish its `producer` (producer id, sequence), kept in the entry's
         header (hedwig.hub.producer_state derives its tables from them)."""
-        stored = self.append_now(message_set, count, origin_region, origin_seq, via, producer)
-        return succeed(stored) if stored.__class__ is LogEntry else stored
+        return as_deferred(self.append_now(message_set, count, origin_region, origin_seq, via, producer))
 
     def append_now(
         self,
@@ -203,7 +222,7 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
         entry is acknowledged at once (the store acknowledges at once, under fsync
         `never` or `interval`, and no earlier append is still in flight), else append's
         Deferred[LogEntry] (a failure too is a failed Deferred, as from append)."""
-        if (  # the common case in one call (local_append.py)
+        if (  # the common case in one call (_append_local)
             origin_region is None
             and origin_seq is None
             and via is None
@@ -232,7 +251,80 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
             self._waiting.append(op)
         else:
             self._hand_over(op)
-        self._deliver()
+        self._acknowledge()
+        return self._outcome(op)
+
+    def _append_local(self, message_set, count: int):
+        """append_now's common case in one call: a client's message set (no origin, no
+        via, no producer) to an idle open log whose store acknowledges at once. It is
+        _hand_over with what that case does not need left out (no PendingAppend, no trip
+        through the in-flight queue, no re-check of a state already checked); the store is
+        asked exactly as there (fencing and closed ledgers are the store's to refuse).
+        tests/topiclog/test_one_append_path.py holds the two to the same answers, state
+        and rolls over any sequence of appends.
+
+        The LogEntry, acknowledged; the append's Deferred when the store did not
+        acknowledge at once (a PendingAppend in the in-flight queue, like any other);
+        None when the general path must take the append (a roll due, an argument to
+        refuse: nothing was done then but moving the publish clock). The caller checked
+        that the log is open, idle and not gated."""
+        if (
+            message_set.__class__ is not bytes
+            or not message_set
+            or count.__class__ is not int
+            or not 1 <= count <= MAX_COUNT
+        ):
+            return None
+        now = int(self._clock.seconds() * 1_000_000)  # (_now_us, inline)
+        if now < self._last_time_us:
+            now = self._last_time_us
+        self._last_time_us = now
+        ledger = self.open_ledger
+        if ledger.closed:  # (a roll to retry: one failed after closing it, or no ledger yet)
+            return None
+        entries = ledger.entries
+        if entries:
+            if (
+                entries >= self._max_entries
+                or ledger.bytes + ENTRY_HEADER_FIXED_SIZE + len(self._region) + len(message_set)
+                > self._max_bytes
+                or now > ledger.roll_after_us
+            ):
+                return None  # a roll first
+        else:
+            ledger.roll_after_us = now + self._max_age_us
+        first = self._next_seq
+        last = first + count - 1
+        if last >= SEQ_LIMIT:
+            return None
+        data = self._local_headers.header(first, count, now) + message_set
+        entry = LogEntry(first, last, data, now)
+        # State moves first, as in _hand_over.
+        nbytes = len(data)
+        self._next_seq = last + 1
+        ledger.index.append(first)
+        ledger.entries = entries + 1
+        ledger.bytes += nbytes
+        try:
+            d = self._append_now(ledger.ledger_id, data, now)  # (an int: acknowledged at once)
+        except Exception:
+            d = fail()
+        if d.__class__ is int or (d.called and not isinstance(d.result, Failure)):
+            self.last_seq = last  # (_acknowledge's part: nothing was in flight, the gate is open)
+            if ledger.entries >= self._max_entries or ledger.bytes >= self._max_bytes:  # (_is_full)
+                self._start_roll()
+            listener = self._listener
+            if listener is not None:
+                listener(entry)
+            return entry
+        op = PendingAppend(None, count, self._region, None, now)
+        op.entry = entry
+        self._inflight.append(op)
+        self._handing = op
+        d.addCallbacks(self._stored, self._store_failed, callbackArgs=(op,), errbackArgs=(op,))
+        self._handing = None
+        self._handed(op, ledger, first, nbytes)
+        self._acknowledge()
         return self._outcome(op)
 
     @staticmethod
@@ -250,12 +342,12 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
         return LogClosed(f"topic {self.topic}: the log is {self._state.value}")
 
     def _is_full(self) -> bool:
-        ledger = self._open
+        ledger = self.open_ledger
         return ledger.entries >= self._max_entries or ledger.bytes >= self._max_bytes
 
     def _hand_over(self, op: PendingAppend) -> None:
         """Assign op its seq-ids and give it to the store (or start a roll first)."""
-        ledger = self._open
+        ledger = self.open_ledger
         entries = ledger.entries
         if ledger.closed or (
             entries
@@ -333,7 +425,7 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
             return
         op.done = True
         if self._handing is None:
-            self._deliver()
+            self._acknowledge()
 
     def _store_failed(self, failure: Failure, op: PendingAppend) -> None:
         if op.done:
@@ -353,7 +445,7 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
                     "reopen the topic"
                 )
             )
-        self._deliver()
+        self._acknowledge()
 
     def _refuse(self, op: PendingAppend, exc: Exception) -> None:
         """Fail op in its place in the call order."""
@@ -361,14 +453,18 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
         op.done = True
         self._inflight.append(op)
 
-    def _deliver(self) -> None:
-        """Fire finished appends from the head, in call order."""
-        if self._delivering:
+    def _acknowledge(self) -> None:
+        """Acknowledge finished appends from the head, in call order: the entry's seq-ids
+        become the log's (last_seq) and its Deferred, if it has one, fires; a failed one's
+        fails. Appends after one not finished wait for it; while the hub's AckGate is held
+        nothing is acknowledged (failures go on), the log waits parked at the gate."""
+        if self._acknowledging:
             return
-        self._delivering = True
+        self._acknowledging = True
         try:
             inflight = self._inflight
             gate = self._gate
+            listener = self._listener
             while inflight and inflight[0].done:
                 if gate.held and inflight[0].failure is None:
                     gate.park(self)  # (acknowledged, in order, when the gate opens: ack_gate.py)
@@ -377,19 +473,33 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
                 op.out = True
                 if op.failure is None:
                     self.last_seq = op.entry.last_seq
+                    if listener is not None:
+                        try:
+                            listener(op.entry)
+                        except Exception:  # (the listener's own: later appends go on all the same)
+                            _logger.failure(
+                                "topic {topic}: telling of seq {seq} failed",
+                                topic=self.topic,
+                                seq=op.entry.first_seq,
+                            )
                     if op.deferred is not None:  # (None: the append_now on the stack answers it)
                         op.deferred.callback(op.entry)
                 elif op.deferred is not None:
                     op.deferred.errback(op.failure)
         finally:
-            self._delivering = False
+            self._acknowledging = False
         if not self._inflight and (self._drained_waiters or self._idle_waiters):
             self._drained_waiters.fire()
             self._check_idle()
 
-    def deliver_held(self) -> None:
+    def acknowledge_to(self, listener) -> None:
+        """Call listener(entry) for each entry as it is acknowledged, in order, before the
+        append that stored it is answered; None: nobody (ITopicLog.acknowledge_to)."""
+        self._listener = listener
+
+    def acknowledge_held(self) -> None:
         """The hub's AckGate opened: acknowledge what it held, in order."""
-        self._deliver()
+        self._acknowledge()
 
     def _check_idle(self) -> None:
         if not self._inflight and not self._waiting and not self._rolling:
@@ -419,41 +529,119 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
             self._inflight.append(op)
         self._begin_close()
 
-    # -- rolls -----------------------------------------------------------------------------
+    # -- reads (bound to the EntryReader's in __init__; these say what they are) ---------------
 
-    # -- reads -----------------------------------------------------------------------------
+    def read(self, from_seq: int, max_entries: int, max_bytes: int) -> Deferred:
+        """EntryReader.read (reading.py)."""
+        return self._reader.read(from_seq, max_entries, max_bytes)
 
-    # -- find by time ----------------------------------------------------------------------
+    def find_by_time(self, time_us: int) -> Deferred:
+        """EntryReader.find_by_time (reading.py)."""
+        return self._reader.find_by_time(time_us)
+
+    # -- rolls: a barrier in the append order ------------------------------------------------
+
+    def _start_roll(self) -> None:
+        if self._rolling:
+            return
+        self._rolling = True
+        self._roll().addBoth(self._rolled)
+
+    @inlineCallbacks
+    def _roll(self):
+        yield self._until(self._drained_waiters, not self._inflight)
+        if self._state == _FAILED:
+            return
+        yield self._roller.roll(self.open_ledger, self._next_seq, self._switch)
+
+    def _switch(self, ledger: OpenLedger) -> None:
+        """The roller wrote the ranges of a new open ledger: appends go to it from now on."""
+        self.open_ledger = ledger
+
+    def _rolled(self, result) -> None:
+        self._rolling = False
+        roll_waiters, self._roll_waiters = self._roll_waiters, Waiters()
+        if isinstance(result, Failure):
+            if result.check(TopicFenced):
+                self._fail(result.value)
+            else:
+                (_logger.warn if result.check(StorageFull) else _logger.error)(
+                    "topic {topic}: rolling to a new ledger failed: {error}",
+                    topic=self.topic,
+                    error=result.value,
+                )
+                # The waiting appends fail with the cause; the next append tries the roll again.
+                while self._waiting:
+                    op = self._waiting.popleft()
+                    op.failure = (
+                        result if result.check(LedgerError) else Failure(LedgerError(str(result.value)))
+                    )
+                    op.done = True
+                    self._inflight.append(op)
+        while self._waiting and not self._rolling:
+            self._hand_over(self._waiting.popleft())
+        self._acknowledge()
+        self._check_idle()
+        if isinstance(result, Failure):
+            roll_waiters.fail(result)
+        else:
+            roll_waiters.fire()
+
+    def roll_if_aged(self) -> Deferred:
+        """Roll the open ledger if its first entry is older than max_ledger_age_s; never
+        an empty one. Appends roll a busy topic themselves; the periodic GC pass calls this
+        so that a topic gone quiet closes its last ledger too, which GC and retention can
+        then delete. Deferred[bool]: whether this call rolled; a roll already under way
+        is waited for and stands in for one (False). It fails as the roll it started did."""
+        if self._state != _OPEN:
+            return fail(self._unavailable())
+        return self._roll_aged()
+
+    @inlineCallbacks
+    def _roll_aged(self):
+        if self._rolling:
+            yield self._until_rolled().addErrback(lambda _failure: None)  # logged by _rolled
+        ledger = self.open_ledger
+        if (
+            self._state != _OPEN
+            or self._rolling
+            or not ledger.entries
+            or int(self._clock.seconds() * 1_000_000) <= ledger.roll_after_us
+        ):
+            return False
+        before = self.rolls
+        rolled = self._until_rolled()  # (first: a roll over synchronous stores ends at once)
+        self._start_roll()
+        yield rolled
+        return self.rolls != before
+
+    def _until_rolled(self) -> Deferred:
+        """Deferred firing when the roll under way ends (failing as it failed)."""
+        return self._roll_waiters.wait()
 
     # -- garbage collection and retention --------------------------------------------------
+
+    def collect_garbage(self, min_consumed_seq: int) -> Deferred:
+        """Delete whole closed ledgers whose last seq-id <= min_consumed_seq, then those that
+        retention (age, then total size) drops, oldest first; never the open ledger.
+        Deferred[int]: how many ledgers were deleted."""
+        if type(min_consumed_seq) is not int or min_consumed_seq < 0:
+            return fail(ValueError(f"a consumed seq-id is a non-negative integer, not {min_consumed_seq!r}"))
+        if self._state != _OPEN:
+            return fail(self._unavailable())
+        return self._roller.collect_garbage(min_consumed_seq)
 
     # -- description and close -------------------------------------------------------------
 
     def describe(self) -> dict:
-        store = self._ledgers
-        ledgers = []
-        for r in self._ranges:
-            try:
-                size, location = store.ledger_bytes(r.ledger_id), store.location(r.ledger_id)
-            except NoSuchLedger:
-                size = location = None  # lost: missing from the store (its seq-ids cannot be read)
-            ledgers.append(
-                {
-                    "ledger_id": r.ledger_id,
-                    "first_seq": r.first_seq,
-                    "last_seq": self.last_seq if r.last_seq is None else r.last_seq,
-                    "bytes": size,
-                    "location": location,
-                }
-            )
         return {
             "topic": self.topic,
             "state": self._state.value,
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
             "pending_appends": len(self._inflight) + len(self._waiting),
-            "metadata_version": self._version,
-            "ledgers": ledgers,
+            "metadata_version": self._roller.version,
+            "ledgers": self._roller.describe(self.last_seq),
         }
 
     def close(self) -> Deferred:
@@ -470,22 +658,9 @@ class TopicLog(LocalAppend, LedgerLifecycle, ReadingEntries):
     @inlineCallbacks
     def _close(self):
         yield self._until(self._idle_waiters, not (self._inflight or self._waiting or self._rolling))
-        ledger = self._open
         try:
-            if not ledger.closed:
-                yield maybeDeferred(self._ledgers.close_ledger, ledger.ledger_id)
-                ledger.closed = True
-                self._locator.keep_index(ledger.ledger_id, ledger.index)
-        except Exception as e:
-            _logger.warn(
-                "topic {topic}: closing ledger {ledger_id} failed: {error}",
-                topic=self.topic,
-                ledger_id=ledger.ledger_id,
-                error=e,
-            )
+            yield self._roller.close(self.open_ledger)
         finally:
-            if self._ledger_closes:  # ledgers closed by rolls, still syncing
-                yield DeferredList(list(self._ledger_closes))
             if self._state != _FAILED:
                 self._state = _CLOSED
             if self._on_close is not None:

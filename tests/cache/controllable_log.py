@@ -1,7 +1,8 @@
 """A topic log the test drives: reads complete or fail when the test says.
 
 It implements the TopicLog methods the cache and the delivery manager use (topic,
-first_seq, last_seq, append, append_now, read, find_by_time) with the same semantics, so rule-level
+first_seq, last_seq, append, append_now, acknowledge_to, read, find_by_time) with the
+same semantics (an append is acknowledged at once, its listener told), so rule-level
 tests can hold a ledger read in flight, fail it, or let it finish, deterministically.
 The scenario tests and the benchmark use the real TopicLog instead.
 """
@@ -36,6 +37,7 @@ class ControllableLog:
         self.pending = []  # PendingRead not yet completed
         self.reads = []  # every read asked for: (from_seq, max_entries, max_bytes)
         self.time_us = 1_000_000
+        self.listener = None  # acknowledge_to's
 
     # -- building the log -----------------------------------------------------------------
 
@@ -52,11 +54,17 @@ class ControllableLog:
         """Append entries straight to the log (not through the cache): a ledger backlog."""
         return [self._make(count, size) for _ in range(entries)]
 
-    def append(self, message_set, count, origin_region=None, origin_seq=None):
-        return succeed(self._make(count, len(message_set)))
+    def append(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
+        return succeed(self.append_now(message_set, count))
 
     def append_now(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
-        return self._make(count, len(message_set))  # (acknowledged at once, as under fsync "never")
+        entry = self._make(count, len(message_set))  # (acknowledged at once, as under fsync "never")
+        if self.listener is not None:
+            self.listener(entry)
+        return entry
+
+    def acknowledge_to(self, listener):
+        self.listener = listener
 
     def forget_upto(self, seq):
         """Garbage collection removed seq-ids up to seq."""

@@ -19,7 +19,7 @@ def make(cache_bytes=1 << 20, readahead_count=10, **kw):
 
 def publish(cache, log, count=1, size=100):
     results = []
-    cache.publish(log, bytes(size), count).addCallback(results.append)
+    cache.wrap(log).append(bytes(size), count).addCallback(results.append)
     return results[0]
 
 

@@ -22,7 +22,7 @@ answered AUTHENTICATION_FAILED and closed; any other request needs its permissio
                             and ops this table does not know yet: refused rather than
                             guessed)
 
-A refusal raises RequestError(NOT_AUTHORIZED), which the connection answers and logs
+A refusal raises RequestRefused(NOT_AUTHORIZED), which the connection answers and logs
 as it does any refused request; the connection goes on. Answers are cached per user and
 topic (Principal.may), so a publisher pays the pattern match once per topic.
 """
@@ -37,15 +37,15 @@ from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
 from hedwig.config.tls import certificate_names, is_tls, peer_certificate
 from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subscriptions
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
-from hedwig.protocol.layouts import RequestError, read_topic
+from hedwig.protocol.layouts import RequestRefused, read_topic
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import decode_subscribe
 from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 
 
-def not_authorized(message: str) -> RequestError:
-    return RequestError(Status.NOT_AUTHORIZED, message)
+def not_authorized(message: str) -> RequestRefused:
+    return RequestRefused(Status.NOT_AUTHORIZED, message)
 
 
 @implementer(IAuthorizer)
@@ -112,7 +112,7 @@ class ConnectionAccess:
 
     def admit(self, op: int, request_id: int, body) -> bool:
         """Whether the request goes on to its handler (False: it was answered here).
-        Raises RequestError for a request refused with its status."""
+        Raises RequestRefused for a request refused with its status."""
         if not self._looked:
             self._identify()
         if op == Op.AUTH:
@@ -129,7 +129,7 @@ class ConnectionAccess:
 
     def _authenticate(self, request_id: int, body) -> None:
         if self.authenticated:
-            raise RequestError(Status.MALFORMED_REQUEST, f"already authenticated as {self.principal.name}")
+            raise RequestRefused(Status.MALFORMED_REQUEST, f"already authenticated as {self.principal.name}")
         request = decode_auth(body)
         self._checking = True
         checked = self.gate.authenticator.authenticate(request.user, request.password)

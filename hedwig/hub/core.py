@@ -21,7 +21,7 @@ from hedwig.hub.stats import HubStats, op_name
 from hedwig.protocol.compression import validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
+from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.topiclog.entry import LogEntry
 
@@ -75,7 +75,7 @@ class Hub:
 
     def register_op(self, op: int, handler) -> None:
         """Serve `op` on every connection: `handler(connection, request_id, body, started)`
-        decodes the body, raises RequestError (or any error status_for knows) for a bad
+        decodes the body, raises RequestRefused (or any error status_for knows) for a bad
         request, and replies with connection.answer(deferred, request_id, op, started,
         encode). Its stats are counted under the op's name."""
         if op in self.extra_handlers or op in CORE_OPS:
@@ -137,7 +137,7 @@ class Hub:
             return fail(HubStopping())
         if request.subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
             return fail(
-                RequestError(
+                RequestRefused(
                     Status.INVALID_SUBSCRIBER_ID,
                     f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are reserved for hubs",
                 )
@@ -153,7 +153,7 @@ class Hub:
         another) is told it ended."""
         if subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
             return fail(
-                RequestError(
+                RequestRefused(
                     Status.INVALID_SUBSCRIBER_ID,
                     f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are reserved for hubs",
                 )
@@ -187,7 +187,7 @@ class Hub:
 
         def opened(exists):
             if not exists:
-                raise RequestError(Status.NO_SUCH_TOPIC, f"topic {topic} does not exist")
+                raise RequestRefused(Status.NO_SUCH_TOPIC, f"topic {topic} does not exist")
             return self.topics.acquire(topic)
 
         return self.topics.exists(topic).addCallback(opened)
@@ -294,7 +294,7 @@ class Hub:
 
         def check(names, topic_log):
             if names and not force:
-                raise RequestError(
+                raise RequestRefused(
                     Status.TOPIC_BUSY,
                     f"topic {topic} has {len(names)} subscription(s) ({', '.join(names)}): "
                     "unsubscribe them, or force the delete",
@@ -357,7 +357,7 @@ class Hub:
         """Deferred[{"topic", "subscriber_id", "consumed_seq", "previous_seq", "next_seq"}]."""
         if subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX):
             return fail(
-                RequestError(
+                RequestRefused(
                     Status.INVALID_SUBSCRIBER_ID,
                     f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are the hubs' to move",
                 )

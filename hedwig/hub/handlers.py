@@ -14,7 +14,7 @@ from hedwig.protocol.admin_requests import (
 )
 from hedwig.protocol.ops import PROTOCOL_VERSION, Op
 from hedwig.protocol.requests import (
-    RequestError,
+    RequestRefused,
     decode_close_subscription,
     decode_consume,
     decode_describe_topic,
@@ -44,7 +44,7 @@ class RequestHandlers:
             return
         try:
             hello = decode_hello(body)
-        except RequestError as e:
+        except RequestRefused as e:
             self._protocol_error(request_id, op, e.status, e.reason)
             return
         if hello.version != PROTOCOL_VERSION:
@@ -64,7 +64,7 @@ class RequestHandlers:
         self._replies.send(response_frame(request_id, Op.HELLO, payload=reply))
 
     def _on_hello_again(self, request_id, body, started):
-        raise RequestError(Status.MALFORMED_REQUEST, "HELLO was already exchanged on this connection")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "HELLO was already exchanged on this connection")
 
     def _on_publish(self, request_id, body, started):
         topic, message_set = decode_publish(body)
@@ -98,13 +98,13 @@ class RequestHandlers:
         request = decode_subscribe(body)
         limit = self.hub.max_subscriptions
         if len(self._subscriptions) >= limit and not self.is_hub_peer:  # (a region link relays many)
-            raise RequestError(
+            raise RequestRefused(
                 Status.TOO_MANY_SUBSCRIPTIONS, f"a connection holds at most {limit} subscriptions"
             )
         key = (request.topic, request.subscriber_id)
         attached = self._handles.get(key)
         if attached is not None:
-            raise RequestError(
+            raise RequestRefused(
                 Status.CLIENT_ALREADY_SUBSCRIBED,
                 f"{request.subscriber_id} is already attached to {request.topic} on this connection "
                 f"(handle {attached})",
@@ -157,7 +157,7 @@ class RequestHandlers:
         once its SUBSCRIBE is answered; CLIENT_NOT_SUBSCRIBED otherwise."""
         key = self._subscriptions.get(handle)
         if key is None or handle in self._held:
-            raise RequestError(
+            raise RequestRefused(
                 Status.CLIENT_NOT_SUBSCRIBED, f"no subscription with handle {handle} on this connection"
             )
         return key

@@ -41,7 +41,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from hedwig.concurrency.deferreds import SharedOperations, Waiters
-from hedwig.hub.errors import NotOwner, ServiceDown
+from hedwig.hub.errors import HubUnavailable, NotOwner
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.zk_owners import OwnerZnodes
 from hedwig.meta.interface import MetadataUnavailable, OwnershipLost
@@ -198,7 +198,7 @@ class ZkTopicManager:
         if not self._may_claim():
             state = self.session.state.lower()
             why = "is stopping" if self.stopping else f"has its ZooKeeper connection {state}"
-            raise ServiceDown(f"this hub {why}: it claims no topic meanwhile; try again")
+            raise HubUnavailable(f"this hub {why}: it claims no topic meanwhile; try again")
         owners = self.znodes
         owner, version = yield owners.read_owner(topic)
         if owner is not None:

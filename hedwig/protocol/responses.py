@@ -13,7 +13,7 @@ from hedwig.protocol.layouts import (
     RESPONSE_HEAD,
     U8,
     U16,
-    RequestError,
+    RequestRefused,
     str16,
 )
 from hedwig.protocol.ops import Op
@@ -83,11 +83,11 @@ def split_response(body) -> tuple[int, Status, str, memoryview]:
     """(op answered, status, message, payload) of a RESPONSE body, the payload undecoded
     (a view: not copied). An unknown status is UNEXPECTED_CONDITION, saying which."""
     if len(body) < _RESPONSE_BODY_HEAD.size:
-        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE shorter than its header")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "RESPONSE shorter than its header")
     op, code, length = _RESPONSE_BODY_HEAD.unpack_from(body, 0)
     end = _RESPONSE_BODY_HEAD.size + length
     if end > len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE message runs past the end of the body")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "RESPONSE message runs past the end of the body")
     message = bytes(body[_RESPONSE_BODY_HEAD.size : end]).decode("utf-8", "replace")
     try:
         status = Status(code)

@@ -36,7 +36,7 @@ import struct
 from zope.interface import Interface
 
 from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES, frame_header
-from hedwig.protocol.layouts import RequestError
+from hedwig.protocol.layouts import RequestRefused
 from hedwig.protocol.messageset import ONE_MESSAGE_HEADER, SET_VERSION
 from hedwig.protocol.ops import Op
 from hedwig.protocol.request_ids import RequestIds
@@ -257,7 +257,7 @@ class HubSession:
                 return
             try:
                 subscribed = decode_subscribed(payload)
-            except RequestError as e:
+            except RequestRefused as e:
                 raise ProtocolViolation(f"bad SUBSCRIBE reply from the hub: {e}") from None
         else:
             if response.status is not Status.SUCCESS:
@@ -378,7 +378,7 @@ class HubSession:
                 return
         try:
             response = split_response(body) if self._raw_responses else decode_response(body)
-        except (RequestError, ValueError) as e:
+        except (RequestRefused, ValueError) as e:
             raise ProtocolViolation(f"bad RESPONSE from the hub: {e}") from None
         context = self._pending.pop(request_id, _UNKNOWN)
         if self._subscribing and request_id in self._subscribing:

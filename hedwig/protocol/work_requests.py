@@ -11,7 +11,7 @@ import struct
 from typing import NamedTuple
 
 from hedwig.protocol.layouts import (
-    RequestError,
+    RequestRefused,
     expect_end,
     read_str8,
     str8,
@@ -101,7 +101,7 @@ def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
     raw, end = read_str8(body, offset + SUBSCRIBE_OPTIONS.size, "dead-letter topic")
     expect_end(body, end, "SUBSCRIBE")
     if kind >= len(KINDS) or delivery > 1:
-        raise RequestError(
+        raise RequestRefused(
             Status.MALFORMED_REQUEST, f"unknown subscription kind {kind} or delivery {delivery}"
         )
     dead_letter_topic = None
@@ -109,7 +109,7 @@ def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
         try:
             dead_letter_topic = check_topic(raw)
         except InvalidName as e:
-            raise RequestError(Status.INVALID_TOPIC, f"dead-letter topic: {e}") from None
+            raise RequestRefused(Status.INVALID_TOPIC, f"dead-letter topic: {e}") from None
     options = SubscribeOptions(
         KINDS[kind],
         bool(delivery),
@@ -121,7 +121,7 @@ def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
     try:
         check_options(options, deliver)
     except ValueError as e:
-        raise RequestError(Status.MALFORMED_REQUEST, str(e)) from None
+        raise RequestRefused(Status.MALFORMED_REQUEST, str(e)) from None
     return options
 
 
@@ -145,13 +145,13 @@ def encode_ranges(handle: int, ranges) -> bytes:
 def decode_ranges(body, what: str) -> SeqRanges:
     handle, count = unpack_field(_RANGES_HEAD, body, 0, what)
     if count == 0:
-        raise RequestError(Status.MALFORMED_REQUEST, f"{what} names no seq-id range")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{what} names no seq-id range")
     expect_end(body, _RANGES_HEAD.size + count * _RANGE.size, what)
     values = struct.unpack_from(f"!{2 * count}Q", body, _RANGES_HEAD.size)
     ranges = list(zip(values[::2], values[1::2], strict=True))
     for first, last in ranges:
         if not 1 <= first <= last <= MAX_SEQ:
-            raise RequestError(
+            raise RequestRefused(
                 Status.MALFORMED_REQUEST,
                 f"{what}: {first}..{last} is not a range of seq-ids (1 <= first <= last)",
             )
@@ -183,7 +183,7 @@ def decode_fetch(body) -> Fetch:
     handle, max_messages, timeout_ms = unpack_field(_FETCH, body, 0, "FETCH")
     expect_end(body, _FETCH.size, "FETCH")
     if max_messages < 1:
-        raise RequestError(Status.MALFORMED_REQUEST, "FETCH asks for at least 1 message")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "FETCH asks for at least 1 message")
     return Fetch(handle, max_messages, timeout_ms)
 
 

@@ -3,23 +3,24 @@
 A HubConnection asks its ConnectionAccess (`admit`) about every request it reads after
 HELLO, before the request's handler runs: AUTH is served here; a connection that has not
 authenticated (no AUTH, no certificate the users file maps, no anonymous access) is
-answered AUTHENTICATION_FAILED and closed; any other request needs its permission:
+answered AUTHENTICATION_FAILED and closed; any other request needs the permission its
+op's spec names (hedwig.protocol.spec.Permission), checked as follows:
 
-    PUBLISH, SUBSCRIBE      publish / subscribe on the topic; and create, unless the
+    publish, subscribe      publish / subscribe on the topic; and create, unless the
                             topic exists (it is opened as an existing topic first, in
                             the request's place in the order, so the request cannot
                             create it); a SUBSCRIBE naming max_deliveries also publish
                             and create on its dead-letter topic (the hub publishes there)
-    UNSUBSCRIBE, READ_RANGE subscribe on the topic (the subscription's owner is checked
-    DESCRIBE_TOPIC          by the delivery manager; a reader needs a topic's bounds)
-    CONSUME, CLOSE_SUBSCRIPTION,  nothing more: they name a handle this connection
-    ACK, NACK, FETCH        attached under these checks
-    REGION_LINK, RELAY_PUBLISH    a region user (which region, and which origins, are
+    read                    subscribe on the topic (an UNSUBSCRIBE's subscription owner
+                            is checked by the delivery manager; a reader needs a
+                            topic's bounds)
+    none                    nothing more: a handle this connection attached under
+                            these checks, a producer id (each set is checked)
+    region                  a region user (which region, and which origins, are
                             checked where those are decoded: hedwig/region)
-    CREATE_TOPIC            create on the topic
-    LIST_SUBSCRIPTIONS      subscribe on the topic it names (every topic's: admin)
-    every other op          admin (STATS, LIST_TOPICS, DELETE_TOPIC, RESET_SUBSCRIPTION,
-                            and ops this table does not know yet: refused rather than
+    create                  create on the topic
+    read or admin           subscribe on the topic it names (every topic's: admin)
+    admin                   admin; and any op without a spec (refused rather than
                             guessed)
 
 A refusal raises RequestRefused(NOT_AUTHORIZED), which the connection answers and logs
@@ -41,6 +42,7 @@ from hedwig.protocol.layouts import RequestRefused, read_topic
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import decode_subscribe
 from hedwig.protocol.responses import response_frame
+from hedwig.protocol.spec import OPS, Permission
 from hedwig.protocol.status import Status
 
 
@@ -225,32 +227,25 @@ def _handle(access, principal, op, body):
 
 
 def _region(access, principal, op, body):
-    if not principal.region:
+    if not principal.holds(Permission.REGION):
         raise not_authorized(f"{Op(op).name} is a region link's: user {principal.name} names no region")
 
 
 def _admin(access, principal, op, body):
-    if not principal.admin:
+    if not principal.holds(Permission.ADMIN):
         name = Op(op).name if op in Op._value2member_map_ else f"op {op}"
         raise not_authorized(f"user {principal.name} may not send {name} (admins only)")
 
 
-_CHECKS = {
-    Op.HELLO: _handle,  # (its handler refuses a second HELLO)
-    Op.PUBLISH: _publish,
-    Op.IDEMPOTENT_PUBLISH: _publish,  # (its body begins with the topic, as PUBLISH's)
-    Op.INIT_PRODUCER: _handle,  # (a producer id grants nothing: each set is checked)
-    Op.SUBSCRIBE: _subscribe,
-    Op.CONSUME: _handle,
-    Op.ACK: _handle,
-    Op.NACK: _handle,
-    Op.FETCH: _handle,
-    Op.CLOSE_SUBSCRIPTION: _handle,
-    Op.UNSUBSCRIBE: _read,
-    Op.READ_RANGE: _read,
-    Op.DESCRIBE_TOPIC: _read,  # (a reader needs the topic's bounds: the Spark source plans by them)
-    Op.REGION_LINK: _region,
-    Op.RELAY_PUBLISH: _region,
-    Op.CREATE_TOPIC: _create,
-    Op.LIST_SUBSCRIPTIONS: _list_subscriptions,
+# What each permission checks (hedwig.protocol.spec.Permission), and so each op's check.
+_BY_PERMISSION = {
+    Permission.NONE: _handle,
+    Permission.PUBLISH: _publish,
+    Permission.SUBSCRIBE: _subscribe,
+    Permission.READ: _read,
+    Permission.CREATE: _create,
+    Permission.READ_OR_ADMIN: _list_subscriptions,
+    Permission.REGION: _region,
+    Permission.ADMIN: _admin,
 }
+_CHECKS = {op: _BY_PERMISSION[spec.permission] for op, spec in OPS.items() if spec.permission is not None}

@@ -2,29 +2,16 @@
 
 The hub builds whole frames here (response_frame, and published_response in one pack on
 the publish path); clients decode them with decode_response, the payload by the op it
-answers.
+answers (its OpSpec's decode_reply, spec.py).
 """
 
 import struct
 from typing import NamedTuple
 
 from hedwig.protocol.framing import FRAME_HEADER_SIZE
-from hedwig.protocol.layouts import (
-    RESPONSE_HEAD,
-    U8,
-    U16,
-    RequestRefused,
-    str16,
-)
+from hedwig.protocol.layouts import RESPONSE_HEAD, U8, U16, RequestRefused, str16
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import decode_producer_id
-from hedwig.protocol.requests import (
-    decode_hello_reply,
-    decode_json,
-    decode_published,
-    decode_read_range_reply,
-    decode_subscribed,
-)
+from hedwig.protocol.spec import OPS
 from hedwig.protocol.status import Status
 
 
@@ -57,25 +44,6 @@ def encode_response(
     return U8.pack(op) + U16.pack(status) + str16(message) + payload
 
 
-_PAYLOAD_DECODERS = {
-    Op.HELLO: decode_hello_reply,
-    Op.PUBLISH: decode_published,
-    Op.SUBSCRIBE: decode_subscribed,
-    Op.READ_RANGE: decode_read_range_reply,
-    Op.LIST_TOPICS: decode_json,
-    Op.DESCRIBE_TOPIC: decode_json,
-    Op.STATS: decode_json,
-    Op.INIT_PRODUCER: decode_producer_id,
-    Op.IDEMPOTENT_PUBLISH: decode_published,
-    Op.CREATE_TOPIC: decode_json,
-    Op.DELETE_TOPIC: decode_json,
-    Op.LIST_SUBSCRIPTIONS: decode_json,
-    Op.RESET_SUBSCRIPTION: decode_json,
-    Op.LIST_HUBS: decode_json,
-    Op.LIST_OWNERS: decode_json,
-}
-
-
 _RESPONSE_BODY_HEAD = struct.Struct("!BHH")  # op answered, status, message length
 
 
@@ -97,13 +65,14 @@ def split_response(body) -> tuple[int, Status, str, memoryview]:
 
 
 def decode_response(body) -> Response:
-    """Decode a RESPONSE body, and its payload by the op it answers when it succeeded."""
+    """Decode a RESPONSE body, and its payload by the op it answers (its spec's
+    decode_reply, given a view of the payload) when it succeeded."""
     op, status, message, payload = split_response(body)
     value = None
     if status is Status.SUCCESS:
-        decoder = _PAYLOAD_DECODERS.get(op)
-        if decoder is not None:
-            value = decoder(payload if op == Op.READ_RANGE else bytes(payload))
+        spec = OPS.get(op)
+        if spec is not None and spec.decode_reply is not None:
+            value = spec.decode_reply(payload)
     return Response(op, status, message, value)
 
 

@@ -27,13 +27,14 @@ from hedwig.config.tls import handshake_failure, is_tls
 from hedwig.delivery.interface import ISharedDeliveryChannel
 from hedwig.hub.errors import status_for
 from hedwig.hub.flow import DeliveryFlow
-from hedwig.hub.handlers import HANDLERS, RequestHandlers
 from hedwig.hub.partial_requests import PartialRequests
 from hedwig.hub.replies import ReplyQueue
 from hedwig.hub.stats import op_name
 from hedwig.meta.interface import OwnershipLost
 from hedwig.protocol.framing import FrameDecoder, FrameError, FrameTooLarge
-from hedwig.protocol.ops import Op
+from hedwig.protocol.handles import HandleTable
+from hedwig.protocol.ops import PROTOCOL_VERSION, Op
+from hedwig.protocol.requests import RequestRefused, decode_hello, encode_hello_reply
 from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.topiclog.errors import TopicFenced
@@ -51,7 +52,7 @@ def _describe_peer(address) -> str:
 
 
 @implementer(ISharedDeliveryChannel, IPushProducer)
-class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
+class HubConnection(DeliveryFlow, PartialRequests, Protocol):
     log = Logger()
     is_hub_peer = False  # region relays (reserved "__" subscriber ids) are hubs' own connections
 
@@ -64,19 +65,15 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         self.access = None if hub.auth is None else hub.auth.connection_access(self)
         self.closed = Deferred()  # fires once the connection is gone and its pointers flushed
         self._decoder = FrameDecoder(hub.max_frame_bytes)
-        self._replies = None
+        self._handlers = hub.handlers  # op -> handle(connection, request_id, body, started)
+        self.replies = None  # ReplyQueue, once connected
+        self.handles = HandleTable()  # the subscriptions attached here, by handle
         self._greeted = False
         self._reading = True  # False once closing or draining: further requests are ignored
         self._read_paused = False  # the transport was told to stop reading
-        self._inflight_bytes = 0  # publish bodies read and not yet answered
         self._too_busy = False
         self.max_inflight_requests = MAX_INFLIGHT_REQUESTS
         self.max_inflight_bytes = MAX_INFLIGHT_BYTES
-        self._subscriptions = {}  # handle -> (topic, subscriber_id)
-        self._handles = {}  # (topic, subscriber_id) -> handle
-        self._held = {}  # handle -> chunks to write right after its SUBSCRIBE reply
-        self._held_bytes = 0
-        self._next_handle = 1
         self._transport_full = False
         self._delivery_paused = False
         self._connected = False
@@ -90,7 +87,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
         if set_no_delay is not None:  # deliveries are small writes: never wait on Nagle
             set_no_delay(True)
-        self._replies = ReplyQueue(self.write, self.write_sequence, self._replies_released)
+        self.replies = ReplyQueue(self.write, self.write_sequence, self._replies_released)
         self.transport.registerProducer(self, True)
         self._connected = True
         self._start_hello_timer()
@@ -109,11 +106,8 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         failure = handshake_failure(reason) if reason is not None and is_tls(self.transport) else None
         if failure is not None:
             self._client_error("{peer}: {failure}", failure=failure)
-        self._replies.discard()
-        self._subscriptions.clear()
-        self._handles.clear()
-        self._held.clear()
-        self._held_bytes = 0
+        self.replies.discard()
+        self.handles.clear()
         lost = maybeDeferred(self.hub.connection_lost, self)
         lost.addErrback(
             lambda f: self.log.failure("{peer}: flushing subscriptions failed", f, peer=self.peer)
@@ -124,7 +118,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         """Take no more requests (shutdown); fires once every pending reply is out."""
         self._reading = False
         self._update_reading()
-        return self._replies.when_idle()
+        return self.replies.when_idle()
 
     @property
     def is_open(self) -> bool:
@@ -133,7 +127,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
 
     @property
     def subscription_count(self) -> int:
-        return len(self._subscriptions)
+        return len(self.handles)
 
     @property
     def buffered_bytes(self) -> int:
@@ -201,7 +195,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
                 continue
             if self.access is not None and not self._admitted(op, request_id, body):
                 continue  # ([auth] on: AUTH, or refused, answered by the gate)
-            handler = HANDLERS.get(op) or self.hub.extra_handlers.get(op)
+            handler = self._handlers.get(op)
             if handler is None:
                 self.hub.stats.unknown_operations += 1
                 self._refuse(request_id, op, Status.UNKNOWN_OPERATION, f"unknown operation {op}")
@@ -210,13 +204,38 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             try:
                 handler(self, request_id, body, started)
             except Exception as e:  # every failure becomes a status
-                self._failed(Failure(e), None, request_id, op, started)
+                self.fail(Failure(e), None, request_id, op, started)
         if (
-            len(self._replies.waiting) >= self.max_inflight_requests
-            or self._inflight_bytes >= self.max_inflight_bytes
+            len(self.replies.waiting) >= self.max_inflight_requests
+            or self.replies.weight >= self.max_inflight_bytes
         ):
             self._too_busy = True
             self._update_reading()
+
+    def _hello(self, op: int, request_id: int, body) -> None:
+        if op != Op.HELLO:
+            self._protocol_error(request_id, op, Status.MALFORMED_REQUEST, "the first request must be HELLO")
+            return
+        try:
+            hello = decode_hello(body)
+        except RequestRefused as e:
+            self._protocol_error(request_id, op, e.status, e.reason)
+            return
+        if hello.version != PROTOCOL_VERSION:
+            self._protocol_error(
+                request_id,
+                op,
+                Status.UNSUPPORTED_VERSION,
+                f"this hub speaks protocol version {PROTOCOL_VERSION}, not {hello.version}",
+            )
+            return
+        self._greeted = True
+        self.client_name = hello.client_name
+        hub = self.hub
+        self.log.info("{peer}: hello from {client}", peer=self.peer, client=hello.client_name or "a client")
+        hub.stats.record("hello", True, 0.0)
+        reply = encode_hello_reply(hub.region, hub.name, hub.max_frame_bytes, hub.max_message_bytes)
+        self.replies.send(response_frame(request_id, Op.HELLO, payload=reply))
 
     def _protocol_error(self, request_id: int, op: int, status: Status, message: str) -> None:
         """Answer, then close once the earlier replies are out; read nothing more."""
@@ -228,7 +247,7 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         self.hub.stats.protocol_errors += 1
         self._reading = False
         self._update_reading()
-        self._replies.send(response_frame(request_id, op, status, message), self.close_when_sent)
+        self.replies.send(response_frame(request_id, op, status, message), self.close_when_sent)
 
     def _refuse(self, request_id: int, op: int, status: Status, message: str) -> None:
         self._client_error(
@@ -238,15 +257,15 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             status=status.name,
             message=message,
         )
-        self._replies.send(response_frame(request_id, op, status, message))
+        self.replies.send(response_frame(request_id, op, status, message))
 
-    def _failed(self, failure: Failure, slot, request_id: int, op: int, started: float, topic=None) -> None:
+    def fail(self, failure: Failure, slot, request_id: int, op: int, started: float, topic=None) -> None:
         """Answer a failed request with its status (in its slot when it has one). A
         publish to `topic` that failed because another hub took the topic over is
         answered with a redirect to that hub."""
         if topic is not None and failure.check(TopicFenced, OwnershipLost):
             located = self.hub.locate_moved(topic, failure)
-            located.addErrback(self._failed, slot, request_id, op, started)
+            located.addErrback(self.fail, slot, request_id, op, started)
             return
         status, message, expected = status_for(failure.value)
         name = op_name(op)
@@ -278,22 +297,22 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
             )
         frame = response_frame(request_id, op, status, message)
         if slot is None:
-            self._replies.send(frame)
+            self.replies.send(frame)
         else:
-            self._replies.fill(slot, frame)
+            self.replies.fill(slot, frame)
 
     def answer(self, deferred: Deferred, request_id: int, op: Op, started: float, encode) -> None:
         """Reply with encode(result) (a whole frame, or a list of chunks) in request order
         once `deferred` fires, or with the failure's status. Handlers registered with
         Hub.register_op answer through this too."""
-        slot = self._replies.reserve()
+        slot = self.replies.reserve()
         name = op_name(op)
 
         def done(result):
             self.hub.stats.record(name, True, self.hub.clock.seconds() - started)
-            self._replies.fill(slot, encode(result))
+            self.replies.fill(slot, encode(result))
 
-        deferred.addCallback(done).addErrback(self._failed, slot, request_id, op, started)
+        deferred.addCallback(done).addErrback(self.fail, slot, request_id, op, started)
 
     def _admitted(self, op: int, request_id: int, body) -> bool:
         """[auth] on: whether the request goes on to its handler; if not, the gate
@@ -301,12 +320,12 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         try:
             return self.access.admit(op, request_id, body)
         except Exception as e:
-            self._failed(Failure(e), None, request_id, op, self.hub.clock.seconds())
+            self.fail(Failure(e), None, request_id, op, self.hub.clock.seconds())
             return False
 
     def send_reply(self, frame: bytes) -> None:
         """Send a reply after those already queued (the gate's answer to AUTH)."""
-        self._replies.send(frame)
+        self.replies.send(frame)
 
     def refuse_and_close(self, request_id: int, op: int, status: Status, message: str, after) -> None:
         """Read nothing more; once `after` (a Deferred: a failed AUTH's delay) fires,
@@ -325,9 +344,6 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
     # -- IDeliveryChannel -------------------------------------------------------------------
 
     # -- IPushProducer (registered on the transport) ----------------------------------------
-
-
-
 
 
 class HubFactory(ServerFactory):

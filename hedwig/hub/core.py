@@ -12,6 +12,7 @@ from twisted.logger import Logger
 
 from hedwig.config.settings import Config
 from hedwig.hub.errors import HubStopping
+from hedwig.hub.handlers import request_handlers
 from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
 from hedwig.hub.producers import Producers
@@ -22,6 +23,7 @@ from hedwig.protocol.compression import validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
+from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.topiclog.entry import LogEntry
 
@@ -33,10 +35,9 @@ MAX_READ_RANGE_ENTRIES = 100_000
 # above: its kind and delivery, members attached, messages delivered and not acknowledged,
 # redeliveries, and what its message bound skipped.
 _WORK_QUEUE_COLUMNS = ("kind", "delivery", "members", "pending", "redeliveries", "skipped_by_bound")
-# The ops every hub serves (hub/handlers.py); a region's are registered beside them.
-CORE_OPS = tuple(
-    op for op in Op if op < Op.RESPONSE and op not in (Op.REGION_LINK, Op.RELAY_PUBLISH)
-)
+# The ops every hub serves (hub/handlers.py, and AUTH: hedwig/auth/gate.py); a region's
+# are registered beside them.
+CORE_OPS = tuple(op for op, spec in OPS.items() if spec.direction is Direction.CLIENT_TO_HUB)
 
 
 class Hub:
@@ -64,23 +65,23 @@ class Hub:
         # about clients' mistakes are written once per peer per interval (hub/peerlog.py).
         self.intake = RequestIntake(config.hub.max_partial_request_bytes)
         self.client_errors = PeerLog(clock, config.hub.client_error_log_interval_s)
-        # op -> handler(connection, request_id, body, started) for ops served beyond the
-        # core protocol (region links); see register_op.
-        self.extra_handlers = {}
         self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
         self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
         self.started_at = clock.seconds()
         self.producers = Producers(self)  # idempotent publishes (hub/producers.py)
+        # op -> handle(connection, request_id, body, started): every op's handler
+        # (hub/handlers.py), and those of ops served beyond the core protocol (register_op).
+        self.handlers = request_handlers(self)
 
     def register_op(self, op: int, handler) -> None:
         """Serve `op` on every connection: `handler(connection, request_id, body, started)`
         decodes the body, raises RequestRefused (or any error status_for knows) for a bad
         request, and replies with connection.answer(deferred, request_id, op, started,
         encode). Its stats are counted under the op's name."""
-        if op in self.extra_handlers or op in CORE_OPS:
+        if op in self.handlers or op in CORE_OPS:
             raise ValueError(f"op {op} is already served")
-        self.extra_handlers[op] = handler
+        self.handlers[op] = handler
 
     def attach_relays(self, relays) -> None:
         """Relay between regions through `relays` (IRelays): serve its ops, give it to the

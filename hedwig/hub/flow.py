@@ -23,15 +23,16 @@ class DeliveryFlow:
         stats.entries_delivered += 1
         stats.messages_delivered += stop - start
         stats.delivery_latency.observe(hub.clock.seconds() - entry.publish_time_us * 1e-6)
-        held = self._held.get(handle)
+        handles = self.handles
+        held = handles.held.get(handle)
         if held is None:
-            if handle in self._subscriptions:
+            if handle in handles.keys:
                 self.write_sequence((header, data))
             return
         held.append(header)
         held.append(data)
-        self._held_bytes += len(header) + len(data)
-        if self._held_bytes > MAX_HELD_BYTES:
+        handles.held_bytes += len(header) + len(data)
+        if handles.held_bytes > MAX_HELD_BYTES:
             self._update_delivery_pause()
 
     def redeliver(self, handle, entry, start, stop, count):
@@ -50,21 +51,17 @@ class DeliveryFlow:
     def _send_or_hold(self, handle, chunks) -> None:
         """Write `chunks` for subscription `handle`, or hold them until its SUBSCRIBE's
         reply is out (as deliver does)."""
-        held = self._held.get(handle)
-        if held is None:
-            if handle in self._subscriptions:
-                self.write_sequence(chunks)
-            return
-        held.extend(chunks)
-        self._held_bytes += sum(map(len, chunks))
-        if self._held_bytes > MAX_HELD_BYTES:
-            self._update_delivery_pause()
+        handles = self.handles
+        if handles.hold(handle, chunks):
+            if handles.held_bytes > MAX_HELD_BYTES:
+                self._update_delivery_pause()
+        elif handle in handles.keys:
+            self.write_sequence(chunks)
 
     def subscription_ended(self, handle, event):
-        key = self._subscriptions.pop(handle, None)
+        key = self.handles.end(handle)
         if key is None:
             return
-        self._handles.pop(key, None)
         self.log.info(
             "{peer}: subscription {subscriber} of {topic} ended: {event}",
             peer=self.peer,
@@ -73,29 +70,31 @@ class DeliveryFlow:
             event=getattr(event, "name", event),
         )
         frame = encode_event(handle, event)
-        held = self._held.get(handle)
-        if held is not None:
-            held.append(frame)
-        else:
+        if not self.handles.hold(handle, (frame,)):
             self.write(frame)
 
     def subscription_removed(self, topic: str, subscriber_id: str, event) -> None:
         """The durable subscription was deleted elsewhere: end it here if attached."""
-        handle = self._handles.get((topic, subscriber_id))
+        handle = self.handles.handles.get((topic, subscriber_id))
         if handle is not None:
             self.subscription_ended(handle, event)
 
-    def _release_held(self, handle) -> None:
-        chunks = self._held.pop(handle, None)
+    def release_held(self, handle) -> None:
+        """The SUBSCRIBE of `handle` was answered: what was held for it goes out now."""
+        chunks = self.handles.answered(handle)
         if chunks:
-            self._held_bytes -= sum(map(len, chunks))
             self.write_sequence(chunks)
             self._update_delivery_pause()
 
-    def _drop_held(self, handle) -> None:
-        chunks = self._held.pop(handle, None)
-        if chunks:
-            self._held_bytes -= sum(map(len, chunks))
+    def drop_held(self, handle, key) -> None:
+        """The SUBSCRIBE of `handle` for `key` failed: the handle is free, nothing held
+        for it is sent."""
+        if self.handles.refused(handle, key):
+            self._update_delivery_pause()
+
+    def forget_subscription(self, key) -> None:
+        """The subscription `key` was deleted: attached here, its handle is free."""
+        if self.handles.forget(key):
             self._update_delivery_pause()
 
     def pauseProducing(self):
@@ -116,8 +115,8 @@ class DeliveryFlow:
         requests in flight reads again once half of them are answered."""
         if (
             self._too_busy
-            and len(self._replies) <= self.max_inflight_requests // 2
-            and self._inflight_bytes <= self.max_inflight_bytes // 2
+            and len(self.replies) <= self.max_inflight_requests // 2
+            and self.replies.weight <= self.max_inflight_bytes // 2
         ):
             self._too_busy = False
             self._update_reading()
@@ -136,7 +135,7 @@ class DeliveryFlow:
             self.transport.resumeProducing()
 
     def _update_delivery_pause(self) -> None:
-        paused = self._transport_full or self._held_bytes > MAX_HELD_BYTES
+        paused = self._transport_full or self.handles.held_bytes > MAX_HELD_BYTES
         if paused == self._delivery_paused or not self._connected:
             return
         self._delivery_paused = paused

@@ -14,12 +14,13 @@ from hedwig.concurrency.deferreds import Waiters
 
 
 class ReplySlot:
-    __slots__ = ("data", "after", "ready")
+    __slots__ = ("data", "after", "ready", "weight")
 
-    def __init__(self):
+    def __init__(self, weight: int):
         self.data = None  # bytes, or a list of chunks for writeSequence
         self.after = None  # called right after the data is written
         self.ready = False
+        self.weight = weight  # bytes of its request counted in flight until it is answered
 
 
 class ReplyQueue:
@@ -28,18 +29,25 @@ class ReplyQueue:
         self._write_sequence = write_sequence
         self._released = released  # called after replies waiting in slots went out
         self.waiting = deque()  # ReplySlot of each request not yet answered, in request order
+        self.weight = 0  # bytes of the requests not yet answered (reserve's weights), summed
         self._idle = Waiters()  # fired once no request waits for its reply
 
     def __len__(self) -> int:
         """Requests still waiting for their reply."""
         return len(self.waiting)
 
-    def reserve(self) -> ReplySlot:
-        slot = ReplySlot()
+    def reserve(self, weight: int = 0) -> ReplySlot:
+        """A slot for the reply of a request read now; `weight` (a publish's body size)
+        counts in `weight` until the reply is made."""
+        slot = ReplySlot(weight)
+        if weight:
+            self.weight += weight
         self.waiting.append(slot)
         return slot
 
     def fill(self, slot: ReplySlot, data, after=None) -> None:
+        if slot.weight:
+            self.weight -= slot.weight
         slot.data = data
         slot.after = after
         slot.ready = True
@@ -64,7 +72,10 @@ class ReplyQueue:
 
     def discard(self) -> None:
         """The connection is gone: drop pending replies, release idle waiters."""
+        for slot in self.waiting:
+            slot.weight = 0  # (a request answered later counts nothing)
         self.waiting.clear()
+        self.weight = 0
         self._idle.fire()
 
     def _emit(self, data, after) -> None:

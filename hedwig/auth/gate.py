@@ -1,10 +1,13 @@
 """The per-connection gate of a hub with [auth] on (IAuthorizer).
 
-A HubConnection asks its ConnectionAccess (`admit`) about every request it reads after
-HELLO, before the request's handler runs: AUTH is served here; a connection that has not
-authenticated (no AUTH, no certificate the users file maps, no anonymous access) is
-answered AUTHENTICATION_FAILED and closed; any other request needs the permission its
-op's spec names (hedwig.protocol.spec.Permission), checked as follows:
+A connection's ConnectionAccess is the gate of its session's handshake
+(hedwig.protocol.hub_side: the session decides when AUTH is due and refuses what comes
+too early). After HELLO it says whether the connection acts as someone already (a client
+certificate the users file maps, or anonymous access: `identify`); it checks AUTH
+(`authenticate`: the password off the reactor; a wrong one is answered
+AUTHENTICATION_FAILED after a delay, and the connection closed); and every request
+after that needs the permission its op's spec names (hedwig.protocol.spec.Permission),
+checked (`check`) as follows:
 
     publish, subscribe      publish / subscribe on the topic; and create, unless the
                             topic exists (it is opened as an existing topic first, in
@@ -38,10 +41,10 @@ from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
 from hedwig.config.tls import certificate_names, is_tls, peer_certificate
 from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subscriptions
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
+from hedwig.protocol.hub_side import IHubSideGate
 from hedwig.protocol.layouts import RequestRefused, read_topic
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import decode_subscribe
-from hedwig.protocol.responses import response_frame
 from hedwig.protocol.spec import OPS, Permission
 from hedwig.protocol.status import Status
 
@@ -67,8 +70,11 @@ class AccessGate:
         return ConnectionAccess(self, connection)
 
 
+@implementer(IHubSideGate)
 class ConnectionAccess:
-    """One connection's user and the checks of its requests."""
+    """One connection's user and the checks of its requests: the gate of its session's
+    handshake (hedwig.protocol.hub_side), which decides when AUTH is due and what is
+    taken meanwhile."""
 
     log = Logger()
 
@@ -77,14 +83,12 @@ class ConnectionAccess:
         self.connection = connection
         self.principal = None
         self.authenticated = False  # by AUTH or certificate (anonymous access is not)
-        self._checking = False  # an AUTH is being checked: nothing else is taken meanwhile
-        self._looked = False  # certificate and anonymous access looked at (once, after HELLO)
 
     # -- who ------------------------------------------------------------------------------
 
-    def _identify(self) -> None:
-        """After HELLO, once: a mapped TLS client certificate, else anonymous access."""
-        self._looked = True
+    def identify(self) -> bool:
+        """After HELLO: a mapped TLS client certificate, else anonymous access; whether
+        the connection acts as a user now."""
         authenticator = self.gate.authenticator
         transport = self.connection.transport
         if is_tls(transport):
@@ -92,8 +96,9 @@ class ConnectionAccess:
             principal = authenticator.for_certificate(certificate_names(certificate)) if certificate else None
             if principal is not None:
                 self._become(principal, "its client certificate")
-                return
+                return True
         self._set(authenticator.anonymous())
+        return self.principal is not None
 
     def _set(self, principal) -> None:
         self.principal = principal
@@ -110,30 +115,13 @@ class ConnectionAccess:
             how=how,
         )
 
-    # -- the gate -------------------------------------------------------------------------
+    # -- AUTH -----------------------------------------------------------------------------
 
-    def admit(self, op: int, request_id: int, body) -> bool:
-        """Whether the request goes on to its handler (False: it was answered here).
-        Raises RequestRefused for a request refused with its status."""
-        if not self._looked:
-            self._identify()
-        if op == Op.AUTH:
-            self._authenticate(request_id, body)
-            return False
-        principal = self.principal
-        if principal is None or self._checking:
-            why = "an AUTH is being checked" if self._checking else "this hub requires AUTH after HELLO"
-            self.connection.refuse_and_close(request_id, op, Status.AUTHENTICATION_FAILED, why, succeed(None))
-            return False
-        check = _CHECKS.get(op, _admin)
-        check(self, principal, op, body)
-        return True
-
-    def _authenticate(self, request_id: int, body) -> None:
+    def authenticate(self, request_id: int, body) -> None:
+        """Check an AUTH; its outcome goes to the connection's session."""
         if self.authenticated:
             raise RequestRefused(Status.MALFORMED_REQUEST, f"already authenticated as {self.principal.name}")
         request = decode_auth(body)
-        self._checking = True
         checked = self.gate.authenticator.authenticate(request.user, request.password)
         checked.addCallbacks(
             self._checked, self._check_failed, (request.user, request_id), None, (request_id,)
@@ -142,7 +130,6 @@ class ConnectionAccess:
     def _check_failed(self, failure, request_id: int) -> None:
         """The check itself failed (a bug, or no thread to run it): the hub's fault, logged
         with its traceback once; the client is refused as for wrong credentials."""
-        self._checking = False
         self.log.failure("{peer}: checking an AUTH failed", failure, peer=self.connection.peer)
         self.connection.refuse_and_close(
             request_id,
@@ -153,14 +140,11 @@ class ConnectionAccess:
         )
 
     def _checked(self, principal, user: str, request_id: int) -> None:
-        self._checking = False
         connection = self.connection
         if principal is not None:
             self._become(principal, "AUTH")
             if connection.is_open:
-                connection.send_reply(
-                    response_frame(request_id, Op.AUTH, payload=encode_auth_reply(principal.name))
-                )
+                connection.session.authenticated(request_id, encode_auth_reply(principal.name))
             return
         # One line per attempt (the name, never the password); the attacker pays a delay
         # and a new connection (and HELLO) for each guess.
@@ -169,6 +153,13 @@ class ConnectionAccess:
             request_id, Op.AUTH, Status.AUTHENTICATION_FAILED, f"wrong user name or password (user {user})",
             deferLater(self.gate.clock, self.gate.failure_delay_s, lambda: None),
         )  # fmt: skip
+
+    # -- the checks -----------------------------------------------------------------------
+
+    def check(self, op: int, body) -> None:
+        """Raise RequestRefused(NOT_AUTHORIZED) unless the user holds the permission the
+        request's op needs (its spec's)."""
+        _CHECKS.get(op, _admin)(self, self.principal, op, body)
 
     # -- permissions ----------------------------------------------------------------------
 

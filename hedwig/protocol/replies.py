@@ -1,16 +1,14 @@
-"""Responses of one connection, released in request order.
+"""Responses of one connection, released in request order (the hub's side; no I/O).
 
 Requests finish out of order (a publish to a slow topic, then a publish to a fast one);
 the protocol promises replies in request order per connection, so each request takes a
 slot when it arrives and its reply waits in the slot until every earlier one is out.
-When nothing is waiting, a reply is written at once without a slot.
+When nothing is waiting, a reply is written at once without a slot. What is written goes
+to the `write` / `write_sequence` the queue was given (the hub's connection: every byte
+through its write path).
 """
 
 from collections import deque
-
-from twisted.internet.defer import Deferred, succeed
-
-from hedwig.concurrency.deferreds import Waiters
 
 
 class ReplySlot:
@@ -24,13 +22,13 @@ class ReplySlot:
 
 
 class ReplyQueue:
-    def __init__(self, write, write_sequence, released=None):
+    def __init__(self, write, write_sequence, released=None, idle=None):
         self._write = write
         self._write_sequence = write_sequence
         self._released = released  # called after replies waiting in slots went out
+        self._idle = idle  # called once no request waits for its reply (after some did)
         self.waiting = deque()  # ReplySlot of each request not yet answered, in request order
         self.weight = 0  # bytes of the requests not yet answered (reserve's weights), summed
-        self._idle = Waiters()  # fired once no request waits for its reply
 
     def __len__(self) -> int:
         """Requests still waiting for their reply."""
@@ -64,19 +62,14 @@ class ReplyQueue:
         else:
             self._emit(data, after)
 
-    def when_idle(self) -> Deferred:
-        """Fires once no request waits for its reply."""
-        if not self.waiting:
-            return succeed(None)
-        return self._idle.wait()
-
     def discard(self) -> None:
         """The connection is gone: drop pending replies, release idle waiters."""
         for slot in self.waiting:
             slot.weight = 0  # (a request answered later counts nothing)
         self.waiting.clear()
         self.weight = 0
-        self._idle.fire()
+        if self._idle is not None:
+            self._idle()
 
     def _emit(self, data, after) -> None:
         if isinstance(data, list):
@@ -93,5 +86,5 @@ class ReplyQueue:
             self._emit(slot.data, slot.after)
         if self._released is not None:
             self._released()
-        if not slots:
-            self._idle.fire()
+        if not slots and self._idle is not None:
+            self._idle()

@@ -28,7 +28,11 @@ SUBSCRIBE_OPTIONS = struct.Struct("!BBIIQ")
 _RANGES_HEAD = struct.Struct("!IH")  # handle, number of ranges
 _RANGE = struct.Struct("!QQ")
 _FETCH = struct.Struct("!III")  # handle, max_messages, timeout_ms
-_REDELIVERY_PREFIX = struct.Struct("!IBIIIII")
+# A REDELIVERY's head after the frame header: handle, start, stop, delivery count; then
+# the stored entry (a client's FrameDecoder cuts it off: hedwig.protocol.framing).
+REDELIVERY_HEAD = struct.Struct("!IIII")
+_REDELIVERY_PREFIX = struct.Struct("!IBI" + REDELIVERY_HEAD.format[1:])
+_REDELIVERY_LENGTH = _REDELIVERY_PREFIX.size - 4  # a REDELIVERY's length without its entry
 MAX_RANGES = 0xFFFF  # ranges one ACK or NACK carries at most
 MAX_SEQ = 2**63 - 1  # seq-ids are signed 64-bit wherever they are stored
 
@@ -193,4 +197,6 @@ def decode_fetch(body) -> Fetch:
 def redelivery_header(handle: int, start: int, stop: int, count: int, entry_length: int) -> bytes:
     """Frame header and prefix of a REDELIVERY of messages [start, stop) of one entry,
     delivered for the `count`th time; the entry's stored bytes follow unchanged."""
-    return _REDELIVERY_PREFIX.pack(21 + entry_length, Op.REDELIVERY, 0, handle, start, stop, count)
+    return _REDELIVERY_PREFIX.pack(
+        _REDELIVERY_LENGTH + entry_length, Op.REDELIVERY, 0, handle, start, stop, count
+    )

@@ -37,7 +37,11 @@ VALUE_KEYS = ("value", "per_s", "p50_us")
 
 
 def figures_of(report: dict) -> dict:
-    """name -> number, from a benchmark's report."""
+    """name -> number, from a benchmark's report: its "figures"; a report without them
+    (bench/path_calls.py, bench/publish_profile.py) gives every number at its top level
+    and one level down, named by its path ("one_subscriber.bytecodes")."""
+    if "figures" not in report:
+        return dict(_numbers(report))
     found = {}
     for name, figure in report.get("figures", {}).items():
         if isinstance(figure, dict):
@@ -56,6 +60,16 @@ def figures_of(report: dict) -> dict:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
     return found
+
+
+def _numbers(report: dict, prefix: str = "", depth: int = 2):
+    for name, value in report.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            yield prefix + name, value
+        elif isinstance(value, dict) and depth > 1:
+            yield from _numbers(value, f"{prefix}{name}.", depth - 1)
 
 
 def run_once(tree: Path, command: list, python: str) -> dict:

@@ -89,7 +89,6 @@ class HubConnection(Protocol):
             max_bytes=MAX_INFLIGHT_BYTES,
             gate=access,
         )
-        self.access = access
         self.answers = answers = Answerer(self, hub, session.replies)
         self.flow = flow = DeliveryFlow(self, session.handles, hub, self.write, self.write_sequence)
         self.intake = IntakeGuard(self, session, hub.intake, hub.clock, config.frame_timeout_s)

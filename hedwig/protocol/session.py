@@ -307,38 +307,37 @@ class HubSession:
 
     def _frames(self, data) -> None:
         """Every frame of what the transport received (but a read of one whole DELIVERY)
-        to its subscriber or the receiver, in order."""
-        violation = None
-        try:
-            frames = self._decoder.feed(data)
-        except FrameError as e:
-            frames, violation = e.frames, e
+        to its subscriber or the receiver, in order, each handed on as it is cut."""
         receiver = self._receiver
         subscribers = self._subscribers
-        for op, request_id, body in frames:
-            if op == _DELIVERY:
-                (handle, start, stop), entry = body
-                subscriber = subscribers.get(handle)
-                if subscriber is not None:  # (else one the driver released meanwhile)
-                    subscriber.on_delivery(start, stop, entry)
-            elif op == _RESPONSE:
-                self._response(request_id, body)
-            elif op == _EVENT:
-                (handle, event), _rest = body
-                if ends_subscription(event):
-                    subscriber = subscribers.pop(handle, None)
-                else:
+        try:
+            for op, request_id, body in self._decoder.frames(data):
+                if op == _DELIVERY:
+                    (handle, start, stop), entry = body
                     subscriber = subscribers.get(handle)
-                if subscriber is not None:
-                    subscriber.on_event(event)
-            elif op == _REDELIVERY:
-                self._redelivery(*body)
-            elif op in self._accepts:
-                receiver.request_received(op, request_id, body)
-            else:
-                raise ProtocolViolation(f"unexpected op {op} from the hub")
-        if violation is not None:
-            raise ProtocolViolation(f"bad frame from the hub: {violation}")
+                    if subscriber is not None:  # (else one the driver released meanwhile)
+                        subscriber.on_delivery(start, stop, entry)
+                elif op == _RESPONSE:
+                    self._response(request_id, body)
+                elif op == _EVENT:
+                    (handle, event), _rest = body
+                    if ends_subscription(event):
+                        subscriber = subscribers.pop(handle, None)
+                    else:
+                        subscriber = subscribers.get(handle)
+                    if subscriber is not None:
+                        subscriber.on_event(event)
+                elif op == _REDELIVERY:
+                    self._redelivery(*body)
+                elif op in self._accepts:
+                    receiver.request_received(op, request_id, body)
+                else:
+                    raise ProtocolViolation(f"unexpected op {op} from the hub")
+                # Let go of this frame's body before the next is cut: a large read's
+                # entries are then made one at a time, in the same memory.
+                body = entry = None
+        except FrameError as e:
+            raise ProtocolViolation(f"bad frame from the hub: {e}") from None
 
     def _redelivery(self, head, entry) -> None:
         handle, start, stop, count = head

@@ -136,3 +136,30 @@ def test_the_deliveries_reader_takes_a_read_of_one_whole_delivery_and_leaves_the
     decoder.feed(two[:5])  # (half a frame held: the next read goes to `otherwise` too)
     read(delivery_header(7, 0, 1, 1) + b"w")
     assert len(others) == 2 and len(subscriber.deliveries) == 1
+
+
+def test_frames_one_at_a_time_come_before_the_error_they_precede():
+    """(A client's session hands each frame on as it is cut: FrameDecoder.frames.)"""
+    decoder = FrameDecoder(max_frame_bytes=64)
+    stream = (
+        encode_frame(Op.RESPONSE, 1, b"a")
+        + encode_frame(Op.RESPONSE, 2, b"b")
+        + encode_frame(Op.RESPONSE, 3, b"x" * 100)
+    )
+    taken = []
+    with pytest.raises(FrameTooLarge):
+        for frame in decoder.frames(stream):
+            taken.append(frame)
+    assert taken == [(Op.RESPONSE, 1, b"a"), (Op.RESPONSE, 2, b"b")]
+
+
+def test_a_frame_split_across_reads_is_joined_once_with_what_follows_it_cut_in_place():
+    first, second = encode_frame(Op.PUBLISH, 1, b"x" * 300), encode_frame(Op.PUBLISH, 2, b"y" * 10)
+    decoder = FrameDecoder()
+    assert decoder.feed(first[:100]) == [] and decoder.frame_in_progress == len(first)
+    assert decoder.feed(first[100:] + second + second[:3]) == [
+        (Op.PUBLISH, 1, b"x" * 300),
+        (Op.PUBLISH, 2, b"y" * 10),
+    ]
+    assert decoder.partial and decoder.buffered == 3 and decoder.frame_in_progress == 3
+    assert decoder.feed(second[3:]) == [(Op.PUBLISH, 2, b"y" * 10)] and not decoder.partial

@@ -32,16 +32,15 @@ from bench.figures import RESULTS_DIR, emit, load
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
 RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
+# In a profile script's section, the figures (bench/publish_profile.py, receive_profile.py).
+PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish")
 # In a figure's dict, the number that is the figure, by preference.
 VALUE_KEYS = ("value", "per_s", "p50_us")
 
 
 def figures_of(report: dict) -> dict:
-    """name -> number, from a benchmark's report: its "figures"; a report without them
-    (bench/path_calls.py, bench/publish_profile.py) gives every number at its top level
-    and one level down, named by its path ("one_subscriber.bytecodes")."""
-    if "figures" not in report:
-        return dict(_numbers(report))
+    """name -> number, from a benchmark's report (a report of numbers alone, as
+    bench/path_calls.py prints, gives them as they are)."""
     found = {}
     for name, figure in report.get("figures", {}).items():
         if isinstance(figure, dict):
@@ -59,17 +58,16 @@ def figures_of(report: dict) -> dict:
     for key in TOP_LEVEL_FIGURES:
         if isinstance(report.get(key), (int, float)):
             found[key] = report[key]
+    # The profile scripts' sections (publish_profile's "no_subscriber", receive_profile's
+    # "publish", ...): their exact counts and their time, as "<section>_<figure>".
+    for section, value in report.items():
+        if isinstance(value, dict) and "bytecodes" in value:
+            for key in PROFILE_KEYS:
+                if isinstance(value.get(key), (int, float)):
+                    found[f"{section}_{key}"] = value[key]
+    if not found and "figures" not in report:
+        found = {name: value for name, value in report.items() if type(value) in (int, float)}
     return found
-
-
-def _numbers(report: dict, prefix: str = "", depth: int = 2):
-    for name, value in report.items():
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, (int, float)):
-            yield prefix + name, value
-        elif isinstance(value, dict) and depth > 1:
-            yield from _numbers(value, f"{prefix}{name}.", depth - 1)
 
 
 def run_once(tree: Path, command: list, python: str) -> dict:

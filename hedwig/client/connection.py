@@ -84,7 +84,7 @@ class BlockingConnection:
         self.lost = None  # the ConnectionLost once the connection is gone
         self.hello = None
         self._last_read = time.monotonic()  # when bytes (or the end) last arrived
-        hello = self.call(Op.HELLO, encode_hello(client_name))
+        hello = self._hello(client_name, connect_timeout)
         if hello.status is not Status.SUCCESS:
             self.close()
             raise error_for(hello.status, hello.message)
@@ -94,6 +94,21 @@ class BlockingConnection:
             if authenticated.status is not Status.SUCCESS:
                 self.close()
                 raise error_for(authenticated.status, authenticated.message)
+
+    def _hello(self, client_name: str, connect_timeout: float):
+        """HELLO's reply, within the connect timeout: a hub answers at once, so a peer
+        that says nothing (or hangs up) in that time is not a hub, or not one that can
+        serve: CouldNotConnect saying so (the next address is tried), not a request
+        timeout (nothing was asked yet)."""
+        where = format_address(self.address)
+        try:
+            return self.call(Op.HELLO, encode_hello(client_name), timeout=connect_timeout)
+        except (RequestTimeout, ConnectionLost) as e:
+            self.close()
+            said = e.message
+            if isinstance(e, RequestTimeout):
+                said = f"{where}: no answer to HELLO in {connect_timeout:g} s"
+            raise CouldNotConnect(message=f"{said} (is it a hedwig hub's port?)") from None
 
     def _tcp(self, connect_timeout: float) -> socket.socket:
         try:

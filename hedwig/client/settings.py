@@ -10,6 +10,7 @@ hands the rest here.
 
 from collections import deque
 
+from hedwig import __version__
 from hedwig.protocol.redirects import Routes
 
 
@@ -22,7 +23,10 @@ class ClientSettings:
         self.max_redirects = max_redirects
         self.window = window
         self.ack_every = ack_every
-        self.client_name = client_name
+        # What the hub shows of this client (its log, its status page's connections)
+        # when the application named none: "hedwig-python/VERSION (blocking)".
+        kind = type(self).__module__.rsplit(".", 1)[-1]
+        self.client_name = client_name or f"hedwig-python/{__version__} ({kind})"
 
 
 class BatchingClientSettings(ClientSettings):

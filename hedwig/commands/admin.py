@@ -3,9 +3,17 @@ with --json), and create, delete, reset, unsubscribe."""
 
 import json
 
+from hedwig.client.errors import TopicBusy
 from hedwig.client.start import parse_start
-from hedwig.commands.common import CommandError, client, client_command, subscription_command
+from hedwig.commands.common import (
+    CommandError,
+    add_topic_argument,
+    client,
+    client_command,
+    subscription_command,
+)
 from hedwig.commands.output import print_reply, table
+from hedwig.commands.statistics import HUB_COLUMNS
 
 # -- topics ---------------------------------------------------------------------------------------
 
@@ -22,9 +30,7 @@ def topics(args) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    width = max((len(row["topic"]) for row in rows), default=0)
-    for row in rows:
-        print(f"{row['topic'].ljust(width)}  {row['owner'] or '-'}")
+    print("\n".join(table(rows, [("topic", "topic"), ("owner", "owner")]) if rows else ["no topics"]))
     return 0
 
 
@@ -39,14 +45,7 @@ def hubs(args) -> int:
     """list the region's live hubs with their load (topics owned, messages/s)"""
     with client(args) as hub:
         rows = hub.hubs()
-    columns = [
-        ("hub", "hub"),
-        ("topics", "topics"),
-        ("messages_per_s", "messages/s"),
-        ("tls_port", "tls port"),
-        ("region", "region"),
-    ]
-    return print_reply(args, rows, lambda rows: table(rows, columns))
+    return print_reply(args, rows, lambda rows: table(rows, [*HUB_COLUMNS, ("region", "region")]))
 
 
 # -- create, delete -------------------------------------------------------------------------------
@@ -54,7 +53,7 @@ def hubs(args) -> int:
 
 def add_create(subparsers, client_options):
     parser = client_command(subparsers, client_options, create)
-    parser.add_argument("topic", metavar="TOPIC")
+    add_topic_argument(parser)
     return parser
 
 
@@ -73,7 +72,7 @@ def create(args) -> int:
 
 def add_delete(subparsers, client_options):
     parser = client_command(subparsers, client_options, delete)
-    parser.add_argument("topic", metavar="TOPIC")
+    add_topic_argument(parser)
     parser.add_argument("--force", action="store_true", help="delete the topic's subscriptions too")
     return parser
 
@@ -82,7 +81,12 @@ def delete(args) -> int:
     """delete a topic with its messages and ledgers (refused while it has subscriptions,
     unless --force deletes them too); publishing to it again starts it afresh at seq-id 1"""
     with client(args) as hub:
-        reply = hub.delete_topic(args.topic, force=args.force)
+        try:
+            reply = hub.delete_topic(args.topic, force=args.force)
+        except TopicBusy as e:
+            held, _, _ = e.message.partition(": unsubscribe")
+            why = f"{held}: unsubscribe them, or add --force to delete them too"
+            raise CommandError(f"TOPIC_BUSY: {why}") from None
     if args.json:
         print(json.dumps(reply, sort_keys=True))
         return 0
@@ -113,27 +117,35 @@ def subscriptions(args) -> int:
     return print_reply(args, rows, lambda rows: format_subscriptions(rows, args.topic))
 
 
-# A SUBSCRIPTIONS reply's columns for people: (key, heading).
+# A SUBSCRIPTIONS reply's columns for people: (key, heading[, render]). A region's own
+# relay subscriptions (`__region__<name>`) say so in KIND.
 SUBSCRIPTION_COLUMNS = [
     ("topic", "topic"),
     ("subscriber_id", "subscriber"),
     ("consumed_seq", "consumed"),
     ("last_seq", "last"),
     ("lag", "lag"),
-    ("kind", "kind"),
+    ("kind", "kind", lambda kind, row: f"relay to {row['relay_to']}" if row.get("relay_to") else kind),
     ("state", "state"),
     ("members", "members"),
     ("pending", "pending"),
     ("redeliveries", "redeliveries"),
 ]
+OWNER_COLUMN = ("owner", "owner", lambda owner, _row: owner or "- (none now)")
 
 
 def format_subscriptions(rows, topic) -> list[str]:
-    """A SUBSCRIPTIONS reply as a table for people, or one line saying there are none
-    (to `topic`, when the command named one)."""
-    if rows:
-        return table(rows, SUBSCRIPTION_COLUMNS)
-    return ["no subscriptions" + (f" to {topic}" if topic else "")]
+    """A SUBSCRIPTIONS reply as a table for people (the users' subscriptions, then the
+    hubs' relays), or one line saying there are none (to `topic`, when the command named
+    one). The OWNER column is there when the rows come from more than one hub (a region
+    of several)."""
+    if not rows:
+        return ["no subscriptions" + (f" to {topic}" if topic else "")]
+    rows = sorted(rows, key=lambda row: (row.get("relay_to") is not None, row["topic"], row["subscriber_id"]))
+    columns = SUBSCRIPTION_COLUMNS
+    if len({row.get("owner") for row in rows}) > 1 or any(row.get("owner") is None for row in rows):
+        columns = [*SUBSCRIPTION_COLUMNS, OWNER_COLUMN]
+    return table(rows, columns)
 
 
 def add_reset(subparsers, client_options):

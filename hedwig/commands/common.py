@@ -107,12 +107,24 @@ def client_command(subparsers, client_options, run, **kwargs):
     return parser
 
 
+TOPIC_HELP = "the topic's name (1-255 characters of A-Z a-z 0-9 . _ -)"
+SUBSCRIBER_HELP = (
+    "the durable subscription's name, as a consumer group's: a later run with the same name resumes"
+    " after what this one acknowledged (with --shared, every worker gives the same name)"
+)
+
+
+def add_topic_argument(parser, help_text: str = TOPIC_HELP) -> None:
+    """The TOPIC positional of a subcommand about one topic."""
+    parser.add_argument("topic", metavar="TOPIC", help=help_text)
+
+
 def subscription_command(subparsers, client_options, run):
     """The parser of a client subcommand about one durable subscription (as
     client_command): it names it as TOPIC SUBSCRIBER, the same for every such command."""
     parser = client_command(subparsers, client_options, run)
-    parser.add_argument("topic", metavar="TOPIC")
-    parser.add_argument("subscriber_id", metavar="SUBSCRIBER")
+    add_topic_argument(parser)
+    parser.add_argument("subscriber_id", metavar="SUBSCRIBER", help=SUBSCRIBER_HELP)
     return parser
 
 

@@ -8,6 +8,7 @@ from hedwig.client.start import parse_start
 from hedwig.commands.common import (
     CommandError,
     StopOnSignal,
+    add_topic_argument,
     client,
     client_command,
     positive_int,
@@ -15,7 +16,7 @@ from hedwig.commands.common import (
     subscription_command,
 )
 from hedwig.commands.output import MessageFormat
-from hedwig.commands.printing import Printer, ReaderGone
+from hedwig.commands.printing import Printer
 from hedwig.commands.reading import TopicReader
 
 # How often a waiting command looks whether it was asked to stop or its reader went away.
@@ -120,7 +121,6 @@ def subscribe(args) -> int:
         raise CommandError(f"--window {args.window}: expected 0 (unlimited) or more")
     printer = Printer()
     fmt = MessageFormat(args)
-    received = 0
     stop = StopOnSignal()
     with stop, client(args) as hub:
         if not args.create:
@@ -144,24 +144,40 @@ def subscribe(args) -> int:
         except SeqOutOfRange as e:
             raise CommandError(f"--from {args.start}: {e}") from None
         with sub:
-            deadline = None if args.idle is None else time.monotonic() + args.idle
-            while (args.count is None or received < args.count) and not stop.requested:
-                wait = STOP_CHECK_S if deadline is None else min(STOP_CHECK_S, deadline - time.monotonic())
-                if wait < 0:
-                    break
-                if printer.reader_gone():
-                    break
-                message = sub.receive(timeout=wait)
-                if message is None:
-                    continue
-                try:
-                    printer.print(fmt.line(message), lambda: stop.requested)
-                except (ReaderGone, BrokenPipeError):
-                    break  # not printed: not acknowledged
-                sub.ack(message)
-                received += 1
-                if args.idle is not None:
-                    deadline = time.monotonic() + args.idle
+            _print_and_acknowledge(sub, args, printer, fmt, stop)
+    return 130 if stop.requested else 0
+
+
+def _print_and_acknowledge(sub, args, printer, fmt, stop) -> int:
+    """Print what the subscription delivers, a delivery's messages at a time, and
+    acknowledge what was printed (Printer: once the reader took it), until --count,
+    --idle, a signal or the reader going away; how many were printed."""
+    received = 0
+    shared = args.shared
+    deadline = None if args.idle is None else time.monotonic() + args.idle
+    while (args.count is None or received < args.count) and not stop.requested:
+        wait = STOP_CHECK_S if deadline is None else min(STOP_CHECK_S, deadline - time.monotonic())
+        if wait < 0:
+            break
+        left = None if args.count is None else args.count - received
+        messages = sub.receive_batch(timeout=wait, max_messages=left)
+        if not messages:
+            if printer.reader_gone():
+                break
+            continue
+        printed = printer.print_lines([fmt.line(message) for message in messages], lambda: stop.requested)
+        if printed:  # (what was not printed is not acknowledged)
+            if shared:  # each message by itself
+                for message in messages[:printed]:
+                    sub.ack(message)
+            else:  # cumulative: the last printed covers those before it
+                sub.ack(messages[printed - 1])
+            received += printed
+        if printed < len(messages):
+            break
+        if args.idle is not None:
+            deadline = time.monotonic() + args.idle
+    return received
     return 130 if stop.requested else 0
 
 
@@ -170,7 +186,7 @@ def subscribe(args) -> int:
 
 def add_read(subparsers, client_options):
     parser = client_command(subparsers, client_options, read)
-    parser.add_argument("topic", metavar="TOPIC")
+    add_topic_argument(parser)
     parser.add_argument(
         "--from",
         dest="start",
@@ -209,10 +225,8 @@ def read(args) -> int:
                 continue
             if args.count is not None:
                 messages = messages[: args.count - printed]
-            try:
-                for message in messages:
-                    printer.print(fmt.line(message), lambda: stop.requested)
-                    printed += 1
-            except (ReaderGone, BrokenPipeError):
+            shown = printer.print_lines([fmt.line(message) for message in messages], lambda: stop.requested)
+            printed += shown
+            if shown < len(messages):
                 break
     return 130 if stop.requested else 0

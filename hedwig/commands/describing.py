@@ -2,13 +2,15 @@
 
 import json
 
-from hedwig.commands.common import client, client_command
+from hedwig.commands.common import add_topic_argument, client, client_command
+from hedwig.commands.numbers import count, size
 from hedwig.commands.output import print_reply, readable
+from hedwig.commands.statistics import format_stats
 
 
 def add_describe(subparsers, client_options):
     parser = client_command(subparsers, client_options, describe)
-    parser.add_argument("topic", metavar="TOPIC")
+    add_topic_argument(parser)
     return parser
 
 
@@ -46,32 +48,46 @@ def format_description(info: dict) -> list[str]:
     lines.append(f"ledgers:  {len(ledgers)}")
     for ledger in ledgers:
         held = _ledger_range(ledger.get("first_seq"), ledger.get("last_seq"))
-        lines.append(f"  ledger {ledger.get('ledger_id')}: {held}, {ledger.get('bytes')} bytes")
+        lines.append(f"  ledger {ledger.get('ledger_id')}: {held}, {size(ledger.get('bytes'))}")
     subscribers = info.get("subscribers") or []
     lines.append(f"subscribers: {len(subscribers)}")
     for sub in subscribers:
         window = sub.get("window")
         lines.append(
             f"  {sub.get('subscriber_id')}: consumed {_consumed(sub.get('consumed_seq'))}, "
-            f"delivered {_consumed(sub.get('delivered_seq'))}, backlog {sub.get('backlog')}, "
-            f"window {window if window else 'unlimited'}, {sub.get('state')}"
+            f"delivered {_consumed(sub.get('delivered_seq'))}, backlog {count(sub.get('backlog'))}, "
+            f"window {count(window) if window else 'unlimited'}, {sub.get('state')}"
         )
         lines.extend(_work_queue_lines(sub))
     relays = info.get("relays")
     if relays:  # region relays (hedwig.region): one line per link of the topic
         lines.append(f"relays:   {len(relays)}")
         for relay in relays:
-            arrow = "to" if relay.get("direction") == "out" else "from"
-            lag = relay.get("lag")
-            lines.append(
-                f"  {arrow} region {relay.get('peer')}: consumed {_consumed(relay.get('consumed_seq'))}, "
-                f"lag {'unknown' if lag is None else lag}, {relay.get('state')}"
-            )
+            lines.append(_relay_line(relay, info.get("topic")))
     shown = {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers", "relays"}
     for key in sorted(set(info) - shown):
         value = info[key]
         lines.append(f"{readable(key)}: {value if isinstance(value, str | int) else json.dumps(value)}")
     return lines
+
+
+def _relay_line(relay: dict, topic) -> str:
+    """One relay link of the topic. A link from a child region has its pointer at the
+    child: here, what arrived of the child's messages, and where to ask for the rest."""
+    arrow = "to" if relay.get("direction") == "out" else "from"
+    head = f"  {arrow} region {relay.get('peer')}: "
+    if "received_origin_seq" in relay:
+        received = relay.get("received_origin_seq")
+        got = "nothing received yet" if not received else f"received up to its seq-id {received}"
+        hubs = relay.get("peer_hubs") or []
+        asked = f"hedwig --hub {hubs[0]} describe {topic}" if hubs else f"`hedwig describe {topic}` there"
+        where = f" (its pointer and lag: {asked})"
+        return f"{head}{got}{where}, {relay.get('state')}"
+    lag = relay.get("lag")
+    return (
+        f"{head}consumed {_consumed(relay.get('consumed_seq'))}, "
+        f"lag {'unknown' if lag is None else count(lag)}, {relay.get('state')}"
+    )
 
 
 def _work_queue_lines(sub: dict) -> list[str]:
@@ -105,37 +121,10 @@ def add_stats(subparsers, client_options):
     return client_command(subparsers, client_options, stats)
 
 
-def format_stats(counters: dict) -> list[str]:
-    """A STATS reply as lines for people: the hub, the operations that ran (count and
-    latency), then every other section's counters."""
-    hub = counters.get("hub", {})
-    lines = [
-        f"hub {hub.get('name')} (region {hub.get('region')}): up {hub.get('uptime_s')} s, "
-        f"{hub.get('topics_open')} topics open{', stopping' if hub.get('stopping') else ''}"
-    ]
-    ops = {name: op for name, op in (counters.get("ops") or {}).items() if op.get("ok") or op.get("failed")}
-    if ops:
-        lines.append("operations:    ok  failed   p50 us   p99 us   max us")
-        for name, op in sorted(ops.items()):
-            latency = op.get("latency_us", {})
-            lines.append(
-                f"  {name:<22} {op.get('ok'):>6} {op.get('failed'):>7} {latency.get('p50'):>8} "
-                f"{latency.get('p99'):>8} {latency.get('max'):>8}"
-            )
-    for section in sorted(set(counters) - {"hub", "ops"}):
-        value = counters[section]
-        if isinstance(value, dict):
-            lines.append(f"{readable(section)}:")
-            for key in sorted(value):
-                shown = value[key] if not isinstance(value[key], dict | list) else json.dumps(value[key])
-                lines.append(f"  {readable(key)}: {shown}")
-        else:
-            lines.append(f"{readable(section)}: {value}")
-    return lines
-
-
 def stats(args) -> int:
-    """the hub's counters: operations, connections, cache, delivery"""
+    """the hub's counters: messages, operations, connections, cache, delivery; in a region of
+    several hubs, its hubs and the topics that moved between them"""
     with client(args) as hub:
         counters = hub.stats()
-    return print_reply(args, counters, format_stats)
+        hubs = hub.hubs() if "zookeeper" in counters and not args.json else None
+    return print_reply(args, counters, lambda counters: format_stats(counters, hubs))

@@ -35,6 +35,7 @@ from hedwig.commands.common import (
 from hedwig.commands.completion import add_completion
 from hedwig.commands.consuming import add_read, add_subscribe
 from hedwig.commands.describing import add_describe, add_stats
+from hedwig.commands.examples import add_examples
 from hedwig.commands.publishing import add_publish
 from hedwig.commands.top import add_top
 
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in SUBCOMMANDS:
         add(subparsers, client_options)
+    add_examples(parser)
+    for name, subparser in subparsers.choices.items():
+        add_examples(subparser, name)
     return parser
 
 
@@ -106,7 +110,7 @@ def parse_args(parser, argv=None):
     args, extra = parser.parse_known_args(argv)
     field = _TRAILING_WORDS.get(args.command)
     if extra and field is not None and not any(word.startswith("-") for word in extra):
-        getattr(args, field).extend(extra)
+        setattr(args, field, [*getattr(args, field), *extra])
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.parser = parser  # (`hedwig completion` describes the whole command)

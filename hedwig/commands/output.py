@@ -2,13 +2,16 @@
 admin replies (JSON documents, or lines for people).
 
 A message in JSON: {"topic", "seq", "time" (ISO-8601, UTC), "properties", and "payload"
-when the payload is UTF-8 text, else "payload_base64"}; a property value is a string when
-it is UTF-8, else {"base64": ...}. Plain: the payload and a newline, after
-"SEQ<TAB>TIME<TAB>" with --show-seq and "KEY=VALUE,...<TAB>" with --properties.
+when the payload is UTF-8 text, else "payload_base64"}; a bytes property value is a
+string when it is UTF-8, else {"base64": ...}; a typed one (a number, a boolean, a
+string) is that JSON value. Plain: the payload and a newline, after "SEQ<TAB>TIME<TAB>"
+with --show-seq and "KEY=VALUE,...<TAB>" with --properties.
 """
 
 import base64
 import json
+
+from hedwig.commands.numbers import NOTHING, count
 
 
 def _text(value: bytes):
@@ -24,6 +27,9 @@ def message_json(message) -> dict:
     is_text, shown = _text(payload)
     properties = {}
     for key, value in (message.properties or {}).items():
+        if not isinstance(value, bytes | bytearray | memoryview):
+            properties[key] = value  # typed: str, int, float, bool
+            continue
         value_is_text, value_shown = _text(bytes(value))
         properties[key] = value_shown if value_is_text else {"base64": value_shown}
     row = {
@@ -36,12 +42,18 @@ def message_json(message) -> dict:
     return row
 
 
+def _property_text(value) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def format_properties(properties) -> str:
-    """KEY=VALUE pairs joined by commas (values as UTF-8, undecodable bytes escaped)."""
-    return ",".join(
-        f"{key}={bytes(value).decode('utf-8', 'backslashreplace')}"
-        for key, value in (properties or {}).items()
-    )
+    """KEY=VALUE pairs joined by commas (bytes values as UTF-8, undecodable bytes
+    escaped; typed values as their text, booleans true / false)."""
+    return ",".join(f"{key}={_property_text(value)}" for key, value in (properties or {}).items())
 
 
 class MessageFormat:
@@ -83,12 +95,37 @@ def readable(key: str) -> str:
 
 
 def table(rows, columns) -> list[str]:
-    """Rows (dicts) as aligned columns: columns is [(key, heading)]."""
-    cells = [[heading.upper() for _key, heading in columns]]
+    """Rows (dicts) as aligned columns under upper-case headings: columns is [(key,
+    heading)] or [(key, heading, render)], `render(value, row) -> str`. A column whose
+    cells are all numbers (or "-") is aligned right, as numbers are read; None is "-"."""
+    cells = [[column[1].upper() for column in columns]]
     for row in rows:
-        cells.append(["-" if row.get(key) is None else str(row.get(key)) for key, _heading in columns])
+        line = []
+        for column in columns:
+            value = row.get(column[0])
+            if len(column) > 2:
+                line.append(column[2](value, row))
+            elif value is None:
+                line.append(NOTHING)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                line.append(count(value))
+            else:
+                line.append(str(value))
+        cells.append(line)
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    right = [all(_numeric(line[i]) for line in cells[1:]) and len(cells) > 1 for i in range(len(columns))]
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        "  ".join(
+            cell.rjust(width) if right[i] else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
         for line in cells
     ]
+
+
+def _numeric(cell: str) -> bool:
+    """A cell that shows a number ("1,234", "63 B", "12/s", "-")."""
+    return cell == NOTHING or (
+        cell[:1].isdigit()
+        and cell.split(" ")[0].replace(",", "").replace(".", "").replace("/s", "").isdigit()
+    )

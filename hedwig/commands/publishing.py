@@ -27,7 +27,11 @@ def add_publish(subparsers, client_options):
         "topic", metavar="TOPIC", help="the topic (publishing creates it if it does not exist)"
     )
     parser.add_argument(
-        "messages", nargs="*", metavar="MESSAGE", help="messages; none: one per line of stdin"
+        "messages",
+        nargs="*",
+        default=[],  # (so argparse does not call it required: none means standard input)
+        metavar="MESSAGE",
+        help="messages, one per argument; none: one per line of standard input",
     )
     parser.add_argument(
         "--property",

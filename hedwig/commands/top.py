@@ -4,10 +4,17 @@ It fetches /api/status (hedwig.observe: the status page's JSON) every --interval
 the hub's rates, then its topics by publish rate and its subscriptions by lag. On a
 terminal it redraws in place (the alternate screen, as top does, left on exit); on a pipe
 or a file it prints plain lines, one block per refresh, so `hedwig top --count 1` is a
-snapshot a script can read. A hub that cannot be reached is one line and exit status 1
-(an OSError, which the command's main reports). Registered in hedwig/commands/main.py.
+snapshot a script can read. Registered in hedwig/commands/main.py.
+
+Which hub: the one --hub names, as for every other command. Its HTTP listener's address
+is asked of the hub itself (STATS says where it listens: `[http] port` may be anything),
+so `hedwig --hub HOST:PORT top` needs only the hub's own port; --url (or $HEDWIG_HTTP)
+names the listener directly. A hub that cannot be reached, or a URL that does not answer
+in HTTP, is one line and exit status 1 (a CommandError, which the command's main reports).
 """
 
+import base64
+import http.client
 import json
 import os
 import shutil
@@ -15,22 +22,25 @@ import ssl
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
-DEFAULT_URL = "http://127.0.0.1:4081/"
+from hedwig.commands.common import CommandError, client
+from hedwig.commands.numbers import count, duration, rate, size
+
 FETCH_TIMEOUT_S = 10.0
 
 _ENTER, _LEAVE, _HOME_CLEAR = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l", "\x1b[H\x1b[2J"
 
 
 def add_top(subparsers, client_options):
-    parser = subparsers.add_parser("top", parents=[client_options], help=top.__doc__)
+    parser = subparsers.add_parser("top", parents=[client_options], help=top.__doc__, description=top.__doc__)
     parser.add_argument(
         "--url",
-        default=os.environ.get("HEDWIG_HTTP", DEFAULT_URL),
+        default=os.environ.get("HEDWIG_HTTP") or None,
         metavar="URL",
-        help=f"the hub's HTTP listener ([http] port; default {DEFAULT_URL}, or $HEDWIG_HTTP); "
-        "https:// verifies with --tls-ca",
+        help="the hub's HTTP listener, when it is not to be asked of --hub (or $HEDWIG_HTTP);"
+        " https:// verifies with --tls-ca",
     )
     parser.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between refreshes")
     parser.add_argument("--count", type=int, metavar="N", help="stop after N refreshes")
@@ -38,26 +48,44 @@ def add_top(subparsers, client_options):
     parser.set_defaults(run=top)
 
 
-def fetch_status(url: str, ca_file: str = "") -> dict:
-    """The hub's /api/status; ConnectionError (one line) when it cannot be had."""
+def listener_of(args) -> str:
+    """The URL of the HTTP listener of the hub --hub names, as the hub says (STATS)."""
+    from hedwig.protocol.addresses import parse_addresses
+
+    with client(args) as hub:
+        stats = hub.stats()
+    host = parse_addresses(args.hub)[0][0]
+    name = stats.get("hub", {}).get("name")
+    url = stats.get("hub", {}).get("http")
+    if not url:
+        raise CommandError(f"hub {name} has no HTTP listener ([http] port 0): start it with --http-port")
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname in ("0.0.0.0", "::") and host:  # (listening on every address: reach it as the hub)
+        url = parts._replace(netloc=f"{host}:{parts.port}").geturl()
+    return url
+
+
+def fetch_status(url: str, ca_file: str = "", credentials=None) -> dict:
+    """The hub's /api/status; CommandError (one line) when it cannot be had."""
     context = ssl.create_default_context(cafile=ca_file or None) if url.startswith("https:") else None
     target = url.rstrip("/") + "/api/status"
+    request = urllib.request.Request(target)
+    if credentials is not None:  # ([auth] on: the listener takes an admin's Basic credentials)
+        pair = f"{credentials.user}:{credentials.password}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode("ascii"))
     try:
-        with urllib.request.urlopen(target, timeout=FETCH_TIMEOUT_S, context=context) as response:
+        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S, context=context) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as e:
-        raise ConnectionError(f"{target}: HTTP {e.code} {e.reason}") from None
+        raise CommandError(f"{target}: HTTP {e.code} {e.reason}") from None
+    except http.client.HTTPException:
+        raise CommandError(
+            f"{target} does not answer in HTTP: is it a hub's hedwig port? (`hedwig --hub HOST:PORT top`"
+            " finds the hub's HTTP listener by itself)"
+        ) from None
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
-        raise ConnectionError(f"could not read {target}: {reason}") from None
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+        raise CommandError(f"could not read {target}: {reason}") from None
 
 
 def _table(headers, rows, width: int) -> list:
@@ -75,12 +103,12 @@ def _table(headers, rows, width: int) -> list:
 
 def _topic_row(r: dict) -> tuple:
     seq_ids = f"{r['first_seq']}..{r['last_seq']}"
-    size = _size(r["bytes"])
-    return r["topic"], f"{r['rate']:,.0f}", seq_ids, f"{r['messages']:,}", size, r["subscriptions"]
+    messages, subscriptions = count(r["messages"]), count(r["subscriptions"])
+    return r["topic"], count(round(r["rate"])), seq_ids, messages, size(r["bytes"]), subscriptions
 
 
 def _subscription_row(r: dict) -> tuple:
-    return r["topic"], r["subscriber_id"], f"{r['backlog']:,}", r["consumed_seq"], r["state"]
+    return r["topic"], r["subscriber_id"], count(r["backlog"]), r["consumed_seq"], r["state"]
 
 
 def render(status: dict, rows: int = 20, width: int = 120) -> list:
@@ -88,12 +116,13 @@ def render(status: dict, rows: int = 20, width: int = 120) -> list:
     hub, totals = status["hub"], status["totals"]
     last = status["history"][-1] if status["history"] else {}
     publish, deliver = last.get("publish_rate", 0), last.get("delivery_rate", 0)
-    rates = f"publish {publish:,.0f} msg/s  deliver {deliver:,.0f} msg/s"
+    rates = f"publish {rate(publish)}  deliver {rate(deliver)}"
     lines = [
-        f"hedwig {hub['name']}  region {hub['region']}  version {hub['version']}  up {hub['uptime_s']:.0f}s",
-        f"{rates}  backlog {totals['backlog']:,}  topics {totals['topics']}"
-        f"  subscriptions {totals['subscriptions']}  connections {totals['connections']}"
-        f"  cache {_size(totals['cache_bytes'])}",
+        f"hedwig {hub['name']}  region {hub['region']}  version {hub['version']}"
+        f"  up {duration(hub['uptime_s'])}",
+        f"{rates}  backlog {count(totals['backlog'])}  topics {count(totals['topics'])}"
+        f"  subscriptions {count(totals['subscriptions'])}  connections {count(totals['connections'])}"
+        f"  cache {size(totals['cache_bytes'])}",
     ]
     lines = [line[:width] for line in lines] + [""]
     topics = sorted(status["topics"], key=lambda r: (-r["rate"], r["topic"]))[:rows]
@@ -107,18 +136,23 @@ def render(status: dict, rows: int = 20, width: int = 120) -> list:
 
 
 def top(args) -> int:
-    """a live view of a hub: topics by rate, subscriptions by lag (from its HTTP listener)"""
+    """a live view of a hub: topics by rate, subscriptions by lag (from its HTTP listener, which
+    --hub's hub names)"""
     if args.interval <= 0 or (args.count is not None and args.count < 1) or args.rows < 1:
-        raise ValueError("--interval must be more than 0, --count and --rows at least 1")
+        raise CommandError("--interval must be more than 0, --count and --rows at least 1")
+    from hedwig.auth.client_options import credentials_from
+
+    url = args.url or listener_of(args)
     out = sys.stdout
     on_terminal = out.isatty()
     ca_file = getattr(args, "tls_ca", "") or ""
+    credentials = credentials_from(args)
     shown = 0
+    status = fetch_status(url, ca_file, credentials)  # (a hub that is not there: before the screen)
     if on_terminal:
         out.write(_ENTER)
     try:
         while True:
-            status = fetch_status(args.url, ca_file)
             width = shutil.get_terminal_size().columns if on_terminal else 200
             lines = render(status, args.rows, width)
             if on_terminal:
@@ -130,6 +164,7 @@ def top(args) -> int:
             if args.count is not None and shown >= args.count:
                 return 0
             time.sleep(args.interval)
+            status = fetch_status(url, ca_file, credentials)
     finally:
         if on_terminal:
             out.write(_LEAVE)

@@ -65,7 +65,7 @@ def _load_config(path, overrides) -> Config:
     if path is not None:
         read_config_file(config, path)  # hedwig.config.files: its errors name file, key and value
     for dotted, value in (overrides or {}).items():
-        if dotted.endswith("port"):
+        if dotted.endswith("port") and isinstance(value, int):  # ([http] port may be "auto")
             check_port(value, f"{dotted} = {value}")
         section, key = dotted.split(".", 1)
         settings = getattr(config, section)

@@ -116,9 +116,11 @@ class TlsSettings:
 
 @dataclass
 class HttpSettings:
-    # The status page, /metrics and /api on [hub] host (0: no HTTP listener); HTTPS with
-    # the [tls] certificate when [tls] is enabled.
-    port: int = 4081
+    # The status page, /metrics and /api on [hub] host; HTTPS with the [tls] certificate
+    # when [tls] is enabled. "auto": the hub's port + 1 (4081 for 4080; a free one when
+    # the hub's port is 0), so hubs that differ only in their port both start; a number:
+    # that port; 0: no HTTP listener (hedwig.observe.settings.http_listen_port).
+    port: int | str = "auto"
     max_topic_labels: int = 100  # topics named in /metrics' labels; the others are summed together
     sample_interval_s: float = 2.0  # the status page's charts: one sample of the rates this often ...
     history_s: float = 600.0  # ... kept this long

@@ -3,9 +3,9 @@ for its dead-letter topic.
 
 After `max_deliveries` deliveries without an acknowledgement a message is published to
 the subscription's dead-letter topic (default "<topic>.dlq") through the hub's one
-publish path, with its payload and properties as they were and four properties more
-naming where it came from, then acknowledged. The messages of one give-back (a run of
-one or more entries) go as one message set, one entry of the dead-letter topic; work
+publish path, with its payload, properties and key as they were and four properties
+more naming where it came from, then acknowledged. The messages of one give-back (a run
+of one or more entries) go as one message set, one entry of the dead-letter topic; work
 here is per message, but only for messages that failed that many times.
 """
 
@@ -43,12 +43,13 @@ def entries_covering(topic_log, first: int, last: int) -> Deferred:
 
 def dead_letter_set(topic: str, subscriber_id: str, entries, first: int, last: int, count: int) -> bytes:
     """The message set of seq-ids first..last of `entries`, delivered `count` times."""
-    payloads, properties = [], []
+    payloads, properties, keys = [], [], []
     for entry in entries:
         start = max(first, entry.first_seq) - entry.first_seq
         stop = min(last, entry.last_seq) - entry.first_seq + 1
         for message in decode_entry(topic, entry.data, start, stop):
             payloads.append(message.payload)
+            keys.append(message.key)
             properties.append(
                 {
                     **message.properties,
@@ -58,4 +59,4 @@ def dead_letter_set(topic: str, subscriber_id: str, entries, first: int, last: i
                     DELIVERIES: str(count).encode("ascii"),
                 }
             )
-    return encode_message_set(payloads, properties)
+    return encode_message_set(payloads, properties, keys)

@@ -161,8 +161,11 @@ class DeliveryManager(
         if request.per_message:
             self._check_per_message(topic_log.topic, request, channel)
         if subscriber_id in table.busy:
-            raise SubscribeError(
-                Status.TOPIC_BUSY, f"{subscriber_id} on {topic_log.topic} is being (un)subscribed"
+            # Being created (or deleted) for another request: two members of a shared
+            # subscription joining at once. This one goes on once that is done.
+            waiting = table.busy[subscriber_id].wait()
+            return waiting.addCallback(
+                lambda _: self._subscribe(table, topic_log, channel, handle, request, window, principal)
             )
         subscription = table.subscriptions.get(subscriber_id)
         if subscription is None:
@@ -227,7 +230,7 @@ class DeliveryManager(
         # When the subscription began, kept with it: a region relays what was published
         # since then even when its link comes up after a restart (hedwig/region/manager.py).
         preferences["created_us"] = int(self.clock.seconds() * 1_000_000)
-        table.busy.add(subscriber_id)
+        table.begin_busy(subscriber_id)
         d = maybeDeferred(
             self.metadata.put_subscription,
             topic_log.topic,
@@ -260,7 +263,7 @@ class DeliveryManager(
             return result
 
         def done(result):
-            table.busy.discard(subscriber_id)
+            table.end_busy(subscriber_id)
             return result
 
         return d.addCallback(created).addBoth(done)
@@ -411,7 +414,7 @@ class DeliveryManager(
             self._detach_members(subscription)
         if subscription.cursor is not None:
             self._detach(subscription.cursor)
-        table.busy.add(subscriber_id)
+        table.begin_busy(subscriber_id)
 
         def delete(_):
             return maybeDeferred(
@@ -427,7 +430,7 @@ class DeliveryManager(
             table.topic_log.prune(table.topic_log.last_seq if low is None else low)
 
         def done(result):
-            table.busy.discard(subscriber_id)
+            table.end_busy(subscriber_id)
             if subscription.dispatcher is not None and not subscription.deleted:
                 subscription.dispatcher.restart()  # (not deleted: it goes on)
             return result

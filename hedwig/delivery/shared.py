@@ -3,11 +3,14 @@
 One durable subscription, any number of members (one for an exclusive pull
 subscription). The dispatcher reads entries from the cache as a cursor does and hands
 each member, in turn, a slice of an entry as large as its room (its window less what it
-holds; a pull member no more than its FETCH asks for): the whole rest of the entry when
-the room allows, so the hub still works per entry, and a member is sent the stored bytes
-with start and stop as any subscriber is. Messages go to one member at a time; each
-member receives first deliveries in seq-id order, redeliveries when they come, and
-nothing orders deliveries across members.
+holds; a pull member no more than its FETCH asks for) and its share of what is at hand
+(the messages from there to the topic's end, divided among it and the members idle,
+holding nothing): the whole rest of the entry when a backlog of many entries is at hand
+or nobody else is idle, so the hub still works per entry, and a small publish is spread
+over the members waiting for work rather than all of it going to the first one. A
+member is sent the stored bytes with start and stop as any subscriber is. Messages go
+to one member at a time; each member receives first deliveries in seq-id order,
+redeliveries when they come, and nothing orders deliveries across members.
 
 What a member was sent and has not acknowledged is a lease (leases.py), taken back when
 it is NACKed, when `ack_timeout` passes, or when the member leaves, and then delivered
@@ -128,6 +131,17 @@ class SharedDispatcher(AckBook):
                 return member, i
         return None, None
 
+    def _share(self, taker, first: int, last: int) -> int:
+        """What `taker` takes of the messages first..last at hand: an equal part for it
+        and each idle member (with room, holding nothing), rounded up; all of them when
+        no other member is idle."""
+        sharing = 0 if taker.held == 0 else 1
+        for member in self._order:
+            if member.held == 0 and member.room > 0:
+                sharing += 1
+        at_hand = last - first + 1
+        return at_hand if sharing < 2 else -(-at_hand // sharing)
+
     # -- FETCH (pull members) ---------------------------------------------------------------
 
     def fetch(self, member, max_messages: int, timeout_s: float) -> None:
@@ -217,7 +231,8 @@ class SharedDispatcher(AckBook):
                 self._reading = found
                 found.addCallbacks(self._read, self._read_failed)
                 return _WAIT
-            last = min(last, found.last_seq, first + member.room - 1)
+            room = min(member.room, self._share(member, first, piece[1]))
+            last = min(last, found.last_seq, first + room - 1)
             if count > 1 and last < piece[1]:
                 heappush(self.queue, (last + 1, piece[1], count))
             self._deliver(member, found, first, last, count)

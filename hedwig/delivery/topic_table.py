@@ -7,6 +7,9 @@ consuming in turn that is O(1) per consume, amortised.
 """
 
 
+from hedwig.concurrency.deferreds import Waiters
+
+
 class TopicTable:
     __slots__ = ("_at_min", "bound_watch", "busy", "topic_log", "min_consumed", "subscriptions", "topic")
 
@@ -14,11 +17,21 @@ class TopicTable:
         self.topic = topic_log.topic
         self.topic_log = topic_log  # the topic's current TopicLog (updated on every subscribe)
         self.subscriptions = subscriptions  # subscriber id -> Subscription
-        self.busy = set()  # subscriber ids with a subscribe/unsubscribe in progress
+        # subscriber id -> Waiters, while its subscription is being created or deleted: a
+        # SUBSCRIBE meanwhile (another member joining at the same moment) waits for it
+        self.busy = {}
         self.bound_watch = None  # the wait for the next publish while a subscription has a bound
         self.min_consumed = None
         self._at_min = 0
         self._recompute()
+
+    def begin_busy(self, subscriber_id: str) -> None:
+        self.busy[subscriber_id] = Waiters()
+
+    def end_busy(self, subscriber_id: str) -> None:
+        waiting = self.busy.pop(subscriber_id, None)
+        if waiting is not None:
+            waiting.fire()
 
     def _recompute(self) -> None:
         values = [s.consumed_seq for s in self.subscriptions.values()]

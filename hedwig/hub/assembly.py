@@ -22,6 +22,7 @@ from hedwig.delivery import DeliveryManager
 from hedwig.hub.core import Hub
 from hedwig.hub.forwarding import OwnerPublishing
 from hedwig.hub.gc import GarbageCollector
+from hedwig.hub.peers import PeerClients
 from hedwig.hub.topics import TopicManager
 from hedwig.topiclog import TopicLogManager
 
@@ -79,7 +80,8 @@ def assemble_hub(
     if zk_region is not None:
         topics.on_release = delivery.release_topic  # subscribers move with their topic
         # Dead letters through the one publish path, or on their topic's owner (another hub).
-        parts.forwarding = OwnerPublishing(hub, reactor, hub_credentials(config))
+        hub.peers = PeerClients(hub, reactor, hub_credentials(config))
+        parts.forwarding = OwnerPublishing(hub, hub.peers)
         delivery.use_publisher(parts.forwarding.publish)
     else:
         delivery.use_publisher(hub.publish)  # dead letters go through the one publish path

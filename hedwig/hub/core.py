@@ -7,7 +7,7 @@ Everything is single-threaded on the reactor: a topic's publishes reach its log 
 order the reactor delivered them, which is what makes each topic's writer single.
 """
 
-from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.defer import Deferred, DeferredList, fail, succeed
 from twisted.logger import Logger
 
 from hedwig.config.settings import Config
@@ -25,6 +25,7 @@ from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
 from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
+from hedwig.region.settings import relay_peer
 from hedwig.topiclog.entry import LogEntry
 
 # Room kept in a READ_RANGE reply for the frame, response and range headers.
@@ -51,6 +52,7 @@ class Hub:
         self.config = config
         self.clock = clock
         self.name = name  # "host:port" once listening
+        self.http_url = None  # the HTTP listener's "http://host:port/" once it listens (hedwig.observe)
         self.region = config.region.name
         self.max_frame_bytes = config.hub.max_frame_bytes
         self.max_message_bytes = config.hub.max_message_bytes
@@ -66,6 +68,7 @@ class Hub:
         self.intake = RequestIntake(config.hub.max_partial_request_bytes)
         self.client_errors = PeerLog(clock, config.hub.client_error_log_interval_s)
         self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
+        self.peers = None  # PeerClients (hub/peers.py): the region's other hubs, in a region of several
         self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
         self.started_at = clock.seconds()
@@ -320,21 +323,44 @@ class Hub:
         return self._existing(topic).addCallback(drop)
 
     def list_subscriptions(self, topic) -> Deferred:
-        """Deferred[list of rows]: every subscription of `topic` (None: of every topic),
-        with its consumed seq-id, lag behind the topic's last seq-id, and state."""
+        """Deferred[list of rows]: every subscription of `topic` (None: of every topic of
+        the region), with its consumed seq-id, lag behind the topic's last seq-id, state
+        and `owner`, the hub that owns the topic. In a region of several hubs the rows of a
+        topic another hub owns are that hub's (asked of it), and those of a topic nobody
+        owns now come from the metadata, without claiming it (lag unknown unless its
+        ledgers are closed)."""
         if topic is not None:
             return self._existing(topic).addCallback(self._subscription_rows)
+        return self.topic_owners().addCallback(self._region_subscription_rows)
 
-        def each(names):
-            rows = []
-            d = succeed(None)
-            for name in names:
-                d.addCallback(lambda _, name=name: self._existing(name))
-                d.addCallback(self._subscription_rows)
-                d.addCallback(rows.extend)
-            return d.addCallback(lambda _: rows)
+    def _region_subscription_rows(self, owners: dict) -> Deferred:
+        asked = []
+        for name in sorted(owners):
+            owner = owners[name]
+            if owner == self.name or self.peers is None:
+                rows = self._existing(name).addCallback(self._subscription_rows)
+            elif owner is None:
+                rows = self.topics.unowned_subscription_rows(name)
+            else:
+                rows = self._owners_rows(name, owner)
+            asked.append(rows)
 
-        return self.topics.list_topics().addCallback(each)
+        def gathered(results):
+            return [row for ok, rows in results if ok for row in rows]
+
+        return DeferredList(asked, consumeErrors=True).addCallback(gathered)
+
+    def _owners_rows(self, topic: str, owner: str) -> Deferred:
+        """The subscription rows of `topic` as its owner, another hub, gives them; its
+        records' when that hub does not answer (state says why)."""
+        client = self.peers.client(owner, "region listings")
+
+        def unanswered(failure):
+            rows = self.topics.unowned_subscription_rows(topic)
+            why = f"{owner} did not answer: {failure.getErrorMessage()}"
+            return rows.addCallback(lambda rows: [{**row, "owner": owner, "state": why} for row in rows])
+
+        return client.subscriptions(topic).addErrback(unanswered)
 
     def _subscription_rows(self, topic_log):
         def rows(_loaded):
@@ -348,6 +374,8 @@ class Hub:
                     "lag": row["backlog"],
                     "state": row["state"],
                     **{key: row[key] for key in _WORK_QUEUE_COLUMNS},
+                    "owner": self.name,
+                    "relay_to": relay_peer(row["subscriber_id"]),
                 }
                 for row in self.delivery.describe(topic_log.topic)
             ]
@@ -378,6 +406,7 @@ class Hub:
             "uptime_s": round(self.clock.seconds() - self.started_at, 3),
             "topics_open": len(self.topics.open_topics()),
             "stopping": self.stopping,
+            "http": self.http_url,
         }
         snapshot["intake"] = self.intake.stats()
         snapshot["intake"]["client_error_lines_left_out"] = self.client_errors.lines_left_out

@@ -11,18 +11,14 @@ acknowledged, as one refused here is; any other failure (the owner unreachable, 
 permission missing) delivers the messages again, and they are dead-lettered again at
 their next give-back, as for any failed dead-letter publish.
 
-One client per owner named, made when first needed and kept (a region has a few hubs);
-one that lost its connection is dropped, and made again next time. The connection goes
-to the owner's plain port (hubs of a region share a network); with the hubs' [auth] on it
-authenticates as [auth] hub_user (hedwig.auth.settings.hub_credentials), a user that
-needs publish and create on the dead-letter topics.
+The owner is reached through the hub's PeerClients (peers.py): one client per owner,
+kept; with the hubs' [auth] on it authenticates as [auth] hub_user, a user that needs
+publish and create on the dead-letter topics.
 """
 
-from twisted.internet.defer import DeferredList, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from hedwig.client.twisted import Client
 from hedwig.hub.errors import NotOwner
 from hedwig.protocol.addresses import format_address
 from hedwig.protocol.errors import ConnectionLost, CouldNotConnect, MalformedRequest, MessageTooLarge
@@ -35,13 +31,10 @@ class OwnerPublishing:
 
     log = Logger()
 
-    def __init__(self, hub, reactor, credentials=None):
+    def __init__(self, hub, peers):
         self.hub = hub
-        self.reactor = reactor
-        self.credentials = credentials  # hedwig.protocol.auth_request.Credentials, or None
-        self._clients = {}  # owner "host:port" -> hedwig.client.twisted.Client
+        self.peers = peers  # PeerClients: the hub's clients of the region's other hubs
         self.forwarded = 0  # message sets stored by another hub
-        self._closed = False
 
     def publish(self, topic: str, message_set: bytes):
         """Deferred[stored]: the hub's publish, else the owner's (see the module)."""
@@ -49,10 +42,10 @@ class OwnerPublishing:
 
     def _elsewhere(self, failure, topic: str, message_set: bytes):
         failure.trap(NotOwner)
-        if not failure.value.owner or self._closed:
+        if not failure.value.owner or self.peers.closed:
             return failure
         address = format_address(parse_owner(failure.value.owner)[0])
-        client = self._client(address)
+        client = self.peers.client(address, "dead letters")
         self.log.debug("dead letters for {topic}: published on its owner {owner}", topic=topic, owner=address)
         return client.publish_set(topic, message_set).addCallbacks(
             self._stored, self._failed, errbackArgs=(address, client)
@@ -63,31 +56,11 @@ class OwnerPublishing:
         return seqs
 
     def _failed(self, failure, address: str, client):
-        if failure.check(ConnectionLost, CouldNotConnect) and self._clients.get(address) is client:
-            del self._clients[address]  # (made again next time: the owner may have moved)
-            client.close()
+        if failure.check(ConnectionLost, CouldNotConnect):
+            self.peers.lost(address, client)
         elif failure.check(MalformedRequest, MessageTooLarge):
             # The owner refused the set itself, as this hub would have: said so in the same
             # terms (the subscription then acknowledges it rather than trying for ever).
             error = failure.value
             return Failure(MessageSetError(error.status, f"{address}: {error.message}"))
         return failure
-
-    def _client(self, address: str):
-        client = self._clients.get(address)
-        if client is None:
-            client = self._clients[address] = Client(
-                self.reactor,
-                address,
-                credentials=self.credentials,
-                client_name=f"hub {self.hub.name} (dead letters)",
-            )
-        return client
-
-    def close(self):
-        """Deferred: every client closed (the hub is stopping)."""
-        self._closed = True
-        clients, self._clients = list(self._clients.values()), {}
-        if not clients:
-            return succeed(None)
-        return DeferredList([client.close() for client in clients], consumeErrors=True)

@@ -62,12 +62,19 @@ def tune_allocator() -> bool:
 
 
 def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
-    from hedwig.config.installed import docs_dir
+    from hedwig.config.installed import docs_dir, example_conf
 
+    where = []
     docs = docs_dir()
     if docs is not None:
-        parser.epilog = f"Operating a hub: {docs / 'operations.md'}"
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter  # a path to copy, unwrapped
+        where.append(f"Operating a hub: {docs / 'operations.md'}")
+    try:
+        where.append(f"Example configurations: {example_conf().parent} (and regions/ there)")
+    except FileNotFoundError:
+        pass
+    if where:
+        parser.epilog = "\n".join(where)
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter  # paths to copy, unwrapped
     parser.add_argument(
         "--conf",
         metavar="FILE",
@@ -84,9 +91,11 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", metavar="DIR", help="where ledgers and metadata live (default ./data)")
     parser.add_argument(
         "--http-port",
-        type=int,
+        type=http_port_option,
         metavar="PORT",
-        help="port of the status page, /metrics and /api (default 4081; 0 turns it off)",
+        help="port of the status page, /metrics and /api: a number, 0 (no HTTP listener) or auto, the"
+        " default: the hub's port + 1 (4081 for 4080; a free one for --port 0), so hubs that differ only"
+        " in --port each get their own",
     )
     parser.add_argument(
         "--zookeeper",
@@ -102,6 +111,16 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def http_port_option(text: str):
+    """--http-port's value: `auto`, or a number (its range is checked with the others)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected auto or a port number, not {text!r}") from None
+
+
 def config_from_args(args) -> Config:
     """The configuration file (if any) with the command line's options over it."""
     overrides = {}
@@ -114,7 +133,7 @@ def config_from_args(args) -> Config:
     ):
         value = getattr(args, option, None)
         if value is not None:
-            if option.endswith("port"):  # named as typed, before the file is read
+            if option.endswith("port") and isinstance(value, int):  # named as typed, before the file is read
                 check_port(value, f"--{option.replace('_', '-')} {value}")
             overrides[setting] = value
     return load_config(getattr(args, "conf", None), overrides)

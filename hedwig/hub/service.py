@@ -27,6 +27,7 @@ from hedwig.config.settings import Config
 from hedwig.config.zookeeper import advertised_host, on_zookeeper
 from hedwig.hub.assembly import assemble_hub
 from hedwig.hub.connection import HubFactory
+from hedwig.observe.settings import describe_http_port, http_listen_port
 
 
 class DataDirLocked(RuntimeError):
@@ -120,7 +121,7 @@ class HubService(MultiService):
         if self.tls_listener is not None:
             self.tls_listener.listening.addCallback(self._listening_tls)
         if self.http_listener is not None:
-            self.http_listener.listening.addCallback(self._listening_http)
+            self.http_listener.listening.addCallbacks(self._listening_http, self._http_not_listening)
         listening = gatherResults([s.listening for s in self.listeners], consumeErrors=True)
         listening.addErrback(lambda f: f.value.subFailure)
         if self.zk is not None:  # registered once it listens, before it relays
@@ -203,7 +204,7 @@ class HubService(MultiService):
                 parts.topics, self.zk.registry, parts.delivery, config.zookeeper, reactor
             )
             self.balancer.setServiceParent(self)
-        if config.http.port:
+        if http_listen_port(config) is not None:
             from hedwig.observe.listener import HttpObserver
 
             guard = self.http_guard
@@ -341,8 +342,23 @@ class HubService(MultiService):
         )
         return port
 
+    def _http_not_listening(self, failure):
+        """The HTTP listener's port is taken: say which setting chose it and how to give
+        another (two hubs on one host, one's port the other's + 1)."""
+        from twisted.internet.error import CannotListenError
+
+        failure.trap(CannotListenError)
+        error = failure.value
+        raise CannotListenError(
+            error.interface,
+            error.port,
+            f"{error.socketError} (the HTTP listener: {describe_http_port(self.config)}; give --http-port"
+            " another port, or 0 for none)",
+        )
+
     def _listening_http(self, port):
         address = port.getHost()
+        self.hub.http_url = f"{self.observer.scheme}://{address.host}:{address.port}/"
         self.log.info(
             "hedwig hub {name}: HTTP on {scheme}://{host}:{port}/ (status page, /metrics, /api)",
             name=self.hub.name,
@@ -402,8 +418,8 @@ class HubService(MultiService):
         hub.client_errors.stop()  # the client errors counted and not yet written, written now
         yield self._step("stop garbage collection", self.gc.stopService(), timeout)
         yield self._step("flush consume pointers", hub.delivery.stop(), timeout)
-        if self.forwarding is not None:
-            yield self._step("close connections to other hubs", self.forwarding.close(), timeout)
+        if hub.peers is not None:
+            yield self._step("close connections to other hubs", hub.peers.close(), timeout)
         # (through the topic manager: a region's lets held acknowledgements go first)
         yield self._step("close topic logs", hub.topics.close(), timeout)
         yield self._step("close the ledger store", self.ledgers.close(), timeout)

@@ -10,11 +10,13 @@ owns more than its share (ZkTopicManager.release does the moving; subscribers fo
   by more than `rebalance_tolerance` and by two topics at least releases the difference,
   at most `rebalance_max_shed` a round, those without attached subscribers first, none
   claimed in the last MIN_OWNED_S (so that a burst of new topics, placed least loaded
-  first already, is not shuffled while the region's count is still small). The released
-  topics are claimed by the least loaded hubs as their next requests arrive: the
-  subscribers', which TOPIC_MOVED sends to resubscribe, and the publishers', redirected.
-  The share counts every topic of the region (owned or not), so a hub that shed topics
-  nobody claimed yet does not shed again.
+  first already, is not shuffled while the region's count is still small). Each topic
+  shed is handed to the least loaded other hub (ZkTopicManager.hand_over), which claims
+  it at once: a hub that joins, or comes back after a restart, owns its share within a
+  round, whether or not the topics are in use; their subscribers, which TOPIC_MOVED sends
+  to resubscribe, and publishers are redirected there. The share counts every topic of
+  the region (owned or not), so a hub that shed topics nobody claimed yet does not shed
+  again.
 """
 
 import hashlib
@@ -134,6 +136,10 @@ class Balancer(Service):
                 return
             chosen = sorted(movable, key=lambda t: (self.delivery.attached(t), _order(t, self.registry.name)))
             chosen = chosen[:count]
+            targets = {}
+            for topic in chosen:  # (each counted at its hub as it is chosen: spread over them)
+                targets[topic] = self.registry.place_elsewhere(topic)
+                self.registry.sent(targets[topic])
             self.log.info(
                 "rebalancing: {mine} topics owned, the share of {hubs} hubs is {share} of {total}:"
                 " releasing {count}",
@@ -144,7 +150,9 @@ class Balancer(Service):
                 count=count,
             )
             self.shed += count
-            yield DeferredList([self.topics.release(topic) for topic in chosen], consumeErrors=True)
+            why = f"rebalancing: {len(mine)} of the region's {region_topics} topics were there, {hubs} hubs"
+            handing = [self.topics.hand_over(topic, targets[topic], why) for topic in chosen]
+            yield DeferredList(handing, consumeErrors=True)
         finally:
             self._balancing = False
 

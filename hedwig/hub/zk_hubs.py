@@ -30,8 +30,8 @@ EXPECTED_S = 2 * LOAD_REFRESH_S  # a topic sent to a hub whose load has not coun
 
 
 class HubInfo(dict):
-    """A live hub as its znode says: {"hub": "host:port", "tls_port", "region", "topics",
-    "messages_per_s", "started_us"}."""
+    """A live hub as its znode says: {"hub": "host:port", "tls_port", "http" (its status
+    page's URL, or None), "region", "topics", "messages_per_s", "started_us"}."""
 
     @property
     def name(self) -> str:
@@ -67,6 +67,7 @@ class HubRegistry:
         self.name = name
         self.region = region
         self.tls_port = tls_port
+        self.http = None  # the hub's HTTP listener's URL, when it has one (its status page)
         self.started_us = time.time_ns() // 1000
         self._load = load or (lambda: (0, 0.0))
         self.hubs: dict[str, HubInfo] = {}
@@ -93,6 +94,7 @@ class HubRegistry:
             host=host.strip("[]"),
             port=int(port),
             tls_port=self.tls_port,
+            http=self.http,
             region=self.region,
             topics=topics,
             messages_per_s=round(rate, 1),
@@ -228,9 +230,12 @@ class HubRegistry:
                 hubs[info.name] = info
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue
-        before = set(self.hubs)
+        before = {name: info.get("started_us") for name, info in self.hubs.items()}
         self.take_view(hubs)
-        joined, left = set(hubs) - before, before - set(hubs)
+        joined, left = set(hubs) - set(before), set(before) - set(hubs)
+        # A hub that restarted on its address before its old session expired never left
+        # the list: its new start time says it came back (with no topics).
+        joined |= {name for name in set(hubs) & set(before) if hubs[name].get("started_us") != before[name]}
         if joined or left:
             self.log.info(
                 "hubs of the region: {hubs}{joined}{left}",
@@ -279,6 +284,14 @@ class HubRegistry:
         if loads[self.name] <= least:
             return self.name
         return min((load, _spread(topic, hub), hub) for hub, load in loads.items())[2]
+
+    def place_elsewhere(self, topic: str) -> str:
+        """The least loaded hub but this one, for a topic this hub sheds (ties broken
+        alike by every hub); this hub when it is alone."""
+        others = set(self.hubs) - {self.name}
+        if not others:
+            return self.name
+        return min((self.load_of(hub), _spread(topic, hub), hub) for hub in others)[2]
 
     def sent(self, hub: str) -> None:
         """A topic was sent to `hub` to claim: count it until its znode says its load."""

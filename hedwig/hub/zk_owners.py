@@ -6,7 +6,10 @@ when to use which; hedwig.meta.zk_layout names the paths):
 - `assignments/<topic>`, ephemeral (of the hub that chose): the hub chosen to claim an
   unowned topic (the first choice recorded wins, so hubs racing for a new topic agree);
 - `epochs/<topic>`: its version counts the claims; a claim bumps it in the same
-  transaction that creates the owner znode, and the owner's metadata writes check it.
+  transaction that creates the owner znode (and writes the claimer's name in it, so the
+  next claimer knows whom it took the topic from), and the owner's metadata writes check it;
+- `handoffs/<hub>/<topic>`, ephemeral (of the hub letting the topic go): a topic shed to
+  `<hub>` by rebalancing; that hub watches its own branch and claims what appears there.
 """
 
 import json
@@ -18,6 +21,7 @@ from hedwig.concurrency.deferreds import Waiters
 from hedwig.hub.errors import HubUnavailable, NotOwner
 from hedwig.hub.zk_hubs import HubInfo
 from hedwig.meta.interface import MetadataError
+from hedwig.meta.zk_layout import decode_name
 from hedwig.meta.zk_store import translate
 
 
@@ -36,6 +40,7 @@ class OwnerZnodes:
         self.registry = registry  # the live hubs: an assignment to one gone is stale
         self._epoch_nodes = set()  # topics whose epoch znode is known to exist
         self._unowned = {}  # topic -> Waiters told once no hub owns it (when_unowned)
+        self._handoffs = None  # (this hub, handed(topic, told), topics seen) once watched
 
     def read_owner(self, topic: str):
         """Deferred[(HubInfo, znode version)] of the topic's owner, (None, None) if none."""
@@ -102,14 +107,17 @@ class OwnerZnodes:
 
     @inlineCallbacks
     def claim(self, topic: str, me: str, tls_port):
-        """Create the owner znode and bump the topic's epoch, in one transaction; the new
-        epoch. NotOwner naming the winner when another hub claimed it first."""
+        """Create the owner znode and bump the topic's epoch, in one transaction; (the new
+        epoch, the hub that claimed it before: "" for none). NotOwner naming the winner
+        when another hub claimed it first."""
         errors = _errors()
         epoch_path = self.layout.epoch(topic)
         if topic not in self._epoch_nodes:
             created = self.session.call("create", epoch_path, b"")
             yield created.addErrback(lambda f: f.trap(errors.NodeExistsError)).addErrback(translate)
             self._epoch_nodes.add(topic)
+        before = yield self.session.call("get", epoch_path).addErrback(lambda _f: (b"", None))
+        previous = (before[0] or b"").decode("utf-8", "replace")
         transaction = self.session.transaction()
         owner_data = json.dumps({"hub": me, "tls_port": tls_port}).encode("utf-8")
         transaction.create(self.layout.owner(topic), owner_data, ephemeral=True)
@@ -124,7 +132,7 @@ class OwnerZnodes:
             self._epoch_nodes.discard(topic)
             failed = created if not isinstance(created, errors.RolledBackError) else epoch
             raise MetadataError(f"claiming topic {topic} failed: {type(failed).__name__}")
-        return epoch.version
+        return epoch.version, previous
 
     @inlineCallbacks
     def delete_owner(self, topic: str, epoch: int):
@@ -136,6 +144,55 @@ class OwnerZnodes:
             yield self.session.commit(let_go)
         except Exception as e:  # the session's end deletes it anyway
             self.log.debug("releasing topic {topic}: its owner znode: {error}", topic=topic, error=e)
+
+    # -- handing a topic to another hub (rebalancing) -------------------------------------------
+
+    def hand_off(self, topic: str, to: str, me: str, why: str):
+        """Tell hub `to` to claim the topic this hub has let go (its handoff znode, gone
+        with this hub's session). Deferred."""
+        data = json.dumps({"from": me, "why": why}).encode("utf-8")
+        path = self.layout.handoff(to, topic)
+        made = self.session.call("create", path, data, ephemeral=True, makepath=True)
+        return made.addErrback(lambda f: f.trap(_errors().NodeExistsError))
+
+    def watch_handoffs(self, me: str, handed) -> None:
+        """Call handed(topic, {"from", "why"}) for each topic handed to this hub, now and
+        as they come (a children watch, set again on every change and reconnection)."""
+        self._handoffs = (me, handed, set())
+        self._read_handoffs()
+
+    def _read_handoffs(self) -> None:
+        if self._handoffs is None:
+            return
+        me, handed, seen = self._handoffs
+        path = self.layout.handoffs(me)
+
+        def changed(_event):  # on a kazoo thread
+            self.session.call_soon(self._read_handoffs)
+
+        @inlineCallbacks
+        def listed(names):
+            topics = {decode_name(name): name for name in names}
+            seen.intersection_update(topics)
+            for topic, name in topics.items():
+                if topic in seen:
+                    continue
+                seen.add(topic)
+                try:
+                    data, _stat = yield self.session.call("get", f"{path}/{name}")
+                    told = json.loads(data.decode("utf-8"))
+                except Exception:  # (gone meanwhile, or not ours to read)
+                    told = {}
+                handed(topic, told if isinstance(told, dict) else {})
+
+        made = self.session.call("ensure_path", path)
+        made.addCallback(lambda _: self.session.call("get_children", path, watch=changed))
+        made.addCallback(listed).addErrback(
+            lambda f: self.log.debug("reading the topics handed to this hub: {error}", error=f.value)
+        )
+
+    def drop_handoff(self, me: str, topic: str) -> None:
+        self.session.call("delete", self.layout.handoff(me, topic)).addErrback(lambda _f: None)
 
     # -- waiting for a topic nobody owns ------------------------------------------------------
 
@@ -152,6 +209,7 @@ class OwnerZnodes:
         """The connection is back: kazoo dropped its watches with the old one."""
         for topic in list(self._unowned):
             self._watch(topic)
+        self._read_handoffs()
 
     def _watch(self, topic: str) -> None:
         if topic not in self._unowned:

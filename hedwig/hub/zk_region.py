@@ -146,9 +146,13 @@ class ZkRegion:
         self.hub = hub
         self.registry.name = name
         self.registry.tls_port = tls_port
+        self.registry.http = hub.http_url
         if self.ledgers is not None:
             self.ledgers.writer = name
-        return self.registry.register()
+        registered = self.registry.register()
+        if self.topics is not None:  # (topics handed to this hub by rebalancing: claimed as they come)
+            registered.addCallback(lambda _: self.topics.watch_handoffs())
+        return registered
 
     @inlineCallbacks
     def leave(self):

@@ -29,6 +29,17 @@ subscriptions get TOPIC_MOVED and their consume pointers are written, its log is
 closed, and its owner znode deleted (a lost session's went with it). Requests for it
 meanwhile wait, then look for the owner again.
 
+Handing over. A topic shed by rebalancing goes to a hub chosen for it (`hand_over`): it
+is assigned to that hub first (so requests meanwhile are sent there), released, then
+handed off (`handoffs/<hub>/<topic>`); that hub watches its handoffs and claims each at
+once, so a hub that joins takes its share then, not when each topic is next used.
+
+Every move is named, in the log and in STATS: "topic T taken over from A (why)" where a
+hub claims a topic another hub held (the epoch znode names the last claimer: a hub that
+released it, or one that left the region and was fenced), "topic T released to B (why)"
+where this hub handed it over; `zookeeper_stats` counts them by hub and keeps the last
+few (RECENT_MOVES).
+
 Connection states: while SUSPENDED the hub claims nothing (SERVICE_DOWN) and holds every
 acknowledgement (hedwig.topiclog.ack_gate); CONNECTED lets them go; LOST releases every
 topic (what was stored before any other hub fenced its ledger is acknowledged: the new
@@ -36,18 +47,23 @@ owner's recovery keeps it).
 """
 
 
+import time
+from collections import deque
+
 from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from hedwig.concurrency.deferreds import SharedOperations, Waiters
 from hedwig.hub.errors import HubUnavailable, NotOwner
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.zk_owners import OwnerZnodes
-from hedwig.meta.interface import MetadataUnavailable, OwnershipLost
+from hedwig.meta.interface import LedgerRange, MetadataUnavailable, OwnershipLost
 from hedwig.meta.zk_layout import decode_name
 from hedwig.meta.zk_session import CONNECTED, LOST, SUSPENDED
 from hedwig.meta.zk_store import translate
+from hedwig.region.settings import relay_peer
 from hedwig.topiclog.errors import TopicFenced
 
 
@@ -55,6 +71,13 @@ def _errors():
     from kazoo import exceptions
 
     return exceptions
+
+
+RECENT_MOVES = 20  # the moves STATS lists (the counts by hub cover them all)
+
+
+class _HandedTopicGone(Exception):
+    """A topic handed to this hub no longer exists (deleted meanwhile): nothing to claim."""
 
 
 @implementer(ITopicManager)
@@ -86,7 +109,12 @@ class ZkTopicManager:
         self.stopping = False
         self._connected = Waiters()  # told when the session is (re)connected
         self._clock = clock
+        # claims, redirects, releases, and topics taken over from here by another hub
         self.counts = {"claims": 0, "redirects": 0, "releases": 0, "taken_over": 0}
+        self.taken_over_from = {}  # hub -> topics this hub took from it
+        self.released_to = {}  # hub -> topics this hub handed to it
+        self.moves = deque(maxlen=RECENT_MOVES)  # {"at", "topic", "from", "to", "why"}
+        self._handed = {}  # topic -> {"from", "why"} of a handoff to this hub being claimed
         logs.on_log_closed = self._log_closed
         session.add_listener(self._state_changed)
 
@@ -118,8 +146,20 @@ class ZkTopicManager:
             "hubs": len(set(self.registry.hubs) | {self.name}),
             "owned": len(self._epochs),
             "acks_held": self._logs.gate.held,
-            **self.counts,
+            "claims": self.counts["claims"],
+            "releases": self.counts["releases"],
+            "redirects": self.counts["redirects"],
+            "taken_over_here": sum(self.taken_over_from.values()),
+            "taken_over_from": dict(self.taken_over_from),
+            "released_to": dict(self.released_to),
+            "taken_over_by_others": self.counts["taken_over"],
+            "recent_moves": list(self.moves),
         }
+
+    def _moved(self, topic: str, source: str, target: str, why: str) -> None:
+        """Remember a move of `topic` from hub `source` to hub `target` (one is this hub)."""
+        move = {"at": round(time.time(), 3), "topic": topic, "from": source, "to": target, "why": why}
+        self.moves.append(move)
 
     def owned_topics(self) -> list:
         """The topics this hub has claimed (open, or being opened), sorted."""
@@ -237,7 +277,7 @@ class ZkTopicManager:
     @inlineCallbacks
     def _claim_once(self, topic: str):
         try:
-            epoch = yield self.znodes.claim(topic, self.name, self.registry.tls_port)
+            epoch, previous = yield self.znodes.claim(topic, self.name, self.registry.tls_port)
         except NotOwner:
             self.counts["redirects"] += 1
             raise
@@ -247,7 +287,21 @@ class ZkTopicManager:
         self.registry.load_changed()
         for claimed, _released in list(self.ownership_listeners):
             claimed(topic)
-        self.log.debug("claimed topic {topic} (epoch {epoch})", topic=topic, epoch=epoch)
+        handed = self._handed.pop(topic, None)
+        if previous and previous != self.name:
+            if handed is not None and handed.get("from") == previous:
+                why = f"released there: {handed.get('why') or 'handed over'}"
+            elif previous in self.registry.hubs:
+                why = "released there"
+            else:
+                why = "that hub is no longer in the region"
+            self.taken_over_from[previous] = self.taken_over_from.get(previous, 0) + 1
+            self._moved(topic, previous, self.name, why)
+            self.log.info(
+                "topic {topic} taken over from {previous} ({why})", topic=topic, previous=previous, why=why
+            )
+        else:
+            self.log.debug("claimed topic {topic} (epoch {epoch})", topic=topic, epoch=epoch)
 
     def locate(self, topic: str, failure):
         """After a request failed because the topic left this hub: NotOwner naming the
@@ -284,6 +338,40 @@ class ZkTopicManager:
             self.counts["taken_over"] += 1
             self.log.warn("topic {topic} was taken over by another hub: released here", topic=topic)
             self.release(topic, lost=True)
+
+    @inlineCallbacks
+    def hand_over(self, topic: str, to: str, why: str):
+        """Release the topic to hub `to`, which claims it at once (see the module
+        docstring); Deferred firing once it is handed off."""
+        if topic not in self._epochs or to == self.name:
+            return
+        yield self.znodes.assign(topic, to, self.name)  # (requests meanwhile: sent to `to`)
+        yield self.release(topic)
+        if topic in self._epochs:  # (claimed again meanwhile)
+            return
+        self.released_to[to] = self.released_to.get(to, 0) + 1
+        self._moved(topic, self.name, to, why)
+        self.log.info("topic {topic} released to {to} ({why})", topic=topic, to=to, why=why)
+        yield self.znodes.hand_off(topic, to, self.name, why)
+
+    def watch_handoffs(self) -> None:
+        """Claim the topics other hubs hand to this one, as they come (once registered)."""
+        self.znodes.watch_handoffs(self.name, self._handed_over)
+
+    def _handed_over(self, topic: str, told: dict) -> None:
+        if self.stopping:
+            return
+        self._handed[topic] = told
+        claimed = self.acquire_existing(topic, _HandedTopicGone(topic))
+
+        def done(result):
+            self._handed.pop(topic, None)
+            self.znodes.drop_handoff(self.name, topic)
+            if isinstance(result, Failure):  # (another hub claimed it first, or it is gone)
+                self.log.debug("topic {topic} handed here: {error}", topic=topic, error=result.value)
+            return None
+
+        claimed.addBoth(done)
 
     @inlineCallbacks
     def _release(self, topic: str, lost: bool):
@@ -386,6 +474,39 @@ class ZkTopicManager:
         reads = yield DeferredList([self.znodes.read_owner(t) for t in owned], consumeErrors=True)
         found = {t: r[1][0].name for t, r in zip(owned, reads, strict=True) if r[0] and r[1][0] is not None}
         return {topic: found.get(topic) for topic in topics}
+
+    @inlineCallbacks
+    def unowned_subscription_rows(self, topic: str):
+        """Deferred[list]: LIST_SUBSCRIPTIONS' rows of a topic from its records alone, for
+        a topic no hub owns now (the region's listings claim nothing): consumed seq-ids as
+        last written; the last seq-id (and the lag) only when its ledgers are all closed."""
+        subscriptions = yield self._store.list_subscriptions(topic)
+        versioned = yield self._store.get_topic(topic)
+        ranges = [LedgerRange(*r) for r in versioned.value] if versioned is not None else []
+        last_seq = ranges[-1].last_seq if ranges else 0
+        rows = []
+        for subscriber_id in sorted(subscriptions):
+            state = subscriptions[subscriber_id].value
+            preferences = state.preferences or {}
+            rows.append(
+                {
+                    "topic": topic,
+                    "subscriber_id": subscriber_id,
+                    "consumed_seq": state.consumed_seq,
+                    "last_seq": last_seq,
+                    "lag": None if last_seq is None else max(0, last_seq - state.consumed_seq),
+                    "state": "no owner now (the next request places the topic)",
+                    "kind": preferences.get("kind", "exclusive"),
+                    "delivery": "pull" if preferences.get("pull") else "push",
+                    "members": 0,
+                    "pending": None,
+                    "redeliveries": None,
+                    "skipped_by_bound": None,
+                    "owner": None,
+                    "relay_to": relay_peer(subscriber_id),
+                }
+            )
+        return rows
 
     def close(self):
         """The hub is stopping: nothing more is claimed, held acknowledgements go out,

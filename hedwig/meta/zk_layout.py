@@ -6,8 +6,12 @@
     <root>/assignments/<topic>          ephemeral (of the hub that chose): the hub chosen
                                         to claim an unowned topic, which claims it when the
                                         redirected request arrives (Hedwig's shouldClaim)
-    <root>/epochs/<topic>               persistent: its version counts the topic's claims;
-                                        an owner's metadata writes check it (fencing)
+    <root>/handoffs/<hub>/<topic>       ephemeral (of the hub letting it go): a topic shed
+                                        to <hub> by rebalancing, which claims it at once
+                                        ({"from": hub, "why": ...})
+    <root>/epochs/<topic>               persistent: its version counts the topic's claims,
+                                        its data names the last hub to claim it; an
+                                        owner's metadata writes check it (fencing)
     <root>/topics/<topic>               the topic's ledger ranges (its version is the
                                         record's compare-and-set version)
     <root>/subscriptions/<topic>/<id>   a subscription: consumed seq-id, preferences and
@@ -24,7 +28,7 @@ docs/operations.md ("Regions of several hubs") shows the same tree.
 from urllib.parse import quote, unquote
 
 LAYOUT_VERSION = 1
-BRANCHES = ("hubs", "owners", "assignments", "epochs", "topics", "subscriptions", "garbage")
+BRANCHES = ("hubs", "owners", "assignments", "handoffs", "epochs", "topics", "subscriptions", "garbage")
 GARBAGE_DIGITS = 12
 
 
@@ -60,6 +64,12 @@ class ZkLayout:
 
     def assignment(self, topic: str) -> str:
         return f"{self.root}/assignments/{encode_name(topic)}"
+
+    def handoffs(self, hub: str) -> str:
+        return f"{self.root}/handoffs/{encode_name(hub)}"
+
+    def handoff(self, hub: str, topic: str) -> str:
+        return f"{self.handoffs(hub)}/{encode_name(topic)}"
 
     def epoch(self, topic: str) -> str:
         return f"{self.root}/epochs/{encode_name(topic)}"

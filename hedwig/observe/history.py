@@ -1,7 +1,8 @@
 """The last minutes of a hub's rates, for the status page's charts and its topic rates.
 
-Every `interval_s` a sample reads the hub's counters (messages published and delivered,
-each open topic's last seq-id) and the total backlog, and keeps, in a ring of
+Every `interval_s` a sample reads the hub's counters (messages stored, from clients and
+relayed in from other regions, and delivered; each open topic's last seq-id) and the
+total backlog of the users' subscriptions, and keeps, in a ring of
 `keep_s / interval_s` samples, the rates since the sample before. Memory is bounded by the
 ring and by the open topics; the hub's hot paths are untouched (they only bump the
 counters read here). Time comes in as an IReactorTime, so tests drive it with task.Clock.
@@ -43,10 +44,9 @@ class History(Service):
     def sample(self) -> dict:
         """Take one sample now; returns it (appended to `samples` once a rate is known)."""
         now = self.clock.seconds()
-        stats = self.view.hub.stats
-        published, delivered = stats.messages_published, stats.messages_delivered
+        published, delivered = self.view.messages_stored(), self.view.hub.stats.messages_delivered
         last_seqs = {name: topic_log.last_seq for name, topic_log in self.view.open_topic_logs()}
-        backlog = sum(row["backlog"] for row in self.view.subscriptions())
+        backlog = sum(row["backlog"] for row in self.view.subscriptions() if row["relay_to"] is None)
         sample = {"t": round(now, 3), "publish_rate": 0.0, "delivery_rate": 0.0, "backlog": backlog}
         previous = self._previous
         self._previous = (now, published, delivered, last_seqs)

@@ -102,8 +102,8 @@ METRICS = {
     ),
     "hedwig_zookeeper_topic_moves": (
         "counter",
-        "Topics claimed here, released from here, and taken over from here by another hub, by"
-        " event (regions on ZooKeeper only).",
+        "Topics claimed here, released from here, taken over from here by another hub, and taken"
+        " over here from another hub, by event (regions on ZooKeeper only).",
     ),
     "hedwig_requests_redirected": (
         "counter",
@@ -264,8 +264,13 @@ class HubCollector:
         stats = zookeeper()
         yield _gauge("hedwig_zookeeper_hubs", stats["hubs"])
         moves = _counter("hedwig_zookeeper_topic_moves", labels=["event"])
-        for event in ("claims", "releases", "taken_over"):
-            moves.add_metric([event], stats[event])
+        for event, key in (
+            ("claims", "claims"),
+            ("releases", "releases"),
+            ("taken_over", "taken_over_by_others"),
+            ("taken_over_here", "taken_over_here"),
+        ):
+            moves.add_metric([event], stats[key])
         yield moves
 
 

@@ -2,6 +2,7 @@
 
     /               the status page (page.py)
     /metrics        Prometheus text format (metrics.py, rendered by prometheus-client)
+    /api/           the parts below, each with its path (an index, as JSON)
     /api/status     everything the page shows, as JSON
     /api/topics, /api/subscriptions, /api/connections, /api/regions, /api/history, /api/stats
                     one part each
@@ -11,6 +12,12 @@ bounded (tables cut to view.MAX_ROWS, metric labels capped); a request announcin
 (these resources take none) is answered 413 and its connection closed before any of it
 is kept; an idle or slow connection is dropped after IDLE_TIMEOUT_S; past
 MAX_CONNECTIONS open at once, new ones are closed at once.
+
+A hedwig client pointed at this port by mistake (`hedwig --hub HOST:4081 ...`) is told
+so at once: a connection whose first bytes cannot begin an HTTP request is not HTTP, and
+when they are a hedwig HELLO frame it is answered as a hub would refuse it
+(COULD_NOT_CONNECT, naming the hub's own port), so the client fails in a moment with that
+sentence instead of waiting for a reply that never comes; anything else is answered 400.
 """
 
 import json
@@ -23,6 +30,10 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from hedwig.observe.page import render_page
+from hedwig.protocol.framing import FrameDecoder, FrameError
+from hedwig.protocol.ops import Op
+from hedwig.protocol.responses import response_frame
+from hedwig.protocol.status import Status
 
 IDLE_TIMEOUT_S = 30
 MAX_CONNECTIONS = 64
@@ -62,8 +73,12 @@ class ApiResource(_ObserverLeaf):
     """/api/<part>: the status page's JSON, whole (status) or one part of it."""
 
     def render_GET(self, request):
-        part = request.postpath[0].decode("ascii", "replace") if request.postpath else "status"
+        if request.postpath in ([], [b""]):  # /api or /api/: what there is
+            return _json(request, {"parts": {name: f"/api/{name}" for name in API_PARTS}})
+        part = request.postpath[0].decode("ascii", "replace")
         observer = self.observer
+        if part == "region" and len(request.postpath) == 1:  # (asks the region's other hubs)
+            return _later(request, observer.region_listing())
         view = observer.view
         parts = {
             "status": observer.status,
@@ -77,8 +92,33 @@ class ApiResource(_ObserverLeaf):
         read = parts.get(part)
         if read is None or len(request.postpath) > 1:
             request.setResponseCode(404)
-            return _json(request, {"error": f"no such part: {part}", "parts": sorted(parts)})
+            return _json(request, {"error": f"no such part: {part}", "parts": list(API_PARTS)})
         return _json(request, read())
+
+
+# What /api/ serves, in the order its index lists them.
+API_PARTS = ("status", "topics", "subscriptions", "connections", "regions", "region", "history", "stats")
+
+
+def _later(request, answer):
+    """Answer `request` with the JSON of a Deferred's result (a 503 saying why if it
+    fails); NOT_DONE_YET meanwhile. A request whose client left is dropped."""
+    gone = []
+    request.notifyFinish().addErrback(gone.append)
+
+    def write(value):
+        if not gone:
+            request.write(_json(request, value))
+            request.finish()
+
+    def failed(failure):
+        if not gone:
+            request.setResponseCode(503)
+            request.write(_json(request, {"error": failure.getErrorMessage()}))
+            request.finish()
+
+    answer.addCallbacks(write, failed)
+    return NOT_DONE_YET
 
 
 class PageResource(_ObserverLeaf):
@@ -149,7 +189,10 @@ class RootResource(Resource):
         if gone:
             return
         served = allowed is True  # (anything but True refuses: a guard's mistake fails closed)
-        request.write(self._serve(request) if served else Refused().render(request))
+        body = self._serve(request) if served else Refused().render(request)
+        if body is NOT_DONE_YET:  # (a part that answers later finishes the request itself)
+            return
+        request.write(body)
         request.finish()
 
     def _guard_failed(self, failure, request, gone):
@@ -183,15 +226,55 @@ class BoundedRequest(Request):
         super().gotLength(length)
 
 
+# What an HTTP request's first byte may be: a method's letter, or the empty lines a
+# server should skip before the request line (RFC 9112, 2.2).
+_HTTP_FIRST_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\r\n")
+# A hedwig HELLO is a few dozen bytes: a frame announcing more is not one.
+_MAX_HELLO_BYTES = 4096
+
+
 class BoundedChannel(HTTPChannel):
-    """An HTTP/1.1 channel counted by its site, reading nothing after a refused body."""
+    """An HTTP/1.1 channel counted by its site, reading nothing after a refused body, and
+    answering a connection that does not speak HTTP (see the module docstring)."""
 
     _requests_refused = False
+    _first_seen = False
 
     def dataReceived(self, data):
         if self._requests_refused:
             return
+        if not self._first_seen and data:
+            self._first_seen = True
+            if data[0] not in _HTTP_FIRST_BYTES:
+                self._not_http(data)
+                return
         super().dataReceived(data)
+
+    def _not_http(self, data: bytes) -> None:
+        """The peer speaks something else: a hedwig client's HELLO is refused in hedwig's
+        own terms, naming the hub's port; anything else gets a 400. Then the connection
+        closes."""
+        self._requests_refused = True
+        local = self.transport.getHost()
+        here = f"{local.host}:{local.port}"
+        hub = self.site.hub_name() if self.site.hub_name is not None else ""
+        where = f" of hedwig hub {hub}" if hub else " of a hedwig hub"
+        told = f"{here} is the HTTP port{where} (its status page, /metrics and /api), not a hedwig port"
+        if hub:
+            told += f": use --hub {hub}"
+        try:
+            frames = FrameDecoder(_MAX_HELLO_BYTES).feed(data)
+        except FrameError:
+            frames = []
+        if frames and frames[0][0] == Op.HELLO:
+            self.transport.write(response_frame(frames[0][1], Op.HELLO, Status.COULD_NOT_CONNECT, told))
+        else:
+            body = f"not an HTTP request: {told}\n".encode()
+            self.transport.write(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+            )
+        self.transport.loseConnection()
 
     def connectionLost(self, reason):
         self.site.open_connections -= 1
@@ -208,11 +291,17 @@ class ObservationSite(Site):
     noisy = False
 
     def __init__(
-        self, resource, reactor, max_connections: int = MAX_CONNECTIONS, timeout: float = IDLE_TIMEOUT_S
+        self,
+        resource,
+        reactor,
+        max_connections: int = MAX_CONNECTIONS,
+        timeout: float = IDLE_TIMEOUT_S,
+        hub_name=None,
     ):
         super().__init__(resource, timeout=timeout, reactor=reactor)  # idle timeouts on the hub's clock
         self.max_connections = max_connections
         self.open_connections = 0
+        self.hub_name = hub_name  # () -> the hub's "host:port", named to a client that took this port for it
 
     def buildProtocol(self, addr):
         if self.open_connections >= self.max_connections:

@@ -128,6 +128,34 @@ class HubView:
             "relayed": stats.get("relay") or {},
         }
 
+    def region(self) -> dict | None:
+        """A hub of a region of several (a topic manager on ZooKeeper): its ZooKeeper
+        session and the region's live hubs with their load and status pages, from the
+        view its watches keep (no ZooKeeper read); None for an embedded hub."""
+        topics = self.hub.topics
+        zookeeper = getattr(topics, "zookeeper_stats", None)
+        if zookeeper is None:
+            return None
+        stats = zookeeper()
+        hubs = [dict(row, here=row.get("hub") == self.hub.name) for row in topics.hubs()]
+        return {
+            "zookeeper": {key: stats[key] for key in ("servers", "root", "session", "session_id")},
+            "hubs": hubs,
+            "topics_owned_here": stats["owned"],
+            "taken_over_from": stats["taken_over_from"],
+            "released_to": stats["released_to"],
+            "recent_moves": stats["recent_moves"],
+        }
+
+    def messages_stored(self) -> int:
+        """Messages stored since the start: clients' publishes and those relayed in from
+        other regions (the status page's publish rate counts both)."""
+        stored = self.hub.stats.messages_published
+        relays = self.hub.regions
+        if relays is not None:
+            stored += (relays.stats().get("relay") or {}).get("appended_messages", 0)
+        return stored
+
     def ledger_totals(self) -> dict:
         store = self.ledgers
         ids = store.list_ledgers()
@@ -143,15 +171,18 @@ class HubView:
         topics = self.topics(rates)
         connections = self.connections()
         stats = self.hub.stats
+        own = [r for r in subscriptions if r["relay_to"] is None]  # (the users', not the hubs' relays)
         return {
             "hub": self.identity(),
             "totals": {
                 "topics": len(topics),
-                "subscriptions": len(subscriptions),
+                "subscriptions": len(own),
+                "relays": len(subscriptions) - len(own),
                 "connections": len(connections),
                 "messages_published": stats.messages_published,
+                "messages_stored": self.messages_stored(),
                 "messages_delivered": stats.messages_delivered,
-                "backlog": sum(r["backlog"] for r in subscriptions),
+                "backlog": sum(r["backlog"] for r in own),
                 "cache_bytes": self.hub.cache.bytes,
                 "ledgers": self.ledger_totals(),
             },
@@ -159,5 +190,6 @@ class HubView:
             "subscriptions": subscriptions[:MAX_ROWS],
             "connections": connections[:MAX_ROWS],
             "regions": self.regions(subscriptions),
+            "region": self.region(),
             "history": list(history or ()),
         }

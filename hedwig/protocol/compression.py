@@ -1,12 +1,13 @@
 """Compressed message sets: a publisher's choice, stored and delivered as it came.
 
 A publisher may compress a message set. Its header keeps the plain set's version, count
-and properties bit; bits 1-3 of the flags byte name the codec (Kafka's numbers), and
-everything after the plain set's header (the length arrays, payloads and properties
-blobs) travels as one frame of that codec, behind its length when decompressed:
+and flag bits (properties, keys, typed properties); bits 1-3 of the flags byte name the
+codec (Kafka's numbers), and everything after the plain set's header (the length arrays,
+payloads, properties blobs and keys) travels as one frame of that codec, behind its
+length when decompressed:
 
     u8  version (1)
-    u8  flags               bit 0: properties present; bits 1-3: codec
+    u8  flags               bits 0, 4, 5: the plain set's (messageset.py); bits 1-3: codec
                             (0 none, 1 gzip, 3 lz4, 4 zstd; 2 and 5-7 are refused)
     u32 count
     u32 plain_length        bytes the frame decompresses to
@@ -33,11 +34,12 @@ import zlib
 from enum import IntEnum
 
 from hedwig.protocol.messageset import (
-    FLAG_PROPERTIES,
+    FLAG_KEYS,
     ONE_MESSAGE_HEADER,
     SET_VERSION,
     MessageSetError,
     encode_message_set,
+    length_arrays,
     validate_message_set,
 )
 from hedwig.protocol.status import Status
@@ -195,7 +197,7 @@ def _compressed_header(buf, offset: int):
     version, flags, count, plain_length = _COMPRESSED_HEADER.unpack_from(buf, offset)
     flags &= ~CODEC_MASK
     # (Also what keeps every bound given to a codec above 0, which zlib reads as "none".)
-    if plain_length < 4 * count * (2 if flags & FLAG_PROPERTIES else 1) or count == 0:
+    if plain_length < 4 * count * length_arrays(flags) or count == 0:
         raise _malformed(f"a compressed set of {count} messages cannot decompress to {plain_length} bytes")
     return codec, version, flags, count, plain_length
 
@@ -247,7 +249,7 @@ def validate_published_set(
             return 1
     if len(buf) - offset < 2 or not buf[offset + 1] & CODEC_MASK:
         return validate_message_set(buf, offset, max_message_bytes)
-    _, version, _, count, plain_length = _compressed_header(buf, offset)
+    _, version, flags, count, plain_length = _compressed_header(buf, offset)
     if version != SET_VERSION:
         raise _malformed(f"unknown message set version {version}")
     plain_size = _SET_HEADER.size + plain_length
@@ -259,7 +261,8 @@ def validate_published_set(
             f"the limit of {limit} for a message set",
         )
     if max_message_bytes is not None:
-        most = _SET_HEADER.size + count * (8 + max_message_bytes)
+        # Each message's lengths (8 bytes, 12 with keys) and at most max_message_bytes.
+        most = _SET_HEADER.size + count * ((12 if flags & FLAG_KEYS else 8) + max_message_bytes)
         if plain_size > most:
             raise MessageSetError(
                 Status.MESSAGE_TOO_LARGE,
@@ -273,8 +276,9 @@ def validate_published_set(
     return validate_message_set(plain, 0, max_message_bytes)
 
 
-def encode_published_set(payloads, properties, codec: Codec) -> bytes:
-    """A client's message set for a PUBLISH: encode_message_set, compressed with `codec`
-    (a Codec from codec_named) unless it is Codec.NONE, when it is today's set."""
-    message_set = encode_message_set(payloads, properties)
+def encode_published_set(payloads, properties, codec: Codec, keys=None) -> bytes:
+    """A client's message set for a PUBLISH: encode_message_set (with `keys`, one per
+    payload or None), compressed with `codec` (a Codec from codec_named) unless it is
+    Codec.NONE, when it is the plain set."""
+    message_set = encode_message_set(payloads, properties, keys)
     return compress_message_set(message_set, codec) if codec else message_set

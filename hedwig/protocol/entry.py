@@ -27,13 +27,16 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from hedwig.protocol.compression import plain_message_set
-from hedwig.protocol.message import Message
+from hedwig.protocol.message import KeyedMessage, Message
 from hedwig.protocol.messageset import (
     ONE_MESSAGE_HEADER,
     SET_VERSION,
     MessageSetError,
     decode_properties,
-    parse_message_set,
+    decode_typed_properties,
+    extended_set_layout,
+    plain_set_layout,
+    read_extended,
     read_u32_array,
 )
 from hedwig.protocol.status import Status
@@ -172,7 +175,10 @@ def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, heade
             ]
     # A compressed set (compression.py) is decompressed here, once per entry decoded.
     message_set, offset = plain_message_set(buf, body_offset)
-    layout = parse_message_set(message_set, offset)
+    try:
+        layout = plain_set_layout(message_set, offset)
+    except KeyError:  # keys or typed properties
+        return read_extended(_decode_extended, topic, header, message_set, offset, start, stop)
     if stop is None or stop > layout.count:
         stop = layout.count
     payload_offsets = layout.payload_offsets
@@ -201,6 +207,40 @@ def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, heade
                 origin_seq + i,
             )
         )
+    return messages
+
+
+def _decode_extended(topic: str, header, message_set, offset: int, start: int, stop):
+    """decode_entry of a set with keys or typed properties: a KeyedMessage for each
+    message with a key, a Message for each without."""
+    layout = extended_set_layout(message_set, offset)
+    if stop is None or stop > layout.count:
+        stop = layout.count
+    payload_offsets = layout.payload_offsets
+    property_offsets = layout.property_offsets
+    key_offsets = layout.key_offsets
+    decode = decode_typed_properties if layout.typed else decode_properties
+    view = message_set if isinstance(message_set, bytes) else bytes(message_set)
+    first_seq = header.first_seq
+    origin_seq = header.origin_seq
+    region = header.origin_region
+    time_us = header.publish_time_us
+    messages = []
+    append = messages.append
+    for i in range(start, stop):
+        properties = (
+            decode(view[property_offsets[i] : property_offsets[i + 1]])
+            if property_offsets is not None and property_offsets[i] != property_offsets[i + 1]
+            else {}
+        )
+        payload = view[payload_offsets[i] : payload_offsets[i + 1]]
+        if key_offsets is not None and key_offsets[i] != key_offsets[i + 1]:
+            key = view[key_offsets[i] : key_offsets[i + 1]]
+            append(
+                KeyedMessage(topic, first_seq + i, payload, time_us, properties, region, origin_seq + i, key)
+            )
+        else:
+            append(Message(topic, first_seq + i, payload, time_us, properties, region, origin_seq + i))
     return messages
 
 

@@ -23,24 +23,36 @@ class Message:
     # pull subscription's redeliveries (RedeliveredMessage). A class attribute, not a
     # field: a message costs nothing more to make for it.
     delivery_count = 1
+    # Its key (bytes), None when it has none: a class attribute too, so a message
+    # without a key costs what it did before keys; one with a key is a KeyedMessage.
+    key = None
 
     @property
     def publish_time(self) -> datetime:
         return datetime.fromtimestamp(self.publish_time_us / 1e6, tz=UTC)
 
     def __repr__(self) -> str:
+        key = "" if self.key is None else f", key={self.key[:40]!r}"
         return (
             f"{type(self).__name__}(topic={self.topic!r}, seq={self.seq}, payload={self.payload[:40]!r}, "
-            f"origin={self.origin_region}:{self.origin_seq})"
+            f"origin={self.origin_region}:{self.origin_seq}{key})"
         )
+
+
+@dataclass(slots=True, repr=False)
+class KeyedMessage(Message):
+    """A message with a key (bytes, at least one byte): `key` is a field here."""
+
+    key: bytes
 
 
 @dataclass(slots=True, repr=False)
 class RedeliveredMessage(Message):
     """A message of a shared or pull subscription delivered again: its `delivery_count`
-    (2 or more) says how many times."""
+    (2 or more) says how many times; its key, if it has one, is kept."""
 
     delivery_count: int = 2
+    key: bytes | None = None
 
     @classmethod
     def again(cls, message: Message, count: int) -> "RedeliveredMessage":
@@ -53,4 +65,5 @@ class RedeliveredMessage(Message):
             message.origin_region,
             message.origin_seq,
             count,
+            message.key,
         )

@@ -15,7 +15,7 @@ from hedwig.protocol.compression import (
     validate_published_set,
 )
 from hedwig.protocol.entry import decode_entry_header
-from hedwig.protocol.messageset import FLAG_PROPERTIES, MessageSetError, read_u32_array
+from hedwig.protocol.messageset import MessageSetError, length_arrays, read_u32_array
 from hedwig.protocol.status import Status
 from hedwig.region.settings import is_region_name
 
@@ -44,7 +44,6 @@ def entry_via(data) -> str:
     return decode_entry_header(data).via
 
 
-
 def slice_message_set(buf, start: int, stop: int) -> bytes:
     """Messages [start, stop) of a (validated) message set, as a message set of their own.
 
@@ -63,26 +62,21 @@ def slice_message_set(buf, start: int, stop: int) -> bytes:
         raise ValueError(f"messages [{start}, {stop}) are not within a set of {count}")
     if start == 0 and stop == count:
         return bytes(buf)
-    has_properties = bool(flags & FLAG_PROPERTIES)
-    payload_at = _SET_HEADER.size
-    property_at = payload_at + 4 * count
-    data_at = property_at + (4 * count if has_properties else 0)
-    payload_lengths = read_u32_array(buf, payload_at, count)
-    skipped = sum(payload_lengths[:start])
-    kept = sum(payload_lengths[start:stop])
-    total_payload = skipped + kept + sum(payload_lengths[stop:])
-    parts = [
-        _SET_HEADER.pack(version, flags, stop - start),
-        buf[payload_at + 4 * start : payload_at + 4 * stop],
+    # The set's length arrays (payloads, then properties and keys if it has them) and
+    # the sections of bytes they measure, in the same order: each cut alike.
+    arrays = [
+        read_u32_array(buf, _SET_HEADER.size + 4 * count * i, count) for i in range(length_arrays(flags))
     ]
-    if has_properties:
-        parts.append(buf[property_at + 4 * start : property_at + 4 * stop])
-    parts.append(buf[data_at + skipped : data_at + skipped + kept])
-    if has_properties:
-        property_lengths = read_u32_array(buf, property_at, count)
-        blobs_at = data_at + total_payload + sum(property_lengths[:start])
-        parts.append(buf[blobs_at : blobs_at + sum(property_lengths[start:stop])])
-    return b"".join(parts)
+    head = [_SET_HEADER.pack(version, flags, stop - start)]
+    sections = []
+    section_at = _SET_HEADER.size + 4 * count * len(arrays)
+    for i, lengths in enumerate(arrays):
+        array_at = _SET_HEADER.size + 4 * count * i
+        head.append(buf[array_at + 4 * start : array_at + 4 * stop])
+        kept_at = section_at + sum(lengths[:start])
+        sections.append(buf[kept_at : kept_at + sum(lengths[start:stop])])
+        section_at += sum(lengths)
+    return b"".join(head + sections)
 
 
 def _malformed(reason: str) -> MessageSetError:

@@ -328,16 +328,22 @@ class RegionManager:
                     "state": state,
                 }
             )
+        inbox = self.inboxes.inbox(topic)
+        high = inbox.high_water if inbox is not None else None
         for child in sorted(self.children.links):
             if self.interest.wants(topic, child):
+                # The relay's pointer is the child's (its `__region__<this region>`
+                # subscription there): what is known here is what arrived of its messages.
                 rows.append(
                     {
                         "peer": child,
                         "direction": "in",
                         "subscriber_id": relay_subscriber_id(self.name),
                         "consumed_seq": None,
+                        "received_origin_seq": high.mark(child) if high is not None else None,
+                        "peer_hubs": sorted(hub for hub in self.children.links[child] if hub),
                         "lag": None,
-                        "state": "linked (the child describes this link's pointer)",
+                        "state": "linked",
                     }
                 )
         if not self.parent or not self.interest.wants(topic, self.parent):

@@ -23,10 +23,15 @@ import pyarrow.compute as pc
 from hedwig.protocol.compression import plain_message_set
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import (
+    FLAG_KEYS,
     FLAG_PROPERTIES,
+    FLAG_TYPED,
+    SET_FLAGS,
     SET_VERSION,
     MessageSetError,
     decode_properties,
+    decode_typed_properties,
+    length_arrays,
     read_u32_array,
 )
 from hedwig.spark.schema import ARROW_SCHEMA, PROPERTIES_TYPE, PUBLISH_TIME_TYPE
@@ -43,6 +48,15 @@ _MAX_OFFSET = 2**31 - 1  # Arrow binary/string columns use int32 offsets
 class CorruptEntry(ValueError):
     """An entry whose bytes do not hold what its header and length arrays say."""
 
+
+def _binary(value) -> bytes:
+    """A property value for the binary map column: bytes as they are, a typed value
+    (messageset.py) as its text in UTF-8 (true / false for a bool)."""
+    if value.__class__ is bytes:
+        return value
+    if isinstance(value, bool):
+        return b"true" if value else b"false"
+    return (value if isinstance(value, str) else repr(value)).encode("utf-8")
 
 
 class RecordBatchBuilder:
@@ -96,15 +110,19 @@ class RecordBatchBuilder:
             raise CorruptEntry(f"{where}: header says {header.count} messages, message set {count}")
         if not 0 <= start < stop <= count:
             raise CorruptEntry(f"{where}: piece [{start}, {stop}) is outside its {count} messages")
+        if flags & ~SET_FLAGS:
+            raise CorruptEntry(f"{where}: unknown message set flags {flags:#x}")
         has_properties = bool(flags & FLAG_PROPERTIES)
         position += _SET_HEADER.size
-        arrays_end = position + 4 * count * (2 if has_properties else 1)
+        arrays_end = position + 4 * count * length_arrays(flags)
         if arrays_end > len(entry):
             raise CorruptEntry(f"{where}: truncated in its length arrays")
         lengths = read_u32_array(entry, position, count)
         property_lengths = read_u32_array(entry, position + 4 * count, count) if has_properties else None
         payload_total = sum(lengths)
         data_end = arrays_end + payload_total + (sum(property_lengths) if has_properties else 0)
+        if flags & FLAG_KEYS:  # (keys lie after the properties; the batch has no key column)
+            data_end += sum(read_u32_array(entry, arrays_end - 4 * count, count))
         if data_end != len(entry):
             raise CorruptEntry(f"{where}: its lengths add up to {data_end} bytes, it has {len(entry)}")
 
@@ -130,7 +148,8 @@ class RecordBatchBuilder:
 
         rows = stop - start
         if has_properties:
-            self._add_properties(entry, arrays_end + payload_total, property_lengths, start, stop)
+            decode = decode_typed_properties if flags & FLAG_TYPED else decode_properties
+            self._add_properties(entry, arrays_end + payload_total, property_lengths, start, stop, decode)
         if self.first_seq is None:
             self.first_seq = piece_first
         self.next_seq = piece_first + rows
@@ -144,7 +163,9 @@ class RecordBatchBuilder:
         self._origin_deltas.append(header.origin_seq - header.first_seq)
         return rows
 
-    def _add_properties(self, entry, blobs_start: int, property_lengths, start: int, stop: int) -> None:
+    def _add_properties(
+        self, entry, blobs_start: int, property_lengths, start: int, stop: int, decode
+    ) -> None:
         offsets = list(accumulate(property_lengths, initial=blobs_start))
         counts, keys, values = [], [], []
         for i in range(start, stop):
@@ -152,12 +173,12 @@ class RecordBatchBuilder:
                 counts.append(0)
                 continue
             try:
-                properties = decode_properties(entry[offsets[i] : offsets[i + 1]])
+                properties = decode(entry[offsets[i] : offsets[i + 1]])
             except (MessageSetError, UnicodeDecodeError) as e:
                 raise CorruptEntry(f"topic {self.topic}: properties of a message: {e}") from None
             counts.append(len(properties))
             keys.extend(properties)
-            values.extend(properties.values())
+            values.extend(map(_binary, properties.values()))
         self._property_pieces.append((self.rows, counts, keys, values))
 
     def build(self) -> pa.RecordBatch:

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from hedwig.protocol.errors import HedwigError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
@@ -58,6 +59,12 @@ def add_drain_arguments(parser: argparse.ArgumentParser, hub_option: bool = True
         "--progress", type=float, default=5.0, metavar="S", help="seconds between progress lines (default 5)"
     )
     parser.add_argument("--master", help="Spark master (default: Spark's own, local[*] outside a cluster)")
+    parser.add_argument(
+        "--spark-log-level",
+        default="error",
+        choices=("error", "warn", "info", "debug"),
+        help="what Spark's own log shows on standard error (default error: its warnings are left out)",
+    )
 
 
 def settings_from_args(args) -> DrainSettings:
@@ -97,15 +104,26 @@ def check_hubs(settings: DrainSettings, timeout: float = HUB_CHECK_TIMEOUT_S) ->
             hubs.bounds(topic)
 
 
-def spark_session(master: str | None = None):
-    """A session for the drain; workers run this interpreter unless PYSPARK_PYTHON says."""
+# Spark's log at the level the drain asks for from the JVM's start (its default
+# configuration logs warnings, and says so, before any code of ours could change it).
+SPARK_LOG_CONFIGURATION = Path(__file__).with_name("log4j2.properties")
+
+
+def spark_session(master: str | None = None, log_level: str = "error"):
+    """A session for the drain; workers run this interpreter unless PYSPARK_PYTHON says.
+    Spark's own log shows `log_level` and above (error: none of its warnings)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName("hedwig-drain").config("spark.ui.showConsoleProgress", "false")
+    if log_level == "error":
+        options = f"-Dlog4j2.configurationFile={SPARK_LOG_CONFIGURATION.as_uri()}"
+        builder = builder.config("spark.driver.extraJavaOptions", options)
     if master:
         builder = builder.master(master)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level.upper())
+    return spark
 
 
 def run_drain(args) -> int:
@@ -131,7 +149,7 @@ def run_drain(args) -> int:
     # both are safe, the next run redoes what was not committed.
     stop = StopRequest()
     with SignalStop(stop) as signals:
-        spark = spark_session(args.master)
+        spark = spark_session(args.master, getattr(args, "spark_log_level", "error"))
         signals.install()  # the SparkContext put PySpark's SIGINT handler in place of ours
         try:
             report = drain(spark, settings, stop=stop)
@@ -146,17 +164,18 @@ def run_drain(args) -> int:
             return 130
         finally:
             spark.stop()
-    print(
-        json.dumps(
-            {
-                "drained": report.drained,
-                "committed": report.committed,
-                "acknowledged": report.acknowledged,
-                "lag": report.lag,
-                "stopped": report.stopped,
-            }
+    if getattr(args, "json", False):  # (for people: the summary line on standard error)
+        print(
+            json.dumps(
+                {
+                    "drained": report.drained,
+                    "committed": report.committed,
+                    "acknowledged": report.acknowledged,
+                    "lag": report.lag,
+                    "stopped": report.stopped,
+                }
+            )
         )
-    )
     if report.stopped:
         print(
             f"hedwig drain: stopped by {stop.reason}: drained {report.drained} messages; "

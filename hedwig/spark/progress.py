@@ -74,7 +74,8 @@ class BatchProgress:
         elapsed = max(self.clock() - self.started, 1e-9)
         how = "stopped" if stopped else "done"
         return (
-            f"{how}: drained {drained:,} messages in {self.batches} batches, {elapsed:.1f} s"
+            f"{how}: drained {drained:,} messages in {self.batches} batch{'' if self.batches == 1 else 'es'},"
+            f" {elapsed:.1f} s"
             f" ({drained / elapsed:,.0f} messages/s); lag {_lags(lag)}"
         )
 

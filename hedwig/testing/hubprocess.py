@@ -49,7 +49,8 @@ class HubProcess:
         there (twistd); `tls`: the configuration enables the TLS listener, whose port
         (`tls_port`, 0 in the configuration: a free one) is read from the log too; `http`:
         serve the status page and /metrics on a free port (`http_port`, read from the log;
-        without it the hub runs with --http-port 0, so hubs never contend for 4081)."""
+        without it the hub runs with --http-port 0, so hubs never contend for a port);
+        `http="auto"`: no --http-port at all, the hub's default (its port + 1)."""
         self.data_dir = str(data_dir)
         self.port = port
         self.extra_args = list(extra_args)
@@ -61,7 +62,7 @@ class HubProcess:
         self.tls = tls
         self.tls_port = None
         self.http = http
-        self.http_port = free_port() if http else 0
+        self.http_port = free_port() if http is True else 0
         self.log_on_stdout = log_on_stdout
         self.process = None
         self.log = collections.deque(maxlen=LOG_LINES)
@@ -86,7 +87,7 @@ class HubProcess:
         command = list(self.launcher)
         if self._host_option is not None:
             command += ["--host", self._host_option]
-        http = ["--http-port", str(self.http_port)]
+        http = [] if self.http == "auto" else ["--http-port", str(self.http_port)]
         return [*command, "--port", str(self.port), "--data-dir", self.data_dir, *http, *self.extra_args]
 
     def start(self) -> "HubProcess":
@@ -141,6 +142,8 @@ class HubProcess:
         self.host, self.port = found[0]
         if tls_found:
             self.tls_port = tls_found[0]
+        if http_found:
+            self.http_port = http_found[0]
         return self
 
     def wait_for_log(self, text: str, timeout: float = 30.0) -> bool:

@@ -49,9 +49,11 @@ def _read_header(ledgers, topic: str, ledger_id: int, entry_id: int):
 def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
     """Fence the previous owner's ledger (closing it at its last whole entry, so that the
     previous owner, should it only have paused, acknowledges nothing more); (last seq-id
-    it holds, its last publish time)."""
+    it holds, its last publish time, whether it had to be recovered: False for a ledger
+    its owner closed, as a graceful stop or a release does)."""
     try:
-        if not ledgers.is_closed(r.ledger_id):
+        recovered = not ledgers.is_closed(r.ledger_id)
+        if recovered:
             yield maybeDeferred(ledgers.fence, r.ledger_id)
         last_entry = ledgers.last_entry_id(r.ledger_id)
     except NoSuchLedger:
@@ -59,7 +61,7 @@ def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
             f"topic {topic}: its open ledger {r.ledger_id} is missing from the ledger store"
         ) from None
     if last_entry < 0:
-        return r.first_seq - 1, None
+        return r.first_seq - 1, None, recovered
     first = _read_header(ledgers, topic, r.ledger_id, 0)
     if first.first_seq != r.first_seq:
         raise LogCorrupt(
@@ -67,7 +69,7 @@ def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
             f"its range at {r.first_seq}"
         )
     last = _read_header(ledgers, topic, r.ledger_id, last_entry)
-    return last.last_seq, last.publish_time_us
+    return last.last_seq, last.publish_time_us, recovered
 
 
 # The key under which creations of new topics queue, one at a time, when topics are
@@ -124,17 +126,18 @@ def acquire_topic(
     empty_ledger = None
     if ranges and ranges[-1].last_seq is None:
         previous = ranges.pop()
-        last_seq, time_us = yield _recover_open_ledger(ledgers, topic, previous)
+        last_seq, time_us, recovered = yield _recover_open_ledger(ledgers, topic, previous)
         if last_seq >= previous.first_seq:
             ranges.append(LedgerRange(previous.ledger_id, previous.first_seq, last_seq))
             last_time_us = time_us
-            _logger.info(
-                "topic {topic}: recovered ledger {ledger_id}, seq-ids {first}..{last}",
-                topic=topic,
-                ledger_id=previous.ledger_id,
-                first=previous.first_seq,
-                last=last_seq,
-            )
+            if recovered:  # (one its writer closed, at a graceful stop or a release, needed nothing)
+                _logger.info(
+                    "topic {topic}: recovered ledger {ledger_id}, seq-ids {first}..{last}",
+                    topic=topic,
+                    ledger_id=previous.ledger_id,
+                    first=previous.first_seq,
+                    last=last_seq,
+                )
         else:
             empty_ledger = previous.ledger_id  # nothing in it: drop it once the new ranges are written
     next_seq = ranges[-1].last_seq + 1 if ranges else (previous.first_seq if empty_ledger is not None else 1)

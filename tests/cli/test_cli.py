@@ -173,7 +173,7 @@ def test_the_readme_make_run_command_serves_the_cli(tmp_path):
             "the",
             "readme",
         ]
-        assert lines(hedwig("topics", env=env)) == [f"readme  {process.address}"]
+        assert lines(hedwig("topics", env=env)) == ["TOPIC   OWNER", f"readme  {process.address}"]
         assert process.stop() == 0
 
 

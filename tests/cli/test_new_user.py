@@ -32,7 +32,7 @@ def subscriptions(hub, topic):
 
 def topic_names(result) -> list:
     """The topics `hedwig topics` lists (each line: the topic, then its owner)."""
-    return [line.split()[0] for line in lines(result)]
+    return [line.split()[0] for line in lines(result)[1:]]  # (after the heading)
 
 
 # -- 1: reading without a subscription; topics and subscriptions administered ------------------
@@ -107,7 +107,7 @@ def test_create_subscriptions_reset_and_delete(hub):
     assert refused.returncode == 1
     assert refused.stderr.decode().strip() == (
         "hedwig delete: TOPIC_BUSY: topic managed has 1 subscription(s) (s):"
-        " unsubscribe them, or force the delete"
+        " unsubscribe them, or add --force to delete them too"
     )
     ledgers = {
         ledger["ledger_id"]

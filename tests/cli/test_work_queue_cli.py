@@ -2,10 +2,13 @@
 shared subscriptions (members, pending, redeliveries), against a real hub process."""
 
 import json
+import subprocess
+import sys
 
 from hedwig.client import Client
+from hedwig.testing.hubprocess import hub_environment
 from hedwig.testing.polling import wait_until
-from tests.cli.test_cli import hedwig, lines
+from tests.cli.test_cli import ROOT, hedwig, lines
 
 
 def test_shared_members_on_the_command_line_each_take_their_own_messages(hub):
@@ -50,3 +53,30 @@ def test_work_queue_options_need_shared_and_a_kind_mismatch_is_one_line(hub):
         mismatch.stderr.decode().count("\n") == 1
         and "exclusive push subscription" in mismatch.stderr.decode()
     )
+
+
+def test_workers_started_at_the_same_moment_both_run_and_share_the_first_small_publish(hub):
+    """Two `hedwig subscribe jobs workers --shared --create` started together: neither is
+    refused (TOPIC_BUSY) while the other creates the subscription, and a publish of four
+    jobs goes two to each, not all four to the first."""
+    command = [sys.executable, "-m", "hedwig", "--hub", hub.address, "subscribe", "together", "workers"]
+    command += ["--shared", "--create", "--idle", "2"]  # (ends 2 s after its last job)
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    workers = [subprocess.Popen(command, **pipes, env=hub_environment(), cwd=ROOT) for _ in range(2)]
+    try:
+
+        def both_joined():
+            rows = json.loads(hedwig("subscriptions", "together", "--json", hub=hub).stdout or "[]")
+            return rows and rows[0]["members"] == 2
+
+        wait_until(both_joined, "both workers members of the shared subscription")
+        hedwig("publish", "together", "job-1", "job-2", "job-3", "job-4", hub=hub)
+        outcomes = [worker.communicate(timeout=60) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    for worker, (out, err) in zip(workers, outcomes, strict=True):
+        assert worker.returncode == 0 and err == b"", err.decode()
+        assert len(out.splitlines()) == 2  # two jobs each
+    printed = sorted(line for out, _ in outcomes for line in out.decode().splitlines())
+    assert printed == ["job-1", "job-2", "job-3", "job-4"]

@@ -17,8 +17,9 @@ def test_hubs_topics_and_describe_name_the_owners_from_any_hub(region):
     assert set(owners) == {f"cli-{i}" for i in range(4)}
     assert set(owners.values()) == {first.address, second.address}  # two each
     for hub in hubs.hubs:  # the same owners whichever hub is asked, in lines too
-        assert lines(hedwig("topics", hub=hub)) == [
-            f"{topic}  {owner}" for topic, owner in sorted(owners.items())
+        assert [line.split() for line in lines(hedwig("topics", hub=hub))] == [
+            ["TOPIC", "OWNER"],
+            *[[topic, owner] for topic, owner in sorted(owners.items())],
         ]
         for topic, owner in owners.items():
             described = json.loads(hedwig("describe", topic, "--json", hub=hub).stdout)
@@ -32,7 +33,17 @@ def test_hubs_topics_and_describe_name_the_owners_from_any_hub(region):
 
     wait_until(both_loaded, "both hubs listed with two topics each", 30)
     table = lines(hedwig("hubs", hub=second))
-    assert table[0].split() == ["HUB", "TOPICS", "MESSAGES/S", "TLS", "PORT", "REGION"]
+    assert table[0].split() == [
+        "HUB",
+        "TOPICS",
+        "MESSAGES/S",
+        "STARTED",
+        "STATUS",
+        "PAGE",
+        "TLS",
+        "PORT",
+        "REGION",
+    ]
     assert [line.split()[:2] for line in table[1:]] == sorted([[first.address, "2"], [second.address, "2"]])
 
 

@@ -9,7 +9,7 @@ from hedwig.delivery import SubscribeError
 from hedwig.delivery.dead_letters import DELIVERIES, ORIGINAL_SEQ, ORIGINAL_TOPIC, SUBSCRIPTION
 from hedwig.protocol import Status, SubscriptionEvent
 from hedwig.protocol.entry import decode_entry, encode_entry_header
-from hedwig.protocol.messageset import parse_message_set
+from hedwig.protocol.messageset import encode_message_set, parse_message_set
 from tests.delivery.harness import failure_of, fired
 from tests.delivery.shared_harness import SharedHarness
 
@@ -34,10 +34,72 @@ def test_members_split_the_messages_each_one_to_one_member_in_turn(tmp_path):
         h.publish(10)
     got_a, got_b = a.seqs(), b.seqs()
     assert sorted(got_a + got_b) == list(range(1, 101)), "each message to exactly one member"
-    assert len(got_a) == len(got_b) == 50, "whole entries, in turn"
-    assert got_a == sorted(got_a) and got_b == sorted(got_b), "in order per member"
+    # The first entry found both idle: half each. Then each holds some: whole entries, in turn.
+    assert got_a == [*range(1, 6), *[s for e in (1, 3, 5, 7, 9) for s in range(e * 10 + 1, e * 10 + 11)]]
+    assert got_b == [*range(6, 11), *[s for e in (2, 4, 6, 8) for s in range(e * 10 + 1, e * 10 + 11)]]
     r = row(h)
     assert (r["kind"], r["members"], r["pending"], r["state"]) == ("shared", 2, 100, "shared")
+
+
+@pytest.mark.parametrize("members", [2, 3, 4])
+def test_a_small_publish_is_spread_over_the_idle_members(tmp_path, members):
+    """Members waiting for work share the first publish: none is left idle while
+    another holds several messages of it."""
+    h = SharedHarness(tmp_path)
+    channels = [h.member_channel() for _ in range(members)]
+    for channel in channels:
+        h.join("w", channel, window=100)
+    h.turn()
+    h.publish(4)
+    got = [channel.seqs() for channel in channels]
+    assert sorted(seq for seqs in got for seq in seqs) == [1, 2, 3, 4]
+    assert max(map(len, got)) == -(-4 // members)  # as even as it can be
+    assert all(got)
+
+
+class HeldSubscriptionWrites:
+    """A metadata store whose subscription writes wait for `release()` (a slow store)."""
+
+    def __init__(self, store):
+        self._store = store
+        self._held = []
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def put_subscription(self, *args):
+        from twisted.internet.defer import Deferred
+
+        waiting = Deferred()
+        self._held.append((waiting, args))
+        return waiting
+
+    def release(self):
+        held, self._held = self._held, []
+        for waiting, args in held:
+            waiting.callback(fired(self._store.put_subscription(*args)))
+
+
+def test_members_joining_while_the_subscription_is_being_created_wait_and_all_join(tmp_path):
+    """Workers started at the same moment: the first creates the shared subscription,
+    the others, arriving while its record is written, join it once it is (never
+    TOPIC_BUSY)."""
+    from hedwig.meta.sqlite_store import SqliteMetadataStore
+
+    store = HeldSubscriptionWrites(SqliteMetadataStore(tmp_path / "meta.db"))
+    h = SharedHarness(tmp_path, metadata=store)
+    channels = [h.member_channel() for _ in range(3)]
+    joining = [
+        h.manager.subscribe(h.topic_log, channel, 1, h.request("w", kind="shared", window=100))
+        for channel in channels
+    ]
+    answers = []
+    for d in joining:
+        d.addBoth(answers.append)
+    assert answers == []  # (the record is being written: nobody is answered, nobody refused)
+    store.release()
+    assert [answer["consumed_seq"] for answer in answers] == [0, 0, 0], answers
+    assert row(h)["members"] == 3
 
 
 def test_a_member_gets_no_more_than_its_window_and_the_rest_waits_for_room(tmp_path):
@@ -313,3 +375,21 @@ def test_what_retention_removed_before_it_was_consumed_is_skipped_and_counted(tm
     r = row(h)
     assert (r["consumed_seq"], r["skipped_by_retention"], r["pending"]) == (10, 9, 5)
     assert member.take() == [11, 12, 13, 14, 15]
+
+
+def test_a_dead_letter_keeps_its_key_and_typed_properties(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=10, ack_timeout_ms=1000, max_deliveries=1)
+    h.turn()
+    sent = encode_message_set([b"x", b"y"], [{"n": 150, "ok": True}, None], [b"user-1", None])
+    fired(h.topic_log.append(sent, 2))
+    h.clock.advance(1.0)
+    [(_topic, message_set)] = h.dead_letters
+    dead = decode_entry("t.dlq", encode_entry_header(1, 2, 0, b"", 1) + message_set)
+    assert [(m.payload, m.key) for m in dead] == [(b"x", b"user-1"), (b"y", None)]
+    assert (dead[0].properties["n"], dead[0].properties["ok"], dead[0].properties[ORIGINAL_SEQ]) == (
+        150,
+        True,
+        b"1",
+    )

@@ -9,6 +9,7 @@ from twisted.python.failure import Failure
 
 from hedwig.hub.errors import NotOwner
 from hedwig.hub.forwarding import OwnerPublishing
+from hedwig.hub.peers import PeerClients
 from hedwig.protocol import encode_message_set
 from hedwig.protocol.errors import ConnectionLost, MessageTooLarge, NotAuthorized
 from hedwig.protocol.messageset import MessageSetError
@@ -22,16 +23,16 @@ def harness(tmp_path):
 
 
 def test_a_topic_owned_here_is_published_through_the_hubs_own_path(harness):
-    forwarding = OwnerPublishing(harness.parts.hub, harness.clock)
+    forwarding = OwnerPublishing(harness.parts.hub, PeerClients(harness.parts.hub, harness.clock))
     stored = []
     forwarding.publish("t.dlq", encode_message_set([b"a", b"b"])).addCallback(stored.append)
     harness.clock.advance(0.1)
     assert [(e.first_seq, e.last_seq) for e in stored] == [(1, 2)]
-    assert forwarding.forwarded == 0 and not forwarding._clients
+    assert forwarding.forwarded == 0 and not forwarding.peers._clients
 
 
 def test_no_owner_named_is_the_hubs_failure_as_it_is(harness):
-    forwarding = OwnerPublishing(harness.parts.hub, harness.clock)
+    forwarding = OwnerPublishing(harness.parts.hub, PeerClients(harness.parts.hub, harness.clock))
     failure = Failure(NotOwner("t.dlq", ""))
     assert forwarding._elsewhere(failure, "t.dlq", b"") is failure
 
@@ -49,7 +50,7 @@ def test_a_set_the_owner_refuses_as_such_is_a_message_set_error_and_the_rest_are
 ):
     """MessageSetError (a StatusError) is what makes the subscription acknowledge a dead
     letter that will never be taken; anything else delivers it again."""
-    forwarding = OwnerPublishing(harness.parts.hub, harness.clock)
+    forwarding = OwnerPublishing(harness.parts.hub, PeerClients(harness.parts.hub, harness.clock))
     result = forwarding._failed(Failure(error), "127.0.0.1:4090", object())  # (a client since dropped)
     assert bool(result.check(MessageSetError)) is acknowledged
     if acknowledged:

@@ -208,6 +208,29 @@ def test_sigkill_while_publishing_loses_no_acknowledged_publish(own_hub):
         assert client.publish("crash", b"after the crash") == len(stored) + 1
 
 
+def test_a_graceful_restart_recovers_nothing_and_a_crash_says_what_it_recovered(tmp_path):
+    """After SIGTERM the open ledgers are closed: reopening them is not a recovery, and
+    the log does not call it one; after SIGKILL it is, and says so."""
+    process = HubProcess(tmp_path / "d")
+    with process:
+        with Client(process.address) as client:
+            client.publish_many("restarted", [b"a", b"b"])
+        assert process.stop(signal.SIGTERM) == 0
+        process.restart()
+        with Client(process.address) as client:
+            assert client.publish("restarted", b"c") == 3  # (the topic opened again)
+        assert process.stop(signal.SIGTERM) == 0  # (its whole log read: what it said of the topic)
+        assert "topic restarted" not in process.output() and "recovered" not in process.output()
+        process.restart()
+        with Client(process.address) as client:
+            client.publish("restarted", b"c2")
+        process.kill()
+        process.restart()
+        with Client(process.address) as client:
+            assert client.publish("restarted", b"d") == 5
+        assert process.wait_for_log("topic restarted: recovered ledger")
+
+
 # -- the README's command -------------------------------------------------------------------------
 
 

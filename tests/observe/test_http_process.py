@@ -54,6 +54,17 @@ def test_api_status_and_the_page_show_the_topic(http_hub):
     assert content_type.startswith("text/html") and b'"topic": "shown"' in page
 
 
+@pytest.mark.parametrize("path", ["api", "api/"])
+def test_api_lists_its_parts_each_of_which_answers(http_hub, path):
+    """/api/, which the README names, is an index of the JSON parts (not a 404)."""
+    status, content_type, body = fetch(http_hub.http_url + path)
+    assert status == 200 and content_type.startswith("application/json")
+    parts = json.loads(body)["parts"]
+    assert parts["status"] == "/api/status" and "subscriptions" in parts
+    for part_path in parts.values():
+        assert fetch(http_hub.http_url + part_path.lstrip("/"))[0] == 200
+
+
 def test_a_request_held_half_sent_blocks_no_one(http_hub):
     """A peer that sends half a request and waits holds its own connection only: the
     hub answers HTTP and protocol requests meanwhile."""

@@ -11,7 +11,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 MADE_BY_THE_README = [
     "data/ledgers/00000001.ledger",  # make run
-    "data/world/metadata.sqlite3",  # the regions example (conf/regions: ../../data/<region>)
     "conf/data/metadata.sqlite3",  # hedwig hub --conf conf/hub.conf (data_dir = ./data, beside it)
     "lake/topic=orders/part-00000.parquet",  # hedwig drain --out ./lake
     "lake-checkpoint/offsets/0",  # --checkpoint ./lake-checkpoint

@@ -80,11 +80,14 @@ def test_the_package_is_imported_from_the_environment_with_its_conf_and_docs(ins
     share = venv / "share"
     assert (share / "hedwig" / "conf" / "regions" / "world.conf").is_file()
     assert {p.name for p in (share / "doc" / "hedwig").iterdir()} >= {
-        "README.md", "operations.md", "protocol.md", "architecture.md",
+        "README.md", "operations.md", "protocol.md", "architecture.md", "grafana-dashboard.json",
     }  # fmt: skip
-    assert str(share / "doc" / "hedwig" / "operations.md") in run_installed(
-        venv, elsewhere, "hedwig", "hub", "--help"
-    )
+    helped = run_installed(venv, elsewhere, "hedwig", "hub", "--help")
+    assert str(share / "doc" / "hedwig" / "operations.md") in helped
+    assert f"Example configurations: {share / 'hedwig' / 'conf'}" in helped  # (regions/ there)
+    # The region examples' data goes to /tmp, never inside the environment.
+    world = (share / "hedwig" / "conf" / "regions" / "world.conf").read_text()
+    assert "data_dir = /tmp/hedwig-regions/world\n" in world
     # Only what a hub needs: no test, Spark or ZooKeeper extras.
     listed = run_installed(venv, elsewhere, "python", "-m", "pip", "list", "--format=freeze").lower()
     assert not [name for name in ("pyspark", "pytest", "kazoo", "ruff") if f"{name}==" in listed], listed

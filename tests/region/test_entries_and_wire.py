@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hedwig.protocol import decode_entry, encode_entry_header, encode_message_set, parse_message_set
+from hedwig.protocol.compression import compress_message_set
 from hedwig.protocol.framing import FrameDecoder
 from hedwig.protocol.messageset import MessageSetError, validate_message_set
 from hedwig.protocol.ops import Op
@@ -199,3 +200,29 @@ def test_responses_split_into_status_message_and_payload():
     assert bytes(split_response(body)[3]) == b"\x01\x02"
     with pytest.raises(RequestRefused):
         split_response(b"\x0b\x00")
+
+
+@given(payloads, st.data())
+def test_a_slice_keeps_keys_and_typed_properties(items, data):
+    """A relay cutting the head off an entry keeps each message's key and typed values."""
+    count = len(items)
+    keys = data.draw(
+        st.lists(st.one_of(st.none(), st.binary(min_size=1, max_size=6)), min_size=count, max_size=count)
+    )
+    typed = data.draw(st.booleans())
+    properties = [{"n": i, "s": f"v{i}"} if typed and i % 2 else None for i in range(count)]
+    message_set = encode_message_set(items, properties, keys)
+    start = data.draw(st.integers(0, count - 1))
+    stop = data.draw(st.integers(start + 1, count))
+    sliced = slice_message_set(message_set, start, stop)
+    assert validate_message_set(sliced) == stop - start
+    for codec in (None, "gzip"):
+        cut = (
+            sliced
+            if codec is None
+            else slice_message_set(compress_message_set(message_set, codec), start, stop)
+        )
+        got = decode_entry("t", encode_entry_header(1, stop - start, 0, b"o", 1) + cut)
+        assert [bytes(m.payload) for m in got] == items[start:stop]
+        assert [m.key for m in got] == keys[start:stop]
+        assert [m.properties for m in got] == [p or {} for p in properties[start:stop]]

@@ -1,10 +1,12 @@
 """conf/regions, the README's worked region tree, run as the README says: from another
-working directory (paths in the confs are relative to them, so each hub's data lands in
-the checkout's data/<region>), a message published in europe read by a subscriber in
-world, and each hub stopped the documented way (SIGTERM: a graceful shutdown, status 0).
+working directory (each hub's data in /tmp/hedwig-regions/<region>, neither in a
+checkout's data/, which `make run` uses, nor beside an installed copy of the confs), a
+message published in europe read by a subscriber in world, and each hub stopped the
+documented way (SIGTERM: a graceful shutdown, status 0).
 
 The copy of conf/regions the test runs sits in a scratch "checkout" of its own, with free
-ports in place of 4080-4085 (other hubs may hold those) and no HTTP listeners."""
+ports in place of 4080-4085 (other hubs may hold those), no HTTP listeners, and a scratch
+directory in place of /tmp/hedwig-regions (other runs may use that)."""
 
 import re
 import shutil
@@ -21,8 +23,12 @@ REGIONS = ("world", "europe")
 RELAY_TIMEOUT_S = 60.0
 
 
-def copy_of_the_example(checkout: Path) -> Path:
-    """conf/regions under `checkout`, every example port mapped to a free one."""
+EXAMPLE_DATA = "/tmp/hedwig-regions/"
+
+
+def copy_of_the_example(checkout: Path, data: Path) -> Path:
+    """conf/regions under `checkout`, every example port mapped to a free one, the data
+    directories under `data` instead of EXAMPLE_DATA."""
     regions = checkout / "conf" / "regions"
     shutil.copytree(ROOT / "conf" / "regions", regions)
     ports = {}
@@ -33,7 +39,8 @@ def copy_of_the_example(checkout: Path) -> Path:
     for conf in regions.glob("*.conf"):
         text = re.sub(r"\b408\d\b", free, conf.read_text())
         text = re.sub(r"(\[http\][^\[]*?\nport = )\d+", r"\g<1>0", text)  # no HTTP listener
-        conf.write_text(text)
+        assert f"data_dir = {EXAMPLE_DATA}{conf.stem}\n" in text, conf
+        conf.write_text(text.replace(EXAMPLE_DATA, f"{data}/"))
     return regions
 
 
@@ -59,7 +66,8 @@ def hedwig(hub, *args) -> str:
 
 def test_the_worked_example_runs_from_any_directory_and_stops_on_sigterm(tmp_path):
     checkout = tmp_path / "checkout"
-    regions = copy_of_the_example(checkout)
+    data = tmp_path / "example-data"
+    regions = copy_of_the_example(checkout, data)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     hubs = {name: ExampleHub(regions / f"{name}.conf", elsewhere) for name in REGIONS}
@@ -75,8 +83,9 @@ def test_the_worked_example_runs_from_any_directory_and_stops_on_sigterm(tmp_pat
         for name, hub in hubs.items():
             assert hub.stop(signal.SIGTERM) == 0, hub.output()
             assert re.search(r"hedwig hub \S+ stopped", hub.output()), hub.output()
-            assert (checkout / "data" / name / "metadata.sqlite3").is_file(), name
+            assert (data / name / "metadata.sqlite3").is_file(), name
     finally:
         for hub in hubs.values():
             hub.stop()
     assert list(elsewhere.iterdir()) == []
+    assert not (checkout / "data").exists()  # (`make run`'s data directory is left alone)

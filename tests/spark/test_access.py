@@ -76,7 +76,7 @@ def test_the_drain_reaches_a_secure_hub_with_the_clis_options(tmp_path, secure_h
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     done = subprocess.run(
         [sys.executable, "-m", "hedwig", "--hub", secure_hub.tls_address, "--tls-ca", secure_hub.ca_file,
-         "--user", "alice", "drain", "--topics", "t.spark", "--out", str(out),
+         "--user", "alice", "--json", "drain", "--topics", "t.spark", "--out", str(out),
          "--checkpoint", str(checkpoint), "--once", "--subscriber", "drain-alice"],
         capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300,
     )  # fmt: skip

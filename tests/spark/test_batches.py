@@ -154,3 +154,34 @@ def test_large_entries_keep_payload_bytes_exact():
     batch = entries_to_batch("big", [(0, 2000, make_entry(7, messages))])
     assert batch.column("payload").to_pylist() == messages
     assert batch.column("seq").to_pylist() == list(range(7, 2007))
+
+
+def test_entries_with_keys_and_typed_properties_become_rows():
+    """A set with keys and typed values: the rows are its messages, typed values in the
+    binary properties column as their text (booleans true / false), keys not a column."""
+    properties = [{"n": 150, "price": 9.5, "ok": True, "color": "red", "raw": b"\xff"}, None, {"s": b"x"}]
+    entry = encode_entry_header(5, 3, T0, b"eu", 5) + encode_message_set(
+        [b"a", b"b", b"c"], properties, [b"k1", None, b"k3"]
+    )
+    rows = entries_to_batch("t", [(0, 3, entry)]).to_pylist()
+    assert [row["payload"] for row in rows] == [b"a", b"b", b"c"]
+    assert [row["seq"] for row in rows] == [5, 6, 7]
+    assert dict(rows[0]["properties"]) == {
+        "n": b"150",
+        "price": b"9.5",
+        "ok": b"true",
+        "color": b"red",
+        "raw": b"\xff",
+    }
+    assert [dict(row["properties"]) for row in rows[1:]] == [{}, {"s": b"x"}]
+    keyed_only = encode_entry_header(1, 2, T0, b"eu", 1) + encode_message_set(
+        [b"p", b"q"], None, [b"k", b"l"]
+    )
+    assert entries_to_batch("t", [(1, 2, keyed_only)]).column("payload").to_pylist() == [b"q"]
+
+
+def test_an_entry_with_flags_no_set_has_is_corrupt():
+    entry = bytearray(make_entry(1, [b"a"]))
+    entry[-10] = 0x40  # the set's flags byte (u8 version, u8 flags, u32 count, u32 length, 1-byte payload)
+    with pytest.raises(CorruptEntry, match="unknown message set flags 0x40"):
+        entries_to_batch("t", [(0, 1, bytes(entry))])

@@ -223,8 +223,8 @@ def test_a_running_drain_follows_new_messages_and_stops_cleanly_on_sigterm(spark
     with Client(hub.address) as client:
         publish(client, "live", 1, 500)
         command = [
-            sys.executable, "-m", "hedwig.commands.main", "--hub", hub.address, "drain", "--topics", "live",
-            "--out", run.out, "--checkpoint", run.checkpoint, "--subscriber", "lake",
+            sys.executable, "-m", "hedwig.commands.main", "--hub", hub.address, "--json", "drain",
+            "--topics", "live", "--out", run.out, "--checkpoint", run.checkpoint, "--subscriber", "lake",
             "--interval", "0.2", "--progress", "0.2", "--master", "local[2]",
         ]  # fmt: skip
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable)

@@ -2,6 +2,7 @@
 rows/s, lag), a summary at the end; on a terminal (a pseudo-terminal), a progress bar
 redrawn in place instead."""
 
+import json
 import os
 import pty
 import re
@@ -69,3 +70,28 @@ def test_on_a_terminal_the_drain_draws_a_progress_bar(hub, tmp_path):
     assert bars[-1] == ("300", "300")
     assert not re.search(r"^hedwig drain: batch \d+:", text, re.MULTILINE)  # the bar, not lines
     assert "hedwig drain: done: drained 300 messages in 3 batches" in text
+
+
+def test_the_drain_prints_json_only_when_asked_and_no_spark_warnings(hub, tmp_path):
+    """For people: the drain's own lines on standard error, not Spark's warnings (its
+    log shows errors unless --spark-log-level says more), and no JSON on standard output
+    unless --json."""
+    with Client(hub.address) as client:
+        publish(client, "p-quiet", 1, 20)
+    run = settings(hub, tmp_path, ["p-quiet"])
+    command = [
+        sys.executable, "-m", "hedwig.commands.main", "--hub", hub.address, "drain", "--topics", "p-quiet",
+        "--out", run.out, "--checkpoint", run.checkpoint, "--once", "--master", "local[1]",
+    ]  # fmt: skip
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == ""
+    assert not [line for line in done.stderr.splitlines() if " WARN " in line or "log level" in line], (
+        done.stderr
+    )
+    assert "hedwig drain: done: drained 20 messages in 1 batch," in done.stderr
+    again = subprocess.run([*command[:5], "--json", *command[5:]], capture_output=True, text=True, env=env,
+                           timeout=300)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout)["committed"] == {"p-quiet": 20}

@@ -18,13 +18,18 @@ from twisted.python import usage
 from zope.interface import implementer
 
 
+def _http_port(text: str):
+    """`auto` or a port number (its range is checked with the configuration)."""
+    return "auto" if text.strip().lower() == "auto" else int(text)
+
+
 class Options(usage.Options):
     optParameters = [  # noqa: N815 - twisted.python.usage's name
         ["conf", "c", None, "configuration file (`hedwig hub --example-conf`); its paths are relative to it"],
         ["host", None, None, "address to listen on (default 127.0.0.1)"],
         ["port", "p", None, "port to listen on (default 4080)", int],
         ["data-dir", "d", None, "where ledgers and metadata live (default ./data)"],
-        ["http-port", None, None, "port of the status page and /metrics (default 4081; 0: off)", int],
+        ["http-port", None, None, "status page port (default auto: --port + 1; 0: off)", _http_port],
         ["zookeeper", None, None, "ZooKeeper servers of a region of hubs ([zookeeper] servers)"],
     ]
 

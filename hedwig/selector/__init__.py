@@ -1,0 +1,62 @@
+"""Message selectors: Jakarta Messaging's filter language over a message's properties and
+its key, parsed by hand, compiled once per subscription, evaluated per message.
+
+    selector = compile_selector("color = 'red' AND n BETWEEN 100 AND 200")
+    selector.matches({"color": "red", "n": 150}, key=None)      # True
+    selector.evaluate({"n": 150})                               # None: color is NULL
+
+`compile_selector` raises SelectorError (status INVALID_MESSAGE_FILTER, with the column
+of the error) for any text that is not a selector, and returns None for an empty one
+(no selector: every message). A message passes only when its selector is TRUE. The
+language, and where hedwig chose between the brokers' readings, is docs/selectors.md.
+
+A package of its own over `hedwig.protocol` (its status), used by whoever filters: the
+hub validates a subscription's selector with it, delivery evaluates it.
+"""
+
+from hedwig.protocol.messageset import properties_and_keys
+from hedwig.selector.compiler import CompiledSelector
+from hedwig.selector.errors import SelectorError
+from hedwig.selector.parser import DEFAULT_LIMITS, SelectorLimits, parse
+
+__all__ = ["DEFAULT_LIMITS", "Selector", "SelectorError", "SelectorLimits", "compile_selector", "parse"]
+
+
+class Selector:
+    """A compiled selector.
+
+    `matches(properties, key=None)` is True when the selector is TRUE of a message
+    whose properties are `properties` (a dict as decoded: str -> bytes, str, int, float
+    or bool) and whose key is `key` (bytes or None); `evaluate` gives the three-valued
+    result (True, False, None for unknown). Both are plain functions built for this
+    selector: one call per message. `properties` names what it reads, `reads_key` says
+    whether it reads the key (a caller may skip decoding what no selector reads)."""
+
+    __slots__ = ("evaluate", "matches", "properties", "reads_key", "text", "tree")
+
+    def __init__(self, text: str, tree):
+        self.text = text
+        self.tree = tree
+        compiled = CompiledSelector(tree)
+        self.matches, self.evaluate = compiled.functions()
+        self.properties = frozenset(compiled.properties)
+        self.reads_key = compiled.reads_key
+
+    def select(self, message_set, offset: int = 0) -> list:
+        """The indexes (0-based) of the messages of a plain (decompressed) message set
+        that pass: what delivery sends of an entry, and what its consumed position moves
+        past without sending."""
+        properties, keys = properties_and_keys(message_set, offset, self.properties)
+        matches = self.matches
+        return [i for i, message_properties in enumerate(properties) if matches(message_properties, keys[i])]
+
+    def __repr__(self) -> str:
+        return f"Selector({self.text!r})"
+
+
+def compile_selector(text, limits: SelectorLimits = DEFAULT_LIMITS) -> Selector | None:
+    """The Selector of `text` (None for an empty or blank one: no selector), or
+    SelectorError saying where and why it is refused."""
+    if text is None or not text.strip(" \t\f\n\r"):
+        return None
+    return Selector(text, parse(text, limits))

@@ -197,7 +197,8 @@ _JSON = (encode_json, decode_json)
 _SPECS = (
     _request(
         Op.HELLO,
-        statuses={Status.UNSUPPORTED_VERSION},
+        # (COULD_NOT_CONNECT: from a hub's HTTP listener, hedwig/observe/resources.py)
+        statuses={Status.UNSUPPORTED_VERSION, Status.COULD_NOT_CONNECT},
         idempotent=True,
         encode=encode_hello,
         decode=decode_hello,

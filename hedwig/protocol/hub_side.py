@@ -58,6 +58,7 @@ class Stage(Enum):
 
 
 HELLO, AUTH, CHECKING, GATED, OPEN, CLOSED = Stage  # (module names: one load on the hot path)
+_AUTH = int(Op.AUTH)
 
 
 class IHubSideDriver(Interface):
@@ -114,6 +115,7 @@ class HubSideSession:
     __slots__ = (
         "_clock",
         "_driver",
+        "_check",
         "_gate",
         "_handlers",
         "_hello_reply",
@@ -155,6 +157,7 @@ class HubSideSession:
         self.max_requests = max_requests  # requests waiting for their reply before reading stops
         self.max_bytes = max_bytes  # bytes of their bodies (publishes') likewise
         self._gate = gate
+        self._check = None if gate is None else gate.check
         # Called before the last request of a read is handled (the driver's: hub/sending.py).
         self.last_request = _nothing
         self.decoder = FrameDecoder(max_frame_bytes)
@@ -212,8 +215,15 @@ class HubSideSession:
                 op, request_id, body = frame
                 if frame is last:  # (a publish's deliveries to others may leave at once)
                     self.last_request()
-                if stage is not OPEN and not self._admit(stage, op, request_id, body):
-                    continue
+                if stage is not OPEN:
+                    if stage is GATED and op != _AUTH:  # (a user's request: its permission first)
+                        try:
+                            self._check(op, body)
+                        except Exception as e:
+                            driver.request_failed(e, request_id, op, self._seconds())
+                            continue
+                    elif not self._admit(stage, op, request_id, body):
+                        continue
                 handler = handlers.get(op)
                 if handler is None:
                     self._refuse(request_id, op, Status.UNKNOWN_OPERATION, f"unknown operation {op}")
@@ -240,16 +250,9 @@ class HubSideSession:
     def _admit(self, stage, op: int, request_id: int, body) -> bool:
         """Whether a request at this stage goes on to its handler; if not, it was taken
         (HELLO, AUTH) or refused here."""
-        if stage is GATED:
-            if op == Op.AUTH:
-                self._authenticate(request_id, body)
-                return False
-            try:
-                self._gate.check(op, body)
-            except Exception as e:
-                self._driver.request_failed(e, request_id, op, self._seconds())
-                return False
-            return True
+        if stage is GATED:  # (AUTH: other requests are checked in data_received)
+            self._authenticate(request_id, body)
+            return False
         if stage is HELLO:
             self._hello(op, request_id, body)
         elif stage is AUTH and op == Op.AUTH:

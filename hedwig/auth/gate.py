@@ -1,30 +1,34 @@
 """The per-connection gate of a hub with [auth] on (IAuthorizer).
 
-A HubConnection asks its ConnectionAccess (`admit`) about every request it reads after
-HELLO, before the request's handler runs: AUTH is served here; a connection that has not
-authenticated (no AUTH, no certificate the users file maps, no anonymous access) is
-answered AUTHENTICATION_FAILED and closed; any other request needs its permission:
+A connection's ConnectionAccess is the gate of its session's handshake
+(hedwig.protocol.hub_side: the session decides when AUTH is due and refuses what comes
+too early). After HELLO it says whether the connection acts as someone already (a client
+certificate the users file maps, or anonymous access: `identify`); it checks AUTH
+(`authenticate`: the password off the reactor; a wrong one is answered
+AUTHENTICATION_FAILED after a delay, and the connection closed); and every request
+after that needs the permission its op's spec names (hedwig.protocol.spec.Permission),
+checked (`check`) as follows:
 
-    PUBLISH, SUBSCRIBE      publish / subscribe on the topic; and create, unless the
+    publish, subscribe      publish / subscribe on the topic; and create, unless the
                             topic exists (it is opened as an existing topic first, in
                             the request's place in the order, so the request cannot
                             create it); a SUBSCRIBE naming a dead-letter topic or
                             max_deliveries also publish on the dead-letter topic, and
                             create unless it is open here (the hub publishes there as
                             this user, checked again each time: auth/dead_letters.py)
-    UNSUBSCRIBE, READ_RANGE subscribe on the topic (the subscription's owner is checked
-    DESCRIBE_TOPIC          by the delivery manager; a reader needs a topic's bounds)
-    CONSUME, CLOSE_SUBSCRIPTION,  nothing more: they name a handle this connection
-    ACK, NACK, FETCH        attached under these checks
-    REGION_LINK, RELAY_PUBLISH    a region user (which region, and which origins, are
+    read                    subscribe on the topic (an UNSUBSCRIBE's subscription owner
+                            is checked by the delivery manager; a reader needs a
+                            topic's bounds)
+    none                    nothing more: a handle this connection attached under
+                            these checks, a producer id (each set is checked)
+    region                  a region user (which region, and which origins, are
                             checked where those are decoded: hedwig/region)
-    CREATE_TOPIC            create on the topic
-    LIST_SUBSCRIPTIONS      subscribe on the topic it names (every topic's: admin)
-    every other op          admin (STATS, LIST_TOPICS, DELETE_TOPIC, RESET_SUBSCRIPTION,
-                            and ops this table does not know yet: refused rather than
+    create                  create on the topic
+    read or admin           subscribe on the topic it names (every topic's: admin)
+    admin                   admin; and any op without a spec (refused rather than
                             guessed)
 
-A refusal raises RequestError(NOT_AUTHORIZED), which the connection answers and logs
+A refusal raises RequestRefused(NOT_AUTHORIZED), which the connection answers and logs
 as it does any refused request; the connection goes on. Answers are cached per user and
 topic (Principal.may), so a publisher pays the pattern match once per topic.
 """
@@ -40,15 +44,16 @@ from hedwig.auth.throttle import LoginRefused
 from hedwig.config.tls import certificate_names, is_tls, peer_certificate
 from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subscriptions
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
-from hedwig.protocol.layouts import RequestError, read_topic
+from hedwig.protocol.hub_side import IHubSideGate
+from hedwig.protocol.layouts import RequestRefused, read_topic
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import decode_subscribe
-from hedwig.protocol.responses import response_frame
+from hedwig.protocol.spec import OPS, Permission
 from hedwig.protocol.status import Status
 
 
-def not_authorized(message: str) -> RequestError:
-    return RequestError(Status.NOT_AUTHORIZED, message)
+def not_authorized(message: str) -> RequestRefused:
+    return RequestRefused(Status.NOT_AUTHORIZED, message)
 
 
 @implementer(IAuthorizer)
@@ -68,8 +73,11 @@ class AccessGate:
         return ConnectionAccess(self, connection)
 
 
+@implementer(IHubSideGate)
 class ConnectionAccess:
-    """One connection's user and the checks of its requests."""
+    """One connection's user and the checks of its requests: the gate of its session's
+    handshake (hedwig.protocol.hub_side), which decides when AUTH is due and what is
+    taken meanwhile."""
 
     log = Logger()
 
@@ -78,14 +86,12 @@ class ConnectionAccess:
         self.connection = connection
         self.principal = None
         self.authenticated = False  # by AUTH or certificate (anonymous access is not)
-        self._checking = False  # an AUTH is being checked: nothing else is taken meanwhile
-        self._looked = False  # certificate and anonymous access looked at (once, after HELLO)
 
     # -- who ------------------------------------------------------------------------------
 
-    def _identify(self) -> None:
-        """After HELLO, once: a mapped TLS client certificate, else anonymous access."""
-        self._looked = True
+    def identify(self) -> bool:
+        """After HELLO: a mapped TLS client certificate, else anonymous access; whether
+        the connection acts as a user now."""
         authenticator = self.gate.authenticator
         transport = self.connection.transport
         if is_tls(transport):
@@ -93,8 +99,9 @@ class ConnectionAccess:
             principal = authenticator.for_certificate(certificate_names(certificate)) if certificate else None
             if principal is not None:
                 self._become(principal, "its client certificate")
-                return
+                return True
         self._set(authenticator.anonymous())
+        return self.principal is not None
 
     def _set(self, principal) -> None:
         self.principal = principal
@@ -111,34 +118,14 @@ class ConnectionAccess:
             how=how,
         )
 
-    # -- the gate -------------------------------------------------------------------------
+    # -- AUTH -----------------------------------------------------------------------------
 
-    def admit(self, op: int, request_id: int, body) -> bool:
-        """Whether the request goes on to its handler (False: it was answered here).
-        Raises RequestError for a request refused with its status."""
-        if not self._looked:
-            self._identify()
-        if self._checking:  # (AUTH included: one guess per connection, whatever it pipelines)
-            why = "a request arrived while this connection's AUTH was being checked"
-            self.connection.refuse_and_close(request_id, op, Status.AUTHENTICATION_FAILED, why, succeed(None))
-            return False
-        if op == Op.AUTH:
-            self._authenticate(request_id, body)
-            return False
-        principal = self.principal
-        if principal is None:
-            why = "this hub requires AUTH after HELLO"
-            self.connection.refuse_and_close(request_id, op, Status.AUTHENTICATION_FAILED, why, succeed(None))
-            return False
-        check = _CHECKS.get(op, _admin)
-        check(self, principal, op, body)
-        return True
-
-    def _authenticate(self, request_id: int, body) -> None:
+    def authenticate(self, request_id: int, body) -> None:
+        """Check an AUTH; its outcome goes to the connection's session (which takes
+        nothing else from the connection meanwhile: one guess at a time)."""
         if self.authenticated:
-            raise RequestError(Status.MALFORMED_REQUEST, f"already authenticated as {self.principal.name}")
+            raise RequestRefused(Status.MALFORMED_REQUEST, f"already authenticated as {self.principal.name}")
         request = decode_auth(body)
-        self._checking = True
         connection = self.connection
         checked = self.gate.authenticator.authenticate(
             request.user, request.password, connection.peer_host, lambda: connection.is_open
@@ -152,7 +139,6 @@ class ConnectionAccess:
         hub's queue of checks is full), answered at once; or the check itself failed (a
         bug, or no thread to run it): the hub's fault, logged with its traceback once,
         and the client refused as for wrong credentials."""
-        self._checking = False
         if failure.check(LoginRefused):
             why = str(failure.value)
         else:
@@ -162,14 +148,11 @@ class ConnectionAccess:
         self.connection.refuse_and_close(request_id, Op.AUTH, refused, why, succeed(None))
 
     def _checked(self, principal, user: str, request_id: int) -> None:
-        self._checking = False
         connection = self.connection
         if principal is not None:
             self._become(principal, "AUTH")
             if connection.is_open:
-                connection.send_reply(
-                    response_frame(request_id, Op.AUTH, payload=encode_auth_reply(principal.name))
-                )
+                connection.session.authenticated(request_id, encode_auth_reply(principal.name))
             return
         # One line per attempt (the name, never the password); the attacker pays a delay
         # and a new connection (and HELLO) for each guess.
@@ -178,6 +161,13 @@ class ConnectionAccess:
             request_id, Op.AUTH, Status.AUTHENTICATION_FAILED, f"wrong user name or password (user {user})",
             deferLater(self.gate.clock, self.gate.failure_delay_s, lambda: None),
         )  # fmt: skip
+
+    # -- the checks -----------------------------------------------------------------------
+
+    def check(self, op: int, body) -> None:
+        """Raise RequestRefused(NOT_AUTHORIZED) unless the user holds the permission the
+        request's op needs (its spec's)."""
+        _CHECKS.get(op, _admin)(self, self.principal, op, body)
 
     # -- permissions ----------------------------------------------------------------------
 
@@ -240,32 +230,25 @@ def _handle(access, principal, op, body):
 
 
 def _region(access, principal, op, body):
-    if not principal.region:
+    if not principal.holds(Permission.REGION):
         raise not_authorized(f"{Op(op).name} is a region link's: user {principal.name} names no region")
 
 
 def _admin(access, principal, op, body):
-    if not principal.admin:
+    if not principal.holds(Permission.ADMIN):
         name = Op(op).name if op in Op._value2member_map_ else f"op {op}"
         raise not_authorized(f"user {principal.name} may not send {name} (admins only)")
 
 
-_CHECKS = {
-    Op.HELLO: _handle,  # (its handler refuses a second HELLO)
-    Op.PUBLISH: _publish,
-    Op.IDEMPOTENT_PUBLISH: _publish,  # (its body begins with the topic, as PUBLISH's)
-    Op.INIT_PRODUCER: _handle,  # (a producer id grants nothing: each set is checked)
-    Op.SUBSCRIBE: _subscribe,
-    Op.CONSUME: _handle,
-    Op.ACK: _handle,
-    Op.NACK: _handle,
-    Op.FETCH: _handle,
-    Op.CLOSE_SUBSCRIPTION: _handle,
-    Op.UNSUBSCRIBE: _read,
-    Op.READ_RANGE: _read,
-    Op.DESCRIBE_TOPIC: _read,  # (a reader needs the topic's bounds: the Spark source plans by them)
-    Op.REGION_LINK: _region,
-    Op.RELAY_PUBLISH: _region,
-    Op.CREATE_TOPIC: _create,
-    Op.LIST_SUBSCRIPTIONS: _list_subscriptions,
+# What each permission checks (hedwig.protocol.spec.Permission), and so each op's check.
+_BY_PERMISSION = {
+    Permission.NONE: _handle,
+    Permission.PUBLISH: _publish,
+    Permission.SUBSCRIBE: _subscribe,
+    Permission.READ: _read,
+    Permission.CREATE: _create,
+    Permission.READ_OR_ADMIN: _list_subscriptions,
+    Permission.REGION: _region,
+    Permission.ADMIN: _admin,
 }
+_CHECKS = {op: _BY_PERMISSION[spec.permission] for op, spec in OPS.items() if spec.permission is not None}

@@ -14,6 +14,8 @@ pattern matching once per topic, not once per request.
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
+from hedwig.protocol.spec import Permission
+
 PUBLISH = "publish"
 SUBSCRIBE = "subscribe"
 CREATE = "create"
@@ -45,6 +47,17 @@ class Principal:
                 self._answers.clear()
             self._answers[key] = answer
         return answer
+
+    def holds(self, permission: Permission) -> bool:
+        """Whether this user holds `permission`, one that names no topic (none, region,
+        admin: an op's, hedwig.protocol.spec); the others are asked of `may` per topic."""
+        if permission is Permission.NONE:
+            return True
+        if permission is Permission.ADMIN:
+            return self.admin
+        if permission is Permission.REGION:
+            return bool(self.region)
+        raise ValueError(f"{permission} is held per topic: ask may(action, topic)")
 
     def may_relay_origin(self, origin: str) -> bool:
         """Whether this region's link may relay messages first published in `origin`."""

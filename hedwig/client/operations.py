@@ -4,24 +4,15 @@ Each is routed by the client core's `_request(topic, send, retry)` (core.py), wh
 returns the adapter's form of the reply's value: the value itself (blocking), a
 Deferred (Twisted), an awaitable (asyncio). `send` gets the connection to the topic's
 hub, which answers `call(op, body)` (a Response, or what waits for one). What a request
-carries, whether it may be sent again after a lost connection, and what it does to the
-client's own subscriptions live here once; publishing and subscribing are the core's.
+carries and whether it may be sent again after a lost connection are its op's spec's
+(hedwig.protocol.spec: `encode`, `idempotent`); what it does to the client's own
+subscriptions lives here once; publishing and subscribing are the core's.
 """
 
 from hedwig.client.config import DEFAULT_READ_BYTES
 from hedwig.client.start import wire_start
 from hedwig.protocol import Op
-from hedwig.protocol.admin_requests import (
-    encode_create_topic,
-    encode_delete_topic,
-    encode_list_subscriptions,
-    encode_reset_subscription,
-)
-from hedwig.protocol.requests import (
-    encode_describe_topic,
-    encode_read_range,
-    encode_unsubscribe,
-)
+from hedwig.protocol.spec import OPS
 
 
 class ClientOperations:
@@ -30,11 +21,18 @@ class ClientOperations:
 
     __slots__ = ()
 
+    def _call(self, op: Op, topic, *fields):
+        """The request `op` made of `fields` by its spec, sent to `topic`'s hub (None: the
+        one at hand); sent again after a lost connection when the spec says it is
+        idempotent."""
+        spec = OPS[op]
+        body = spec.encode(*fields)
+        return self._request(topic, lambda c: c.call(op, body), retry=spec.idempotent)
+
     def unsubscribe(self, topic: str, subscriber_id: str):
         """Delete the durable subscription: its consumed seq-id is forgotten (one attached
         through this client is closed first)."""
-        body = encode_unsubscribe(topic, subscriber_id)
-        request = lambda: self._request(topic, lambda c: c.call(Op.UNSUBSCRIBE, body), retry=False)  # noqa: E731
+        request = lambda: self._call(Op.UNSUBSCRIBE, topic, topic, subscriber_id)  # noqa: E731
         return self._waiting.run(self._unsubscribe_steps(topic, subscriber_id, request))
 
     def read_range(self, topic: str, from_seq: int, to_seq: int = 0, max_bytes: int = DEFAULT_READ_BYTES):
@@ -46,54 +44,49 @@ class ClientOperations:
         hedwig.protocol.decode_entry). It holds at least one entry when any is in range,
         and stops adding entries once `max_bytes` is reached.
         """
-        body = encode_read_range(topic, from_seq, to_seq, max_bytes)
-        return self._request(topic, lambda c: c.call(Op.READ_RANGE, body), retry=True)
+        return self._call(Op.READ_RANGE, topic, topic, from_seq, to_seq, max_bytes)
 
     def topics(self):
         """The topics the hub holds (sorted names)."""
-        return self._request(None, lambda c: c.call(Op.LIST_TOPICS, b""), retry=True)
+        return self._call(Op.LIST_TOPICS, None)
 
     def describe(self, topic: str):
         """A topic's bounds, ledger ranges and subscribers (consumed seq-id, backlog, state);
         docs/protocol.md gives every field."""
-        body = encode_describe_topic(topic)
-        return self._request(topic, lambda c: c.call(Op.DESCRIBE_TOPIC, body), retry=True)
+        return self._call(Op.DESCRIBE_TOPIC, topic, topic)
 
     def stats(self):
         """The hub's counters."""
-        return self._request(None, lambda c: c.call(Op.STATS, b""), retry=True)
+        return self._call(Op.STATS, None)
 
     def hubs(self):
         """The region's live hubs: rows of hub ("host:port"), tls_port, region, topics
         (owned), messages_per_s and started_us; an embedded hub alone."""
-        return self._request(None, lambda c: c.call(Op.LIST_HUBS, b""), retry=True)
+        return self._call(Op.LIST_HUBS, None)
 
     def owners(self):
         """Every topic -> the "host:port" of the hub that owns it (None: no hub does now,
         the next request makes one claim it)."""
-        return self._request(None, lambda c: c.call(Op.LIST_OWNERS, b""), retry=True)
+        return self._call(Op.LIST_OWNERS, None)
 
     # -- administration ------------------------------------------------------------------
 
     def create_topic(self, topic: str):
         """Create the topic (publishing creates one too); {"topic", "created"}: created is
         False when it existed already."""
-        body = encode_create_topic(topic)
-        return self._request(topic, lambda c: c.call(Op.CREATE_TOPIC, body), retry=True)
+        return self._call(Op.CREATE_TOPIC, topic, topic)
 
     def delete_topic(self, topic: str, force: bool = False):
         """Delete the topic and its ledgers; refused (TopicBusy) while it has subscriptions
         unless `force`, which deletes them too. {"topic", "subscriptions", "ledgers"}: the
         subscriptions and ledger ids deleted. A later publish creates it afresh."""
-        body = encode_delete_topic(topic, force)
-        return self._request(topic, lambda c: c.call(Op.DELETE_TOPIC, body), retry=False)
+        return self._call(Op.DELETE_TOPIC, topic, topic, force)
 
     def subscriptions(self, topic: str | None = None):
         """Every subscription of `topic` (None: of every topic): rows of topic,
         subscriber_id, consumed_seq, last_seq, lag and state ("detached" when nobody is
         attached)."""
-        body = encode_list_subscriptions(topic)
-        return self._request(topic, lambda c: c.call(Op.LIST_SUBSCRIPTIONS, body), retry=True)
+        return self._call(Op.LIST_SUBSCRIPTIONS, topic, topic)
 
     def reset_subscription(self, topic: str, subscriber_id: str, start):
         """Move a detached subscription so that it next delivers from `start` ("earliest",
@@ -101,5 +94,4 @@ class ClientOperations:
         {"topic", "subscriber_id", "consumed_seq", "previous_seq", "next_seq"}."""
         if start is None:
             raise ValueError("a reset names where to go: 'earliest', 'latest', a seq-id or a datetime")
-        body = encode_reset_subscription(topic, subscriber_id, wire_start(start))
-        return self._request(topic, lambda c: c.call(Op.RESET_SUBSCRIPTION, body), retry=True)
+        return self._call(Op.RESET_SUBSCRIPTION, topic, topic, subscriber_id, wire_start(start))

@@ -1,42 +1,52 @@
-"""One client connection: frames in, replies in request order, deliveries out.
+"""One client connection: the Twisted protocol that drives the hub's side of it.
 
-The connection decodes frames, checks the handshake, keeps the connection's
-subscriptions (channel-local handles), and orders replies; the work itself is the
-Hub's (core.py). It is the delivery manager's IDeliveryChannel, and the transport's
-IPushProducer: when the socket buffer fills, the delivery manager pauses the channel and
-the connection stops reading requests, so neither side buffers without bound.
+HubConnection is a thin driver. What the protocol promises lives in its session
+(HubSideSession, hedwig/protocol/hub_side.py, no I/O: frames, the handshake, the
+subscription handles, replies in request order, framing errors as statuses); the
+connection hands it the bytes its transport reads and owns the parts that need the hub
+or the reactor, each given what it works with when the connection is made:
+
+    session   HubSideSession: bytes in, each request to its op's handler (Hub.handlers,
+              hub/handlers.py), replies out in order
+    answers   Answerer (answers.py): a request's outcome as its reply, a failure as its
+              status, counted and logged
+    flow      DeliveryFlow (flow.py): deliveries out, held until their SUBSCRIBE reply,
+              and their backpressure (the delivery manager pauses the channel)
+    intake    IntakeGuard (partial_requests.py): the hub-wide budget of partial frames,
+              and the frame timeout
+
+The connection is what handlers act on (its `replies`, `handles`, `answer` and `fail`
+are its parts'), the delivery manager's IDeliveryChannel (the flow's methods, handed over
+as they are), and the transport's IPushProducer: when the socket buffer fills, the
+delivery manager pauses the channel and the connection stops reading requests, so
+neither side buffers without bound. Every byte to the client goes through `write` /
+`write_sequence` (hub/sending.py sends what a read produces at its end), and the
+connection is closed only with `close_when_sent`.
 
 Error handling, as the protocol promises: a framing error (bad length, oversized frame,
 a request before HELLO, a wrong version) is answered and the connection closed once the
 earlier replies are out; any other bad request is answered with its status and the
-connection goes on. Each refusal is logged once; nothing stored changes.
-
-HubConnection is split by job: this module reads frames, dispatches them and orders the
-replies; handlers.py holds the handler of each op (the HANDLERS table); flow.py the
-deliveries and the backpressure both ways.
+connection goes on. Each refusal is logged once per peer per interval; nothing stored
+changes.
 """
 
-from twisted.internet.defer import Deferred, maybeDeferred
+from functools import partial
+
+from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import Protocol, ServerFactory
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.config.tls import handshake_failure, is_tls
 from hedwig.delivery.interface import ISharedDeliveryChannel
-from hedwig.hub.errors import status_for
+from hedwig.hub.answers import Answerer
 from hedwig.hub.flow import DeliveryFlow
-from hedwig.hub.handlers import HANDLERS, RequestHandlers
-from hedwig.hub.partial_requests import PartialRequests
-from hedwig.hub.replies import ReplyQueue
-from hedwig.hub.stats import op_name
-from hedwig.meta.interface import OwnershipLost
-from hedwig.protocol.framing import FrameDecoder, FrameError, FrameTooLarge
-from hedwig.protocol.ops import Op
-from hedwig.protocol.responses import response_frame
+from hedwig.hub.partial_requests import IntakeGuard
+from hedwig.protocol.hub_side import CLOSED, HubSideSession, IHubSideDriver
+from hedwig.protocol.requests import encode_hello_reply
 from hedwig.protocol.status import Status
-from hedwig.topiclog.errors import TopicFenced
 
 # Requests read but not yet answered, per connection: past either bound the connection
 # stops reading until half of them are answered, so a client pipelining publishes faster
@@ -50,8 +60,8 @@ def _describe_peer(address) -> str:
     return f"{host}:{address.port}" if host is not None else str(address)
 
 
-@implementer(ISharedDeliveryChannel, IPushProducer)
-class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
+@implementer(IHubSideDriver, ISharedDeliveryChannel, IPushProducer)
+class HubConnection(Protocol):
     log = Logger()
     is_hub_peer = False  # region relays (reserved "__" subscriber ids) are hubs' own connections
 
@@ -61,25 +71,42 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         self.peer_host = "?"  # the peer its client errors are counted under (hub/peerlog.py)
         self.client_name = ""
         self.principal = None  # the user it acts as, with [auth] on (hedwig.auth)
-        self.access = None if hub.auth is None else hub.auth.connection_access(self)
         self.closed = Deferred()  # fires once the connection is gone and its pointers flushed
-        self._decoder = FrameDecoder(hub.max_frame_bytes)
-        self._replies = None
-        self._greeted = False
-        self._reading = True  # False once closing or draining: further requests are ignored
-        self._read_paused = False  # the transport was told to stop reading
-        self._inflight_bytes = 0  # publish bodies read and not yet answered
-        self._too_busy = False
-        self.max_inflight_requests = MAX_INFLIGHT_REQUESTS
-        self.max_inflight_bytes = MAX_INFLIGHT_BYTES
-        self._subscriptions = {}  # handle -> (topic, subscriber_id)
-        self._handles = {}  # (topic, subscriber_id) -> handle
-        self._held = {}  # handle -> chunks to write right after its SUBSCRIBE reply
-        self._held_bytes = 0
-        self._next_handle = 1
-        self._transport_full = False
-        self._delivery_paused = False
+        self._writes = hub.writes
         self._connected = False
+        self._read_paused = False  # the transport was told to stop reading
+        self._idle = Waiters()  # stop_reading's callers, fired once no reply is owed
+        config = hub.config.hub
+        access = None if hub.auth is None else hub.auth.connection_access(self)
+        self.session = session = HubSideSession(
+            self,
+            hub.handlers,
+            clock=hub.clock,
+            hello_reply=encode_hello_reply(hub.region, hub.name, hub.max_frame_bytes, hub.max_message_bytes),
+            hello_timeout_s=config.hello_timeout_s,
+            max_frame_bytes=hub.max_frame_bytes,
+            max_requests=MAX_INFLIGHT_REQUESTS,
+            max_bytes=MAX_INFLIGHT_BYTES,
+            gate=access,
+        )
+        self.answers = answers = Answerer(self, hub, session.replies)
+        self.flow = flow = DeliveryFlow(self, session.handles, hub, self.write, self.write_sequence)
+        self.intake = IntakeGuard(self, session, hub.intake, hub.clock, config.frame_timeout_s)
+        self._decoder = session.decoder
+        # What handlers act on: the session's replies and handles, the answers.
+        self.replies = session.replies
+        self.handles = session.handles
+        self.answer = answers.answer
+        self.fail = answers.fail
+        # IDeliveryChannel: the delivery manager's calls go to the flow as they are.
+        self.deliver = flow.deliver
+        self.redeliver = flow.redeliver
+        self.fetch_done = flow.fetch_done
+        self.subscription_ended = flow.subscription_ended
+        self.subscription_removed = flow.subscription_removed
+        self.release_held = flow.release_held
+        self.drop_held = flow.drop_held
+        self.forget_subscription = flow.forget_subscription
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -90,30 +117,26 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
         if set_no_delay is not None:  # deliveries are small writes: never wait on Nagle
             set_no_delay(True)
-        self._replies = ReplyQueue(self.write, self.write_sequence, self._replies_released)
+        # The last request of a read: a small write to another connection leaves at once.
+        self.session.last_request = partial(self._writes.last_request, self.transport)
         self.transport.registerProducer(self, True)
         self._connected = True
-        self._start_hello_timer()
+        self.session.start()
         self.hub.connection_made(self)
 
     def connectionLost(self, reason=None):
-        was_reading = self._reading
-        self._reading = False
+        was_reading = self.session.stage is not CLOSED
         self._connected = False
         if was_reading and self._decoder.buffered:  # (after a framing error it was logged already)
-            self._client_error(
+            self.client_error(
                 "{peer}: disconnected mid-frame; {count} bytes of an incomplete frame discarded",
                 count=self._decoder.buffered,
             )
-        self._stop_partial_requests()
+        self.intake.stop()
+        self.session.connection_lost()
         failure = handshake_failure(reason) if reason is not None and is_tls(self.transport) else None
         if failure is not None:
-            self._client_error("{peer}: {failure}", failure=failure)
-        self._replies.discard()
-        self._subscriptions.clear()
-        self._handles.clear()
-        self._held.clear()
-        self._held_bytes = 0
+            self.client_error("{peer}: {failure}", failure=failure)
         lost = maybeDeferred(self.hub.connection_lost, self)
         lost.addErrback(
             lambda f: self.log.failure("{peer}: flushing subscriptions failed", f, peer=self.peer)
@@ -122,9 +145,17 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
 
     def stop_reading(self) -> Deferred:
         """Take no more requests (shutdown); fires once every pending reply is out."""
-        self._reading = False
-        self._update_reading()
-        return self._replies.when_idle()
+        self.session.stop_reading()
+        if not self.replies.waiting:
+            return succeed(None)
+        return self._idle.wait()
+
+    def abandon(self) -> None:
+        """Close a connection that broke a time limit: nothing more is read or answered,
+        and what it held is released now, whether or not its socket goes at once."""
+        self.session.stop_reading()
+        self.intake.release()
+        self.transport.abortConnection()
 
     @property
     def is_open(self) -> bool:
@@ -132,202 +163,155 @@ class HubConnection(RequestHandlers, DeliveryFlow, PartialRequests, Protocol):
         return self._connected
 
     @property
+    def max_inflight_requests(self) -> int:
+        """Requests read and not yet answered before the connection stops reading (the
+        session's bound)."""
+        return self.session.max_requests
+
+    @max_inflight_requests.setter
+    def max_inflight_requests(self, count: int) -> None:
+        self.session.max_requests = count
+
+    @property
+    def max_inflight_bytes(self) -> int:
+        """Bytes of those requests' bodies likewise."""
+        return self.session.max_bytes
+
+    @max_inflight_bytes.setter
+    def max_inflight_bytes(self, size: int) -> None:
+        self.session.max_bytes = size
+
+    @property
     def subscription_count(self) -> int:
-        return len(self._subscriptions)
+        return len(self.handles)
 
     @property
     def buffered_bytes(self) -> int:
         """Bytes of an incomplete request frame read and held (observed by /metrics)."""
         return self._decoder.buffered
 
-    # -- frames in --------------------------------------------------------------------------
+    # -- bytes in ---------------------------------------------------------------------------
 
     def dataReceived(self, data):
-        if not self._reading:
+        session = self.session
+        if session.stage is CLOSED:
             return
-        writes = self.hub.writes
+        writes = self._writes
         writes.begin()  # what this read makes the hub write leaves at its end (sending.py)
         try:
-            self._read(data)
+            session.data_received(data)
+            if session.stage is CLOSED:  # (closing: what is left of the stream is never read)
+                self.intake.release()
+            elif self._decoder.partial or self.intake.reserved:  # (else nothing to reserve or release)
+                self.intake.after_read()
         finally:
             writes.end()
-
-    def _read(self, data) -> None:
-        framing_error = None
-        try:
-            frames = self._decoder.feed(data)
-        except FrameError as e:
-            # Answer the whole frames that came before the bad one, then refuse the stream.
-            frames, framing_error = e.frames, e
-        self._dispatch(frames)
-        if framing_error is not None and self._reading:
-            too_large = isinstance(framing_error, FrameTooLarge)
-            status = Status.FRAME_TOO_LARGE if too_large else Status.MALFORMED_REQUEST
-            self._protocol_error(0, 0, status, str(framing_error))
-        if self._reading:
-            if self._decoder.partial or self._frame_reserved:  # (else nothing to reserve or release)
-                self._last_read = self.hub.clock.seconds()  # (a frame's stall counts from here)
-                self._reserve_frame()
-        else:  # (closing: what is left of the stream is never read)
-            self._release_frame()
 
     # -- bytes out (sending.py: held while a read is handled, then sent at once) -------------
 
     def write(self, data: bytes) -> None:
         """Send a frame. Every byte to the client goes through here or write_sequence, in
         order; never straight to the transport."""
-        self.hub.writes.write(self.transport, data)
+        self._writes.write(self.transport, data)
 
     def write_sequence(self, chunks) -> None:
-        self.hub.writes.write_sequence(self.transport, chunks)
+        self._writes.write_sequence(self.transport, chunks)
 
     def close_when_sent(self) -> None:
         """Close once what was written is sent (transport.loseConnection, after it)."""
-        self.hub.writes.flush(self.transport)
+        self._writes.flush(self.transport)
         self.transport.loseConnection()
 
-    def _dispatch(self, frames) -> None:
-        last = frames[-1] if frames else None
-        for frame in frames:
-            if not self._reading:
-                return
-            op, request_id, body = frame
-            if frame is last:  # (its subscribers' deliveries leave at once: sending.py)
-                self.hub.writes.last_request(self.transport)
-            if not self._greeted:
-                self._hello(op, request_id, body)
-                if self._greeted:
-                    self._hello_done()
-                continue
-            if self.access is not None and not self._admitted(op, request_id, body):
-                continue  # ([auth] on: AUTH, or refused, answered by the gate)
-            handler = HANDLERS.get(op) or self.hub.extra_handlers.get(op)
-            if handler is None:
-                self.hub.stats.unknown_operations += 1
-                self._refuse(request_id, op, Status.UNKNOWN_OPERATION, f"unknown operation {op}")
-                continue
-            started = self.hub.clock.seconds()
-            try:
-                handler(self, request_id, body, started)
-            except Exception as e:  # every failure becomes a status
-                self._failed(Failure(e), None, request_id, op, started)
-        if (
-            len(self._replies.waiting) >= self.max_inflight_requests
-            or self._inflight_bytes >= self.max_inflight_bytes
-        ):
-            self._too_busy = True
-            self._update_reading()
+    # -- what the session tells its driver (IHubSideDriver) ------------------------------------
 
-    def _protocol_error(self, request_id: int, op: int, status: Status, message: str) -> None:
-        """Answer, then close once the earlier replies are out; read nothing more."""
-        self._client_error(
-            "{peer}: {status}: {message}; closing the connection",
-            status=status.name,
-            message=message,
-        )
-        self.hub.stats.protocol_errors += 1
-        self._reading = False
-        self._update_reading()
-        self._replies.send(response_frame(request_id, op, status, message), self.close_when_sent)
+    def greeted(self, client_name: str) -> None:
+        self.client_name = client_name
+        self.log.info("{peer}: hello from {client}", peer=self.peer, client=client_name or "a client")
+        self.hub.stats.record("hello", True, 0.0)
 
-    def _refuse(self, request_id: int, op: int, status: Status, message: str) -> None:
-        self._client_error(
+    def refused(self, request_id: int, op: int, status: Status, message: str, closing: bool) -> None:
+        stats = self.hub.stats
+        if closing:
+            stats.protocol_errors += 1
+            self.client_error(
+                "{peer}: {status}: {message}; closing the connection", status=status.name, message=message
+            )
+            return
+        if status is Status.UNKNOWN_OPERATION:
+            stats.unknown_operations += 1
+        self.client_error(
             "{peer}: request {request_id} (op {op}) refused: {status}: {message}",
             request_id=request_id,
             op=op,
             status=status.name,
             message=message,
         )
-        self._replies.send(response_frame(request_id, op, status, message))
 
-    def _failed(self, failure: Failure, slot, request_id: int, op: int, started: float, topic=None) -> None:
-        """Answer a failed request with its status (in its slot when it has one). A
-        publish to `topic` that failed because another hub took the topic over is
-        answered with a redirect to that hub."""
-        if topic is not None and failure.check(TopicFenced, OwnershipLost):
-            located = self.hub.locate_moved(topic, failure)
-            located.addErrback(self._failed, slot, request_id, op, started)
+    def request_failed(self, error: Exception, request_id: int, op: int, started: float) -> None:
+        self.answers.fail(error, None, request_id, op, started)
+
+    def reading_changed(self) -> None:
+        self.update_reading()
+
+    def replies_idle(self) -> None:
+        self._idle.fire()
+
+    def hello_overdue(self, timeout: float) -> None:
+        if not self._connected:
             return
-        status, message, expected = status_for(failure.value)
-        name = op_name(op)
-        self.hub.stats.record(name, False, self.hub.clock.seconds() - started)
-        if status is Status.NOT_RESPONSIBLE_FOR_TOPIC:  # a region's routine: the client follows
-            self.hub.stats.redirected += 1
-            self.log.debug(
-                "{peer}: {op} request {request_id} redirected to {owner}",
-                peer=self.peer,
-                op=name.upper(),
-                request_id=request_id,
-                owner=message or "(no owner known)",
-            )
-        elif expected:
-            self._client_error(
-                "{peer}: {op} request {request_id} refused: {status}: {message}",
-                op=name.upper(),
-                request_id=request_id,
-                status=status.name,
-                message=message,
-            )
-        else:
-            self.log.failure(
-                "{peer}: {op} request {request_id} failed",
-                failure,
-                peer=self.peer,
-                op=name.upper(),
-                request_id=request_id,
-            )
-        frame = response_frame(request_id, op, status, message)
-        if slot is None:
-            self._replies.send(frame)
-        else:
-            self._replies.fill(slot, frame)
+        self.hub.stats.hello_timeouts += 1
+        self.client_error(
+            "{peer}: no HELLO within {timeout:g}s of connecting ({count} bytes received);"
+            " closing the connection",
+            timeout=timeout,
+            count=self._decoder.buffered,
+        )
+        self.abandon()
 
-    def answer(self, deferred: Deferred, request_id: int, op: Op, started: float, encode) -> None:
-        """Reply with encode(result) (a whole frame, or a list of chunks) in request order
-        once `deferred` fires, or with the failure's status. Handlers registered with
-        Hub.register_op answer through this too."""
-        slot = self._replies.reserve()
-        name = op_name(op)
+    def client_error(self, format: str, **fields) -> None:
+        """A line about this client's mistake: once per peer per interval (hub/peerlog.py)."""
+        self.hub.client_errors.warn(self.log, self.peer_host, format, peer=self.peer, **fields)
 
-        def done(result):
-            self.hub.stats.record(name, True, self.hub.clock.seconds() - started)
-            self._replies.fill(slot, encode(result))
-
-        deferred.addCallback(done).addErrback(self._failed, slot, request_id, op, started)
-
-    def _admitted(self, op: int, request_id: int, body) -> bool:
-        """[auth] on: whether the request goes on to its handler; if not, the gate
-        (hedwig.auth.gate) answered it, or refused it with a status answered here."""
-        try:
-            return self.access.admit(op, request_id, body)
-        except Exception as e:
-            self._failed(Failure(e), None, request_id, op, self.hub.clock.seconds())
-            return False
-
-    def send_reply(self, frame: bytes) -> None:
-        """Send a reply after those already queued (the gate's answer to AUTH)."""
-        self._replies.send(frame)
+    # -- what the gate tells the connection (hedwig.auth.gate) ------------------------------
 
     def refuse_and_close(self, request_id: int, op: int, status: Status, message: str, after) -> None:
         """Read nothing more; once `after` (a Deferred: a failed AUTH's delay) fires,
         answer with `status` and close once the earlier replies are out."""
-        self._reading = False
-        self._update_reading()
+        self.session.stop_reading()
 
         def refuse(_):
             if self._connected:
-                self._protocol_error(request_id, op, status, message)
+                self.session.refuse_and_close(request_id, op, status, message)
 
         after.addCallback(refuse)
 
-    # -- handlers ---------------------------------------------------------------------------
+    # -- reading: IPushProducer (registered on the transport) ---------------------------------
 
-    # -- IDeliveryChannel -------------------------------------------------------------------
+    def pauseProducing(self):
+        self.flow.transport_full = True
+        self.update_reading()  # read no requests while the client reads nothing
+        self.flow.update()
 
-    # -- IPushProducer (registered on the transport) ----------------------------------------
+    def resumeProducing(self):
+        self.flow.transport_full = False
+        self.update_reading()
+        self.flow.update()
 
+    def stopProducing(self):
+        self.session.stop_reading()
 
-
+    def update_reading(self) -> None:
+        """Read requests unless the session takes none (closing, or too many in flight),
+        the socket is full, or the frame in progress waits for the hub's intake budget."""
+        pause = not self.session.reading or self.flow.transport_full or self.intake.awaiting
+        if pause == self._read_paused or not self._connected or self.transport.disconnecting:
+            return
+        self._read_paused = pause
+        if pause:
+            self.transport.pauseProducing()
+        else:
+            self.intake.reading_resumed()
+            self.transport.resumeProducing()
 
 
 class HubFactory(ServerFactory):

@@ -13,6 +13,7 @@ from twisted.logger import Logger
 from hedwig.concurrency.deferreds import as_deferred
 from hedwig.config.settings import Config
 from hedwig.hub.errors import HubStopping
+from hedwig.hub.handlers import request_handlers
 from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
 from hedwig.hub.producers import Producers
@@ -22,7 +23,8 @@ from hedwig.hub.stats import HubStats, op_name
 from hedwig.protocol.compression import validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import ReadRange, RequestError, Subscribe, read_range_reply_parts
+from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
+from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.region.settings import relay_peer
 
@@ -34,10 +36,9 @@ MAX_READ_RANGE_ENTRIES = 100_000
 # above: its kind and delivery, members attached, messages delivered and not acknowledged,
 # redeliveries, and what its message bound skipped.
 _WORK_QUEUE_COLUMNS = ("kind", "delivery", "members", "pending", "redeliveries", "skipped_by_bound")
-# The ops every hub serves (hub/handlers.py); a region's are registered beside them.
-CORE_OPS = tuple(
-    op for op in Op if op < Op.RESPONSE and op not in (Op.REGION_LINK, Op.RELAY_PUBLISH)
-)
+# The ops every hub serves (hub/handlers.py, and AUTH: hedwig/auth/gate.py); a region's
+# are registered beside them.
+CORE_OPS = tuple(op for op, spec in OPS.items() if spec.direction is Direction.CLIENT_TO_HUB)
 
 
 class Hub:
@@ -66,24 +67,24 @@ class Hub:
         # about clients' mistakes are written once per peer per interval (hub/peerlog.py).
         self.intake = RequestIntake(config.hub.max_partial_request_bytes)
         self.client_errors = PeerLog(clock, config.hub.client_error_log_interval_s)
-        # op -> handler(connection, request_id, body, started) for ops served beyond the
-        # core protocol (region links); see register_op.
-        self.extra_handlers = {}
         self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
         self.peers = None  # PeerClients (hub/peers.py): the region's other hubs, in a region of several
         self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
         self.started_at = clock.seconds()
         self.producers = Producers(self)  # idempotent publishes (hub/producers.py)
+        # op -> handle(connection, request_id, body, started): every op's handler
+        # (hub/handlers.py), and those of ops served beyond the core protocol (register_op).
+        self.handlers = request_handlers(self)
 
     def register_op(self, op: int, handler) -> None:
         """Serve `op` on every connection: `handler(connection, request_id, body, started)`
-        decodes the body, raises RequestError (or any error status_for knows) for a bad
+        decodes the body, raises RequestRefused (or any error status_for knows) for a bad
         request, and replies with connection.answer(deferred, request_id, op, started,
         encode). Its stats are counted under the op's name."""
-        if op in self.extra_handlers or op in CORE_OPS:
+        if op in self.handlers or op in CORE_OPS:
             raise ValueError(f"op {op} is already served")
-        self.extra_handlers[op] = handler
+        self.handlers[op] = handler
 
     def attach_relays(self, relays) -> None:
         """Relay between regions through `relays` (IRelays): serve its ops, give it to the
@@ -139,7 +140,7 @@ class Hub:
             return fail(HubStopping())
         if request.subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
             return fail(
-                RequestError(
+                RequestRefused(
                     Status.INVALID_SUBSCRIBER_ID,
                     f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are reserved for hubs",
                 )
@@ -155,7 +156,7 @@ class Hub:
         another) is told it ended."""
         if subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX) and not channel.is_hub_peer:
             return fail(
-                RequestError(
+                RequestRefused(
                     Status.INVALID_SUBSCRIBER_ID,
                     f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are reserved for hubs",
                 )
@@ -189,7 +190,7 @@ class Hub:
 
         def opened(exists):
             if not exists:
-                raise RequestError(Status.NO_SUCH_TOPIC, f"topic {topic} does not exist")
+                raise RequestRefused(Status.NO_SUCH_TOPIC, f"topic {topic} does not exist")
             return self.topics.acquire(topic)
 
         return self.topics.exists(topic).addCallback(opened)
@@ -296,7 +297,7 @@ class Hub:
 
         def check(names, topic_log):
             if names and not force:
-                raise RequestError(
+                raise RequestRefused(
                     Status.TOPIC_BUSY,
                     f"topic {topic} has {len(names)} subscription(s) ({', '.join(names)}): "
                     "unsubscribe them, or force the delete",
@@ -384,7 +385,7 @@ class Hub:
         """Deferred[{"topic", "subscriber_id", "consumed_seq", "previous_seq", "next_seq"}]."""
         if subscriber_id.startswith(RESERVED_SUBSCRIBER_PREFIX):
             return fail(
-                RequestError(
+                RequestRefused(
                     Status.INVALID_SUBSCRIBER_ID,
                     f"subscriber ids beginning {RESERVED_SUBSCRIBER_PREFIX!r} are the hubs' to move",
                 )

@@ -9,7 +9,7 @@ from hedwig.delivery.interface import SubscribeError
 from hedwig.ledger.interface import LedgerError, LedgerUnavailable, StorageFull
 from hedwig.meta.interface import BadVersion, MetadataError, MetadataFull, MetadataUnavailable, OwnershipLost
 from hedwig.protocol.messageset import MessageSetError
-from hedwig.protocol.requests import RequestError
+from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 from hedwig.topiclog.errors import LogError, SeqOutOfRange, TooManyTopics, TopicFenced
 
@@ -18,9 +18,10 @@ class HubStopping(Exception):
     """The hub is shutting down and takes no new work."""
 
 
-class ServiceDown(Exception):
+class HubUnavailable(Exception):
     """The hub cannot serve the request now: its ZooKeeper connection is down, so it
-    claims no topic (the request may be sent again, here or to another hub)."""
+    claims no topic (the request may be sent again, here or to another hub). Answered
+    SERVICE_DOWN, which a client raises as hedwig.protocol.errors.ServiceDown."""
 
 
 class NotOwner(Exception):
@@ -34,7 +35,7 @@ class NotOwner(Exception):
 
 def status_for(error: BaseException) -> tuple[Status, str, bool]:
     """(status, message, expected) for an exception raised while serving a request."""
-    if isinstance(error, RequestError | MessageSetError):
+    if isinstance(error, RequestRefused | MessageSetError):
         return error.status, error.reason, True
     if isinstance(error, SubscribeError):
         return error.status, error.message, True
@@ -46,7 +47,7 @@ def status_for(error: BaseException) -> tuple[Status, str, bool]:
         return Status.NOT_RESPONSIBLE_FOR_TOPIC, "", True
     if isinstance(error, HubStopping):
         return Status.SERVICE_DOWN, "the hub is shutting down", True
-    if isinstance(error, ServiceDown | MetadataUnavailable | LedgerUnavailable):
+    if isinstance(error, HubUnavailable | MetadataUnavailable | LedgerUnavailable):
         return Status.SERVICE_DOWN, str(error), True
     if isinstance(error, StorageFull | MetadataFull):
         return Status.STORAGE_FULL, str(error) or "the ledger store is full", True

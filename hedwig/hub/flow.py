@@ -1,8 +1,13 @@
-"""A hub connection's deliveries and flow control: it is the delivery manager's
-IDeliveryChannel (entries written behind a small header, held back until their SUBSCRIBE
-reply is out) and its transport's IPushProducer (a full socket pauses delivery and
-reading; too many requests in flight stop reading until half are answered)
-(HubConnection's part for backpressure)."""
+"""A hub connection's deliveries and their backpressure: what the delivery manager sends
+through the connection (its IDeliveryChannel: entries written behind a small header,
+held back until their SUBSCRIBE reply is out), and when it must stop (the socket's buffer
+is full, or too much waits for a SUBSCRIBE reply: the delivery manager pauses the
+channel until there is room again).
+
+The delivery manager calls the connection's deliver, redeliver, fetch_done and
+subscription_ended, which are this flow's (the connection hands them over as they are:
+no call in between on the delivery path).
+"""
 
 from hedwig.protocol.framing import delivery_header, encode_event
 from hedwig.protocol.status import SubscriptionEvent
@@ -13,32 +18,59 @@ MAX_HELD_BYTES = 4 * 1024 * 1024
 
 
 class DeliveryFlow:
-    """Part of HubConnection (connection.py): deliveries out, and backpressure both ways."""
+    __slots__ = (
+        "_channel",
+        "_delivery",
+        "_handles",
+        "_held",
+        "_keys",
+        "_seconds",
+        "_stats",
+        "_write",
+        "_write_sequence",
+        "paused",
+        "transport_full",
+    )
+
+    def __init__(self, channel, handles, hub, write, write_sequence):
+        """`channel`: the connection the delivery manager knows (paused and resumed as
+        itself); `handles`: its HandleTable; `write` / `write_sequence`: its write path."""
+        self._channel = channel
+        self._handles = handles
+        self._held = handles.held  # (read on every delivery: one lookup)
+        self._keys = handles.keys
+        self._stats = hub.stats
+        self._seconds = hub.clock.seconds
+        self._delivery = hub.delivery
+        self._write = write
+        self._write_sequence = write_sequence
+        self.transport_full = False  # the transport paused its producer
+        self.paused = False  # the delivery manager was told to pause the channel
 
     def deliver(self, handle, entry, start, stop):
         data = entry.data
         header = delivery_header(handle, start, stop, len(data))
-        hub = self.hub
-        stats = hub.stats
+        stats = self._stats
         stats.entries_delivered += 1
         stats.messages_delivered += stop - start
-        stats.delivery_latency.observe(hub.clock.seconds() - entry.publish_time_us * 1e-6)
+        stats.delivery_latency.observe(self._seconds() - entry.publish_time_us * 1e-6)
         held = self._held.get(handle)
         if held is None:
-            if handle in self._subscriptions:
-                self.write_sequence((header, data))
+            if handle in self._keys:
+                self._write_sequence((header, data))
             return
         held.append(header)
         held.append(data)
-        self._held_bytes += len(header) + len(data)
-        if self._held_bytes > MAX_HELD_BYTES:
-            self._update_delivery_pause()
+        handles = self._handles
+        handles.held_bytes += len(header) + len(data)
+        if handles.held_bytes > MAX_HELD_BYTES:
+            self.update()
 
     def redeliver(self, handle, entry, start, stop, count):
         """A shared or pull subscription's messages [start, stop) of `entry`, delivered the
         `count`th time (ISharedDeliveryChannel)."""
         data = entry.data
-        stats = self.hub.stats
+        stats = self._stats
         stats.entries_delivered += 1
         stats.messages_delivered += stop - start
         self._send_or_hold(handle, (redelivery_header(handle, start, stop, count, len(data)), data))
@@ -50,97 +82,65 @@ class DeliveryFlow:
     def _send_or_hold(self, handle, chunks) -> None:
         """Write `chunks` for subscription `handle`, or hold them until its SUBSCRIBE's
         reply is out (as deliver does)."""
-        held = self._held.get(handle)
-        if held is None:
-            if handle in self._subscriptions:
-                self.write_sequence(chunks)
-            return
-        held.extend(chunks)
-        self._held_bytes += sum(map(len, chunks))
-        if self._held_bytes > MAX_HELD_BYTES:
-            self._update_delivery_pause()
+        handles = self._handles
+        if handles.hold(handle, chunks):
+            if handles.held_bytes > MAX_HELD_BYTES:
+                self.update()
+        elif handle in self._keys:
+            self._write_sequence(chunks)
 
     def subscription_ended(self, handle, event):
-        key = self._subscriptions.pop(handle, None)
+        key = self._handles.end(handle)
         if key is None:
             return
-        self._handles.pop(key, None)
-        self.log.info(
+        channel = self._channel
+        channel.log.info(
             "{peer}: subscription {subscriber} of {topic} ended: {event}",
-            peer=self.peer,
+            peer=channel.peer,
             subscriber=key[1],
             topic=key[0],
             event=getattr(event, "name", event),
         )
         frame = encode_event(handle, event)
-        held = self._held.get(handle)
-        if held is not None:
-            held.append(frame)
-        else:
-            self.write(frame)
+        if not self._handles.hold(handle, (frame,)):
+            self._write(frame)
 
     def subscription_removed(self, topic: str, subscriber_id: str, event) -> None:
         """The durable subscription was deleted elsewhere: end it here if attached."""
-        handle = self._handles.get((topic, subscriber_id))
+        handle = self._handles.handles.get((topic, subscriber_id))
         if handle is not None:
             self.subscription_ended(handle, event)
 
-    def _release_held(self, handle) -> None:
-        chunks = self._held.pop(handle, None)
+    # -- the held frames of a SUBSCRIBE not answered yet ----------------------------------------
+
+    def release_held(self, handle) -> None:
+        """The SUBSCRIBE of `handle` was answered: what was held for it goes out now."""
+        chunks = self._handles.answered(handle)
         if chunks:
-            self._held_bytes -= sum(map(len, chunks))
-            self.write_sequence(chunks)
-            self._update_delivery_pause()
+            self._write_sequence(chunks)
+            self.update()
 
-    def _drop_held(self, handle) -> None:
-        chunks = self._held.pop(handle, None)
-        if chunks:
-            self._held_bytes -= sum(map(len, chunks))
-            self._update_delivery_pause()
+    def drop_held(self, handle, key) -> None:
+        """The SUBSCRIBE of `handle` for `key` failed: the handle is free, nothing held
+        for it is sent."""
+        if self._handles.refused(handle, key):
+            self.update()
 
-    def pauseProducing(self):
-        self._transport_full = True
-        self._update_reading()  # read no requests while the client reads nothing
-        self._update_delivery_pause()
+    def forget_subscription(self, key) -> None:
+        """The subscription `key` was deleted: attached here, its handle is free."""
+        if self._handles.forget(key):
+            self.update()
 
-    def resumeProducing(self):
-        self._transport_full = False
-        self._update_reading()
-        self._update_delivery_pause()
+    # -- backpressure ---------------------------------------------------------------------------
 
-    def stopProducing(self):
-        self._reading = False
-
-    def _replies_released(self) -> None:
-        """Replies went out: a connection that stopped reading for having too many
-        requests in flight reads again once half of them are answered."""
-        if (
-            self._too_busy
-            and len(self._replies) <= self.max_inflight_requests // 2
-            and self._inflight_bytes <= self.max_inflight_bytes // 2
-        ):
-            self._too_busy = False
-            self._update_reading()
-
-    def _update_reading(self) -> None:
-        """Read requests unless closing, the socket is full, too much is in flight, or the
-        frame in progress waits for the hub's intake budget (partial_requests.py)."""
-        pause = not self._reading or self._transport_full or self._too_busy or self._awaiting_intake
-        if pause == self._read_paused or not self._connected or self.transport.disconnecting:
+    def update(self) -> None:
+        """Pause the channel's deliveries while the socket is full or too much is held;
+        resume them once neither is so."""
+        paused = self.transport_full or self._handles.held_bytes > MAX_HELD_BYTES
+        if paused == self.paused or not self._channel.is_open:
             return
-        self._read_paused = pause
-        if pause:
-            self.transport.pauseProducing()
-        else:
-            self._reading_resumed()
-            self.transport.resumeProducing()
-
-    def _update_delivery_pause(self) -> None:
-        paused = self._transport_full or self._held_bytes > MAX_HELD_BYTES
-        if paused == self._delivery_paused or not self._connected:
-            return
-        self._delivery_paused = paused
+        self.paused = paused
         if paused:
-            self.hub.delivery.pause_channel(self)
+            self._delivery.pause_channel(self._channel)
         else:
-            self.hub.delivery.resume_channel(self)
+            self._delivery.resume_channel(self._channel)

@@ -1,284 +1,257 @@
-"""A hub connection's request handlers: one method per op, decoding the body, calling the
-Hub (core.py) and answering through the connection's ordered replies;  is the
-table the connection dispatches with (HubConnection's part for requests)."""
+"""The hub's request handlers: one object per op, given what it works with when it is
+made, as Apache Hedwig's handlers were (PublishHandler, SubscribeHandler, ...,
+registered by operation in its PubSubServer).
 
-from twisted.internet.defer import Deferred, maybeDeferred
+A handler's `handle(connection, request_id, body, started)` decodes the body by its op's
+spec (hedwig/protocol/spec.py), does the work through the hub's parts, and answers
+through the connection: at once (`connection.replies.send`), in a reply slot kept in
+request order (`connection.replies.reserve` / `fill`), or with `connection.answer` once
+a Deferred fires. A refusal is raised (RequestRefused, or any error hub/errors.py maps to
+a status) and answered by the connection's dispatcher. `connection` is the request's
+HubConnection: its reply queue, its subscription handles (protocol/handles.py), and the
+delivery channel a SUBSCRIBE attaches.
 
-from hedwig.hub.producer_handlers import on_idempotent_publish, on_init_producer
-from hedwig.hub.work_handlers import on_ack, on_fetch, on_nack
-from hedwig.protocol.admin_requests import (
-    decode_create_topic,
-    decode_delete_topic,
-    decode_list_subscriptions,
-    decode_reset_subscription,
-)
-from hedwig.protocol.ops import PROTOCOL_VERSION, Op
-from hedwig.protocol.requests import (
-    RequestError,
-    decode_close_subscription,
-    decode_consume,
-    decode_describe_topic,
-    decode_empty,
-    decode_hello,
-    decode_publish,
-    decode_read_range,
-    decode_subscribe,
-    decode_unsubscribe,
-    encode_hello_reply,
-    encode_json,
-    encode_subscribed,
-)
+`request_handlers(hub)` makes every handler of a hub and registers it by op: a new op is
+a class here (or in producer_handlers.py, work_handlers.py) and a line there.
+"""
+
+from twisted.internet.defer import maybeDeferred, succeed
+from twisted.logger import Logger
+
+from hedwig.hub.producer_handlers import IdempotentPublishHandler, InitProducerHandler
+from hedwig.hub.work_handlers import AckHandler, FetchHandler, NackHandler
+from hedwig.protocol.layouts import RequestRefused
+from hedwig.protocol.ops import Op
+from hedwig.protocol.requests import decode_publish
 from hedwig.protocol.responses import published_response, response_frame, response_frame_parts
+from hedwig.protocol.spec import OPS
 from hedwig.protocol.status import Status
 from hedwig.topiclog.entry import LogEntry
 
-_MAX_HANDLE = 0xFFFFFFFF  # subscription handles are u32, never 0
+
+class RepeatedHello:
+    """HELLO once the connection is greeted: refused, the connection goes on."""
+
+    def handle(self, connection, request_id, body, started):
+        raise RequestRefused(Status.MALFORMED_REQUEST, "HELLO was already exchanged on this connection")
 
 
-class RequestHandlers:
-    """Part of HubConnection (connection.py): one handler per request op."""
+class PublishHandler:
+    """PUBLISH, through the one publish path (Hub.publish_now): answered in the call that
+    stored it when the topic's log acknowledges at once, else in its reply slot once the
+    entry is durable, its body counted in flight meanwhile."""
 
-    def _hello(self, op: int, request_id: int, body) -> None:
-        if op != Op.HELLO:
-            self._protocol_error(request_id, op, Status.MALFORMED_REQUEST, "the first request must be HELLO")
-            return
-        try:
-            hello = decode_hello(body)
-        except RequestError as e:
-            self._protocol_error(request_id, op, e.status, e.reason)
-            return
-        if hello.version != PROTOCOL_VERSION:
-            self._protocol_error(
-                request_id,
-                op,
-                Status.UNSUPPORTED_VERSION,
-                f"this hub speaks protocol version {PROTOCOL_VERSION}, not {hello.version}",
-            )
-            return
-        self._greeted = True
-        self.client_name = hello.client_name
-        hub = self.hub
-        self.log.info("{peer}: hello from {client}", peer=self.peer, client=hello.client_name or "a client")
-        hub.stats.record("hello", True, 0.0)
-        reply = encode_hello_reply(hub.region, hub.name, hub.max_frame_bytes, hub.max_message_bytes)
-        self._replies.send(response_frame(request_id, Op.HELLO, payload=reply))
+    __slots__ = ("_publish_now", "_stats", "_seconds")
 
-    def _on_hello_again(self, request_id, body, started):
-        raise RequestError(Status.MALFORMED_REQUEST, "HELLO was already exchanged on this connection")
+    def __init__(self, publish_now, stats, clock):
+        self._publish_now = publish_now  # Hub.publish_now
+        self._stats = stats  # HubStats
+        self._seconds = clock.seconds
 
-    def _on_publish(self, request_id, body, started):
-        topic, message_set = decode_publish(body)
-        hub = self.hub
-        stored = hub.publish_now(topic, message_set)
+    def handle(self, connection, request_id, body, started):
+        topic, message_set = decode_publish(body)  # (OPS[Op.PUBLISH].decode)
+        stored = self._publish_now(topic, message_set)
         if stored.__class__ is LogEntry:  # acknowledged at once: answered now, no Deferred
-            hub.stats.publish_stored(topic, stored, hub.clock.seconds() - started)
-            self._replies.send(published_response(request_id, stored.first_seq, stored.last_seq))
+            self._stats.publish_stored(topic, stored, self._seconds() - started)
+            connection.replies.send(published_response(request_id, stored.first_seq, stored.last_seq))
             return
-        slot = self._replies.reserve()
-        size = len(body)
-        self._inflight_bytes += size
-        stored.addCallbacks(
-            self._published,
-            self._publish_failed,
-            (slot, request_id, started, size, topic),
-            None,
-            (slot, request_id, started, size, topic),
-        )
+        slot = connection.replies.reserve(len(body))
+        context = (connection, slot, request_id, started, topic)
+        stored.addCallbacks(self._published, self._failed, context, None, context)
 
-    def _publish_failed(self, failure, slot, request_id, started, size, topic):
-        self._inflight_bytes -= size
-        self._failed(failure, slot, request_id, Op.PUBLISH, started, topic)
+    def _published(self, entry, connection, slot, request_id, started, topic):
+        self._stats.publish_stored(topic, entry, self._seconds() - started)
+        connection.replies.fill(slot, published_response(request_id, entry.first_seq, entry.last_seq))
 
-    def _published(self, entry, slot, request_id, started, size, topic):
-        self._inflight_bytes -= size
-        self.hub.stats.publish_stored(topic, entry, self.hub.clock.seconds() - started)
-        self._replies.fill(slot, published_response(request_id, entry.first_seq, entry.last_seq))
+    def _failed(self, failure, connection, slot, request_id, started, topic):
+        connection.fail(failure, slot, request_id, Op.PUBLISH, started, topic)
 
-    def _on_subscribe(self, request_id, body, started):
-        request = decode_subscribe(body)
-        limit = self.hub.max_subscriptions
-        if len(self._subscriptions) >= limit and not self.is_hub_peer:  # (a region link relays many)
-            raise RequestError(
+
+class SubscribeHandler:
+    """SUBSCRIBE: a handle opened on the connection at once (deliveries for it are held
+    until the reply is out), the subscription attached by the delivery manager."""
+
+    log = Logger()
+    spec = OPS[Op.SUBSCRIBE]
+
+    def __init__(self, subscribe, close_subscription, stats, clock, max_subscriptions: int):
+        self._subscribe = subscribe  # Hub.subscribe
+        self._close_subscription = close_subscription  # IDeliveryManager.close_subscription
+        self._stats = stats.ops["subscribe"]
+        self._seconds = clock.seconds
+        self._max_subscriptions = max_subscriptions
+
+    def handle(self, connection, request_id, body, started):
+        request = self.spec.decode(body)
+        handles = connection.handles
+        limit = self._max_subscriptions
+        if len(handles) >= limit and not connection.is_hub_peer:  # (a region link relays many)
+            raise RequestRefused(
                 Status.TOO_MANY_SUBSCRIPTIONS, f"a connection holds at most {limit} subscriptions"
             )
         key = (request.topic, request.subscriber_id)
-        attached = self._handles.get(key)
-        if attached is not None:
-            raise RequestError(
-                Status.CLIENT_ALREADY_SUBSCRIBED,
-                f"{request.subscriber_id} is already attached to {request.topic} on this connection "
-                f"(handle {attached})",
-            )
-        handle = self._new_handle()
-        self._subscriptions[handle] = key
-        self._handles[key] = handle
-        self._held[handle] = []
-        subscribed = maybeDeferred(self.hub.subscribe, self, handle, request)
-        slot = self._replies.reserve()
-        subscribed.addCallbacks(
-            self._subscribed,
-            self._subscribe_failed,
-            (slot, request_id, handle, key, started),
-            None,
-            (slot, request_id, handle, key, started),
-        )
+        handle = handles.open(key)
+        subscribed = maybeDeferred(self._subscribe, connection, handle, request)
+        slot = connection.replies.reserve()
+        context = (connection, slot, request_id, handle, key, started)
+        subscribed.addCallbacks(self._subscribed, self._failed, context, None, context)
 
-    def _new_handle(self) -> int:
-        handle = self._next_handle
-        while handle in self._subscriptions or handle in self._held:
-            handle = handle + 1 if handle < _MAX_HANDLE else 1
-        self._next_handle = handle + 1 if handle < _MAX_HANDLE else 1
-        return handle
-
-    def _subscribed(self, result, slot, request_id, handle, key, started):
-        self.hub.stats.ops["subscribe"].record(True, self.hub.clock.seconds() - started)
-        if not self._connected:
+    def _subscribed(self, result, connection, slot, request_id, handle, key, started):
+        self._stats.record(True, self._seconds() - started)
+        if not connection.is_open:
             # The client left while the topic was being acquired: the attachment made
             # since has no connection to serve, so detach it (its pointer is flushed).
-            closing = self.hub.delivery.close_subscription(*key, self)
+            closing = self._close_subscription(*key, connection)
             closing.addErrback(lambda f: self.log.failure("detaching {key} failed", f, key=key))
             return
-        payload = encode_subscribed(handle, result["consumed_seq"], result["next_seq"])
-        self._replies.fill(
+        payload = self.spec.encode_reply(handle, result["consumed_seq"], result["next_seq"])
+        connection.replies.fill(
             slot,
             response_frame(request_id, Op.SUBSCRIBE, payload=payload),
-            lambda: self._release_held(handle),
+            lambda: connection.release_held(handle),
         )
 
-    def _subscribe_failed(self, failure, slot, request_id, handle, key, started):
-        if self._subscriptions.get(handle) == key:
-            del self._subscriptions[handle]
-            self._handles.pop(key, None)
-        self._drop_held(handle)
-        self._failed(failure, slot, request_id, Op.SUBSCRIBE, started)
+    def _failed(self, failure, connection, slot, request_id, handle, key, started):
+        connection.drop_held(handle, key)
+        connection.fail(failure, slot, request_id, Op.SUBSCRIBE, started)
 
-    def _attached_key(self, handle: int):
-        """(topic, subscriber id) of the subscription `handle` names on this connection,
-        once its SUBSCRIBE is answered; CLIENT_NOT_SUBSCRIBED otherwise."""
-        key = self._subscriptions.get(handle)
-        if key is None or handle in self._held:
-            raise RequestError(
-                Status.CLIENT_NOT_SUBSCRIBED, f"no subscription with handle {handle} on this connection"
-            )
-        return key
 
-    def _on_consume(self, request_id, body, started):
-        handle, seq = decode_consume(body)
-        key = self._attached_key(handle)
-        self.hub.delivery.consume(key[0], key[1], seq)
-        self.hub.stats.ops["consume"].record(True, self.hub.clock.seconds() - started)
+class ConsumeHandler:
+    """CONSUME: the consumed seq-id of an attached handle moves; answered only when it
+    fails."""
 
-    def _on_close_subscription(self, request_id, body, started):
-        handle = decode_close_subscription(body)
-        key = self._attached_key(handle)
-        del self._subscriptions[handle]
-        del self._handles[key]
-        closed = self.hub.delivery.close_subscription(key[0], key[1], self)
-        self._answer_empty(closed, request_id, Op.CLOSE_SUBSCRIPTION, started)
+    spec = OPS[Op.CONSUME]
 
-    def _on_unsubscribe(self, request_id, body, started):
-        request = decode_unsubscribe(body)
+    def __init__(self, delivery, stats, clock):
+        self._consume = delivery.consume
+        self._stats = stats.ops["consume"]
+        self._seconds = clock.seconds
+
+    def handle(self, connection, request_id, body, started):
+        handle, seq = self.spec.decode(body)
+        topic, subscriber_id = connection.handles.attached(handle)
+        self._consume(topic, subscriber_id, seq)
+        self._stats.record(True, self._seconds() - started)
+
+
+class CloseSubscriptionHandler:
+    """CLOSE_SUBSCRIPTION: detach the handle's subscription (its pointer is flushed); it
+    stays, and may be attached again."""
+
+    spec = OPS[Op.CLOSE_SUBSCRIPTION]
+
+    def __init__(self, delivery):
+        self._close_subscription = delivery.close_subscription
+
+    def handle(self, connection, request_id, body, started):
+        topic, subscriber_id = connection.handles.close(self.spec.decode(body))
+        closed = self._close_subscription(topic, subscriber_id, connection)
+        connection.answer(
+            closed, request_id, Op.CLOSE_SUBSCRIPTION, started, _empty_reply(request_id, self.spec)
+        )
+
+
+class UnsubscribeHandler:
+    """UNSUBSCRIBE: delete the durable subscription; attached here, its handle is freed."""
+
+    spec = OPS[Op.UNSUBSCRIBE]
+
+    def __init__(self, unsubscribe):
+        self._unsubscribe = unsubscribe  # Hub.unsubscribe
+
+    def handle(self, connection, request_id, body, started):
+        request = self.spec.decode(body)
         key = (request.topic, request.subscriber_id)
-        unsubscribed = self.hub.unsubscribe(self, request.topic, request.subscriber_id)
+        unsubscribed = self._unsubscribe(connection, request.topic, request.subscriber_id)
 
         def forget(result):
-            handle = self._handles.pop(key, None)
-            if handle is not None:
-                self._subscriptions.pop(handle, None)
-                self._drop_held(handle)
+            connection.forget_subscription(key)
             return result
 
         unsubscribed.addCallback(forget)
-        self._answer_empty(unsubscribed, request_id, Op.UNSUBSCRIBE, started)
+        connection.answer(
+            unsubscribed, request_id, Op.UNSUBSCRIBE, started, _empty_reply(request_id, self.spec)
+        )
 
-    def _on_read_range(self, request_id, body, started):
-        request = decode_read_range(body)
-        self.answer(
-            self.hub.read_range(request),
+
+class ReadRangeHandler:
+    """READ_RANGE: stored entries passed through to the reply, never copied."""
+
+    spec = OPS[Op.READ_RANGE]
+
+    def __init__(self, read_range):
+        self._read_range = read_range  # Hub.read_range: Deferred[the payload's chunks]
+
+    def handle(self, connection, request_id, body, started):
+        parts = self._read_range(self.spec.decode(body))
+        connection.answer(
+            parts,
             request_id,
             Op.READ_RANGE,
             started,
-            lambda parts: response_frame_parts(request_id, Op.READ_RANGE, parts),
+            lambda p: response_frame_parts(request_id, Op.READ_RANGE, p),
         )
 
-    def _on_list_topics(self, request_id, body, started):
-        decode_empty(body, "LIST_TOPICS")
-        self._answer_json(self.hub.list_topics(), request_id, Op.LIST_TOPICS, started)
 
-    def _on_describe_topic(self, request_id, body, started):
-        topic = decode_describe_topic(body)
-        self._answer_json(self.hub.describe_topic(topic), request_id, Op.DESCRIBE_TOPIC, started)
+class Answering:
+    """A request whose work is one call of the hub: `work(request)` gives a Deferred of
+    the value the op's spec encodes as its reply (the admin reads and administration,
+    with JSON payloads)."""
 
-    def _on_list_hubs(self, request_id, body, started):
-        decode_empty(body, "LIST_HUBS")
-        self._answer_json(self.hub.list_hubs(), request_id, Op.LIST_HUBS, started)
+    def __init__(self, op: Op, work):
+        self.spec = OPS[op]
+        self._work = work
 
-    def _on_list_owners(self, request_id, body, started):
-        decode_empty(body, "LIST_OWNERS")
-        self._answer_json(self.hub.topic_owners(), request_id, Op.LIST_OWNERS, started)
-
-    def _on_stats(self, request_id, body, started):
-        decode_empty(body, "STATS")
-        stats = Deferred()
-        self._answer_json(stats, request_id, Op.STATS, started)
-        stats.callback(self.hub.hub_stats())
-
-    # -- administration (hedwig.protocol.admin_requests): JSON replies ----------------------
-
-    def _on_create_topic(self, request_id, body, started):
-        topic = decode_create_topic(body)
-        self._answer_json(self.hub.create_topic(topic), request_id, Op.CREATE_TOPIC, started)
-
-    def _on_delete_topic(self, request_id, body, started):
-        request = decode_delete_topic(body)
-        deleted = self.hub.delete_topic(request.topic, request.force)
-        self._answer_json(deleted, request_id, Op.DELETE_TOPIC, started)
-
-    def _on_list_subscriptions(self, request_id, body, started):
-        topic = decode_list_subscriptions(body)
-        rows = self.hub.list_subscriptions(topic)
-        self._answer_json(rows, request_id, Op.LIST_SUBSCRIPTIONS, started)
-
-    def _on_reset_subscription(self, request_id, body, started):
-        request = decode_reset_subscription(body)
-        moved = self.hub.reset_subscription(request.topic, request.subscriber_id, request.start)
-        self._answer_json(moved, request_id, Op.RESET_SUBSCRIPTION, started)
-
-    def _answer_empty(self, deferred, request_id, op, started) -> None:
-        """Answer with an empty SUCCESS once `deferred` fires (its failure as a status)."""
-        self.answer(deferred, request_id, op, started, lambda _: response_frame(request_id, op))
-
-    def _answer_json(self, deferred, request_id, op, started) -> None:
-        """Answer with the JSON of what `deferred` fires with (its failure as a status)."""
-        self.answer(
-            deferred,
+    def handle(self, connection, request_id, body, started):
+        spec = self.spec
+        value = self._work(spec.decode(body))
+        connection.answer(
+            value,
             request_id,
-            op,
+            spec.op,
             started,
-            lambda value: response_frame(request_id, op, payload=encode_json(value)),
+            lambda v: response_frame(request_id, spec.op, payload=spec.encode_reply(v)),
         )
 
-# op -> handler(connection, request_id, body, started) of the core protocol
-HANDLERS = {
-    Op.HELLO: RequestHandlers._on_hello_again,
-    Op.PUBLISH: RequestHandlers._on_publish,
-    Op.INIT_PRODUCER: on_init_producer,
-    Op.IDEMPOTENT_PUBLISH: on_idempotent_publish,
-    Op.SUBSCRIBE: RequestHandlers._on_subscribe,
-    Op.CONSUME: RequestHandlers._on_consume,
-    Op.CLOSE_SUBSCRIPTION: RequestHandlers._on_close_subscription,
-    Op.UNSUBSCRIBE: RequestHandlers._on_unsubscribe,
-    Op.READ_RANGE: RequestHandlers._on_read_range,
-    Op.LIST_TOPICS: RequestHandlers._on_list_topics,
-    Op.DESCRIBE_TOPIC: RequestHandlers._on_describe_topic,
-    Op.STATS: RequestHandlers._on_stats,
-    Op.LIST_HUBS: RequestHandlers._on_list_hubs,
-    Op.LIST_OWNERS: RequestHandlers._on_list_owners,
-    Op.CREATE_TOPIC: RequestHandlers._on_create_topic,
-    Op.DELETE_TOPIC: RequestHandlers._on_delete_topic,
-    Op.LIST_SUBSCRIPTIONS: RequestHandlers._on_list_subscriptions,
-    Op.RESET_SUBSCRIPTION: RequestHandlers._on_reset_subscription,
-    Op.ACK: on_ack,
-    Op.NACK: on_nack,
-    Op.FETCH: on_fetch,
-}
+
+def _empty_reply(request_id: int, spec):
+    """The frame of a SUCCESS that says nothing more, whatever the work gave."""
+    return lambda _: response_frame(request_id, spec.op, payload=spec.encode_reply())
+
+
+def request_handlers(hub) -> dict:
+    """op -> handle(connection, request_id, body, started) of every op a hub serves
+    (a region's are registered beside them: Hub.register_op)."""
+    stats, clock, delivery = hub.stats, hub.clock, hub.delivery
+    handlers = (
+        (Op.HELLO, RepeatedHello()),
+        (Op.PUBLISH, PublishHandler(hub.publish_now, stats, clock)),
+        (Op.INIT_PRODUCER, InitProducerHandler(hub.producers)),
+        (Op.IDEMPOTENT_PUBLISH, IdempotentPublishHandler(hub.producers, stats, clock)),
+        (
+            Op.SUBSCRIBE,
+            SubscribeHandler(hub.subscribe, delivery.close_subscription, stats, clock, hub.max_subscriptions),
+        ),
+        (Op.CONSUME, ConsumeHandler(delivery, stats, clock)),
+        (Op.CLOSE_SUBSCRIPTION, CloseSubscriptionHandler(delivery)),
+        (Op.UNSUBSCRIBE, UnsubscribeHandler(hub.unsubscribe)),
+        (Op.READ_RANGE, ReadRangeHandler(hub.read_range)),
+        (Op.LIST_TOPICS, Answering(Op.LIST_TOPICS, lambda _: hub.list_topics())),
+        (Op.DESCRIBE_TOPIC, Answering(Op.DESCRIBE_TOPIC, hub.describe_topic)),
+        (Op.STATS, Answering(Op.STATS, lambda _: succeed(hub.hub_stats()))),
+        (Op.LIST_HUBS, Answering(Op.LIST_HUBS, lambda _: hub.list_hubs())),
+        (Op.LIST_OWNERS, Answering(Op.LIST_OWNERS, lambda _: hub.topic_owners())),
+        (Op.CREATE_TOPIC, Answering(Op.CREATE_TOPIC, hub.create_topic)),
+        (Op.DELETE_TOPIC, Answering(Op.DELETE_TOPIC, lambda r: hub.delete_topic(r.topic, r.force))),
+        (Op.LIST_SUBSCRIPTIONS, Answering(Op.LIST_SUBSCRIPTIONS, hub.list_subscriptions)),
+        (
+            Op.RESET_SUBSCRIPTION,
+            Answering(
+                Op.RESET_SUBSCRIPTION, lambda r: hub.reset_subscription(r.topic, r.subscriber_id, r.start)
+            ),
+        ),
+        (Op.ACK, AckHandler(delivery, stats, clock)),
+        (Op.NACK, NackHandler(delivery, stats, clock)),
+        (Op.FETCH, FetchHandler(delivery)),
+    )
+    return {op: handler.handle for op, handler in handlers}

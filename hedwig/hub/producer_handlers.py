@@ -1,52 +1,59 @@
-"""A hub connection's handlers of INIT_PRODUCER and IDEMPOTENT_PUBLISH (entries of the
-HANDLERS table in handlers.py): decode, hand to the hub's Producers (producers.py),
+"""The hub's handlers of INIT_PRODUCER and IDEMPOTENT_PUBLISH (registered by
+hub/handlers.py's request_handlers): decode, hand to the hub's Producers (producers.py),
 answer in request order through the connection."""
 
 from twisted.internet.defer import succeed
 
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import (
-    decode_idempotent_publish,
-    encode_producer_id,
-    idempotent_published_response,
-)
-from hedwig.protocol.requests import decode_empty
+from hedwig.protocol.producer_requests import idempotent_published_response
 from hedwig.protocol.responses import response_frame
+from hedwig.protocol.spec import OPS
 
 
-def on_init_producer(connection, request_id, body, started) -> None:
-    decode_empty(body, "INIT_PRODUCER")
-    producer_id = connection.hub.producers.new_id()
-    connection.answer(
-        succeed(producer_id),
-        request_id,
-        Op.INIT_PRODUCER,
-        started,
-        lambda pid: response_frame(request_id, Op.INIT_PRODUCER, payload=encode_producer_id(pid)),
-    )
+class InitProducerHandler:
+    """INIT_PRODUCER: a new producer id (drawn, never recorded)."""
+
+    spec = OPS[Op.INIT_PRODUCER]
+
+    def __init__(self, producers):
+        self._producers = producers  # hub/producers.py
+
+    def handle(self, connection, request_id, body, started) -> None:
+        spec = self.spec
+        spec.decode(body)
+        connection.answer(
+            succeed(self._producers.new_id()),
+            request_id,
+            Op.INIT_PRODUCER,
+            started,
+            lambda pid: response_frame(request_id, Op.INIT_PRODUCER, payload=spec.encode_reply(pid)),
+        )
 
 
-def on_idempotent_publish(connection, request_id, body, started) -> None:
-    """As the connection's PUBLISH handler: a reply slot kept in request order, the body
-    counted in flight until answered (a flood of them pauses reading), one callback pair."""
-    request = decode_idempotent_publish(body)
-    published = connection.hub.producers.publish(
-        request.topic, request.message_set, request.producer_id, request.sequence, request.first_send
-    )
-    slot = connection._replies.reserve()
-    size = len(body)
-    connection._inflight_bytes += size
-    context = (connection, slot, request_id, started, size, request.topic)
-    published.addCallbacks(_published, _failed, context, None, context)
+class IdempotentPublishHandler:
+    """IDEMPOTENT_PUBLISH, as PUBLISH is handled: a reply slot kept in request order, the
+    body counted in flight until answered (a flood of them pauses reading), one callback
+    pair."""
 
+    spec = OPS[Op.IDEMPOTENT_PUBLISH]
 
-def _published(seq_ids, connection, slot, request_id, started, size, _topic) -> None:
-    connection._inflight_bytes -= size
-    hub = connection.hub
-    hub.stats.record("idempotent_publish", True, hub.clock.seconds() - started)
-    connection._replies.fill(slot, idempotent_published_response(request_id, *seq_ids))
+    def __init__(self, producers, stats, clock):
+        self._publish = producers.publish
+        self._stats = stats
+        self._seconds = clock.seconds
 
+    def handle(self, connection, request_id, body, started) -> None:
+        request = self.spec.decode(body)
+        published = self._publish(
+            request.topic, request.message_set, request.producer_id, request.sequence, request.first_send
+        )
+        slot = connection.replies.reserve(len(body))
+        context = (connection, slot, request_id, started, request.topic)
+        published.addCallbacks(self._published, self._failed, context, None, context)
 
-def _failed(failure, connection, slot, request_id, started, size, topic) -> None:
-    connection._inflight_bytes -= size
-    connection._failed(failure, slot, request_id, Op.IDEMPOTENT_PUBLISH, started, topic)
+    def _published(self, seq_ids, connection, slot, request_id, started, _topic) -> None:
+        self._stats.record("idempotent_publish", True, self._seconds() - started)
+        connection.replies.fill(slot, idempotent_published_response(request_id, *seq_ids))
+
+    def _failed(self, failure, connection, slot, request_id, started, topic) -> None:
+        connection.fail(failure, slot, request_id, Op.IDEMPOTENT_PUBLISH, started, topic)

@@ -39,7 +39,7 @@ from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
 from hedwig.concurrency.deferreds import Waiters
-from hedwig.protocol.requests import RequestError
+from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window
 from hedwig.topiclog.errors import SeqOutOfRange
@@ -128,7 +128,7 @@ class ProducerTable:
         self, message_set, count: int, producer_id: int, sequence: int, first_send: bool = False
     ) -> Deferred:
         """Deferred[(first_seq, last_seq)]: the set appended, or the seq-ids it got the
-        first time; fails with RequestError (PRODUCER_SEQUENCE_GAP, DUPLICATE_SEQUENCE) or
+        first time; fails with RequestRefused (PRODUCER_SEQUENCE_GAP, DUPLICATE_SEQUENCE) or
         the append's failure. Calls are decided in call order, scans included.
         `first_send`: the producer says it never sent this set before; its set 0 is then
         known to be new without a scan (which a new producer's set 0 would otherwise cost,
@@ -278,5 +278,5 @@ def _answer(held) -> Deferred:
 
 def _refuse(status: Status, reason: str) -> Deferred:
     d = Deferred()
-    d.errback(Failure(RequestError(status, reason)))
+    d.errback(Failure(RequestRefused(status, reason)))
     return d

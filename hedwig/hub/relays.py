@@ -22,7 +22,7 @@ class IRelays(IRelayPolicy):
         """{op: handler} of the requests relaying serves beyond the core protocol
         (REGION_LINK, RELAY_PUBLISH). A handler is called as
         `handler(connection, request_id, body, started)`: it decodes the body, raises
-        RequestError for a bad request, and answers through connection.answer(...)."""
+        RequestRefused for a bad request, and answers through connection.answer(...)."""
 
     def start():
         """Deferred, once the region's interest is loaded; links to the parent start then."""

@@ -18,7 +18,7 @@ from twisted.internet.defer import inlineCallbacks
 from twisted.logger import Logger
 
 from hedwig.concurrency.deferreds import Waiters
-from hedwig.hub.errors import NotOwner, ServiceDown
+from hedwig.hub.errors import HubUnavailable, NotOwner
 from hedwig.hub.zk_hubs import HubInfo
 from hedwig.meta.interface import MetadataError
 from hedwig.meta.zk_layout import decode_name
@@ -127,7 +127,7 @@ class OwnerZnodes:
             owner, _version = yield self.read_owner(topic)
             if owner is not None and owner.name != me:
                 raise NotOwner(topic, owner.redirect)
-            raise ServiceDown(f"topic {topic} changed owners while this hub claimed it; try again")
+            raise HubUnavailable(f"topic {topic} changed owners while this hub claimed it; try again")
         if isinstance(created, Exception) or isinstance(epoch, Exception):
             self._epoch_nodes.discard(topic)
             failed = created if not isinstance(created, errors.RolledBackError) else epoch

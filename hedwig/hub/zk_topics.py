@@ -56,7 +56,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from hedwig.concurrency.deferreds import SharedOperations, Waiters
-from hedwig.hub.errors import NotOwner, ServiceDown
+from hedwig.hub.errors import HubUnavailable, NotOwner
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.zk_owners import OwnerZnodes
 from hedwig.meta.interface import LedgerRange, MetadataUnavailable, OwnershipLost
@@ -238,7 +238,7 @@ class ZkTopicManager:
         if not self._may_claim():
             state = self.session.state.lower()
             why = "is stopping" if self.stopping else f"has its ZooKeeper connection {state}"
-            raise ServiceDown(f"this hub {why}: it claims no topic meanwhile; try again")
+            raise HubUnavailable(f"this hub {why}: it claims no topic meanwhile; try again")
         owners = self.znodes
         owner, version = yield owners.read_owner(topic)
         if owner is not None:

@@ -1,8 +1,9 @@
-"""The HTTP listener's guard when [auth] is on: admins only, as STATS and DESCRIBE_TOPIC are.
+"""The HTTP listener's guard when [auth] is on: the permission STATS needs (admin).
 
-The status page, /metrics and /api show every topic, subscription and connection, the
-same as the protocol's admin reads, so with [auth] enabled they answer only a user the
-users file makes an admin: by a verified TLS client certificate that file maps to a user
+The status page, /metrics and /api show every topic, subscription and connection, what
+STATS and LIST_SUBSCRIPTIONS of every topic show, so with [auth] enabled they answer only
+a user holding STATS's permission (its op spec's, hedwig.protocol.spec: an admin of the
+users file): by a verified TLS client certificate that file maps to a user
 (the listener speaks HTTPS with [tls] enabled), or by HTTP Basic credentials checked by
 the hub's own authenticator (scrypt off the reactor, at most [auth]
 max_concurrent_checks at once). A refusal answers 401 with a Basic challenge after
@@ -18,7 +19,11 @@ from hedwig.auth.throttle import LoginRefused
 from hedwig.config.tls import certificate_names, peer_certificate
 from hedwig.observe.interface import IRequestGuard
 from hedwig.protocol.names import printable
+from hedwig.protocol.ops import Op
+from hedwig.protocol.spec import OPS
 
+# What the listener needs of a user: what STATS needs.
+NEEDED = OPS[Op.STATS].permission
 CHALLENGE = b'Basic realm="hedwig", charset="UTF-8"'
 
 
@@ -59,16 +64,18 @@ class AdminGuard:
         return False
 
     def _decide(self, principal, request, who: str):
-        """True for an admin; otherwise False, after the failure delay (a Deferred)."""
-        if principal is not None and principal.admin:
+        """True for a user holding NEEDED; otherwise False, after the failure delay (a
+        Deferred)."""
+        if principal is not None and principal.holds(NEEDED):
             return True
         self.refusals += 1
         request.setHeader(b"www-authenticate", CHALLENGE)
         self.log.info(
-            "HTTP {path} from {peer} refused: {who} is not an admin",
+            "HTTP {path} from {peer} refused: {who} does not hold the {permission} permission",
             path=printable(request.path),
             peer=getattr(request.getClientAddress(), "host", "?"),
             who=who,
+            permission=NEEDED.value,
         )
         if not self.failure_delay_s:
             return False

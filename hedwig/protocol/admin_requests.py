@@ -11,7 +11,7 @@ import struct
 from typing import NamedTuple
 
 from hedwig.protocol.layouts import (
-    RequestError,
+    RequestRefused,
     StartKind,
     expect_end,
     read_str8,
@@ -63,7 +63,7 @@ def decode_delete_topic(body) -> DeleteTopic:
     (flags,) = unpack_field(_FLAGS, body, offset, "DELETE_TOPIC")
     expect_end(body, offset + _FLAGS.size, "DELETE_TOPIC")
     if flags & ~DELETE_FLAGS:
-        raise RequestError(Status.MALFORMED_REQUEST, f"unknown DELETE_TOPIC flags {flags:#x}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown DELETE_TOPIC flags {flags:#x}")
     return DeleteTopic(topic, bool(flags & DELETE_FLAG_FORCE))
 
 
@@ -106,12 +106,12 @@ def decode_reset_subscription(body) -> ResetSubscription:
         start = "latest"
     elif kind == StartKind.SEQ:
         if not 1 <= value <= MAX_START:
-            raise RequestError(Status.MALFORMED_REQUEST, f"seq-id {value} is not in 1..{MAX_START}")
+            raise RequestRefused(Status.MALFORMED_REQUEST, f"seq-id {value} is not in 1..{MAX_START}")
         start = ("seq", value)
     elif kind == StartKind.TIME:
         if value > MAX_START:
-            raise RequestError(Status.MALFORMED_REQUEST, f"time {value} us is past {MAX_START}")
+            raise RequestRefused(Status.MALFORMED_REQUEST, f"time {value} us is past {MAX_START}")
         start = ("time", value)
     else:
-        raise RequestError(Status.MALFORMED_REQUEST, f"a reset needs a start, not kind {kind}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"a reset needs a start, not kind {kind}")
     return ResetSubscription(topic, subscriber_id, start)

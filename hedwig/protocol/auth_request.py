@@ -11,7 +11,7 @@ than the hub would hash is MALFORMED_REQUEST, before any work is done for it.
 
 from typing import NamedTuple
 
-from hedwig.protocol.layouts import U16, RequestError, expect_end, read_str8, str8, unpack_field
+from hedwig.protocol.layouts import U16, RequestRefused, expect_end, read_str8, str8, unpack_field
 from hedwig.protocol.names import is_user_name, printable
 from hedwig.protocol.status import Status
 
@@ -35,20 +35,20 @@ def decode_auth(body) -> Auth:
     try:
         user = raw_user.decode("utf-8")
     except UnicodeDecodeError:
-        raise RequestError(Status.MALFORMED_REQUEST, "the AUTH user name is not UTF-8") from None
+        raise RequestRefused(Status.MALFORMED_REQUEST, "the AUTH user name is not UTF-8") from None
     if not user:
-        raise RequestError(Status.MALFORMED_REQUEST, "AUTH names no user")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "AUTH names no user")
     if not is_user_name(user):
         shown = printable(user, 64)
         why = f"AUTH user name '{shown}' is not 1-64 of [A-Za-z0-9._@-]"
-        raise RequestError(Status.MALFORMED_REQUEST, why)
+        raise RequestRefused(Status.MALFORMED_REQUEST, why)
     (length,) = unpack_field(U16, body, offset, "AUTH")
     offset += U16.size
     if not 1 <= length <= MAX_PASSWORD_BYTES:
-        raise RequestError(Status.MALFORMED_REQUEST, f"an AUTH password is 1 to {MAX_PASSWORD_BYTES} bytes")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"an AUTH password is 1 to {MAX_PASSWORD_BYTES} bytes")
     end = offset + length
     if end > len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "the AUTH password runs past the end of the body")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "the AUTH password runs past the end of the body")
     expect_end(body, end, "AUTH")
     return Auth(user, bytes(body[offset:end]))
 

@@ -3,7 +3,7 @@
 Fixed parts are precomputed struct.Struct objects (big-endian); strings are `str8` (u8
 length + UTF-8: topics, subscriber ids, names) and `str16` (u16 length + UTF-8: status
 messages). requests.py and responses.py build the bodies of docs/protocol.md from these;
-a decoder raises RequestError with the Status to send back.
+a decoder raises RequestRefused with the Status to send back.
 """
 
 import struct
@@ -41,8 +41,9 @@ SUBSCRIBE_FLAGS = (
 )
 
 
-class RequestError(StatusError):
-    """A request the hub refuses; `status` is what goes back on the wire."""
+class RequestRefused(StatusError):
+    """A request the hub refuses; `status` is what goes back on the wire. (The client's
+    exception for a 4xx answer is hedwig.protocol.errors.RequestError.)"""
 
 
 class SubscribeMode(IntEnum):
@@ -87,11 +88,11 @@ def str16(text: str) -> bytes:
 def read_str8(body, offset: int, what: str):
     """(raw bytes, offset after) of a str8 at `offset`."""
     if offset >= len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, f"body ends before the {what}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"body ends before the {what}")
     length = body[offset]
     end = offset + 1 + length
     if end > len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, f"{what} runs past the end of the body")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{what} runs past the end of the body")
     return bytes(body[offset + 1 : end]), end
 
 
@@ -100,7 +101,7 @@ def read_topic(body, offset: int):
     try:
         return check_topic(raw), offset
     except InvalidName as e:
-        raise RequestError(Status.INVALID_TOPIC, str(e)) from None
+        raise RequestRefused(Status.INVALID_TOPIC, str(e)) from None
 
 
 def read_subscriber(body, offset: int):
@@ -109,12 +110,12 @@ def read_subscriber(body, offset: int):
         # Reserved ids ("__" prefix) are the hub's decision: it knows who is a relay.
         return check_subscriber_id(raw, allow_reserved=True), offset
     except InvalidName as e:
-        raise RequestError(Status.INVALID_SUBSCRIBER_ID, str(e)) from None
+        raise RequestRefused(Status.INVALID_SUBSCRIBER_ID, str(e)) from None
 
 
 def unpack_field(layout: struct.Struct, body, offset: int, what: str):
     if len(body) - offset < layout.size:
-        raise RequestError(
+        raise RequestRefused(
             Status.MALFORMED_REQUEST, f"{what} needs {layout.size} bytes, the body has {len(body) - offset}"
         )
     return layout.unpack_from(body, offset)
@@ -122,6 +123,6 @@ def unpack_field(layout: struct.Struct, body, offset: int, what: str):
 
 def expect_end(body, offset: int, what: str) -> None:
     if offset != len(body):
-        raise RequestError(
+        raise RequestRefused(
             Status.MALFORMED_REQUEST, f"{len(body) - offset} unexpected bytes after the {what} body"
         )

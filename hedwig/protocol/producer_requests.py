@@ -20,7 +20,7 @@ needs no look into the topic's log for a new producer's set 0 that says so.
 import struct
 from typing import NamedTuple
 
-from hedwig.protocol.layouts import U64, RequestError, read_topic, str8
+from hedwig.protocol.layouts import U64, RequestRefused, read_topic, str8
 from hedwig.protocol.ops import Op
 from hedwig.protocol.status import Status
 
@@ -43,10 +43,10 @@ def encode_producer_id(producer_id: int) -> bytes:
 
 def decode_producer_id(payload) -> int:
     if len(payload) != U64.size:
-        raise RequestError(Status.MALFORMED_REQUEST, "an INIT_PRODUCER reply is one u64")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "an INIT_PRODUCER reply is one u64")
     (producer_id,) = U64.unpack_from(payload)
     if producer_id == 0:
-        raise RequestError(Status.MALFORMED_REQUEST, "producer id 0")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "producer id 0")
     return producer_id
 
 
@@ -66,15 +66,15 @@ def decode_idempotent_publish(body) -> IdempotentPublish:
     u64 and u32 widths bound the rest), a message set present (validated by the hub)."""
     topic, offset = read_topic(body, 0)
     if len(body) - offset < PRODUCER_FIELDS.size:
-        raise RequestError(Status.MALFORMED_REQUEST, "IDEMPOTENT_PUBLISH truncated in its producer fields")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "IDEMPOTENT_PUBLISH truncated in its producer fields")
     producer_id, sequence, flags = PRODUCER_FIELDS.unpack_from(body, offset)
     if producer_id == 0:
-        raise RequestError(Status.MALFORMED_REQUEST, "producer id 0 is not a producer")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "producer id 0 is not a producer")
     if flags & ~FLAG_FIRST_SEND:
-        raise RequestError(Status.MALFORMED_REQUEST, f"unknown IDEMPOTENT_PUBLISH flags {flags:#x}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown IDEMPOTENT_PUBLISH flags {flags:#x}")
     offset += PRODUCER_FIELDS.size
     if offset == len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "IDEMPOTENT_PUBLISH without a message set")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "IDEMPOTENT_PUBLISH without a message set")
     first_send = bool(flags & FLAG_FIRST_SEND)
     return IdempotentPublish(topic, producer_id, sequence, bytes(body[offset:]), first_send)
 

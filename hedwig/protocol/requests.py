@@ -17,7 +17,7 @@ Every request frame gets at most one RESPONSE frame carrying the same request id
                   owner's "host:port")
     payload       op-specific, present only when status is SUCCESS
 
-Decoders raise RequestError carrying the Status to send back: MALFORMED_REQUEST for a body
+Decoders raise RequestRefused carrying the Status to send back: MALFORMED_REQUEST for a body
 that does not parse, INVALID_TOPIC / INVALID_SUBSCRIBER_ID for names outside the rules.
 Encoders do not check names: that is the hub's word, so a client sees the hub's status.
 """
@@ -43,7 +43,7 @@ from hedwig.protocol.layouts import (
     SUBSCRIBED,
     TWO_U64,
     U32,
-    RequestError,
+    RequestRefused,
     StartKind,
     SubscribeMode,
     expect_end,
@@ -135,7 +135,7 @@ def decode_publish(body) -> Publish:
             return _new_tuple(Publish, (topic, body[offset:]))  # (Publish(...) without its Python __new__)
     topic, offset = read_topic(body, 0)
     if offset == len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "PUBLISH without a message set")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "PUBLISH without a message set")
     if len(_CHECKED_TOPICS) >= _CHECKED_TOPICS_MAX:
         _CHECKED_TOPICS.clear()
     _CHECKED_TOPICS[bytes(body[:offset])] = topic
@@ -240,7 +240,7 @@ def decode_subscribe(body) -> Subscribe:
     mode_code, kind, value, flags, window = unpack_field(SUBSCRIBE_TAIL, body, offset, "SUBSCRIBE")
     offset += SUBSCRIBE_TAIL.size
     if flags & ~SUBSCRIBE_FLAGS:
-        raise RequestError(Status.MALFORMED_REQUEST, f"unknown subscribe flags {flags:#x}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown subscribe flags {flags:#x}")
     deliver = not flags & SUBSCRIBE_FLAG_NO_DELIVERY
     if flags & SUBSCRIBE_FLAG_OPTIONS:
         options = decode_options(body, offset, deliver)
@@ -250,7 +250,7 @@ def decode_subscribe(body) -> Subscribe:
     try:
         mode = MODE_NAMES[SubscribeMode(mode_code)]
     except ValueError:
-        raise RequestError(Status.MALFORMED_REQUEST, f"unknown subscribe mode {mode_code}") from None
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown subscribe mode {mode_code}") from None
     if kind == StartKind.DEFAULT:
         start = None
     elif kind == StartKind.EARLIEST:
@@ -262,16 +262,16 @@ def decode_subscribe(body) -> Subscribe:
         # seq-id + 1, known once the topic is acquired, and the refusal names it
         # (hedwig.delivery.start), for a u64 beyond any seq-id (> MAX_START) too.
         if value < 1:
-            raise RequestError(Status.MALFORMED_REQUEST, "seq-ids start at 1")
+            raise RequestRefused(Status.MALFORMED_REQUEST, "seq-ids start at 1")
         start = ("seq", value)
     elif kind == StartKind.TIME:
         if value > MAX_START:
-            raise RequestError(
+            raise RequestRefused(
                 Status.MALFORMED_REQUEST, f"start time {value} us is not a time (at most {MAX_START})"
             )
         start = ("time", value)
     else:
-        raise RequestError(Status.MALFORMED_REQUEST, f"unknown start kind {kind}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown start kind {kind}")
     return Subscribe(
         topic,
         subscriber_id,
@@ -361,9 +361,9 @@ def decode_read_range(body) -> ReadRange:
     from_seq, to_seq, max_bytes = unpack_field(READ_RANGE_TAIL, body, offset, "READ_RANGE")
     expect_end(body, offset + READ_RANGE_TAIL.size, "READ_RANGE")
     if from_seq < 1:
-        raise RequestError(Status.MALFORMED_REQUEST, "seq-ids start at 1")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "seq-ids start at 1")
     if to_seq and to_seq < from_seq:
-        raise RequestError(Status.MALFORMED_REQUEST, f"to_seq {to_seq} is before from_seq {from_seq}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"to_seq {to_seq} is before from_seq {from_seq}")
     return ReadRange(topic, from_seq, to_seq, max_bytes)
 
 
@@ -389,11 +389,11 @@ def decode_read_range_reply(payload) -> ReadRangeReply:
     end = len(payload)
     for _ in range(count):
         if end - offset < RANGE_ENTRY.size:
-            raise RequestError(Status.MALFORMED_REQUEST, "READ_RANGE reply truncated")
+            raise RequestRefused(Status.MALFORMED_REQUEST, "READ_RANGE reply truncated")
         start, stop, length = unpack_entry(payload, offset)
         offset += RANGE_ENTRY.size
         if offset + length > end:
-            raise RequestError(Status.MALFORMED_REQUEST, "READ_RANGE reply entry truncated")
+            raise RequestRefused(Status.MALFORMED_REQUEST, "READ_RANGE reply entry truncated")
         entries.append((start, stop, view[offset : offset + length]))
         offset += length
     return ReadRangeReply(first_seq, last_seq, entries)
@@ -424,7 +424,7 @@ def decode_describe_topic(body) -> str:
 
 def decode_empty(body, what: str) -> None:
     if len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, f"{what} takes no body, got {len(body)} bytes")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{what} takes no body, got {len(body)} bytes")
 
 
 def encode_json(value) -> bytes:
@@ -435,4 +435,4 @@ def decode_json(payload):
     try:
         return json.loads(bytes(payload).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
-        raise RequestError(Status.MALFORMED_REQUEST, f"reply is not JSON: {e}") from None
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"reply is not JSON: {e}") from None

@@ -2,29 +2,16 @@
 
 The hub builds whole frames here (response_frame, and published_response in one pack on
 the publish path); clients decode them with decode_response, the payload by the op it
-answers.
+answers (its OpSpec's decode_reply, spec.py).
 """
 
 import struct
 from typing import NamedTuple
 
 from hedwig.protocol.framing import FRAME_HEADER_SIZE
-from hedwig.protocol.layouts import (
-    RESPONSE_HEAD,
-    U8,
-    U16,
-    RequestError,
-    str16,
-)
+from hedwig.protocol.layouts import RESPONSE_HEAD, U8, U16, RequestRefused, str16
 from hedwig.protocol.ops import Op
-from hedwig.protocol.producer_requests import decode_producer_id
-from hedwig.protocol.requests import (
-    decode_hello_reply,
-    decode_json,
-    decode_published,
-    decode_read_range_reply,
-    decode_subscribed,
-)
+from hedwig.protocol.spec import OPS
 from hedwig.protocol.status import Status
 
 
@@ -57,25 +44,6 @@ def encode_response(
     return U8.pack(op) + U16.pack(status) + str16(message) + payload
 
 
-_PAYLOAD_DECODERS = {
-    Op.HELLO: decode_hello_reply,
-    Op.PUBLISH: decode_published,
-    Op.SUBSCRIBE: decode_subscribed,
-    Op.READ_RANGE: decode_read_range_reply,
-    Op.LIST_TOPICS: decode_json,
-    Op.DESCRIBE_TOPIC: decode_json,
-    Op.STATS: decode_json,
-    Op.INIT_PRODUCER: decode_producer_id,
-    Op.IDEMPOTENT_PUBLISH: decode_published,
-    Op.CREATE_TOPIC: decode_json,
-    Op.DELETE_TOPIC: decode_json,
-    Op.LIST_SUBSCRIPTIONS: decode_json,
-    Op.RESET_SUBSCRIPTION: decode_json,
-    Op.LIST_HUBS: decode_json,
-    Op.LIST_OWNERS: decode_json,
-}
-
-
 _RESPONSE_BODY_HEAD = struct.Struct("!BHH")  # op answered, status, message length
 
 
@@ -83,11 +51,11 @@ def split_response(body) -> tuple[int, Status, str, memoryview]:
     """(op answered, status, message, payload) of a RESPONSE body, the payload undecoded
     (a view: not copied). An unknown status is UNEXPECTED_CONDITION, saying which."""
     if len(body) < _RESPONSE_BODY_HEAD.size:
-        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE shorter than its header")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "RESPONSE shorter than its header")
     op, code, length = _RESPONSE_BODY_HEAD.unpack_from(body, 0)
     end = _RESPONSE_BODY_HEAD.size + length
     if end > len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "RESPONSE message runs past the end of the body")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "RESPONSE message runs past the end of the body")
     message = bytes(body[_RESPONSE_BODY_HEAD.size : end]).decode("utf-8", "replace")
     try:
         status = Status(code)
@@ -97,13 +65,14 @@ def split_response(body) -> tuple[int, Status, str, memoryview]:
 
 
 def decode_response(body) -> Response:
-    """Decode a RESPONSE body, and its payload by the op it answers when it succeeded."""
+    """Decode a RESPONSE body, and its payload by the op it answers (its spec's
+    decode_reply, given a view of the payload) when it succeeded."""
     op, status, message, payload = split_response(body)
     value = None
     if status is Status.SUCCESS:
-        decoder = _PAYLOAD_DECODERS.get(op)
-        if decoder is not None:
-            value = decoder(payload if op == Op.READ_RANGE else bytes(payload))
+        spec = OPS.get(op)
+        if spec is not None and spec.decode_reply is not None:
+            value = spec.decode_reply(payload)
     return Response(op, status, message, value)
 
 

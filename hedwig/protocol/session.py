@@ -25,18 +25,27 @@ What stays with the drivers is what needs I/O or time: waiting, timeouts (they `
 a request that timed out), and what to do with a lost connection (`take_pending`,
 `detach_all`).
 
-Frames are cut straight out of the received bytes: an entry is copied once (the slice
-handed to the receiver), never through an intermediate buffer; only a frame split across
-reads is joined. Bytes no hub sends raise ProtocolViolation; the driver drops the
-connection.
+Frames are parsed by the protocol's one FrameDecoder (framing.py), cut straight out of
+the received bytes: an entry is copied once (the slice handed to the receiver), never
+through an intermediate buffer; only a frame split across reads is joined. A read that
+is one whole DELIVERY (a subscriber keeping up with a stream gets one per message) is
+taken by the decoder's deliveries_reader without the frame loop. Bytes no hub sends
+raise ProtocolViolation; the driver drops the connection.
 """
 
 import struct
 
 from zope.interface import Interface
 
-from hedwig.protocol.framing import DEFAULT_MAX_FRAME_BYTES, frame_header
-from hedwig.protocol.layouts import RequestError
+from hedwig.protocol.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DELIVERY_HEAD,
+    EVENT_HEAD,
+    FrameDecoder,
+    FrameError,
+    frame_header,
+)
+from hedwig.protocol.layouts import RequestRefused
 from hedwig.protocol.messageset import ONE_MESSAGE_HEADER, SET_VERSION
 from hedwig.protocol.ops import Op
 from hedwig.protocol.request_ids import RequestIds
@@ -49,20 +58,22 @@ from hedwig.protocol.requests import (
 )
 from hedwig.protocol.responses import Response, decode_response, split_response
 from hedwig.protocol.status import Status, ends_subscription
-from hedwig.protocol.work_requests import MAX_RANGES, encode_ranges
+from hedwig.protocol.work_requests import MAX_RANGES, REDELIVERY_HEAD, encode_ranges
 
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
+# A one-message PUBLISH's length without its topic and payload: op and request id, and
+# the message set's header.
+_PUBLISH_ONE_FIXED = _PUBLISH_ONE_HEAD.size - 4 + ONE_MESSAGE_HEADER.size
+_PUBLISH = int(Op.PUBLISH)
 _PREFIX_CACHE = 1024
-_LENGTH = struct.Struct("!I")
-_OP_AND_ID = struct.Struct("!BI")
-_DELIVERY = struct.Struct("!III")
-# A read that is one whole DELIVERY frame (a subscriber keeping up with a stream gets
-# one per message): length, op, request id, handle, start, stop in one unpack.
-_DELIVERY_FRAME = struct.Struct("!IBIIII")
-_DELIVERY_OP = int(Op.DELIVERY)
-_DELIVERY_ENTRY_AT = _DELIVERY_FRAME.size
-_REDELIVERY = struct.Struct("!IIII")
-_EVENT = struct.Struct("!IB")
+# The heads the decoder cuts off the frames a hub pushes.
+_HEADS = {Op.DELIVERY: DELIVERY_HEAD, Op.REDELIVERY: REDELIVERY_HEAD, Op.EVENT: EVENT_HEAD}
+_DELIVERY, _RESPONSE, _EVENT, _REDELIVERY = (
+    int(Op.DELIVERY),
+    int(Op.RESPONSE),
+    int(Op.EVENT),
+    int(Op.REDELIVERY),
+)
 _PUBLISHED_BODY = struct.Struct("!BHHQQ")  # a RESPONSE body: op, status, message length, seq-ids
 _UNKNOWN = object()
 
@@ -120,21 +131,22 @@ class ISharedSubscriber(ISubscriber):
 
 class HubSession:
     """Frames and pending replies for one connection. Request ids count up from 1 and wrap,
-    skipping 0 (the id of pushed frames); a reply is matched to its request by id."""
+    skipping 0 (the id of pushed frames); a reply is matched to its request by id.
+
+    `data_received(data)`: parse what the transport received and call the receiver once
+    per frame (the decoder's deliveries_reader, made for this session)."""
 
     __slots__ = (
         "_accepts",
+        "_decoder",
         "_ids",
-        "_max_frame_bytes",
-        "_needed",
-        "_partial",
-        "_partial_bytes",
         "_pending",
         "_prefixes",
         "_raw_responses",
         "_receiver",
         "_subscribers",
         "_subscribing",
+        "data_received",
     )
 
     def __init__(
@@ -151,17 +163,15 @@ class HubSession:
         self._receiver = receiver
         # The hub may send frames of its own limit; a reply carries at most that plus
         # its small headers, and a client never refuses what it asked for.
-        self._max_frame_bytes = max_frame_bytes + 4096
+        self._decoder = FrameDecoder(max_frame_bytes + 4096, heads=_HEADS)
         self._raw_responses = raw_responses
         self._accepts = frozenset(accepts)
-        self._partial = []  # the start of a frame that did not arrive whole
-        self._partial_bytes = 0
-        self._needed = 0  # bytes the partial frame needs before it can be parsed
         self._ids = RequestIds()
         self._pending = {}  # request id -> the driver's context, until answered or forgotten
         self._prefixes = {}  # topic -> its str8, for publish_one
         self._subscribing = {}  # request id of a SUBSCRIBE -> (position, subscriber)
         self._subscribers = {}  # handle -> the ISubscriber attached with it
+        self.data_received = self._decoder.deliveries_reader(self._subscribers, self._frames)
 
     # -- requests out ----------------------------------------------------------------------
 
@@ -199,7 +209,7 @@ class HubSession:
             if len(self._prefixes) >= _PREFIX_CACHE:
                 self._prefixes.clear()
             prefix = self._prefixes[topic] = publish_prefix(topic)
-        head = _PUBLISH_ONE_HEAD.pack(5 + len(prefix) + 10 + len(payload), Op.PUBLISH, request_id)
+        head = _PUBLISH_ONE_HEAD.pack(_PUBLISH_ONE_FIXED + len(prefix) + len(payload), _PUBLISH, request_id)
         return request_id, head + prefix + ONE_MESSAGE_HEADER.pack(SET_VERSION, 0, 1, len(payload)) + payload
 
     # -- subscriptions ---------------------------------------------------------------------
@@ -257,7 +267,7 @@ class HubSession:
                 return
             try:
                 subscribed = decode_subscribed(payload)
-            except RequestError as e:
+            except RequestRefused as e:
                 raise ProtocolViolation(f"bad SUBSCRIBE reply from the hub: {e}") from None
         else:
             if response.status is not Status.SUCCESS:
@@ -293,79 +303,50 @@ class HubSession:
 
     def between_frames(self) -> bool:
         """No frame is half-received: the next bytes start a frame."""
-        return not self._partial
+        return not self._decoder.partial
 
-    def data_received(self, data) -> None:
-        """Parse what the transport received and call the receiver once per frame."""
-        size = len(data)
-        if size >= _DELIVERY_ENTRY_AT and not self._partial:
-            length, op, _, handle, start, stop = _DELIVERY_FRAME.unpack_from(data)
-            if op == _DELIVERY_OP and length + 4 == size and length <= self._max_frame_bytes:
-                # (the read is exactly one delivery: the loop below, without the loop)
-                subscriber = self._subscribers.get(handle)
-                if subscriber is not None:  # (else one the driver released meanwhile)
-                    subscriber.on_delivery(start, stop, data[_DELIVERY_ENTRY_AT:])
-                return
-        if self._partial:
-            self._partial.append(data)
-            self._partial_bytes += len(data)
-            if self._partial_bytes < self._needed:
-                return
-            data = b"".join(self._partial)
-            self._partial = []
+    def _frames(self, data) -> None:
+        """Every frame of what the transport received (but a read of one whole DELIVERY)
+        to its subscriber or the receiver, in order, each handed on as it is cut."""
         receiver = self._receiver
-        size = len(data)
-        position = 0
-        while size - position >= 4:
-            (length,) = _LENGTH.unpack_from(data, position)
-            if length < 5 or length > self._max_frame_bytes:
-                raise ProtocolViolation(f"bad frame from the hub: length {length}")
-            end = position + 4 + length
-            if end > size:
-                break
-            op, request_id = _OP_AND_ID.unpack_from(data, position + 4)
-            if op == Op.DELIVERY:
-                if length < 17:
-                    raise ProtocolViolation("DELIVERY shorter than its header")
-                handle, start, stop = _DELIVERY.unpack_from(data, position + 9)
-                subscriber = self._subscribers.get(handle)
-                if subscriber is not None:  # (else one the driver released meanwhile)
-                    subscriber.on_delivery(start, stop, data[position + 21 : end])
-            elif op == Op.RESPONSE:
-                self._response(request_id, data[position + 9 : end])
-            elif op == Op.EVENT:
-                if length < 10:
-                    raise ProtocolViolation("EVENT shorter than its body")
-                handle, event = _EVENT.unpack_from(data, position + 9)
-                if ends_subscription(event):
-                    subscriber = self._subscribers.pop(handle, None)
+        subscribers = self._subscribers
+        try:
+            for op, request_id, body in self._decoder.frames(data):
+                if op == _DELIVERY:
+                    (handle, start, stop), entry = body
+                    subscriber = subscribers.get(handle)
+                    if subscriber is not None:  # (else one the driver released meanwhile)
+                        subscriber.on_delivery(start, stop, entry)
+                elif op == _RESPONSE:
+                    self._response(request_id, body)
+                elif op == _EVENT:
+                    (handle, event), _rest = body
+                    if ends_subscription(event):
+                        subscriber = subscribers.pop(handle, None)
+                    else:
+                        subscriber = subscribers.get(handle)
+                    if subscriber is not None:
+                        subscriber.on_event(event)
+                elif op == _REDELIVERY:
+                    self._redelivery(*body)
+                elif op in self._accepts:
+                    receiver.request_received(op, request_id, body)
                 else:
-                    subscriber = self._subscribers.get(handle)
-                if subscriber is not None:
-                    subscriber.on_event(event)
-            elif op == Op.REDELIVERY:
-                self._redelivery(data, position, length, end)
-            elif op in self._accepts:
-                receiver.request_received(op, request_id, data[position + 9 : end])
-            else:
-                raise ProtocolViolation(f"unexpected op {op} from the hub")
-            position = end
-        if position < size:
-            rest = data[position:]
-            self._partial = [rest]
-            self._partial_bytes = len(rest)
-            self._needed = 4 + _LENGTH.unpack_from(rest, 0)[0] if len(rest) >= 4 else 4
+                    raise ProtocolViolation(f"unexpected op {op} from the hub")
+                # Let go of this frame's body before the next is cut: a large read's
+                # entries are then made one at a time, in the same memory.
+                body = entry = None
+        except FrameError as e:
+            raise ProtocolViolation(f"bad frame from the hub: {e}") from None
 
-    def _redelivery(self, data, position: int, length: int, end: int) -> None:
-        if length < 21:
-            raise ProtocolViolation("REDELIVERY shorter than its header")
-        handle, start, stop, count = _REDELIVERY.unpack_from(data, position + 9)
+    def _redelivery(self, head, entry) -> None:
+        handle, start, stop, count = head
         subscriber = self._subscribers.get(handle)
         if subscriber is None:
             return  # (one the driver released meanwhile)
         if not ISharedSubscriber.providedBy(subscriber):
             raise ProtocolViolation(f"REDELIVERY for handle {handle}, an exclusive subscription")
-        subscriber.on_redelivery(start, stop, data[position + 25 : end], count)
+        subscriber.on_redelivery(start, stop, entry, count)
 
     def _response(self, request_id: int, body) -> None:
         if len(body) == _PUBLISHED_BODY.size and not self._raw_responses:
@@ -378,7 +359,7 @@ class HubSession:
                 return
         try:
             response = split_response(body) if self._raw_responses else decode_response(body)
-        except (RequestError, ValueError) as e:
+        except (RequestRefused, ValueError) as e:
             raise ProtocolViolation(f"bad RESPONSE from the hub: {e}") from None
         context = self._pending.pop(request_id, _UNKNOWN)
         if self._subscribing and request_id in self._subscribing:

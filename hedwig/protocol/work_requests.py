@@ -11,7 +11,7 @@ import struct
 from typing import NamedTuple
 
 from hedwig.protocol.layouts import (
-    RequestError,
+    RequestRefused,
     expect_end,
     read_str8,
     str8,
@@ -28,7 +28,11 @@ SUBSCRIBE_OPTIONS = struct.Struct("!BBIIQ")
 _RANGES_HEAD = struct.Struct("!IH")  # handle, number of ranges
 _RANGE = struct.Struct("!QQ")
 _FETCH = struct.Struct("!III")  # handle, max_messages, timeout_ms
-_REDELIVERY_PREFIX = struct.Struct("!IBIIIII")
+# A REDELIVERY's head after the frame header: handle, start, stop, delivery count; then
+# the stored entry (a client's FrameDecoder cuts it off: hedwig.protocol.framing).
+REDELIVERY_HEAD = struct.Struct("!IIII")
+_REDELIVERY_PREFIX = struct.Struct("!IBI" + REDELIVERY_HEAD.format[1:])
+_REDELIVERY_LENGTH = _REDELIVERY_PREFIX.size - 4  # a REDELIVERY's length without its entry
 MAX_RANGES = 0xFFFF  # ranges one ACK or NACK carries at most
 MAX_SEQ = 2**63 - 1  # seq-ids are signed 64-bit wherever they are stored
 
@@ -101,7 +105,7 @@ def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
     raw, end = read_str8(body, offset + SUBSCRIBE_OPTIONS.size, "dead-letter topic")
     expect_end(body, end, "SUBSCRIBE")
     if kind >= len(KINDS) or delivery > 1:
-        raise RequestError(
+        raise RequestRefused(
             Status.MALFORMED_REQUEST, f"unknown subscription kind {kind} or delivery {delivery}"
         )
     dead_letter_topic = None
@@ -109,7 +113,7 @@ def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
         try:
             dead_letter_topic = check_topic(raw)
         except InvalidName as e:
-            raise RequestError(Status.INVALID_TOPIC, f"dead-letter topic: {e}") from None
+            raise RequestRefused(Status.INVALID_TOPIC, f"dead-letter topic: {e}") from None
     options = SubscribeOptions(
         KINDS[kind],
         bool(delivery),
@@ -121,7 +125,7 @@ def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
     try:
         check_options(options, deliver)
     except ValueError as e:
-        raise RequestError(Status.MALFORMED_REQUEST, str(e)) from None
+        raise RequestRefused(Status.MALFORMED_REQUEST, str(e)) from None
     return options
 
 
@@ -145,13 +149,13 @@ def encode_ranges(handle: int, ranges) -> bytes:
 def decode_ranges(body, what: str) -> SeqRanges:
     handle, count = unpack_field(_RANGES_HEAD, body, 0, what)
     if count == 0:
-        raise RequestError(Status.MALFORMED_REQUEST, f"{what} names no seq-id range")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{what} names no seq-id range")
     expect_end(body, _RANGES_HEAD.size + count * _RANGE.size, what)
     values = struct.unpack_from(f"!{2 * count}Q", body, _RANGES_HEAD.size)
     ranges = list(zip(values[::2], values[1::2], strict=True))
     for first, last in ranges:
         if not 1 <= first <= last <= MAX_SEQ:
-            raise RequestError(
+            raise RequestRefused(
                 Status.MALFORMED_REQUEST,
                 f"{what}: {first}..{last} is not a range of seq-ids (1 <= first <= last)",
             )
@@ -183,7 +187,7 @@ def decode_fetch(body) -> Fetch:
     handle, max_messages, timeout_ms = unpack_field(_FETCH, body, 0, "FETCH")
     expect_end(body, _FETCH.size, "FETCH")
     if max_messages < 1:
-        raise RequestError(Status.MALFORMED_REQUEST, "FETCH asks for at least 1 message")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "FETCH asks for at least 1 message")
     return Fetch(handle, max_messages, timeout_ms)
 
 
@@ -193,4 +197,6 @@ def decode_fetch(body) -> Fetch:
 def redelivery_header(handle: int, start: int, stop: int, count: int, entry_length: int) -> bytes:
     """Frame header and prefix of a REDELIVERY of messages [start, stop) of one entry,
     delivered for the `count`th time; the entry's stored bytes follow unchanged."""
-    return _REDELIVERY_PREFIX.pack(21 + entry_length, Op.REDELIVERY, 0, handle, start, stop, count)
+    return _REDELIVERY_PREFIX.pack(
+        _REDELIVERY_LENGTH + entry_length, Op.REDELIVERY, 0, handle, start, stop, count
+    )

@@ -27,7 +27,7 @@ names those only, and a topic it claims later is announced then (`claimed`).
 from twisted.logger import Logger
 
 from hedwig.config.tls import certificate_names, is_tls, peer_certificate
-from hedwig.protocol.requests import RequestError
+from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 from hedwig.region.inbox import RelaySource
 from hedwig.region.path import cycle_through
@@ -78,25 +78,25 @@ class Children:
         self.refused = 0
 
     def accept(self, connection, body) -> bytes:
-        """Link the child region REGION_LINK names; the reply payload. Raises RequestError."""
+        """Link the child region REGION_LINK names; the reply payload. Raises RequestRefused."""
         manager = self.manager
         region, hub = decode_region_link(body)
         if not is_region_name(region):
-            raise RequestError(Status.MALFORMED_REQUEST, f"{region[:60]!r} is not a region name")
+            raise RequestRefused(Status.MALFORMED_REQUEST, f"{region[:60]!r} is not a region name")
         principal = getattr(connection, "principal", None)
         if principal is not None and principal.region != region:  # ([auth] on: hedwig.auth)
             problem = f"user {principal.name} may not link as region {region}"
             self._refuse(connection, region, problem)
-            raise RequestError(Status.NOT_AUTHORIZED, problem)
+            raise RequestRefused(Status.NOT_AUTHORIZED, problem)
         if manager.settings.require_child_certificate:
             problem = unauthenticated(connection, region)
             if problem is not None:
                 self._refuse(connection, region, problem)
-                raise RequestError(Status.REGION_REFUSED, problem)
+                raise RequestRefused(Status.REGION_REFUSED, problem)
         if region == manager.name:
             problem = f"region {region} is this hub's own region: a region cannot be its own child"
             self._refuse(connection, region, problem)
-            raise RequestError(Status.REGION_REFUSED, problem)
+            raise RequestRefused(Status.REGION_REFUSED, problem)
         cycle = cycle_through(manager.path.names, region)
         if cycle is not None:
             self._refuse(connection, region, cycle)
@@ -139,12 +139,12 @@ class Children:
     def check_origin(self, connection, origin: str) -> None:
         """With [auth] on, a child relays only origins from its side of the tree: those
         its user's relay_origins name (its own region by default), never this region or
-        one above it (hedwig.auth.principal). Raises RequestError(NOT_AUTHORIZED)."""
+        one above it (hedwig.auth.principal). Raises RequestRefused(NOT_AUTHORIZED)."""
         principal = getattr(connection, "principal", None)
         if principal is None:
             return
         if origin in self.manager.path.names or not principal.may_relay_origin(origin):
-            raise RequestError(
+            raise RequestRefused(
                 Status.NOT_AUTHORIZED,
                 f"region {principal.region} may not relay messages of origin {origin[:60]!r}: "
                 "not from its side of the region tree",

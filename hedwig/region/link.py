@@ -25,7 +25,7 @@ from hedwig.config.tls import TlsError, handshake_failure
 from hedwig.protocol.addresses import format_address, parse_addresses
 from hedwig.protocol.auth_request import Credentials
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import RequestError, decode_hello_reply, encode_hello
+from hedwig.protocol.requests import RequestRefused, decode_hello_reply, encode_hello
 from hedwig.protocol.session import HubSession, ProtocolViolation
 from hedwig.protocol.status import Status
 from hedwig.region.backoff import Backoff
@@ -271,7 +271,7 @@ class ParentLink:
             return
         try:
             self.parent_hub = decode_hello_reply(payload).hub_name or None
-        except RequestError:
+        except RequestRefused:
             self.parent_hub = None
 
     def _linked(self, reply) -> None:
@@ -286,7 +286,7 @@ class ParentLink:
         try:
             region, path, complete = decode_region_link_reply(payload)
             self.several_hubs = bool(region_link_reply_flags(payload) & SEVERAL_HUBS)
-        except RequestError as e:
+        except RequestRefused as e:
             self._close(RETRYING, f"{where} sent a bad REGION_LINK reply: {e.reason}")
             return
         if region != self.parent:

@@ -23,7 +23,7 @@ from hedwig.config.tls_settings import parent_tls
 from hedwig.hub.relays import IRelays
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import RequestError, encode_published
+from hedwig.protocol.requests import RequestRefused, encode_published
 from hedwig.protocol.responses import response_frame
 from hedwig.protocol.status import Status
 from hedwig.region.children import Children
@@ -294,7 +294,7 @@ class RegionManager:
         """RELAY_PUBLISH: Deferred[(first_seq, last_seq)], (0, 0) when held already."""
         source = self.children.source_of(connection)
         if source is None:
-            raise RequestError(
+            raise RequestRefused(
                 Status.REGION_REFUSED, "RELAY_PUBLISH is taken only on a region link (send REGION_LINK first)"
             )
         topic, start, stop, entry = decode_relay_publish(body)

@@ -23,7 +23,7 @@ from hedwig.hub.errors import NotOwner
 from hedwig.protocol.ops import Op
 from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.requests import (
-    RequestError,
+    RequestRefused,
     decode_json,
     encode_close_subscription,
     encode_describe_topic,
@@ -252,7 +252,7 @@ class LinkSession:
         if self.closed or self._down.get(down.topic) is not down:
             return
         if len(entry) < 10:
-            raise RequestError(Status.MALFORMED_REQUEST, "a delivered entry shorter than its header")
+            raise RequestRefused(Status.MALFORMED_REQUEST, "a delivered entry shorter than its header")
         (first_seq,) = _FIRST_SEQ.unpack_from(entry, 2)
         last = first_seq + stop - 1
         down.delivered_seq = last

@@ -9,7 +9,7 @@ read without the client's decoders (a link reads replies to ops clients never se
     RELAY_PUBLISH payload: u64 first_seq   u64 last_seq   (0, 0: every message was held already)
     REGION_INTEREST body:  u8 kind       u32 count   count x (str8 topic, u64 since_us)
 
-All integers are big-endian; every decoder raises RequestError with the status to send
+All integers are big-endian; every decoder raises RequestRefused with the status to send
 back (or to report) for a body that does not parse.
 """
 
@@ -20,7 +20,7 @@ from hedwig.protocol.framing import frame_header
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.names import InvalidName, check_topic
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import RequestError
+from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 from hedwig.region.entries import RelayedPart
 
@@ -57,14 +57,14 @@ def _str8(text: str) -> bytes:
 
 def _read_str8(body, offset: int, what: str) -> tuple[str, int]:
     if offset >= len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, f"body ends before the {what}")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"body ends before the {what}")
     end = offset + 1 + body[offset]
     if end > len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, f"{what} runs past the end of the body")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{what} runs past the end of the body")
     try:
         return bytes(body[offset + 1 : end]).decode("utf-8"), end
     except UnicodeDecodeError:
-        raise RequestError(Status.MALFORMED_REQUEST, f"{what} is not UTF-8") from None
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{what} is not UTF-8") from None
 
 
 def _read_topic(body, offset: int) -> tuple[str, int]:
@@ -72,7 +72,7 @@ def _read_topic(body, offset: int) -> tuple[str, int]:
     try:
         return check_topic(raw), offset
     except InvalidName as e:
-        raise RequestError(Status.INVALID_TOPIC, str(e)) from None
+        raise RequestRefused(Status.INVALID_TOPIC, str(e)) from None
 
 
 # -- REGION_LINK ---------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def decode_region_link(body) -> tuple[str, str]:
     if offset != len(body):
         hub, offset = _read_str8(body, offset, "hub name")
     if offset != len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK has bytes after the hub name")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "REGION_LINK has bytes after the hub name")
     return region, hub
 
 
@@ -110,7 +110,7 @@ def decode_region_link_reply(payload) -> tuple[str, list[str], bool]:
     """(the parent's region, its path to the root beginning with itself, complete)."""
     region, offset = _read_str8(payload, 0, "region")
     if offset + 2 > len(payload):
-        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK reply ends before its path")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "REGION_LINK reply ends before its path")
     flags, count = payload[offset], payload[offset + 1]
     offset += 2
     path = []
@@ -118,7 +118,7 @@ def decode_region_link_reply(payload) -> tuple[str, list[str], bool]:
         name, offset = _read_str8(payload, offset, "region path")
         path.append(name)
     if offset != len(payload):
-        raise RequestError(Status.MALFORMED_REQUEST, "REGION_LINK reply has bytes after its path")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "REGION_LINK reply has bytes after its path")
     return region, path, bool(flags & PATH_COMPLETE)
 
 
@@ -144,15 +144,15 @@ def decode_relay_publish(body) -> tuple[str, int, int, memoryview]:
     and the link's later relays of the topic are stored and answered as usual."""
     topic, offset = _read_topic(body, 0)
     if offset + _RANGE.size > len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "RELAY_PUBLISH ends before its message range")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "RELAY_PUBLISH ends before its message range")
     start, stop = _RANGE.unpack_from(body, offset)
     if not start < stop:
-        raise RequestError(Status.MALFORMED_REQUEST, f"RELAY_PUBLISH of an empty range [{start}, {stop})")
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"RELAY_PUBLISH of an empty range [{start}, {stop})")
     entry = memoryview(body)[offset + _RANGE.size :]
     try:
         RelayedPart(entry, start, stop)
     except MessageSetError as e:
-        raise RequestError(e.status, f"RELAY_PUBLISH of a malformed entry: {e.reason}") from None
+        raise RequestRefused(e.status, f"RELAY_PUBLISH of a malformed entry: {e.reason}") from None
     return topic, start, stop, entry
 
 
@@ -175,21 +175,21 @@ def interest_frames(kind: InterestKind, topics) -> list[bytes]:
 def decode_interest(body) -> tuple[InterestKind, list[tuple[str, int]]]:
     """(kind, [(topic, since_us)])."""
     if len(body) < _INTEREST_HEAD.size:
-        raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST shorter than its header")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "REGION_INTEREST shorter than its header")
     kind, count = _INTEREST_HEAD.unpack_from(body, 0)
     try:
         kind = InterestKind(kind)
     except ValueError:
-        raise RequestError(Status.MALFORMED_REQUEST, f"unknown REGION_INTEREST kind {kind}") from None
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown REGION_INTEREST kind {kind}") from None
     offset = _INTEREST_HEAD.size
     topics = []
     for _ in range(count):
         topic, offset = _read_topic(body, offset)
         if offset + _SINCE.size > len(body):
-            raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST ends inside a topic's time")
+            raise RequestRefused(Status.MALFORMED_REQUEST, "REGION_INTEREST ends inside a topic's time")
         (since,) = _SINCE.unpack_from(body, offset)
         offset += _SINCE.size
         topics.append((topic, since))
     if offset != len(body):
-        raise RequestError(Status.MALFORMED_REQUEST, "REGION_INTEREST has bytes after its topics")
+        raise RequestRefused(Status.MALFORMED_REQUEST, "REGION_INTEREST has bytes after its topics")
     return kind, topics

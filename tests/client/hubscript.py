@@ -14,7 +14,7 @@ from hedwig.protocol import (
     encode_message_set,
 )
 from hedwig.protocol.requests import (
-    RequestError,
+    RequestRefused,
     decode_consume,
     decode_hello,
     decode_publish,
@@ -46,7 +46,7 @@ class HubScript:
             decoder = DECODERS.get(op)
             try:
                 request = decoder(body) if decoder else body
-            except RequestError as e:
+            except RequestRefused as e:
                 request = e  # what the hub would refuse, e.g. an invalid topic
             out.append((Op(op), request_id, request))
         return out

@@ -17,6 +17,7 @@ from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import FrameDecoder, Op, encode_frame, encode_message_set, parse_delivery, parse_event
 from hedwig.protocol.requests import encode_hello, encode_publish
 from hedwig.protocol.responses import decode_response
+from tests.hub.declared import declared
 
 _ports = itertools.count(40000)
 
@@ -112,7 +113,7 @@ class Peer:
         out = []
         for op, request_id, body in self.frames():
             assert op == Op.RESPONSE, f"expected a RESPONSE, got op {op}"
-            out.append((request_id, decode_response(body)))
+            out.append((request_id, declared(decode_response(body))))
         return out
 
     def split(self) -> tuple[list, list, list]:
@@ -121,7 +122,7 @@ class Peer:
         responses, deliveries, events = [], [], []
         for op, request_id, body in self.frames():
             if op == Op.RESPONSE:
-                responses.append((request_id, decode_response(body)))
+                responses.append((request_id, declared(decode_response(body))))
             elif op == Op.DELIVERY:
                 handle, start, stop, entry = parse_delivery(body)
                 deliveries.append((handle, start, stop, bytes(entry)))

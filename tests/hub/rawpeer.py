@@ -5,6 +5,7 @@ import socket
 
 from hedwig.protocol import FrameDecoder, Op
 from hedwig.protocol.responses import decode_response, split_response
+from tests.hub.declared import declared
 
 
 class RawPeer:
@@ -27,7 +28,7 @@ class RawPeer:
     def response(self):
         op, request_id, body = self.next_frame()
         assert op == Op.RESPONSE
-        return request_id, decode_response(body)
+        return request_id, declared(decode_response(body))
 
     def next_response(self):
         """(request id, status, message, payload) of the next RESPONSE, skipping the other
@@ -35,7 +36,7 @@ class RawPeer:
         while True:
             op, request_id, body = self.next_frame()
             if op == Op.RESPONSE:
-                _op, status, message, payload = split_response(body)
+                _op, status, message, payload = declared(split_response(body))
                 return request_id, status, message, payload
 
     def closed_by_hub(self) -> bool:

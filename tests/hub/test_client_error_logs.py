@@ -13,6 +13,7 @@ from hedwig.protocol.requests import encode_hello
 from hedwig.protocol.responses import decode_response
 from hedwig.testing.hubprocess import HubProcess
 from hedwig.testing.polling import wait_until
+from tests.hub.declared import declared
 
 INTERVAL_S = 1.0
 BAD_REQUESTS = 5000
@@ -29,7 +30,7 @@ def responses(sock: socket.socket, count: int) -> list:
         data = sock.recv(1 << 16)
         assert data, f"the hub closed the connection after {len(frames)} of {count} replies"
         frames += decoder.feed(data)
-    return [decode_response(body).status for _op, _request_id, body in frames]
+    return [declared(decode_response(body)).status for _op, _request_id, body in frames]
 
 
 def connect(hub: HubProcess) -> socket.socket:

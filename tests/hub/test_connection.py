@@ -390,12 +390,12 @@ def test_a_publish_in_flight_when_the_client_leaves_is_stored_and_nothing_breaks
 def test_ops_beyond_the_core_protocol_plug_in_with_register_op(harness):
     from twisted.internet.defer import succeed
 
-    from hedwig.protocol.requests import RequestError
+    from hedwig.protocol.requests import RequestRefused
     from hedwig.protocol.responses import response_frame
 
     def link(connection, request_id, body, started):
         if not body:
-            raise RequestError(Status.MALFORMED_REQUEST, "name the region")
+            raise RequestRefused(Status.MALFORMED_REQUEST, "name the region")
         connection.is_hub_peer = True
         reply = lambda region: response_frame(request_id, Op.REGION_LINK, payload=region)  # noqa: E731
         connection.answer(succeed(body), request_id, Op.REGION_LINK, started, reply)

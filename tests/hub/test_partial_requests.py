@@ -19,6 +19,7 @@ from hedwig.protocol.requests import encode_hello
 from hedwig.protocol.responses import decode_response
 from hedwig.testing.hubprocess import HubProcess
 from hedwig.testing.polling import wait_until
+from tests.hub.declared import declared
 
 MIB = 1024 * 1024
 FRAME = 16 * MIB  # the default max_frame_bytes: the largest frame a client may announce
@@ -55,7 +56,7 @@ def greeted_socket(hub: HubProcess) -> socket.socket:
 def decoder_status(frame) -> Status:
     op, _request_id, body = frame
     assert op == Op.RESPONSE
-    return decode_response(body).status
+    return declared(decode_response(body)).status
 
 
 def half_of_a_large_frame() -> memoryview:

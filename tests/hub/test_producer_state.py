@@ -8,7 +8,7 @@ import pytest
 from hedwig.hub.producer_state import ProducerTable
 from hedwig.protocol import Op, Status, encode_message_set
 from hedwig.protocol.producer_requests import decode_idempotent_publish, encode_idempotent_publish
-from hedwig.protocol.requests import RequestError
+from hedwig.protocol.requests import RequestRefused
 from tests.hub.harness import HubHarness
 
 PRODUCER = 0x1234_5678_9ABC
@@ -175,7 +175,7 @@ def test_producers_remembered_per_topic_are_capped_oldest_first(tmp_path):
     ids=["producer-0", "truncated", "no-message-set", "unknown-flag", "bad-topic"],
 )
 def test_idempotent_publish_fields_are_checked_where_decoded(body, status):
-    with pytest.raises(RequestError) as refused:
+    with pytest.raises(RequestRefused) as refused:
         decode_idempotent_publish(body)
     assert refused.value.status is status
 

@@ -11,7 +11,7 @@ from hedwig.protocol.requests import (
     HelloReply,
     Published,
     ReadRange,
-    RequestError,
+    RequestRefused,
     Subscribe,
     Subscribed,
     Unsubscribe,
@@ -94,7 +94,7 @@ def test_the_no_delivery_flag_is_bit_2_and_absent_means_deliver():
     body = encode_subscribe("t", "s", deliver=False)
     assert body == b"\x01t\x01s\x03\x00" + bytes(8) + b"\x04" + bytes(4)
     assert decode_subscribe(body).deliver is False
-    with pytest.raises(RequestError, match="unknown subscribe flags 0x14"):
+    with pytest.raises(RequestRefused, match="unknown subscribe flags 0x14"):
         decode_subscribe(b"\x01t\x01s\x03\x00" + bytes(8) + b"\x14" + bytes(4))
 
 
@@ -160,7 +160,7 @@ def test_read_range_reply_passes_entry_bytes_through():
     ],
 )
 def test_bad_bodies_get_their_status(decoder, body, status):
-    with pytest.raises(RequestError) as caught:
+    with pytest.raises(RequestRefused) as caught:
         decoder(body)
     assert caught.value.status is status
 

@@ -12,6 +12,7 @@ from hedwig.protocol import Op, Status, SubscriptionEvent, decode_entry, parse_d
 from hedwig.protocol.requests import encode_describe_topic, encode_read_range, encode_subscribe
 from hedwig.protocol.responses import decode_response
 from hedwig.protocol.work_requests import encode_fetch, encode_ranges
+from tests.hub.declared import declared
 from tests.hub.harness import HubHarness
 
 
@@ -26,7 +27,7 @@ def frames(peer):
     out = []
     for op, request_id, body in peer.frames():
         if op == Op.RESPONSE:
-            out.append(("response", request_id, decode_response(body)))
+            out.append(("response", request_id, declared(decode_response(body))))
         elif op in (Op.DELIVERY, Op.REDELIVERY):
             if op == Op.DELIVERY:
                 handle, start, stop, entry = parse_delivery(body)

@@ -17,13 +17,13 @@ from hedwig.protocol.admin_requests import (
     encode_list_subscriptions,
     encode_reset_subscription,
 )
-from hedwig.protocol.layouts import RequestError, StartKind, str8
+from hedwig.protocol.layouts import RequestRefused, StartKind, str8
 from hedwig.protocol.requests import MAX_START
 from hedwig.protocol.status import Status
 
 
 def refused(decode, body) -> Status:
-    with pytest.raises(RequestError) as caught:
+    with pytest.raises(RequestRefused) as caught:
         decode(body)
     return caught.value.status
 

@@ -16,7 +16,7 @@ from hedwig.protocol import (
     encode_message_set,
 )
 from hedwig.protocol.framing import encode_event
-from hedwig.protocol.layouts import RequestError
+from hedwig.protocol.layouts import RequestRefused
 from hedwig.protocol.requests import Subscribe, decode_subscribe, encode_subscribe, encode_subscribe_request
 from hedwig.protocol.session import HubSession, ISharedSubscriber, ProtocolViolation
 from hedwig.protocol.shared_position import SharedPosition
@@ -79,7 +79,7 @@ def options_body(kind=1, delivery=0, ack_timeout=0, max_deliveries=0, bound=0, d
     ],
 )
 def test_malformed_subscribe_options_are_refused(body, status, match):
-    with pytest.raises(RequestError, match=match) as refused:
+    with pytest.raises(RequestRefused, match=match) as refused:
         decode_subscribe(body)
     assert refused.value.status == status
 
@@ -103,16 +103,16 @@ def test_ack_and_nack_bodies_carry_ranges():
     ],
 )
 def test_malformed_ranges_are_refused(body, match):
-    with pytest.raises(RequestError, match=match) as refused:
+    with pytest.raises(RequestRefused, match=match) as refused:
         decode_ranges(body, "ACK")
     assert refused.value.status == Status.MALFORMED_REQUEST
 
 
 def test_fetch_asks_for_at_least_one_message():
     assert decode_fetch(encode_fetch(3, 10, 2500)) == (3, 10, 2500)
-    with pytest.raises(RequestError, match="at least 1"):
+    with pytest.raises(RequestRefused, match="at least 1"):
         decode_fetch(encode_fetch(3, 0, 2500))
-    with pytest.raises(RequestError):
+    with pytest.raises(RequestRefused):
         decode_fetch(encode_fetch(3, 1, 1) + b"\x00")
 
 

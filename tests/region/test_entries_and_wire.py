@@ -10,7 +10,7 @@ from hedwig.protocol.compression import compress_message_set
 from hedwig.protocol.framing import FrameDecoder
 from hedwig.protocol.messageset import MessageSetError, validate_message_set
 from hedwig.protocol.ops import Op
-from hedwig.protocol.requests import RequestError
+from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.responses import response_frame, split_response
 from hedwig.protocol.status import Status
 from hedwig.region import wire
@@ -110,7 +110,7 @@ def test_an_entry_without_an_origin_cannot_be_relayed():
 def test_region_link_round_trips():
     assert wire.decode_region_link(wire.encode_region_link("paris")) == ("paris", "")
     assert wire.decode_region_link(wire.encode_region_link("paris", "h1:4080")) == ("paris", "h1:4080")
-    with pytest.raises(RequestError, match="after the hub name"):
+    with pytest.raises(RequestRefused, match="after the hub name"):
         wire.decode_region_link(wire.encode_region_link("paris", "h1:4080") + b"x")
     payload = wire.encode_region_link_reply("europe", ["europe", "world"], True)
     assert wire.decode_region_link_reply(payload) == ("europe", ["europe", "world"], True)
@@ -123,7 +123,7 @@ def test_region_link_round_trips():
     [b"", b"\x05eu", b"\x02eu", b"\x02eu\x01", b"\x02eu\x01\x02\x01a", b"\x02eu\x01\x01\x01ab"],
 )
 def test_a_bad_region_link_reply_is_malformed(payload):
-    with pytest.raises(RequestError) as refused:
+    with pytest.raises(RequestRefused) as refused:
         wire.decode_region_link_reply(payload)
     assert refused.value.status is Status.MALFORMED_REQUEST
 
@@ -147,7 +147,7 @@ def test_relay_publish_carries_a_stored_entry_unchanged():
     ],
 )
 def test_a_bad_relay_publish_is_refused(body, status):
-    with pytest.raises(RequestError) as refused:
+    with pytest.raises(RequestRefused) as refused:
         wire.decode_relay_publish(body)
     assert refused.value.status is status
 
@@ -181,7 +181,7 @@ def test_interest_frames_split_many_topics_and_round_trip():
     ],
 )
 def test_a_bad_interest_frame_is_malformed(body):
-    with pytest.raises(RequestError):
+    with pytest.raises(RequestRefused):
         wire.decode_interest(body)
 
 
@@ -198,7 +198,7 @@ def test_responses_split_into_status_message_and_payload():
     frame = response_frame(4, Op.RELAY_PUBLISH, payload=b"\x01\x02")
     [(_op, _id, body)] = FrameDecoder().feed(frame)
     assert bytes(split_response(body)[3]) == b"\x01\x02"
-    with pytest.raises(RequestError):
+    with pytest.raises(RequestRefused):
         split_response(b"\x0b\x00")
 
 

@@ -23,7 +23,7 @@ from hedwig.topiclog.topic_log import TopicLog
 from tests.hub.harness import HubHarness
 
 
-def test_the_parts_declare_their_interfaces():
+def test_the_parts_declare_their_interfaces(tmp_path):
     assert verifyClass(ITopicLog, TopicLog)
     assert verifyClass(ICachedTopicLog, CachedTopicLog)
     assert verifyClass(IDeliveryManager, DeliveryManager)
@@ -37,7 +37,10 @@ def test_the_parts_declare_their_interfaces():
     for module in (blocking_subscriptions, twisted_subscriptions, aio_subscriptions):
         for subscription in (module.SharedSubscription, module.PullSubscription):
             assert verifyClass(ISharedSubscriber, subscription)
-    assert verifyClass(ISharedDeliveryChannel, HubConnection)
+
+    # The connection's IDeliveryChannel methods are its delivery flow's, handed over as
+    # they are when it is made (no call in between on the delivery path): an object's.
+    assert verifyObject(ISharedDeliveryChannel, HubConnection(HubHarness(tmp_path).hub))
 
 
 def test_the_cache_decorates_the_topic_log_and_hands_out_one_decorator_per_log(tmp_path):

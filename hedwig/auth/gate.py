@@ -214,7 +214,7 @@ def _read(access, principal, op, body):
 
 
 def _create(access, principal, op, body):
-    access._require(principal, CREATE, decode_create_topic(body))
+    access._require(principal, CREATE, decode_create_topic(body).topic)
 
 
 def _list_subscriptions(access, principal, op, body):

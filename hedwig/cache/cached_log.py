@@ -34,6 +34,7 @@ class CachedTopicLog:
     first_seq = property(attrgetter("inner.first_seq"), doc="The decorated log's first seq-id.")
     last_seq = property(attrgetter("inner.last_seq"), doc="The decorated log's last seq-id.")
     is_open = property(attrgetter("inner.is_open"), doc="Whether the decorated log takes appends.")
+    compaction = property(attrgetter("inner.compaction"), doc="Whether the topic is compacted.")
 
     # -- appends: the decorated log's, bound in __init__ (these say what they are) ----------
 
@@ -74,6 +75,18 @@ class CachedTopicLog:
 
     def collect_garbage(self, min_consumed_seq):
         return self.inner.collect_garbage(min_consumed_seq)
+
+    def compact(self, lag_s=None):
+        """The log's compaction; then the cached entries of the span it rewrote leave
+        (their boundaries are not the new ledgers')."""
+
+        def evict(report):
+            span = report.get("span")
+            if span:
+                self.cache.evict_span(self.topic, span[0], span[1])
+            return report
+
+        return self.inner.compact(lag_s).addCallback(evict)
 
     def describe(self) -> dict:
         return self.inner.describe()

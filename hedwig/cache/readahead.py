@@ -363,6 +363,21 @@ class ReadAheadCache:
         self.evicted_pruned += len(removed)
         return len(removed)
 
+    def evict_span(self, topic_name: str, first_seq: int, last_seq: int) -> int:
+        """The topic's seq-ids first_seq..last_seq were rewritten (compaction: other
+        entry boundaries): the cached entries holding any of them leave, so that the
+        entries cached stay a partition of the topic's seq-ids. How many left."""
+        topic = self._topics.get(topic_name)
+        if topic is None:
+            return 0
+        index = topic.index
+        doomed = [e for e in index.by_first.values() if e.first_seq <= last_seq and e.last_seq >= first_seq]
+        remove = self._fifo.remove
+        for entry in doomed:
+            index.remove(entry.first_seq)
+            remove(entry)
+        return len(doomed)
+
     # -- topics ----------------------------------------------------------------------
 
     def _topic(self, topic_log):

@@ -71,10 +71,19 @@ class ClientOperations:
 
     # -- administration ------------------------------------------------------------------
 
-    def create_topic(self, topic: str):
-        """Create the topic (publishing creates one too); {"topic", "created"}: created is
-        False when it existed already."""
-        return self._call(Op.CREATE_TOPIC, topic, topic)
+    def create_topic(self, topic: str, compaction: bool = False):
+        """Create the topic (publishing creates one too); {"topic", "created",
+        "compaction"}: created is False when it existed already (and compaction is then
+        what it was created with). `compaction`: a compacted topic, which takes keyed
+        messages only and keeps the latest message of each key (compact())."""
+        return self._call(Op.CREATE_TOPIC, topic, topic, compaction)
+
+    def compact(self, topic: str):
+        """Compact a compacted topic's closed ledgers now (the hub does it every [log]
+        compaction_interval_s too); {"topic", "span", "ledgers", "messages", "entries"}:
+        the seq-ids rewritten ([first, last]; None: nothing to do), the ledgers
+        replaced, the messages read and the entries written. Needs admin with [auth] on."""
+        return self._call(Op.COMPACT, topic, topic)
 
     def delete_topic(self, topic: str, force: bool = False):
         """Delete the topic and its ledgers; refused (TopicBusy) while it has subscriptions

@@ -54,19 +54,48 @@ def hubs(args) -> int:
 def add_create(subparsers, client_options):
     parser = client_command(subparsers, client_options, create)
     add_topic_argument(parser)
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="a compacted topic: keyed messages only, the latest message of each key kept",
+    )
     return parser
 
 
 def create(args) -> int:
     """create a topic (publishing to one creates it too); one that exists is left as it is"""
     with client(args) as hub:
-        reply = hub.create_topic(args.topic)
+        reply = hub.create_topic(args.topic, compaction=args.compact)
+    kind = "compacted topic" if reply.get("compaction") else "topic"
     if args.json:
         print(json.dumps(reply, sort_keys=True))
     elif reply["created"]:
-        print(f"created topic {args.topic}")
+        print(f"created {kind} {args.topic}")
     else:
-        print(f"topic {args.topic} exists already")
+        print(f"{kind} {args.topic} exists already")
+    return 0
+
+
+def add_compact(subparsers, client_options):
+    parser = client_command(subparsers, client_options, compact)
+    add_topic_argument(parser)
+    return parser
+
+
+def compact(args) -> int:
+    """compact a compacted topic now: its closed ledgers keep the latest message of each key"""
+    with client(args) as hub:
+        reply = hub.compact(args.topic)
+    if args.json:
+        print(json.dumps(reply, sort_keys=True))
+    elif reply["span"] is None:
+        print(f"topic {args.topic}: nothing to compact")
+    else:
+        first, last = reply["span"]
+        print(
+            f"topic {args.topic}: compacted seq-ids {first}..{last}: {reply['messages']} messages "
+            f"read, {reply['entries']} entries kept, ledgers {reply['ledgers']} replaced"
+        )
     return 0
 
 

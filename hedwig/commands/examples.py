@@ -63,7 +63,11 @@ EXAMPLES = {
         ("hedwig subscriptions", "every subscription of the region, with its owner and lag"),
         ("hedwig subscriptions orders", "those of one topic"),
     ],
-    "create": [("hedwig create orders", "make a topic before anything is published to it")],
+    "create": [
+        ("hedwig create orders", "make a topic before anything is published to it"),
+        ("hedwig create prices --compact", "a compacted topic: the latest message of each key is kept"),
+    ],
+    "compact": [("hedwig compact prices", "compact a compacted topic's closed ledgers now")],
     "delete": [
         ("hedwig delete scratch", "a topic without subscriptions"),
         ("hedwig delete orders --force", "with its subscriptions"),

@@ -17,6 +17,7 @@ from hedwig.auth.command import add_user_command
 from hedwig.benchtool.command import add_bench
 from hedwig.client.errors import HedwigError
 from hedwig.commands.admin import (
+    add_compact,
     add_create,
     add_delete,
     add_hubs,
@@ -81,8 +82,8 @@ def drain(args) -> int:
 # -- the command --------------------------------------------------------------------------------
 
 SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_read, add_unsubscribe, add_topics, add_hubs,
-               add_describe, add_stats, add_subscriptions, add_create, add_delete, add_reset, add_drain,
-               add_completion, add_top, add_user_command, add_bench]  # fmt: skip
+               add_describe, add_stats, add_subscriptions, add_create, add_compact, add_delete, add_reset,
+               add_drain, add_completion, add_top, add_user_command, add_bench]  # fmt: skip
 
 # Subcommands whose last positional takes any number of words: words left over after
 # options between them (`publish t a --property k=v b`) are theirs.

@@ -60,6 +60,14 @@ class LogSettings:
     gc_interval_s: float = 60.0
     index_cache_bytes: int = 64 * MIB  # entry indexes of closed ledgers kept in memory, all topics
     max_topics: int = 0  # topics this hub's metadata may hold; creating one more is refused (0: no cap)
+    # Compacted topics (CREATE_TOPIC's compaction flag): the hub rewrites their sealed
+    # ledgers keeping the latest message of each key, every compaction_interval_s (0:
+    # only on demand, COMPACT), taking only ledgers whose newest entry is older than
+    # min_compaction_lag_s; a tombstone (a key with an empty payload) goes once older
+    # than tombstone_retention_s.
+    compaction_interval_s: float = 300.0
+    min_compaction_lag_s: float = 60.0
+    tombstone_retention_s: float = 86400.0
 
 
 @dataclass

@@ -25,6 +25,7 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
 from hedwig.cache.waits import TailWaiter
+from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -248,7 +249,9 @@ class Cursor:
             first = entry.first_seq
             start = next_seq - first
             stop = entry.last_seq - first + 1
-            if window and stop - start > room:
+            # (a compacted entry goes whole: cut inside its gap, it would carry no message
+            # to acknowledge, and the window would never open again)
+            if window and stop - start > room and not entry.data[1] & ENTRY_FLAG_SPARSE:
                 stop = start + room
                 self.held = entry
             else:

@@ -71,6 +71,7 @@ def assemble_hub(
         topics = zk_region.topic_manager(topics, topic_logs)
     delivery = DeliveryManager(metadata, reactor, config.delivery)
     hub = Hub(topics=topics, cache=cache, delivery=delivery, config=config, clock=reactor, name=name)
+    hub.topic_logs = topic_logs
     parts = HubParts(
         hub=hub,
         topic_logs=topic_logs,

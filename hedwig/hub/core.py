@@ -20,7 +20,8 @@ from hedwig.hub.producers import Producers
 from hedwig.hub.relays import IRelays
 from hedwig.hub.sending import HubWrites
 from hedwig.hub.stats import HubStats, op_name
-from hedwig.protocol.compression import validate_published_set
+from hedwig.protocol.admin_requests import CreateTopic
+from hedwig.protocol.compression import check_keyed, validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
@@ -68,6 +69,7 @@ class Hub:
         self.intake = RequestIntake(config.hub.max_partial_request_bytes)
         self.client_errors = PeerLog(clock, config.hub.client_error_log_interval_s)
         self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
+        self.topic_logs = None  # the TopicLogManager (assembly.py): options of topics it creates
         self.peers = None  # PeerClients (hub/peers.py): the region's other hubs, in a region of several
         self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
@@ -119,6 +121,8 @@ class Hub:
         count = validate_published_set(message_set, 0, self.max_message_bytes, self.max_frame_bytes)
         topic_log = self.topics.get(topic)
         if topic_log is not None:
+            if topic_log.compaction:
+                check_keyed(message_set)
             return topic_log.append_now(message_set, count, origin_region, origin_seq, via)
         return self.topics.acquire(topic).addCallback(
             _append, message_set, count, origin_region, origin_seq, via
@@ -275,17 +279,42 @@ class Hub:
 
     # -- administration ---------------------------------------------------------------------
 
-    def create_topic(self, topic: str) -> Deferred:
-        """Deferred[{"topic", "created"}]: the topic exists (created now or before)."""
+    def create_topic(self, request: CreateTopic) -> Deferred:
+        """Deferred[{"topic", "created", "compaction"}]: the topic exists (created now or
+        before); `compaction` is what the topic is (a topic that existed keeps its own)."""
         if self.stopping:
             return fail(HubStopping())
+        topic = request.topic
+        new_options = self.topic_logs.new_topic_options if self.topic_logs is not None else {}
 
         def create(existed):
-            return self.topics.acquire(topic).addCallback(
-                lambda _log: {"topic": topic, "created": not existed}
+            if request.compaction and not existed:
+                new_options[topic] = {"compaction": True}
+            d = self.topics.acquire(topic)
+
+            def done(result):
+                new_options.pop(topic, None)
+                return result
+
+            d.addBoth(done)
+            return d.addCallback(
+                lambda topic_log: {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
             )
 
         return self.topics.exists(topic).addCallback(create)
+
+    def compact(self, topic: str) -> Deferred:
+        """Deferred[dict]: compact the topic's sealed ledgers now (the latest message of
+        each key kept); NOT_COMPACTED for a topic created without compaction."""
+        if self.stopping:
+            return fail(HubStopping())
+
+        def compact(topic_log):
+            if not topic_log.compaction:
+                raise RequestRefused(Status.NOT_COMPACTED, f"topic {topic} was not created with compaction")
+            return topic_log.compact(lag_s=0)
+
+        return self._existing(topic).addCallback(compact)
 
     def delete_topic(self, topic: str, force: bool) -> Deferred:
         """Deferred[{"topic", "subscriptions", "ledgers"}]: the topic gone with its
@@ -434,4 +463,6 @@ class Hub:
 
 
 def _append(topic_log, message_set, count, origin_region, origin_seq, via):
+    if topic_log.compaction:
+        check_keyed(message_set)
     return topic_log.append(message_set, count, origin_region, origin_seq, via)

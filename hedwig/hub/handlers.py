@@ -242,6 +242,7 @@ def request_handlers(hub) -> dict:
         (Op.LIST_HUBS, Answering(Op.LIST_HUBS, lambda _: hub.list_hubs())),
         (Op.LIST_OWNERS, Answering(Op.LIST_OWNERS, lambda _: hub.topic_owners())),
         (Op.CREATE_TOPIC, Answering(Op.CREATE_TOPIC, hub.create_topic)),
+        (Op.COMPACT, Answering(Op.COMPACT, hub.compact)),
         (Op.DELETE_TOPIC, Answering(Op.DELETE_TOPIC, lambda r: hub.delete_topic(r.topic, r.force))),
         (Op.LIST_SUBSCRIPTIONS, Answering(Op.LIST_SUBSCRIPTIONS, hub.list_subscriptions)),
         (

@@ -14,7 +14,7 @@ from twisted.internet.defer import Deferred, fail
 
 from hedwig.hub.errors import HubStopping
 from hedwig.hub.producer_state import MAX_PRODUCERS, WINDOW, ProducerTable
-from hedwig.protocol.compression import validate_published_set
+from hedwig.protocol.compression import check_keyed, validate_published_set
 
 
 def new_producer_id() -> int:
@@ -46,10 +46,17 @@ class Producers:
         count = validate_published_set(message_set, 0, hub.max_message_bytes, hub.max_frame_bytes)
         topic_log = hub.topics.get(topic)
         if topic_log is not None:
+            if topic_log.compaction:
+                check_keyed(message_set)
             return self.table(topic_log).publish(message_set, count, producer_id, sequence, first_send)
         return hub.topics.acquire(topic).addCallback(
-            lambda log: self.table(log).publish(message_set, count, producer_id, sequence, first_send)
+            self._publish, message_set, count, producer_id, sequence, first_send
         )
+
+    def _publish(self, topic_log, message_set, count, producer_id, sequence, first_send):
+        if topic_log.compaction:
+            check_keyed(message_set)
+        return self.table(topic_log).publish(message_set, count, producer_id, sequence, first_send)
 
     def table(self, topic_log) -> ProducerTable:
         """The table of this topic log: a topic reopened (a restart, a takeover, a failed

@@ -70,8 +70,41 @@ def encode_ranges(ranges) -> str:
 
 
 def decode_ranges(text) -> list[LedgerRange]:
+    return decode_topic(text)[0]
+
+
+_TOPIC_OPTIONS = {"compaction": bool}  # option -> its type: what a topic record may hold
+
+
+def check_options(options) -> dict:
+    """A topic's options: known names, each of its type."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise BadRecord(f"topic options are a dict, not {type(options).__name__}")
+    for name, value in options.items():
+        kind = _TOPIC_OPTIONS.get(name)
+        if kind is None or type(value) is not kind:
+            raise BadRecord(f"unknown topic option {name}={value!r}")
+    return dict(options)
+
+
+def encode_topic(ranges, options=None) -> str:
+    """A topic's record: its ranges alone (a JSON list) when it has no options, as
+    before options existed; else {"ranges": [...], "options": {...}}."""
+    options = {k: v for k, v in check_options(options).items() if v}
+    ranges = [list(r) for r in check_ranges(ranges)]
+    record = {"ranges": ranges, "options": options} if options else ranges
+    return json.dumps(record, separators=(",", ":"), sort_keys=True)
+
+
+def decode_topic(text) -> tuple[list[LedgerRange], dict]:
+    """(ranges, options) of a topic's record, either form."""
     try:
-        return check_ranges(json.loads(text))
+        record = json.loads(text)
+        if isinstance(record, dict):
+            return check_ranges(record.get("ranges")), check_options(record.get("options"))
+        return check_ranges(record), {}
     except (ValueError, TypeError) as e:
         raise BadRecord(f"stored ledger ranges are unreadable: {e}") from None
 

@@ -73,6 +73,9 @@ class SubscriptionState(NamedTuple):
 class Versioned(NamedTuple):
     value: object
     version: int
+    # A topic's options, kept in its record beside the ranges ({"compaction": True}:
+    # a compacted topic); None when it has none, and for a subscription's record.
+    options: dict | None = None
 
 
 NEW = -1  # the version to name when creating a record that must not exist yet
@@ -80,11 +83,14 @@ NEW = -1  # the version to name when creating a record that must not exist yet
 
 class IMetadataStore(Interface):
     def get_topic(topic):
-        """Deferred[Versioned[list[LedgerRange]] | None]."""
+        """Deferred[Versioned[list[LedgerRange]] | None]; its `options` are the topic's
+        (a dict; None when none were written)."""
 
-    def put_topic(topic, ranges, version, garbage=()):
+    def put_topic(topic, ranges, version, garbage=(), options=None):
         """Write the ledger ranges if the stored version is `version` (NEW: absent).
-        Deferred[int new version]; fails with BadVersion.
+        Deferred[int new version]; fails with BadVersion. `options`: the topic's options
+        (a JSON-able dict, written with the ranges in one record); None writes none, so
+        a writer of a topic's ranges passes the options it read.
 
         `garbage`: ids of ledgers this write drops from the topic, recorded as garbage in
         the same transaction, so a crash between the write and their deletion leaves them

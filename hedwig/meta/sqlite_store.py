@@ -51,9 +51,9 @@ from hedwig.meta.codec import (
     check_subscription,
     check_version,
     decode_preferences,
-    decode_ranges,
+    decode_topic,
     encode_preferences,
-    encode_ranges,
+    encode_topic,
 )
 from hedwig.meta.interface import (
     NEW,
@@ -248,15 +248,18 @@ class SqliteMetadataStore:
         row = self._db.execute(
             "SELECT ranges, version FROM topics WHERE topic = ?", (check_name("topic", topic),)
         ).fetchone()
-        return None if row is None else Versioned(decode_ranges(row[0]), row[1])
+        if row is None:
+            return None
+        ranges, options = decode_topic(row[0])
+        return Versioned(ranges, row[1], options or None)
 
-    def put_topic(self, topic, ranges, version, garbage=()):
-        return self._run(self._put_topic, topic, ranges, version, garbage)
+    def put_topic(self, topic, ranges, version, garbage=(), options=None):
+        return self._run(self._put_topic, topic, ranges, version, garbage, options)
 
-    def _put_topic(self, topic, ranges, version, garbage=()):
+    def _put_topic(self, topic, ranges, version, garbage=(), options=None):
         topic = check_name("topic", topic)
         ranges = check_ranges(ranges)
-        text = encode_ranges(ranges)
+        text = encode_topic(ranges, options)
         garbage = check_garbage(garbage, ranges)
         check_version(version)
         self._use_sync(self._topic_sync)

@@ -28,10 +28,10 @@ from hedwig.meta.codec import (
     check_name,
     check_ranges,
     check_version,
-    decode_ranges,
     decode_subscription,
-    encode_ranges,
+    decode_topic,
     encode_subscription,
+    encode_topic,
 )
 from hedwig.meta.interface import (
     NEW,
@@ -141,7 +141,7 @@ class ZkMetadataStore:
     def _get_topic(self, topic):
         path = self.layout.topic(check_name("topic", topic))
         return self._call("get", path).addCallbacks(
-            lambda found: Versioned(decode_ranges(found[0].decode("utf-8")), found[1].version),
+            lambda found: Versioned(*_ranges_and_options(found[0], found[1].version)),
             self._absent,
         )
 
@@ -150,13 +150,13 @@ class ZkMetadataStore:
         failure.trap(_kazoo_errors().NoNodeError)
         return None
 
-    def put_topic(self, topic, ranges, version, garbage=()):
-        return self._run(self._put_topic, topic, ranges, version, garbage)
+    def put_topic(self, topic, ranges, version, garbage=(), options=None):
+        return self._run(self._put_topic, topic, ranges, version, garbage, options)
 
-    def _put_topic(self, topic, ranges, version, garbage=()):
+    def _put_topic(self, topic, ranges, version, garbage=(), options=None):
         topic = check_name("topic", topic)
         ranges = check_ranges(ranges)
-        data = encode_ranges(ranges).encode("utf-8")
+        data = encode_topic(ranges, options).encode("utf-8")
         garbage = check_garbage(garbage, ranges)
         version = check_version(version)
         path = self.layout.topic(topic)
@@ -327,3 +327,9 @@ class ZkMetadataStore:
         """The store takes no more calls; the session is its owner's to stop."""
         self._closed = True
         return succeed(None)
+
+
+def _ranges_and_options(data: bytes, version: int) -> tuple:
+    """(ranges, version, options) of a topic's znode data."""
+    ranges, options = decode_topic(data.decode("utf-8"))
+    return ranges, version, options or None

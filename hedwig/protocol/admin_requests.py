@@ -23,10 +23,17 @@ from hedwig.protocol.layouts import (
 from hedwig.protocol.requests import MAX_START, _start_fields, decode_topic_only, encode_topic_only
 from hedwig.protocol.status import Status
 
+CREATE_FLAG_COMPACTION = 0x01  # a compacted topic: the latest message of each key is kept
+CREATE_FLAGS = CREATE_FLAG_COMPACTION
 DELETE_FLAG_FORCE = 0x01  # delete the topic's subscriptions with it
 DELETE_FLAGS = DELETE_FLAG_FORCE
 _FLAGS = struct.Struct("!B")
 _START = struct.Struct("!BQ")  # start kind, start value (as in SUBSCRIBE)
+
+
+class CreateTopic(NamedTuple):
+    topic: str
+    compaction: bool  # a compacted topic (keyed messages only; compacted by the hub)
 
 
 class DeleteTopic(NamedTuple):
@@ -43,12 +50,34 @@ class ResetSubscription(NamedTuple):
 # -- CREATE_TOPIC -----------------------------------------------------------------------------
 
 
-def encode_create_topic(topic: str) -> bytes:
+def encode_create_topic(topic: str, compaction: bool = False) -> bytes:
+    """The topic, then a flags byte only when a flag is set: a plain creation is the
+    body it always was (the topic alone), which every hub takes."""
+    if not compaction:
+        return encode_topic_only(topic)
+    return str8(topic) + _FLAGS.pack(CREATE_FLAG_COMPACTION)
+
+
+def decode_create_topic(body) -> CreateTopic:
+    topic, offset = read_topic(body, 0)
+    if offset == len(body):  # (the topic alone: no flags)
+        return CreateTopic(topic, False)
+    (flags,) = unpack_field(_FLAGS, body, offset, "CREATE_TOPIC")
+    expect_end(body, offset + _FLAGS.size, "CREATE_TOPIC")
+    if not flags or flags & ~CREATE_FLAGS:  # (a flags byte comes only with a flag in it)
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown CREATE_TOPIC flags {flags:#x}")
+    return CreateTopic(topic, bool(flags & CREATE_FLAG_COMPACTION))
+
+
+# -- COMPACT ----------------------------------------------------------------------------------
+
+
+def encode_compact(topic: str) -> bytes:
     return encode_topic_only(topic)
 
 
-def decode_create_topic(body) -> str:
-    return decode_topic_only(body, "CREATE_TOPIC")
+def decode_compact(body) -> str:
+    return decode_topic_only(body, "COMPACT")
 
 
 # -- DELETE_TOPIC -----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from hedwig.protocol.messageset import (
     MessageSetError,
     encode_message_set,
     length_arrays,
+    message_keys,
     validate_message_set,
 )
 from hedwig.protocol.status import Status
@@ -282,3 +283,16 @@ def encode_published_set(payloads, properties, codec: Codec, keys=None) -> bytes
     Codec.NONE, when it is the plain set."""
     message_set = encode_message_set(payloads, properties, keys)
     return compress_message_set(message_set, codec) if codec else message_set
+
+
+def check_keyed(buf, offset: int = 0) -> None:
+    """A validated set (compressed or not) bound for a compacted topic: every message has
+    a key, or MessageSetError (KEY_REQUIRED). A set without the keys flag is refused in
+    one byte's look; a compressed one is decompressed for it."""
+    message_set, position = plain_message_set(buf, offset)
+    if not message_set[position + 1] & FLAG_KEYS:
+        raise MessageSetError(Status.KEY_REQUIRED, "a compacted topic takes keyed messages only")
+    if None in message_keys(message_set, position):
+        raise MessageSetError(
+            Status.KEY_REQUIRED, "a compacted topic takes keyed messages only: a message has no key"
+        )

@@ -5,7 +5,10 @@ ledger stores the result and every subscriber receives those same bytes:
 
     u8  version (1)
     u8  flags              bit 0 (ENTRY_FLAG_PRODUCER): the producer fields below are
-                           present; every other bit is 0
+                           present; bit 1 (ENTRY_FLAG_SPARSE): written by compaction,
+                           the message set holds fewer messages than `count`: they are
+                           the last seq-ids of first_seq..first_seq + count - 1, the
+                           seq-ids before them were removed; every other bit is 0
     u64 first_seq          local seq-id of the first message
     u32 count              messages in the set (so last_seq = first_seq + count - 1)
     u64 publish_time_us    when the hub accepted the publish, microseconds since the epoch
@@ -17,6 +20,12 @@ ledger stores the result and every subscriber receives those same bytes:
         producer (hedwig.hub.producer_state) that published the set and its number, written
         atomically with the entry so that a hub recovering the log knows what it acknowledged
     the message set (see messageset.py)
+
+A compacted topic's sealed ledgers are rewritten (hedwig/topiclog/compaction.py) with
+sparse entries: each covers its seq-ids densely, so reads, the cache and delivery find
+an entry for every seq-id as before, and only a decoder learns that the first
+(count - messages) of them are gaps; a position inside a gap so moves to the entry's
+first message, the next retained one. A sparse entry always ends with a message.
 
 An entry always holds messages of one origin region with consecutive origin seq-ids:
 relays republish whole entries (or a tail of one), so that stays true across regions.
@@ -35,6 +44,7 @@ from hedwig.protocol.messageset import (
     decode_properties,
     decode_typed_properties,
     extended_set_layout,
+    message_set_count,
     plain_set_layout,
     read_extended,
     read_u32_array,
@@ -44,6 +54,8 @@ from hedwig.protocol.status import Status
 ENTRY_VERSION = 1
 _ENTRY_HEADER = struct.Struct("!BBQIQQB")
 ENTRY_FLAG_PRODUCER = 0x01
+ENTRY_FLAG_SPARSE = 0x02
+_ENTRY_FLAGS = ENTRY_FLAG_PRODUCER | ENTRY_FLAG_SPARSE
 _PRODUCER = struct.Struct("!QI")  # producer id, sequence
 # The header's size without its two names: the struct plus the via length byte.
 ENTRY_HEADER_FIXED_SIZE = _ENTRY_HEADER.size + 1
@@ -59,6 +71,7 @@ class EntryHeader(NamedTuple):
     via: str = ""  # the neighbour region this entry was relayed from; "" when published here
     producer_id: int = 0  # the idempotent producer that published it (0: none)
     sequence: int = 0  # that producer's number for the set
+    sparse: bool = False  # compacted: the set holds the last messages of count seq-ids only
 
     @property
     def last_seq(self) -> int:
@@ -73,11 +86,13 @@ def encode_entry_header(
     origin_seq: int,
     via: bytes = b"",
     producer=None,
+    sparse: bool = False,
 ) -> bytes:
-    """`producer`: (producer id, sequence) of an idempotent publish, or None."""
+    """`producer`: (producer id, sequence) of an idempotent publish, or None; `sparse`:
+    the set holds only the last messages of the `count` seq-ids (compaction)."""
     if len(origin_region) > 255 or len(via) > 255:
         raise ValueError("region names are at most 255 bytes")
-    flags = 0 if producer is None else ENTRY_FLAG_PRODUCER
+    flags = (0 if producer is None else ENTRY_FLAG_PRODUCER) | (ENTRY_FLAG_SPARSE if sparse else 0)
     parts = [
         _ENTRY_HEADER.pack(
             ENTRY_VERSION, flags, first_seq, count, publish_time_us, origin_seq, len(origin_region)
@@ -127,7 +142,7 @@ def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
     body_offset = via_start + buf[via_length_at]
     if body_offset > len(buf):
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry truncated in its via region")
-    if flags & ~ENTRY_FLAG_PRODUCER:
+    if flags & ~_ENTRY_FLAGS:
         raise MessageSetError(Status.MALFORMED_REQUEST, f"unknown entry flags {flags:#x}")
     via_end = body_offset
     producer_id = sequence = 0
@@ -144,8 +159,36 @@ def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
         # malformed request (MessageSetError), never an error nothing expects.
         raise MessageSetError(Status.MALFORMED_REQUEST, "entry region names are not UTF-8") from None
     return EntryHeader(
-        first_seq, count, publish_time_us, origin_seq, origin_region, body_offset, via, producer_id, sequence
+        first_seq,
+        count,
+        publish_time_us,
+        origin_seq,
+        origin_region,
+        body_offset,
+        via,
+        producer_id,
+        sequence,
+        bool(flags & ENTRY_FLAG_SPARSE),
     )
+
+
+def message_part(header: EntryHeader, message_count: int, start: int, stop: int | None):
+    """(header, start, stop) of a sparse entry's messages: its seq-ids [start, stop)
+    (offsets from first_seq, as deliveries name them) as indexes of its messages, and a
+    header whose first_seq and count are its messages' (as if the entry were dense)."""
+    gap = header.count - message_count
+    if gap < 0:
+        raise MessageSetError(
+            Status.MALFORMED_REQUEST,
+            f"a sparse entry of {header.count} seq-ids holds {message_count} messages",
+        )
+    dense = header._replace(
+        first_seq=header.first_seq + gap,
+        count=message_count,
+        origin_seq=header.origin_seq + gap,
+        sparse=False,
+    )
+    return dense, max(0, start - gap), None if stop is None else max(0, stop - gap)
 
 
 def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, header=None):
@@ -154,6 +197,11 @@ def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, heade
     if header is None:
         header = decode_entry_header(buf)
     body_offset = header.body_offset
+    if header.sparse:  # (compacted: seq-ids [start, stop) name messages at the set's end)
+        message_set, offset = plain_message_set(buf, body_offset)
+        header, start, stop = message_part(header, message_set_count(message_set, offset), start, stop)
+        if stop is not None and start >= stop:
+            return []
     if len(buf) - body_offset >= ONE_MESSAGE_HEADER.size:  # one plain message: one unpack
         version, flags, count, length = ONE_MESSAGE_HEADER.unpack_from(buf, body_offset)
         if count == 1 and version == SET_VERSION and not flags and start == 0 and stop != 0:

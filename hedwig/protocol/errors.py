@@ -25,11 +25,13 @@ __all__ = [
     "HubError",
     "InvalidSubscriberId",
     "InvalidTopic",
+    "KeyRequired",
     "MalformedRequest",
     "MessageTooLarge",
     "NoDeliveries",
     "NoSuchTopic",
     "NotAuthorized",
+    "NotCompacted",
     "NotResponsibleForTopic",
     "ProducerSequenceGap",
     "PublishQueueFull",
@@ -135,6 +137,19 @@ class DuplicateSequence(RequestError):
     the hub no longer remembers its seq-ids."""
 
     status = Status.DUPLICATE_SEQUENCE
+
+
+class KeyRequired(RequestError):
+    """A publish to a compacted topic holding a message without a key: nothing was
+    stored (a compacted topic keeps the latest message of each key)."""
+
+    status = Status.KEY_REQUIRED
+
+
+class NotCompacted(RequestError):
+    """COMPACT of a topic created without compaction."""
+
+    status = Status.NOT_COMPACTED
 
 
 class WrongSubscriptionKind(RequestError):
@@ -302,6 +317,8 @@ _BY_STATUS = {
         SeqOutOfRange,
         ProducerSequenceGap,
         DuplicateSequence,
+        KeyRequired,
+        NotCompacted,
         ServiceDown,
         NotResponsibleForTopic,
         StorageError,

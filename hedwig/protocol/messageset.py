@@ -534,8 +534,7 @@ def validate_message_set(buf, offset: int = 0, max_message_bytes: int | None = N
     if position + total != len(buf):
         raise MessageSetError(
             Status.MALFORMED_REQUEST,
-            f"message set lengths add up to {position + total - offset} bytes "
-            f"but it has {len(buf) - offset}",
+            f"message set lengths add up to {position + total - offset} bytes but it has {len(buf) - offset}",
         )
     if max_message_bytes is not None:
         if property_lengths is None:
@@ -565,8 +564,7 @@ def _validate_extended_set(buf, offset: int, max_message_bytes: int | None) -> i
     if position + total != len(buf):
         raise MessageSetError(
             Status.MALFORMED_REQUEST,
-            f"message set lengths add up to {position + total - offset} bytes "
-            f"but it has {len(buf) - offset}",
+            f"message set lengths add up to {position + total - offset} bytes but it has {len(buf) - offset}",
         )
     if max_message_bytes is not None:
         sizes = payload_lengths
@@ -693,3 +691,33 @@ def properties_and_keys(buf, offset: int = 0, names=None) -> tuple:
 def message_set_count(buf, offset: int = 0) -> int:
     """The number of messages, read from the header alone."""
     return _SET_HEADER.unpack_from(buf, offset)[2]
+
+
+def select_messages(buf, offset: int, indexes) -> bytes:
+    """A plain (uncompressed) set of the messages of `buf` (a plain set at `offset`) at
+    `indexes` (ascending), each with its payload, properties and key exactly as stored:
+    what compaction keeps of a set."""
+    layout = parse_message_set(buf, offset)
+    view = buf if isinstance(buf, bytes) else bytes(buf)
+    flags = view[offset + 1] & SET_FLAGS
+    columns = [layout.payload_offsets]
+    if layout.property_offsets is not None:
+        columns.append(layout.property_offsets)
+    if layout.key_offsets is not None:
+        columns.append(layout.key_offsets)
+    parts = [_SET_HEADER.pack(SET_VERSION, flags, len(indexes))]
+    for offsets in columns:
+        parts.append(_u32_array(offsets[i + 1] - offsets[i] for i in indexes).tobytes())
+    for offsets in columns:
+        parts.extend(view[offsets[i] : offsets[i + 1]] for i in indexes)
+    return b"".join(parts)
+
+
+def message_keys(buf, offset: int = 0) -> list:
+    """The key of every message of a plain set (bytes, or None for none)."""
+    layout = parse_message_set(buf, offset)
+    key_offsets = layout.key_offsets
+    if key_offsets is None:
+        return [None] * layout.count
+    view = buf if isinstance(buf, bytes) else bytes(buf)
+    return [view[key_offsets[i] : key_offsets[i + 1]] or None for i in range(layout.count)]

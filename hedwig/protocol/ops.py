@@ -27,6 +27,7 @@ class Op(IntEnum):
     DELETE_TOPIC = 14  # refused while subscriptions exist unless forced; ledgers freed
     LIST_SUBSCRIPTIONS = 15
     RESET_SUBSCRIPTION = 16  # move a detached subscription's consumed seq-id
+    COMPACT = 17  # compact a compacted topic's sealed ledgers now (the latest message per key)
     # Client -> hub, idempotent publish (protocol/producer_requests.py, hub/producer_state.py).
     INIT_PRODUCER = 24  # the reply carries a new producer id
     IDEMPOTENT_PUBLISH = 25  # PUBLISH with (producer id, sequence): a repeat is not stored again

@@ -148,7 +148,10 @@ class SubscriptionPosition:
         if start >= stop:
             return []
         messages = decode_entry(self.topic, entry, start, stop, header)
-        self.received_through = first_seq + start + len(messages) - 1
+        if header.sparse:  # (compacted: the seq-ids up to stop are had, messages or gaps)
+            self.received_through = first_seq + min(stop, header.count) - 1
+        else:
+            self.received_through = first_seq + start + len(messages) - 1
         return messages
 
     def acknowledge(self, seq: int) -> None:

@@ -13,7 +13,7 @@ exclusive position's CONSUME does. Pure bookkeeping, no I/O; the three clients k
 one per shared or pull subscription.
 """
 
-from hedwig.protocol.entry import decode_entry
+from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, decode_entry, decode_entry_header
 from hedwig.protocol.message import RedeliveredMessage
 from hedwig.protocol.position import DEFAULT_ACK_EVERY, request_as_asked
 from hedwig.protocol.requests import Subscribe, Subscribed
@@ -87,12 +87,25 @@ class SharedPosition:
     def messages(self, start: int, stop: int, entry, count: int = 1) -> list:
         """The Messages of a delivery (or of a redelivery, delivered for the `count`th time)."""
         messages = decode_entry(self.topic, entry, start, stop)
+        if entry[1] & ENTRY_FLAG_SPARSE:
+            self._acknowledge_gap(entry, start, stop, messages)
         if count != 1:
             again = RedeliveredMessage.again
             messages = [again(message, count) for message in messages]
         if messages and messages[-1].seq > self.received_through:
             self.received_through = messages[-1].seq
         return messages
+
+    def _acknowledge_gap(self, entry, start: int, stop: int, messages) -> None:
+        """A compacted entry's seq-ids before its messages were removed: nobody will
+        acknowledge them, so they are acknowledged here, with the next ACK (or the hub
+        would lease them out again and again)."""
+        first = decode_entry_header(entry).first_seq + start
+        last = (messages[0].seq if messages else decode_entry_header(entry).first_seq + stop) - 1
+        if first > last:
+            return
+        self._pending.append([first, last])
+        self._pending_count += 1
 
     def acknowledge(self, seq: int) -> None:
         """Record an acknowledgement, to be sent with the next unsent_ack()."""

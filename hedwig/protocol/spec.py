@@ -28,10 +28,12 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hedwig.protocol.admin_requests import (
+    decode_compact,
     decode_create_topic,
     decode_delete_topic,
     decode_list_subscriptions,
     decode_reset_subscription,
+    encode_compact,
     encode_create_topic,
     encode_delete_topic,
     encode_list_subscriptions,
@@ -218,7 +220,7 @@ _SPECS = (
     _request(
         Op.PUBLISH,
         permission=Permission.PUBLISH,
-        statuses=_CREATES | {Status.MESSAGE_TOO_LARGE},
+        statuses=_CREATES | {Status.MESSAGE_TOO_LARGE, Status.KEY_REQUIRED},
         encode=encode_publish,
         decode=decode_publish,
         encode_reply=encode_published,
@@ -228,7 +230,8 @@ _SPECS = (
         Op.IDEMPOTENT_PUBLISH,
         permission=Permission.PUBLISH,
         statuses=_CREATES
-        | {Status.MESSAGE_TOO_LARGE, Status.PRODUCER_SEQUENCE_GAP, Status.DUPLICATE_SEQUENCE},
+        | {Status.MESSAGE_TOO_LARGE, Status.KEY_REQUIRED}
+        | {Status.PRODUCER_SEQUENCE_GAP, Status.DUPLICATE_SEQUENCE},
         idempotent=True,
         encode=encode_idempotent_publish,
         decode=decode_idempotent_publish,
@@ -320,6 +323,16 @@ _SPECS = (
         statuses=_EXISTING | {Status.TOPIC_BUSY},
         encode=encode_delete_topic,
         decode=decode_delete_topic,
+        encode_reply=encode_json,
+        decode_reply=decode_json,
+    ),
+    _request(
+        Op.COMPACT,
+        permission=Permission.ADMIN,
+        statuses=_EXISTING | {Status.NOT_COMPACTED},
+        idempotent=True,
+        encode=encode_compact,
+        decode=decode_compact,
         encode_reply=encode_json,
         decode_reply=decode_json,
     ),

@@ -35,6 +35,11 @@ class Status(IntEnum):
     # A repeat older than the sets the hub remembers of its producer: it was stored, its
     # seq-ids are forgotten; nothing was stored again.
     DUPLICATE_SEQUENCE = 420
+    # A compacted topic (CREATE_TOPIC's compaction flag) keeps the latest message of each
+    # key: it refuses a message set holding a message without a key; nothing was stored.
+    KEY_REQUIRED = 421
+    # COMPACT of a topic created without the compaction flag.
+    NOT_COMPACTED = 422
     # Authentication and authorization ([auth] enabled; docs/protocol.md "AUTH").
     AUTHENTICATION_FAILED = 430  # wrong credentials, or a request before AUTH: the hub closes
     NOT_AUTHORIZED = 431  # a permission the user lacks, or another user's subscription

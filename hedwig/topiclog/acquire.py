@@ -81,11 +81,11 @@ _CREATING = "\0creating"
 
 
 @inlineCallbacks
-def _create_within_cap(metadata, topic: str, ranges, max_topics: int):
+def _create_within_cap(metadata, topic: str, ranges, max_topics: int, options: dict):
     """Record a new topic unless the metadata already holds max_topics: its version."""
     if len((yield metadata.list_topics())) >= max_topics:
         raise TooManyTopics(topic, max_topics)
-    return (yield metadata.put_topic(topic, ranges, NEW))
+    return (yield metadata.put_topic(topic, ranges, NEW, options=options))
 
 
 @inlineCallbacks
@@ -101,14 +101,17 @@ def acquire_topic(
     on_close=None,
     topic_ops=None,
     gate=None,
+    new_options=None,
 ):
     """Deferred[TopicLog]: the topic's log, owned by the caller. Fails with TopicFenced when
-    another hub changed the ranges meanwhile, LogCorrupt when metadata and ledgers disagree."""
+    another hub changed the ranges meanwhile, LogCorrupt when metadata and ledgers disagree.
+    `new_options`: the topic's options if this creates it (those recorded stay otherwise)."""
     versioned = yield metadata.get_topic(topic)
     if versioned is None:
-        ranges, version = [], NEW
+        ranges, version, options = [], NEW, dict(new_options or {})
     else:
         ranges, version = [LedgerRange(*r) for r in versioned.value], versioned.version
+        options = dict(versioned.options or {})
     check_ranges(topic, ranges)
     closed_ranges = ranges[:-1] if ranges and ranges[-1].last_seq is None else ranges
     # The store learns the closed ledgers (at once, for a local one; for a remote one the
@@ -161,13 +164,13 @@ def acquire_topic(
         ranges.append(LedgerRange(new_id, next_seq, None))
         try:
             if version == NEW and settings.max_topics > 0:
-                create = (_create_within_cap, metadata, topic, ranges, settings.max_topics)
+                create = (_create_within_cap, metadata, topic, ranges, settings.max_topics, options)
                 if topic_ops is None:
                     version = yield create[0](*create[1:])
                 else:
                     version = yield topic_ops.run(_CREATING, *create)
             else:
-                version = yield metadata.put_topic(topic, ranges, version)
+                version = yield metadata.put_topic(topic, ranges, version, options=options)
         except BaseException as e:
             yield maybeDeferred(ledgers.delete, new_id).addErrback(lambda _f: None)
             if isinstance(e, BadVersion):
@@ -212,5 +215,6 @@ def acquire_topic(
         locator=locator,
         on_close=on_close,
         topic_ops=topic_ops,
+        options=options,
         **({} if gate is None else {"gate": gate}),
     )

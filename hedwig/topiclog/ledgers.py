@@ -48,6 +48,7 @@ class LedgerRoller:
         ranges: list[LedgerRange],
         version: int,
         on_fenced,
+        options: dict | None = None,
     ):
         self.topic = topic
         self._ledgers = ledgers
@@ -57,6 +58,7 @@ class LedgerRoller:
         self._locator = locator
         self._topic_ops = topic_ops  # the hub's per-topic queue: metadata writes one at a time
         self._on_fenced = on_fenced  # called (TopicFenced) when GC finds another hub owns the topic
+        self._options = options or {}  # the topic's options: written with every change of its ranges
         self._set_ranges(ranges, version)
         self._sealing: set[Deferred] = set()  # closes of ledgers rolls sealed, not yet done
         self.rolls = 0
@@ -152,7 +154,9 @@ class LedgerRoller:
         ranges = change(list(self.ranges))
         extra = (list(garbage),) if garbage else ()
         try:
-            version = yield self._metadata.put_topic(self.topic, ranges, self.version, *extra)
+            version = yield self._metadata.put_topic(
+                self.topic, ranges, self.version, *extra, options=self._options
+            )
         except BadVersion:
             raise TopicFenced(
                 f"topic {self.topic}: its ledger ranges changed under this hub (another hub acquired it)"
@@ -258,6 +262,11 @@ class LedgerRoller:
             return _NOT_DELETED
 
         return maybeDeferred(self._ledgers.delete, ledger_id).addErrback(failed)
+
+    def forget_garbage(self, ledger_ids):
+        """Drop the garbage records of ledgers kept after all (a compaction's new one,
+        recorded as garbage while it was written); a failure is logged."""
+        return self._forget_garbage(ledger_ids)
 
     def _forget_garbage(self, ledger_ids):
         """Drop the garbage records of deleted ledgers; a failure only leaves the records

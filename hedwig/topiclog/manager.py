@@ -54,6 +54,9 @@ class TopicLogManager:
         self._closed = False
         self.gate = AckGate()  # held while the hub cannot tell whether it owns its topics
         self.on_log_closed = None  # callable(topic_log) once a log closed (or failed and closed)
+        # topic -> the options (a compacted topic) it gets if an acquisition creates it
+        # (Hub.create_topic sets them before acquiring; an existing topic keeps its own).
+        self.new_topic_options: dict[str, dict] = {}
 
     def open(self, topic: str):
         """Deferred[TopicLog]: the topic's log, acquiring the topic if it is not open here."""
@@ -155,6 +158,7 @@ class TopicLogManager:
             on_close=self._log_closed,
             topic_ops=self.topic_ops,
             gate=self.gate,
+            new_options=self.new_topic_options.get(topic),
         )
         if self._closed:  # the manager closed while the topic was being acquired
             yield topic_log.close()

@@ -53,6 +53,7 @@ from hedwig.ledger.interface import LedgerClosed, LedgerError, LedgerFenced, NoS
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
 from hedwig.topiclog.ack_gate import AckGate
+from hedwig.topiclog.compaction import Compactor
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.errors import LogClosed, LogFailed, TopicFenced
 from hedwig.topiclog.interface import ITopicLog
@@ -99,10 +100,15 @@ class TopicLog:
         on_close=None,
         topic_ops=None,
         gate: AckGate = NEVER_HELD,
+        options: dict | None = None,
     ):
         if not ranges or ranges[-1].last_seq is not None:
             raise ValueError("a topic log's ranges end with its open ledger")
         self.topic = topic
+        # The topic's options as its record holds them (written with every change of its
+        # ranges); "compaction": keyed messages only, the latest of each key kept.
+        self.options = dict(options or {})
+        self.compaction = bool(self.options.get("compaction"))
         self._ledgers = ledgers
         self._append_now = getattr(ledgers, "append_now", ledgers.append)  # (ILedgerStore.append)
         self._region = region.encode("utf-8")
@@ -124,11 +130,23 @@ class TopicLog:
             ranges=list(ranges),
             version=version,
             on_fenced=self._fail,
+            options=self.options,
         )
         # Reads go straight to the reader (bound here: a read costs no call through the log).
         self._reader = reader = EntryReader(topic, ledgers, locator, self._roller, self)
         self.read = reader.read
         self.find_by_time = reader.find_by_time
+        self._settings = settings
+        self._compactor = Compactor(
+            topic,
+            ledgers=ledgers,
+            roller=self._roller,
+            reader=reader,
+            settings=settings,
+            clock=clock,
+            topic_ops=self._roller._topic_ops,
+        )
+        self._compacting = None  # the compaction under way (a SharedResult), if any
         # Roll limits, read once: "no limit" (0) becomes a bound never reached.
         self._max_entries = settings.max_ledger_entries if settings.max_ledger_entries > 0 else NO_LIMIT
         self._max_bytes = settings.max_ledger_bytes if settings.max_ledger_bytes > 0 else NO_LIMIT
@@ -629,7 +647,34 @@ class TopicLog:
             return fail(ValueError(f"a consumed seq-id is a non-negative integer, not {min_consumed_seq!r}"))
         if self._state != _OPEN:
             return fail(self._unavailable())
+        if self.compaction:  # (a table: compaction is its cleanup, never consumption or age)
+            return succeed(0)
         return self._roller.collect_garbage(min_consumed_seq)
+
+    # -- compaction (a compacted topic's: compaction.py) -----------------------------------
+
+    def compact(self, lag_s: float | None = None) -> Deferred:
+        """Rewrite the sealed ledgers whose newest entry is older than `lag_s` (None:
+        min_compaction_lag_s) keeping the latest message of each key. Deferred[dict]:
+        what was done; a compaction under way is joined. Only a compacted topic's."""
+        if not self.compaction:
+            return fail(ValueError(f"topic {self.topic} is not a compacted topic"))
+        if self._state != _OPEN:
+            return fail(self._unavailable())
+        if self._compacting is None:
+            lag = self._settings.min_compaction_lag_s if lag_s is None else lag_s
+
+            def done(result):
+                self._compacting = None
+                if isinstance(result, Failure) and result.check(TopicFenced):
+                    self._fail(result.value)
+                return result
+
+            compacting = SharedResult(self._compactor.compact(lag).addBoth(done))
+            if compacting.done:  # (nothing to do: answered at once)
+                return compacting.wait()
+            self._compacting = compacting
+        return self._compacting.wait()
 
     # -- description and close -------------------------------------------------------------
 
@@ -641,6 +686,7 @@ class TopicLog:
             "last_seq": self.last_seq,
             "pending_appends": len(self._inflight) + len(self._waiting),
             "metadata_version": self._roller.version,
+            "compaction": self.compaction,
             "ledgers": self._roller.describe(self.last_seq),
         }
 

@@ -95,6 +95,22 @@ def test_create_with_new_then_read_back(store):
     assert all(isinstance(r, LedgerRange) for r in result(store.get_topic("t")).value)
 
 
+def test_a_topics_options_are_kept_with_its_ranges(store):
+    compacted = {"compaction": True}
+    assert result(store.put_topic("t", RANGES, NEW, options=compacted)) == 0
+    assert result(store.get_topic("t")) == Versioned(RANGES, 0, compacted)
+    longer = [*RANGES[:1], LedgerRange(7, 11, None)]
+    result(store.put_topic("t", longer, 0, [9], options=compacted))
+    assert result(store.get_topic("t")) == Versioned(longer, 1, compacted)
+    # A topic without options reads as one always did (None); unknown options are refused.
+    result(store.put_topic("u", RANGES, NEW, options={"compaction": False}))
+    assert result(store.get_topic("u")) == Versioned(RANGES, 0)
+    for bad in ({"compaction": "yes"}, {"ttl": 3}, ["compaction"]):
+        with pytest.raises(BadRecord):
+            result(store.put_topic("t", RANGES, 1, options=bad))
+    assert result(store.get_topic("t")) == Versioned(longer, 1, compacted)
+
+
 def test_create_when_present_is_bad_version_and_changes_nothing(store):
     result(store.put_topic("t", RANGES, NEW))
     with pytest.raises(BadVersion, match="already exists"):

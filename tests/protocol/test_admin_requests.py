@@ -6,12 +6,15 @@ import struct
 import pytest
 
 from hedwig.protocol.admin_requests import (
+    CreateTopic,
     DeleteTopic,
     ResetSubscription,
+    decode_compact,
     decode_create_topic,
     decode_delete_topic,
     decode_list_subscriptions,
     decode_reset_subscription,
+    encode_compact,
     encode_create_topic,
     encode_delete_topic,
     encode_list_subscriptions,
@@ -29,7 +32,10 @@ def refused(decode, body) -> Status:
 
 
 def test_each_body_round_trips():
-    assert decode_create_topic(encode_create_topic("orders")) == "orders"
+    assert decode_create_topic(encode_create_topic("orders")) == CreateTopic("orders", False)
+    assert decode_create_topic(encode_create_topic("orders", compaction=True)) == CreateTopic("orders", True)
+    assert encode_create_topic("orders") == str8("orders")  # (what every hub took before the flag)
+    assert decode_compact(encode_compact("orders")) == "orders"
     assert decode_delete_topic(encode_delete_topic("orders")) == DeleteTopic("orders", False)
     assert decode_delete_topic(encode_delete_topic("orders", force=True)) == DeleteTopic("orders", True)
     assert decode_list_subscriptions(encode_list_subscriptions()) is None
@@ -53,6 +59,10 @@ def test_names_follow_the_rules():
         (decode_create_topic, b""),
         (decode_create_topic, str8("t") + b"x"),  # trailing bytes
         (decode_create_topic, b"\x05ab"),  # a name running past the body
+        (decode_create_topic, str8("t") + b"\x00"),  # a flags byte without a flag
+        (decode_create_topic, str8("t") + b"\x02"),  # an unknown flag
+        (decode_create_topic, str8("t") + b"\x01\x00"),
+        (decode_compact, str8("t") + b"\x01"),
         (decode_delete_topic, str8("t")),  # no flags
         (decode_delete_topic, str8("t") + b"\x02"),  # an unknown flag
         (decode_delete_topic, str8("t") + b"\x01\x00"),

@@ -1,0 +1,226 @@
+"""Compacted topics against a real hub process: the flag at creation (kept across
+restarts, shown by describe), keyless messages refused, COMPACT keeping the latest
+message of each key with its seq-id, readers and subscribers from any start, tombstones,
+and a hub killed (SIGKILL) at each step of a compaction reading old or new ledgers after
+its restart, never a mix that loses a key's latest value."""
+
+import os
+
+import pytest
+
+from hedwig.client import Client
+from hedwig.client.errors import ConnectionLost, CouldNotConnect, KeyRequired, NotCompacted
+from hedwig.protocol import Op
+from hedwig.protocol.compression import compress_message_set
+from hedwig.protocol.messageset import encode_message_set
+from hedwig.testing.hubprocess import HubProcess
+
+KILL_AT = "HEDWIG_TEST_COMPACTION_KILL_AT"
+
+
+def write_conf(directory, tombstone_retention_s: float = 86400.0):
+    """A ledger every 3 entries (compaction has sealed ledgers to work on), no background
+    compaction (each test compacts on demand)."""
+    path = directory / "hub.conf"
+    path.write_text(
+        "[log]\n"
+        "max_ledger_entries = 3\n"
+        "compaction_interval_s = 0\n"
+        f"tombstone_retention_s = {tombstone_retention_s}\n"
+    )
+    return str(path)
+
+
+def hub_process(tmp_path, **conf):
+    return HubProcess(tmp_path / "data", 0, "--conf", write_conf(tmp_path, **conf))
+
+
+def publish_keyed(client, topic: str, pairs, codec=None):
+    """Publish (key, payload) pairs as one message set; (first, last) seq-ids."""
+    keys = [key for key, _ in pairs]
+    message_set = encode_message_set([payload for _, payload in pairs], None, keys)
+    if codec is not None:
+        message_set = compress_message_set(message_set, codec)
+    return client._call(Op.PUBLISH, topic, topic, message_set)
+
+
+def publish_rounds(client, topic: str, rounds: int, keys: int):
+    """Each round one set of every key, "k<i>" -> "r<round>-k<i>": the last round is
+    what a compacted topic keeps. {key: (seq, payload)} of the latest."""
+    latest = {}
+    for r in range(rounds):
+        pairs = [(f"k{i}".encode(), f"r{r}-k{i}".encode()) for i in range(keys)]
+        first, _last = publish_keyed(client, topic, pairs)
+        for offset, (key, payload) in enumerate(pairs):
+            latest[key] = (first + offset, payload)
+    return latest
+
+
+def table(messages):
+    """{key: (seq, payload)} of messages in seq-id order, the later winning."""
+    out = {}
+    for message in messages:
+        out[bytes(message.key)] = (message.seq, bytes(message.payload))
+    return out
+
+
+def test_the_compaction_flag_is_kept_across_restarts_and_described(tmp_path):
+    process = hub_process(tmp_path)
+    with process, Client(process.address) as client:
+        assert client.create_topic("table", compaction=True) == {
+            "topic": "table",
+            "created": True,
+            "compaction": True,
+        }
+        assert client.create_topic("plain")["compaction"] is False
+        assert client.describe("table")["compaction"] is True
+        assert client.describe("plain")["compaction"] is False
+        publish_keyed(client, "table", [(b"a", b"1")])
+    with process, Client(process.address) as client:
+        assert client.describe("table")["compaction"] is True
+        # Asked again (with or without the flag) it is what it was created as.
+        assert client.create_topic("table") == {"topic": "table", "created": False, "compaction": True}
+        assert client.create_topic("plain", compaction=True)["compaction"] is False
+        with pytest.raises(KeyRequired):
+            client.publish("table", b"no key")
+
+
+def test_a_compacted_topic_refuses_a_keyless_message_and_stores_nothing(tmp_path):
+    process = hub_process(tmp_path)
+    with process, Client(process.address) as client:
+        client.create_topic("keyed", compaction=True)
+        publish_keyed(client, "keyed", [(b"a", b"1")])
+        with pytest.raises(KeyRequired):
+            client.publish("keyed", b"plain")
+        with pytest.raises(KeyRequired):
+            publish_keyed(client, "keyed", [(b"a", b"2"), (None, b"keyless"), (b"b", b"3")])
+        with pytest.raises(KeyRequired):
+            publish_keyed(client, "keyed", [(None, b"keyless")] * 50, codec="gzip")
+        assert client.describe("keyed")["last_seq"] == 1
+        assert publish_keyed(client, "keyed", [(b"b", b"4")], codec="gzip") == (2, 2)
+        # A plain topic takes both.
+        client.publish("loose", b"plain")
+        publish_keyed(client, "loose", [(None, b"x"), (b"k", b"y")])
+        with pytest.raises(NotCompacted):
+            client.compact("loose")
+
+
+def test_compact_keeps_the_latest_message_of_each_key_at_its_seq_id(tmp_path):
+    process = hub_process(tmp_path)
+    with process, Client(process.address) as client:
+        client.create_topic("prices", compaction=True)
+        latest = publish_rounds(client, "prices", rounds=12, keys=5)
+        before = client.describe("prices")
+        report = client.compact("prices")
+        assert report["span"][0] == 1
+        assert report["messages"] == report["span"][1]
+        after = client.describe("prices")
+        assert len(after["ledgers"]) < len(before["ledgers"])
+        messages = client.read("prices")
+        # Every key's latest survives with its seq-id; nothing else of a sealed ledger.
+        assert table(messages) == latest
+        # The span compacted holds exactly the latest of each key within it (a later
+        # message in the open ledger does not count yet, as in Kafka's cleaner).
+        span_last = report["span"][1]
+        compacted = [m.seq for m in messages if m.seq <= span_last]
+        keys = len(latest)
+        assert compacted == list(range(span_last - keys + 1, span_last + 1))
+        assert [m.seq for m in messages] == sorted(m.seq for m in messages)
+        # A read from inside a gap starts at the next retained message.
+        kept = [m.seq for m in messages]
+        gap = next(seq for seq in range(1, kept[-1]) if seq not in kept)
+        following = next(seq for seq in kept if seq > gap)
+        assert client.read("prices", gap)[0].seq == following
+        # Compacting again (nothing new sealed) changes nothing the readers see.
+        client.compact("prices")
+        assert table(client.read("prices")) == latest
+        # Publishing goes on after a compaction, and a later one takes the new data in.
+        latest.update(publish_rounds(client, "prices", rounds=6, keys=3))
+        client.compact("prices")
+        assert table(client.read("prices")) == latest
+    with process, Client(process.address) as client:  # restarted: the compacted ledgers read
+        assert table(client.read("prices")) == latest
+
+
+def test_a_subscriber_behind_gets_the_latest_of_every_key_then_follows_the_tail(tmp_path):
+    process = hub_process(tmp_path)
+    with process, Client(process.address) as client:
+        client.create_topic("state", compaction=True)
+        published = publish_rounds(client, "state", rounds=10, keys=4)
+        client.compact("state")
+        assert table(client.read("state")) == published
+        for start, window in (("earliest", 0), ("earliest", 1), (2, 2)):
+            compacted = client.read("state")  # (with the tails published so far)
+            latest = table(compacted)
+            sub = f"s-{start}-{window}"
+            subscription = client.subscribe("state", sub, start=start, window=window)
+            try:
+                got = []
+                while not got or got[-1].seq < compacted[-1].seq:
+                    message = subscription.receive(timeout=10)
+                    assert message is not None, f"{sub}: nothing after {got[-1:]} (window {window})"
+                    subscription.ack(message)
+                    got.append(message)
+                want = [m for m in compacted if m.seq >= (start if isinstance(start, int) else 1)]
+                assert [(m.seq, bytes(m.payload)) for m in got] == [(m.seq, bytes(m.payload)) for m in want]
+                assert table(got) == {k: v for k, v in latest.items() if v[0] >= want[0].seq}
+                # ... then the tail.
+                first, _ = publish_keyed(client, "state", [(b"k1", f"tail-{sub}".encode())])
+                message = subscription.receive(timeout=10)
+                assert (message.seq, bytes(message.payload)) == (first, f"tail-{sub}".encode())
+                subscription.ack(message)
+            finally:
+                subscription.close()
+
+
+def test_tombstones_go_after_their_retention_and_stay_before(tmp_path):
+    for retention, kept in ((0.0, False), (86400.0, True)):
+        directory = tmp_path / f"r{int(retention)}"
+        directory.mkdir()
+        process = hub_process(directory, tombstone_retention_s=retention)
+        with process, Client(process.address) as client:
+            client.create_topic("t", compaction=True)
+            publish_keyed(client, "t", [(b"gone", b"v1"), (b"stays", b"v1")])
+            publish_keyed(client, "t", [(b"gone", b"")])  # the tombstone
+            for i in range(6):
+                publish_keyed(client, "t", [(b"stays", f"v{i + 2}".encode())])
+            client.compact("t")
+            found = table(client.read("t"))
+            assert (b"gone" in found) is kept
+            if kept:
+                assert found[b"gone"] == (3, b"")
+            assert found[b"stays"][1] == b"v7"
+
+
+@pytest.mark.parametrize("step", ["written", "sealed", "swapped", "dropped"])
+def test_a_hub_killed_during_a_compaction_reads_old_or_new_ledgers_never_a_mix(tmp_path, step):
+    process = hub_process(tmp_path)
+    process.env = {**os.environ, KILL_AT: step}
+    with process, Client(process.address) as client:
+        client.create_topic("crash", compaction=True)
+        latest = publish_rounds(client, "crash", rounds=9, keys=4)
+        last_seq = client.describe("crash")["last_seq"]
+        with pytest.raises((ConnectionLost, CouldNotConnect)):  # (the request is retried)
+            client.compact("crash")
+        process.process.wait(30)
+        assert process.process.returncode == -9
+    process.env = None
+    with process, Client(process.address) as client:
+        messages = client.read("crash")
+        assert table(messages) == latest
+        assert client.describe("crash")["last_seq"] == last_seq
+        seqs = [m.seq for m in messages]
+        assert seqs == sorted(set(seqs))
+        # Old ledgers (every message) before the swap, the new one (compacted) after it.
+        if step in ("written", "sealed"):
+            assert [m.seq for m in messages] == list(range(1, last_seq + 1))
+        else:
+            assert len(messages) < last_seq
+        # The next compaction finishes the work, and no ledger is left behind.
+        client.compact("crash")
+        assert table(client.read("crash")) == latest
+        named = {ledger["ledger_id"] for ledger in client.describe("crash")["ledgers"]}
+    with process:
+        ledgers = os.listdir(tmp_path / "data" / "ledgers")
+        stored = {int(name[1:]) for name in ledgers if name.startswith("L")}
+        assert stored == named, f"ledgers on disk {stored}, named by the topic {named}"

@@ -534,7 +534,8 @@ def validate_message_set(buf, offset: int = 0, max_message_bytes: int | None = N
     if position + total != len(buf):
         raise MessageSetError(
             Status.MALFORMED_REQUEST,
-            f"message set lengths add up to {position + total - offset} bytes but it has {len(buf) - offset}",
+            f"message set lengths add up to {position + total - offset} bytes "
+            f"but it has {len(buf) - offset}",
         )
     if max_message_bytes is not None:
         if property_lengths is None:
@@ -564,7 +565,8 @@ def _validate_extended_set(buf, offset: int, max_message_bytes: int | None) -> i
     if position + total != len(buf):
         raise MessageSetError(
             Status.MALFORMED_REQUEST,
-            f"message set lengths add up to {position + total - offset} bytes but it has {len(buf) - offset}",
+            f"message set lengths add up to {position + total - offset} bytes "
+            f"but it has {len(buf) - offset}",
         )
     if max_message_bytes is not None:
         sizes = payload_lengths

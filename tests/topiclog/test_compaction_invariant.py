@@ -1,0 +1,122 @@
+"""The compactor's invariant, over any history of publishes (hypothesis): after
+compaction the latest message of every key survives with its seq-id, payload and
+properties; nothing is invented; seq-ids keep their order; the rewritten entries cover
+the span's seq-ids exactly; compacting the result again changes nothing."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hedwig.protocol.compression import compress_message_set
+from hedwig.protocol.entry import decode_entry, decode_entry_header, encode_entry_header
+from hedwig.protocol.messageset import encode_message_set
+from hedwig.topiclog.compaction import LatestByKey, entry_messages, rewritten
+
+KEYS = [b"a", b"b", b"c", b"d", "é".encode()]
+
+message = st.tuples(
+    st.sampled_from([*KEYS, None]),  # None: a keyless message (older data may hold some)
+    st.binary(max_size=4),  # b"": a tombstone when keyed
+    st.sampled_from([None, {"p": b"1"}, {"n": 7, "s": "x"}]),
+)
+publish = st.tuples(
+    st.lists(message, min_size=1, max_size=5),
+    st.integers(0, 1000),  # publish time (ms)
+    st.sampled_from([None, "gzip"]),
+)
+
+
+def stored_entries(publishes):
+    """(entries as the log stores them, every message as (seq, key, payload, props, time))."""
+    entries, messages = [], []
+    seq = 1
+    for batch, time_ms, codec in publishes:
+        keys = [key for key, _, _ in batch]
+        body = encode_message_set([p for _, p, _ in batch], [props for _, _, props in batch], keys)
+        if codec is not None:
+            body = compress_message_set(body, codec)
+        time_us = time_ms * 1000
+        entries.append(encode_entry_header(seq, len(batch), time_us, b"here", seq) + body)
+        for i, (key, payload, props) in enumerate(batch):
+            messages.append((seq + i, key, payload, props or {}, time_us))
+        seq += len(batch)
+    return entries, messages
+
+
+def compact(entries, span_last: int, cutoff_us: int):
+    policy = LatestByKey(span_last, cutoff_us)
+    for data in entries:
+        header, _sparse, _set, _offset, keys, empty = entry_messages(data)
+        for i, key in enumerate(keys):
+            policy.see(header.first_seq + i, key, empty[i], header.publish_time_us)
+    out, covered = [], 0
+    for data in entries:
+        for entry, last, _time in rewritten(data, policy, covered):
+            out.append(entry)
+            covered = last
+    return out
+
+
+def decoded(entries):
+    return [
+        (m.seq, getattr(m, "key", None), bytes(m.payload), m.properties, m.publish_time_us)
+        for data in entries
+        for m in decode_entry("t", data)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(publish, min_size=1, max_size=12), st.integers(0, 1001))
+def test_the_latest_of_every_key_survives_and_nothing_is_invented(publishes, cutoff_ms):
+    entries, messages = stored_entries(publishes)
+    span_last = messages[-1][0]
+    cutoff_us = cutoff_ms * 1000
+    out = compact(entries, span_last, cutoff_us)
+    kept = decoded(out)
+    # Nothing invented: every message kept is one published, with all it carried.
+    published = {m[0]: m for m in messages}
+    for m in kept:
+        seq, key, payload, props, time_us = m
+        assert published[seq] == (seq, None if key is None else bytes(key), payload, props, time_us)
+    # Seq-ids keep their order; the entries cover 1..span_last exactly, each ending with a message.
+    seqs = [m[0] for m in kept]
+    assert seqs == sorted(set(seqs))
+    assert seqs[-1] == span_last
+    covered = 0
+    for data in out:
+        header = decode_entry_header(data)
+        assert header.first_seq == covered + 1
+        covered = header.last_seq
+        assert decode_entry("t", data)[-1].seq == header.last_seq
+    assert covered == span_last
+    # The latest of every key survives (a tombstone only while younger than the cutoff,
+    # or when it is the span's last message); every keyless message stays.
+    latest = {}
+    for m in messages:
+        if m[1] is not None:
+            latest[m[1]] = m
+    want = (
+        {m[0] for m in latest.values() if m[2] != b"" or m[4] >= cutoff_us or m[0] == span_last}
+        | {m[0] for m in messages if m[1] is None}
+        | {span_last}
+    )
+    assert set(seqs) == want
+    # Compacting the compacted entries again keeps the same messages.
+    assert decoded(compact(out, span_last, cutoff_us)) == kept
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(publish, min_size=1, max_size=8), st.integers(1, 40), st.integers(0, 40))
+def test_a_piece_of_a_sparse_entry_names_seq_ids(publishes, start, length):
+    """A delivery's [start, stop) of a compacted entry gives the messages whose seq-ids
+    lie in it, whatever the gaps."""
+    entries, messages = stored_entries(publishes)
+    span_last = messages[-1][0]
+    for data in compact(entries, span_last, 0):
+        header = decode_entry_header(data)
+        whole = decode_entry("t", data)
+        lo = min(start, header.count)
+        hi = min(lo + length, header.count)
+        piece = decode_entry("t", data, lo, hi)
+        assert [m.seq for m in piece] == [
+            m.seq for m in whole if header.first_seq + lo <= m.seq < header.first_seq + hi
+        ]

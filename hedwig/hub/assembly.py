@@ -21,6 +21,7 @@ from hedwig.cache import ReadAheadCache
 from hedwig.config.rados import on_rados
 from hedwig.config.settings import Config
 from hedwig.delivery import DeliveryManager
+from hedwig.hub.compactions import BackgroundCompaction
 from hedwig.hub.core import Hub
 from hedwig.hub.forwarding import OwnerPublishing
 from hedwig.hub.gc import GarbageCollector
@@ -39,6 +40,7 @@ class HubParts:
     topics: object  # ITopicManager: a TopicManager, or a ZkTopicManager over one
     delivery: DeliveryManager
     gc: GarbageCollector
+    compaction: BackgroundCompaction = None  # of the compacted topics
     relays: object = None  # IRelays (hedwig.region.RegionManager) when the hub relays
     forwarding: object = None  # OwnerPublishing (dead letters) in a region of several hubs
 
@@ -79,7 +81,9 @@ def assemble_hub(
         topics=topics,
         delivery=delivery,
         gc=GarbageCollector(topics, delivery, reactor, config.log.gc_interval_s),
+        compaction=BackgroundCompaction(topics, reactor, config.log.compaction_interval_s),
     )
+    hub.compaction = parts.compaction
     if config.auth.enabled:
         hub.auth = _access_gate(config, reactor)
     # Dead letters go through the one publish path (in a region, on their topic's owner,

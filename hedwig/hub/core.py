@@ -70,6 +70,7 @@ class Hub:
         self.client_errors = PeerLog(clock, config.hub.client_error_log_interval_s)
         self.regions = None  # IRelays (hedwig.hub.relays), once attach_relays was called
         self.topic_logs = None  # the TopicLogManager (assembly.py): options of topics it creates
+        self.compaction = None  # the BackgroundCompaction (assembly.py), for STATS
         self.peers = None  # PeerClients (hub/peers.py): the region's other hubs, in a region of several
         self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
@@ -442,6 +443,9 @@ class Hub:
             snapshot["logins"] = self.auth.authenticator.describe()
         snapshot["cache"] = self.cache.stats()
         snapshot["delivery"] = self.delivery.stats()
+        if self.compaction is not None:
+            compaction = self.compaction
+            snapshot["compaction"] = {"runs": compaction.runs, "compactions": compaction.compactions}
         if self.regions is not None:
             snapshot["regions"] = self.regions.stats()
         zookeeper = getattr(self.topics, "zookeeper_stats", None)

@@ -93,6 +93,7 @@ class HubService(MultiService):
         self.http_guard = http_guard
         self.listening = None  # see startService
         self.gc = None
+        self.compaction = None
         self.regions = None  # hedwig.region.manager.RegionManager
         self._logs = None
         self._lock_file = None
@@ -221,6 +222,8 @@ class HubService(MultiService):
             self.tls_listener.setServiceParent(self)
         self.gc = parts.gc
         self.gc.setServiceParent(self)
+        self.compaction = parts.compaction
+        self.compaction.setServiceParent(self)
         if self.zk is not None:  # idle topics released, the region's topics rebalanced
             from hedwig.hub.zk_balance import Balancer
 
@@ -450,6 +453,7 @@ class HubService(MultiService):
                     connection.transport.abortConnection()
         hub.client_errors.stop()  # the client errors counted and not yet written, written now
         yield self._step("stop garbage collection", self.gc.stopService(), timeout)
+        yield self._step("stop compaction", self.compaction.stopService(), timeout)
         yield self._step("flush consume pointers", hub.delivery.stop(), timeout)
         if hub.peers is not None:
             yield self._step("close connections to other hubs", hub.peers.close(), timeout)

@@ -14,18 +14,20 @@ from hedwig.protocol import Op
 from hedwig.protocol.compression import compress_message_set
 from hedwig.protocol.messageset import encode_message_set
 from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.polling import wait_until
 
 KILL_AT = "HEDWIG_TEST_COMPACTION_KILL_AT"
 
 
-def write_conf(directory, tombstone_retention_s: float = 86400.0):
-    """A ledger every 3 entries (compaction has sealed ledgers to work on), no background
-    compaction (each test compacts on demand)."""
+def write_conf(directory, tombstone_retention_s: float = 86400.0, interval_s: float = 0, lag_s: float = 60):
+    """A ledger every 3 entries (compaction has sealed ledgers to work on); no background
+    compaction unless `interval_s` (the tests compact on demand)."""
     path = directory / "hub.conf"
     path.write_text(
         "[log]\n"
         "max_ledger_entries = 3\n"
-        "compaction_interval_s = 0\n"
+        f"compaction_interval_s = {interval_s}\n"
+        f"min_compaction_lag_s = {lag_s}\n"
         f"tombstone_retention_s = {tombstone_retention_s}\n"
     )
     return str(path)
@@ -224,3 +226,29 @@ def test_a_hub_killed_during_a_compaction_reads_old_or_new_ledgers_never_a_mix(t
         ledgers = os.listdir(tmp_path / "data" / "ledgers")
         stored = {int(name[1:]) for name in ledgers if name.startswith("L")}
         assert stored == named, f"ledgers on disk {stored}, named by the topic {named}"
+
+
+def test_the_hub_compacts_in_the_background_ledgers_older_than_the_lag(tmp_path):
+    process = hub_process(tmp_path, interval_s=0.2, lag_s=0)
+    with process, Client(process.address) as client:
+        client.create_topic("bg", compaction=True)
+        latest = publish_rounds(client, "bg", rounds=9, keys=3)
+        last_seq = client.describe("bg")["last_seq"]
+        # Compacted without being asked: the closed ledgers become one.
+        wait_until(lambda: len(client.describe("bg")["ledgers"]) == 2, "a background compaction")
+        assert table(client.read("bg")) == latest
+        assert len(client.read("bg")) < last_seq
+    lagging = tmp_path / "lag"
+    lagging.mkdir()
+    process = hub_process(lagging, interval_s=0.2, lag_s=3600)
+    with process, Client(process.address) as client:
+        client.create_topic("young", compaction=True)
+        publish_rounds(client, "young", rounds=9, keys=3)
+        # Ledgers younger than the lag wait: background runs pass them over ...
+        runs = client.stats()["compaction"]["runs"]
+        wait_until(lambda: client.stats()["compaction"]["runs"] >= runs + 3, "three background runs")
+        assert client.stats()["compaction"]["compactions"] == 0
+        assert len(client.read("young")) == client.describe("young")["last_seq"]
+        # ... COMPACT (no lag) goes ahead.
+        assert client.compact("young")["span"] is not None
+        assert len(client.read("young")) < client.describe("young")["last_seq"]

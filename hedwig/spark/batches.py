@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hedwig.protocol.compression import plain_message_set
-from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.entry import decode_entry_header, message_part
 from hedwig.protocol.messageset import (
     FLAG_KEYS,
     FLAG_PROPERTIES,
@@ -85,6 +85,7 @@ class RecordBatchBuilder:
         self._times = []
         self._regions = []
         self._origin_deltas = []
+        self._seq_deltas = []  # per piece: its first message's seq-id - its first row
         self._property_pieces = []  # (row offset, counts, keys, values) of pieces with properties
 
     def add(self, start: int, stop: int, entry, up_to: int | None = None) -> int:
@@ -106,10 +107,11 @@ class RecordBatchBuilder:
         version, flags, count = _SET_HEADER.unpack_from(entry, position)
         if version != SET_VERSION:
             raise CorruptEntry(f"{where}: unknown message set version {version}")
-        if count != header.count or count == 0:
+        # (a compacted entry's set holds the last `count` of its header.count seq-ids)
+        if (count > header.count if header.sparse else count != header.count) or count == 0:
             raise CorruptEntry(f"{where}: header says {header.count} messages, message set {count}")
-        if not 0 <= start < stop <= count:
-            raise CorruptEntry(f"{where}: piece [{start}, {stop}) is outside its {count} messages")
+        if not 0 <= start < stop <= header.count:
+            raise CorruptEntry(f"{where}: piece [{start}, {stop}) is outside its {header.count} seq-ids")
         if flags & ~SET_FLAGS:
             raise CorruptEntry(f"{where}: unknown message set flags {flags:#x}")
         has_properties = bool(flags & FLAG_PROPERTIES)
@@ -135,6 +137,13 @@ class RecordBatchBuilder:
             raise CorruptEntry(
                 f"topic {self.topic}: expected seq {self.next_seq} next, the hub sent {piece_first}"
             )
+        piece_end = header.first_seq + stop  # the seq-id after the piece
+        if header.sparse:  # seq-ids [start, stop) as indexes of the messages kept
+            header, start, stop = message_part(header, count, start, stop)
+            if start >= stop:  # (a piece of gaps only)
+                self.next_seq = piece_end
+                return 0
+            piece_first = header.first_seq + start
         if start == 0 and stop == count:
             piece_lengths = lengths
             begin = arrays_end
@@ -152,7 +161,8 @@ class RecordBatchBuilder:
             self._add_properties(entry, arrays_end + payload_total, property_lengths, start, stop, decode)
         if self.first_seq is None:
             self.first_seq = piece_first
-        self.next_seq = piece_first + rows
+        self._seq_deltas.append(piece_first - self.rows)
+        self.next_seq = piece_end
         self._lengths.extend(piece_lengths)
         self._payloads.append(entry[begin : begin + piece_bytes])
         self.rows += rows
@@ -194,7 +204,11 @@ class RecordBatchBuilder:
                 return pa.repeat(pa.scalar(values[0], kind), rows)
             return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, kind)))
 
-        seq = pc.cumulative_sum(pa.repeat(_ONE, rows), start=self.first_seq - 1)
+        if len(set(self._seq_deltas)) == 1:  # dense: one run of seq-ids
+            seq = pc.cumulative_sum(pa.repeat(_ONE, rows), start=self._seq_deltas[0] - 1)
+        else:  # (a compacted topic's gaps: each piece's row index + its delta)
+            row = pc.cumulative_sum(pa.repeat(_ONE, rows), start=-1)
+            seq = pc.add(row, widen(self._seq_deltas, pa.int64()))
         origin_seq = pc.add(seq, widen(self._origin_deltas, pa.int64()))
         lengths = pa.Array.from_buffers(pa.uint32(), rows, [None, pa.py_buffer(self._lengths)])
         offsets = pa.concat_arrays([_OFFSET_ZERO, pc.cumulative_sum(lengths).cast(pa.int32())])

@@ -44,6 +44,8 @@ def format_description(info: dict) -> list[str]:
         f"owner:    {info.get('owner')}",
         f"seq-ids:  {_seq_range(info.get('first_seq'), info.get('last_seq'))}",
     ]
+    if info.get("compaction"):
+        lines.append("compacted: the latest message of each key is kept")
     ledgers = info.get("ledgers") or []
     lines.append(f"ledgers:  {len(ledgers)}")
     for ledger in ledgers:
@@ -66,7 +68,7 @@ def format_description(info: dict) -> list[str]:
         lines.append(f"relays:   {len(relays)}")
         for relay in relays:
             lines.append(_relay_line(relay, info.get("topic")))
-    shown = {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers", "relays"}
+    shown = {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers", "relays", "compaction"}
     for key in sorted(set(info) - shown):
         value = info[key]
         lines.append(f"{readable(key)}: {value if isinstance(value, str | int) else json.dumps(value)}")

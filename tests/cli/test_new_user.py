@@ -225,7 +225,7 @@ def test_options_go_before_or_after_the_subcommand_and_its_arguments(hub):
 
 def test_every_client_subcommand_shows_the_connection_options():
     names = ["publish", "subscribe", "read", "unsubscribe", "topics", "describe", "stats", "subscriptions",
-             "create", "delete", "reset", "drain"]  # fmt: skip
+             "create", "compact", "delete", "reset", "drain"]  # fmt: skip
     for name in names:
         shown = hedwig(name, "--help").stdout.decode()
         for option in ("--hub", "--timeout", "--json", "--tls-ca"):

@@ -6,8 +6,16 @@ import threading
 
 import pytest
 
-from hedwig.client.errors import ClientClosed, InvalidTopic, SubscriptionClosed, TooManyRedirects
+from hedwig.client.errors import (
+    ClientClosed,
+    InvalidTopic,
+    KeyRequired,
+    NotCompacted,
+    SubscriptionClosed,
+    TooManyRedirects,
+)
 from hedwig.protocol.compression import Codec, encode_published_set
+from hedwig.protocol.messageset import encode_message_set
 from tests.client.every_client import CLIENTS
 from tests.client.redirector import Redirector
 
@@ -152,6 +160,31 @@ def test_a_set_encoded_already_is_published_as_it_is(connect):
         (b"one", {"k": b"v"}),
         (b"two", {}),
     ]
+
+
+def test_a_compacted_topic_is_created_refuses_keyless_messages_and_compacts(connect):
+    topic = f"every-compacted-{connect.kind}"
+    client = connect()
+    assert client.call("create_topic", topic, compaction=True) == {
+        "topic": topic,
+        "created": True,
+        "compaction": True,
+    }
+    assert client.call("describe", topic)["compaction"] is True
+    with pytest.raises(KeyRequired):
+        client.call("publish", topic, b"no key")
+    keyed = encode_message_set([b"1", b"2", b"3"], None, [b"a", b"b", b"a"])
+    assert client.call("publish_set", topic, keyed) == [1, 2, 3]
+    report = client.call("compact", topic)  # (the shared hub's one ledger is open: nothing sealed)
+    assert report["topic"] == topic and report["span"] is None
+    assert [(m.seq, m.key, m.payload) for m in client.call("read", topic)] == [
+        (1, b"a", b"1"),
+        (2, b"b", b"2"),
+        (3, b"a", b"3"),
+    ]
+    client.call("publish", f"{topic}-plain", b"x")
+    with pytest.raises(NotCompacted):
+        client.call("compact", f"{topic}-plain")
 
 
 def test_unsubscribe_closes_the_subscription_attached_through_the_client_first(connect):

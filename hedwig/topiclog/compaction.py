@@ -40,8 +40,8 @@ from hedwig.protocol.messageset import message_set_count, parse_message_set, sel
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced
 
 _logger = Logger()
-_CHUNK_ENTRIES = 512  # entries read per step, the reactor given back between steps
-_CHUNK_BYTES = 4 << 20
+_CHUNK_ENTRIES = 8  # entries read per step, the reactor given back between steps (about a millisecond)
+_CHUNK_BYTES = 64 << 10
 _KILL_AT = "HEDWIG_TEST_COMPACTION_KILL_AT"
 
 

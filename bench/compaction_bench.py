@@ -1,0 +1,128 @@
+"""Publish latency while a hub compacts a topic of 1M messages, beside the same without a
+compaction, in one run (a real hub process, blocking clients).
+
+    .venv/bin/python bench/compaction_bench.py [--messages 1000000] [--keys 10000,250000]
+
+The hub's compacted topic gets `--messages` keyed messages (sets of `--set-size`, so its
+ledgers roll every `--ledger-entries` entries), then a publisher sends one message per
+request to another topic of the hub and times each: first for as long as the compaction will
+take (the baseline, measured just before), then while COMPACT runs (from another
+connection), then once more without. Prints JSON (bench/results/compaction_bench.json):
+the p50/p99/max latencies of each phase, p99 during over p99 without (both baselines),
+the compaction's wall time, messages read and entries written, and the machine's load;
+one such report per number of keys (10k: 1% of the messages stay, rewritten; 250k: 25%,
+whole entries copied), each on a hub of its own.
+"""
+
+import argparse
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.figures import RESULTS_DIR, emit, latency_summary, load
+from hedwig.client import Client
+from hedwig.protocol.messageset import encode_message_set
+from hedwig.testing.hubprocess import HubProcess
+
+TOPIC = "bench-table"
+TAIL = "bench-tail"  # the timed publishes' (a topic of its own: the compacted span stays --messages)
+
+
+def fill(client, messages: int, keys: int, set_size: int, payload: bytes) -> None:
+    sent = 0
+    while sent < messages:
+        n = min(set_size, messages - sent)
+        names = [f"key-{(sent + i) % keys}".encode() for i in range(n)]
+        client.publish_set(TOPIC, encode_message_set([payload] * n, None, names))
+        sent += n
+
+
+def publish_for(client, seconds: float, payload: bytes, until=None) -> list:
+    """Latencies (ns) of one-message publishes (to TAIL) for `seconds`, or until `until` is set."""
+    samples = []
+    one = encode_message_set([payload], None, [b"tail-key"])
+    deadline = time.monotonic() + seconds
+    while (until is None and time.monotonic() < deadline) or (until is not None and not until.is_set()):
+        started = time.perf_counter_ns()
+        client.publish_set(TAIL, one)
+        samples.append(time.perf_counter_ns() - started)
+    return samples
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--keys", default="10000,250000", help="numbers of keys, one run each")
+    parser.add_argument("--set-size", type=int, default=100)
+    parser.add_argument("--payload-bytes", type=int, default=100)
+    parser.add_argument("--ledger-entries", type=int, default=1000)  # 1M in sets of 100: 10 ledgers
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args(argv)
+    runs = [run(args, int(keys)) for keys in args.keys.split(",")]
+    emit({"runs": runs}, RESULTS_DIR / "compaction_bench.json", save=not args.no_save)
+    return 0
+
+
+def run(args, keys: int) -> dict:
+    """One hub, `keys` keys: the report of its phases."""
+    payload = b"v" * args.payload_bytes
+    with tempfile.TemporaryDirectory() as directory:
+        conf = Path(directory) / "hub.conf"
+        conf.write_text(f"[log]\nmax_ledger_entries = {args.ledger_entries}\ncompaction_interval_s = 0\n")
+        with (
+            HubProcess(Path(directory) / "data", 0, "--conf", str(conf)) as hub,
+            Client(hub.address) as filler,
+            Client(hub.address) as publisher,
+            Client(hub.address, timeout=600) as admin,
+        ):
+            filler.create_topic(TOPIC, compaction=True)
+            started = time.monotonic()
+            fill(filler, args.messages, keys, args.set_size, payload)
+            fill_s = time.monotonic() - started
+            filler.publish_set(TOPIC, encode_message_set([payload], None, [b"roll"]))  # (the last set sealed)
+            ledgers_before = len(admin.describe(TOPIC)["ledgers"])
+            publish_for(publisher, 2.0, payload)  # (warm: connection, caches)
+            done = threading.Event()
+            report = {}
+
+            def compact():
+                began = time.monotonic()
+                report.update(admin.compact(TOPIC))
+                report["wall_s"] = round(time.monotonic() - began, 3)
+                done.set()
+
+            baseline_before = publish_for(publisher, 10.0, payload)
+            load_before = load()
+            thread = threading.Thread(target=compact)
+            thread.start()
+            during = publish_for(publisher, 0, payload, until=done)
+            thread.join()
+            load_during = load()
+            baseline_after = publish_for(publisher, max(report["wall_s"], 5.0), payload)
+            ledgers_after = len(admin.describe(TOPIC)["ledgers"])
+    without = baseline_before + baseline_after
+    summary = {
+        "messages": args.messages,
+        "keys": keys,
+        "set_size": args.set_size,
+        "fill_s": round(fill_s, 1),
+        "ledgers_before": ledgers_before,
+        "ledgers_after": ledgers_after,
+        "compaction": {k: report[k] for k in ("wall_s", "messages", "entries", "span")},
+        "publish_without_compaction": {"count": len(without), **latency_summary(without)},
+        "publish_before": {"count": len(baseline_before), **latency_summary(baseline_before)},
+        "publish_during_compaction": {"count": len(during), **latency_summary(during)},
+        "publish_after": {"count": len(baseline_after), **latency_summary(baseline_after)},
+        "load_before": load_before,
+        "load_during": load_during,
+    }
+    without_p99 = summary["publish_without_compaction"]["p99_us"]
+    during_p99 = summary["publish_during_compaction"]["p99_us"]
+    # (None: the compaction ended before a publish did: too small a topic to measure)
+    summary["p99_during_over_without"] = None if during_p99 is None else round(during_p99 / without_p99, 2)
+    return summary
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -32,6 +32,7 @@ from twisted.logger import Logger
 from hedwig.delivery.interface import SubscribeError
 from hedwig.delivery.leases import Holdings, Lease
 from hedwig.delivery.shared_acks import AckBook
+from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
 from hedwig.protocol.status import Status
 from hedwig.topiclog.errors import EntriesUnreadable
 
@@ -231,8 +232,11 @@ class SharedDispatcher(AckBook):
                 self._reading = found
                 found.addCallbacks(self._read, self._read_failed)
                 return _WAIT
-            room = min(member.room, self._share(member, first, piece[1]))
-            last = min(last, found.last_seq, first + room - 1)
+            if found.data[1] & ENTRY_FLAG_SPARSE:  # (a compacted entry goes whole: its messages end it)
+                last = min(last, found.last_seq)
+            else:
+                room = min(member.room, self._share(member, first, piece[1]))
+                last = min(last, found.last_seq, first + room - 1)
             if count > 1 and last < piece[1]:
                 heappush(self.queue, (last + 1, piece[1], count))
             self._deliver(member, found, first, last, count)

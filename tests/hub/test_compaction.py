@@ -252,3 +252,35 @@ def test_the_hub_compacts_in_the_background_ledgers_older_than_the_lag(tmp_path)
         # ... COMPACT (no lag) goes ahead.
         assert client.compact("young")["span"] is not None
         assert len(client.read("young")) < client.describe("young")["last_seq"]
+
+
+def test_a_shared_subscription_of_a_compacted_topic_is_not_sent_its_gaps_again(tmp_path):
+    process = hub_process(tmp_path)
+    with process, Client(process.address) as client:
+        client.create_topic("jobs", compaction=True)
+        publish_rounds(client, "jobs", rounds=8, keys=3)
+        client.compact("jobs")
+        kept = client.read("jobs")
+        last_seq = client.describe("jobs")["last_seq"]
+        member = client.subscribe(
+            "jobs", "workers", kind="shared", start="earliest", window=4, ack_timeout=0.5
+        )
+        got = []
+        while len(got) < len(kept):
+            message = member.receive(timeout=10)
+            assert message is not None and message.delivery_count == 1, (got, message)
+            got.append(message.seq)
+            member.ack(message)
+        assert got == [m.seq for m in kept]
+
+        # The gaps count as acknowledged with the messages: the subscription's consumed
+        # seq-id reaches the end, nothing is pending, nothing comes again.
+        def settled():
+            (row,) = client.describe("jobs")["subscribers"]
+            return row["consumed_seq"] == last_seq and row["pending"] == 0
+
+        wait_until(settled, "every seq-id acknowledged")
+        first, _ = publish_keyed(client, "jobs", [(b"k0", b"after")])
+        message = member.receive(timeout=10)
+        assert (message.seq, message.delivery_count) == (first, 1)
+        member.close()

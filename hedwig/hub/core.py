@@ -368,6 +368,7 @@ class Hub:
                 {
                     "topic": topic_log.topic,
                     "subscriber_id": row["subscriber_id"],
+                    "user": row["user"],
                     "consumed_seq": row["consumed_seq"],
                     "last_seq": last_seq,
                     "lag": row["backlog"],

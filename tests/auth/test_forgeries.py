@@ -203,3 +203,15 @@ def test_a_user_who_may_subscribe_sees_its_own_subscriptions_and_only_the_number
     assert rows == {"alices": "alice", "bobs": "bob"}
     status, _message, payload = root.request(Op.LIST_SUBSCRIPTIONS, encode_list_subscriptions(owned))
     assert {row["subscriber_id"]: row["user"] for row in json.loads(bytes(payload))} == rows
+
+
+def test_hedwig_subscriptions_shows_who_made_each_subscription(hub, owned):
+    """`hedwig subscriptions TOPIC` as an admin: a USER column naming alice."""
+    from hedwig.commands.admin import format_subscriptions
+
+    root = Peer(hub.address, "root")
+    status, message, payload = root.request(Op.LIST_SUBSCRIPTIONS, encode_list_subscriptions(owned))
+    assert status is Status.SUCCESS, message
+    lines = format_subscriptions(json.loads(bytes(payload)), owned)
+    assert lines[0].split()[:3] == ["TOPIC", "SUBSCRIBER", "USER"], lines
+    assert lines[1].split()[:3] == [owned, "alices", "alice"], lines

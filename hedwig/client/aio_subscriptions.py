@@ -147,11 +147,13 @@ class SharedSubscription(Subscription):
         self._nack(message_or_seq)
 
 
-class PullSubscription(SharedSubscription):
+@implementer(ISharedSubscriber)
+class PullSubscription(Subscription):
     """A pull subscription (deliver="pull"): nothing is pushed; `await fetch(...)` asks."""
 
     receive = _pushed_nothing
     __aiter__ = _iterates_nothing
+    nack = SharedSubscription.nack  # (acknowledged and given back as a shared member is)
 
     def __init__(self, client, position):
         super().__init__(client, position)

@@ -60,6 +60,8 @@ class Subscription(BaseSubscription):
     async def receive(self, timeout: float | None = None):
         """The next message; None when `timeout` seconds pass first (None: wait)."""
         messages = self._inbox
+        if messages:
+            return messages.popleft()
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while not messages:
@@ -92,6 +94,9 @@ class Subscription(BaseSubscription):
         return self
 
     async def __anext__(self):
+        messages = self._inbox
+        if messages:  # (receive's first step, without its call: once per message)
+            return messages.popleft()
         try:
             return await self.receive()
         except SubscriptionClosed:

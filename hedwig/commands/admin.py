@@ -161,19 +161,22 @@ SUBSCRIPTION_COLUMNS = [
     ("redeliveries", "redeliveries"),
 ]
 OWNER_COLUMN = ("owner", "owner", lambda owner, _row: owner or "- (none now)")
+USER_COLUMN = ("user", "user", lambda user, _row: user or "-")
 
 
 def format_subscriptions(rows, topic) -> list[str]:
     """A SUBSCRIPTIONS reply as a table for people (the users' subscriptions, then the
     hubs' relays), or one line saying there are none (to `topic`, when the command named
     one). The OWNER column is there when the rows come from more than one hub (a region
-    of several)."""
+    of several); the USER column (who made each) when [auth] is on."""
     if not rows:
         return ["no subscriptions" + (f" to {topic}" if topic else "")]
     rows = sorted(rows, key=lambda row: (row.get("relay_to") is not None, row["topic"], row["subscriber_id"]))
     columns = SUBSCRIPTION_COLUMNS
     if len({row.get("owner") for row in rows}) > 1 or any(row.get("owner") is None for row in rows):
         columns = [*SUBSCRIPTION_COLUMNS, OWNER_COLUMN]
+    if any(row.get("user") for row in rows):
+        columns = [*columns[:2], USER_COLUMN, *columns[2:]]
     return table(rows, columns)
 
 

@@ -98,6 +98,8 @@ def test_a_compacted_topic_refuses_a_keyless_message_and_stores_nothing(tmp_path
             publish_keyed(client, "keyed", [(b"a", b"2"), (None, b"keyless"), (b"b", b"3")])
         with pytest.raises(KeyRequired):
             publish_keyed(client, "keyed", [(None, b"keyless")] * 50, codec="gzip")
+        with Client(process.address, idempotent=True) as producer, pytest.raises(KeyRequired):
+            producer.publish("keyed", b"plain, idempotently")
         assert client.describe("keyed")["last_seq"] == 1
         assert publish_keyed(client, "keyed", [(b"b", b"4")], codec="gzip") == (2, 2)
         # A plain topic takes both.

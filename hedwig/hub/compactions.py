@@ -8,34 +8,20 @@ taken one after another, and a run still going when the next is due delays it
 gives the reactor back between chunks of entries, so publishing goes on meanwhile.
 """
 
-from twisted.application.service import Service
 from twisted.internet.defer import inlineCallbacks
-from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from hedwig.hub.periodic import PeriodicPass
 
-class BackgroundCompaction(Service):
+
+class BackgroundCompaction(PeriodicPass):
     log = Logger()
 
     def __init__(self, topics, clock, interval_s: float):
+        super().__init__(clock, interval_s, self.compact)
         self.topics = topics
-        self.interval_s = interval_s
         self.runs = 0
         self.compactions = 0  # spans rewritten
-        self._loop = LoopingCall(self.compact)
-        self._loop.clock = clock
-        self._done = None
-
-    def startService(self):
-        super().startService()
-        if self.interval_s > 0:
-            self._done = self._loop.start(self.interval_s, now=False)
-
-    def stopService(self):
-        super().stopService()
-        if self._loop.running:
-            self._loop.stop()
-        return self._done
 
     @inlineCallbacks
     def compact(self):

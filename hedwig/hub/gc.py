@@ -11,36 +11,22 @@ next is due delays it (LoopingCall waits for the Deferred), so GC never piles up
 disk.
 """
 
-from twisted.application.service import Service
 from twisted.internet.defer import inlineCallbacks
-from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from hedwig.hub.periodic import PeriodicPass
 
-class GarbageCollector(Service):
+
+class GarbageCollector(PeriodicPass):
     log = Logger()
 
     def __init__(self, topics, delivery, clock, interval_s: float):
+        super().__init__(clock, interval_s, self.collect)
         self.topics = topics
         self.delivery = delivery
-        self.interval_s = interval_s
         self.runs = 0
         self.ledgers_deleted = 0
         self.ledgers_rolled = 0  # open ledgers closed by age from this pass
-        self._loop = LoopingCall(self.collect)
-        self._loop.clock = clock
-        self._done = None
-
-    def startService(self):
-        super().startService()
-        if self.interval_s > 0:
-            self._done = self._loop.start(self.interval_s, now=False)
-
-    def stopService(self):
-        super().stopService()
-        if self._loop.running:
-            self._loop.stop()
-        return self._done
 
     @inlineCallbacks
     def collect(self):

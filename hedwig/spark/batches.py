@@ -111,7 +111,7 @@ class RecordBatchBuilder:
         if (count > header.count if header.sparse else count != header.count) or count == 0:
             raise CorruptEntry(f"{where}: header says {header.count} messages, message set {count}")
         if not 0 <= start < stop <= header.count:
-            raise CorruptEntry(f"{where}: piece [{start}, {stop}) is outside its {header.count} seq-ids")
+            raise CorruptEntry(f"{where}: piece [{start}, {stop}) is outside its {header.count} messages")
         if flags & ~SET_FLAGS:
             raise CorruptEntry(f"{where}: unknown message set flags {flags:#x}")
         has_properties = bool(flags & FLAG_PROPERTIES)

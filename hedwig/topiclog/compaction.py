@@ -208,7 +208,11 @@ class Compactor:
         yield self._each_entry(first, last, see)
         # The new ledger, known as garbage before a byte is in it (a crash: the sweep's).
         new_id = yield self._ledgers.create()
-        yield self._topic_ops.run(self.topic, self._roller.change_ranges, list, garbage=[new_id])
+        try:
+            yield self._topic_ops.run(self.topic, self._roller.change_ranges, list, garbage=[new_id])
+        except BaseException:  # (fenced, or the metadata failed: the empty ledger goes)
+            yield maybeDeferred(self._ledgers.delete, new_id).addErrback(lambda _failure: None)
+            raise
         written = {"covered": first - 1, "entries": 0, "appends": []}
 
         def write(data):

@@ -45,6 +45,7 @@ from hedwig.protocol.messageset import (
     decode_typed_properties,
     extended_set_layout,
     message_set_count,
+    parse_message_set,
     plain_set_layout,
     read_extended,
     read_u32_array,
@@ -357,3 +358,26 @@ def decode_plain_entry(topic: str, buf, start: int, stop: int):
         Message(topic, first_seq + i, buf[offsets[i] : offsets[i + 1]], time_us, {}, region, origin_seq + i)
         for i in range(start, stop)
     ]
+
+
+def entry_messages(data):
+    """(header, sparse, plain set, its offset, keys, which payloads are empty) of a stored
+    entry, its messages read no further than their keys and payload lengths (what
+    compaction and a table read of a compacted topic need); a sparse entry's header as if
+    it were dense (first_seq and count its messages')."""
+    header = decode_entry_header(data)
+    message_set, offset = plain_message_set(data, header.body_offset)
+    sparse = header.sparse
+    if sparse:
+        header = message_part(header, message_set_count(message_set, offset), 0, None)[0]
+    layout = parse_message_set(message_set, offset)
+    view = message_set if isinstance(message_set, bytes) else bytes(message_set)
+    key_offsets = layout.key_offsets
+    count = layout.count
+    if key_offsets is None:
+        keys = [None] * count
+    else:
+        keys = [view[key_offsets[i] : key_offsets[i + 1]] or None for i in range(count)]
+    payloads = layout.payload_offsets
+    empty = [payloads[i] == payloads[i + 1] for i in range(count)]
+    return header, sparse, message_set, offset, keys, empty

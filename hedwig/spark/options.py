@@ -21,6 +21,10 @@ instead of a worker failing later (or a default silently staying in force):
                              (default 4 MiB; bounds a reader's memory)
     rowsPerBatch             Arrow record batch size handed to Spark (default 65536)
     timeout                  seconds to wait for a hub's reply (default 30)
+    compacted                true | false: batch reads only: read each topic as a table,
+                             one row per live key (its latest message; a key whose latest
+                             message is a tombstone, an empty payload, and messages
+                             without a key give no row); one partition per topic
     tls, tlsCa, tlsCert, tlsKey, tlsName, user, password
                              TLS and credentials, as the CLI's (hedwig/spark/access.py)
 
@@ -56,6 +60,7 @@ _KNOWN = {
         "maxBytesPerRequest",
         "rowsPerBatch",
         "timeout",
+        "compacted",
         *OPTION_NAMES,
     )
 }
@@ -78,6 +83,7 @@ class SourceOptions:
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
     timeout_s: float = DEFAULT_TIMEOUT_S
     access: HubAccess = field(default_factory=HubAccess)  # TLS and credentials
+    compacted: bool = False  # one row per live key (batch reads)
 
 
 def _parse_list(option: str, text: str, check, error, wanted: str) -> tuple:
@@ -191,6 +197,8 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     )
     if streaming and "endingseq" in given:
         raise OptionError("option 'endingSeq' is for batch reads; a stream reads on as messages arrive")
+    if streaming and "compacted" in given:
+        raise OptionError("option 'compacted' is for batch reads: a table as it is when read")
     if not streaming and "maxmessagespertrigger" in given:
         raise OptionError("option 'maxMessagesPerTrigger' is for streaming reads")
     ending = parse_positions("endingSeq", given.get("endingseq", LATEST), topics, (LATEST,))
@@ -228,4 +236,5 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         rows_per_batch=_positive_int("rowsPerBatch", given.get("rowsperbatch", str(DEFAULT_ROWS_PER_BATCH))),
         timeout_s=timeout_s,
         access=parse_access(given, OptionError),
+        compacted=_boolean("compacted", given.get("compacted", "false")),
     )

@@ -20,7 +20,7 @@ from hedwig.spark.hubs import HubReader
 from hedwig.spark.offsets import admit, last_seq_of, offset_before, skip_lost
 from hedwig.spark.options import OptionError, SourceOptions, parse_options
 from hedwig.spark.planning import SeqRange, plan_partitions
-from hedwig.spark.reading import read_seq_range
+from hedwig.spark.reading import read_seq_range, read_table
 from hedwig.spark.schema import SCHEMA
 
 SOURCE_NAME = "hedwig"
@@ -65,6 +65,16 @@ def _read_partition(options: SourceOptions, partition):
     # The owner first (its plain address: over TLS the redirects lead to its TLS port).
     hubs = options.hubs if partition.owner is None or options.access.tls else (partition.owner, *options.hubs)
     with HubReader(hubs, timeout=options.timeout_s, access=options.access) as hub:
+        if options.compacted:  # (one partition per topic: every key's latest is in it)
+            yield from read_table(
+                hub,
+                partition.topic,
+                partition.from_seq,
+                partition.to_seq,
+                max_bytes=options.max_bytes_per_request,
+                rows_per_batch=options.rows_per_batch,
+            )
+            return
         yield from read_seq_range(
             hub,
             partition.topic,
@@ -91,7 +101,8 @@ class HedwigBatchReader(DataSourceReader):
             offset = offset_before(options.starting[topic], bounds)
             start[topic] = skip_lost(topic, offset, bounds, options.fail_on_data_loss, _log)
             end[topic] = last_seq_of(topic, options.ending[topic], bounds)
-        return plan_partitions(start, end, options.max_messages_per_partition, hub.owners)
+        per_partition = (1 << 63) if options.compacted else options.max_messages_per_partition
+        return plan_partitions(start, end, per_partition, hub.owners)
 
     def partitions(self):
         with HubReader(self.options.hubs, timeout=self.options.timeout_s, access=self.options.access) as hub:

@@ -34,9 +34,8 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from hedwig.meta.interface import LedgerRange
-from hedwig.protocol.compression import plain_message_set
-from hedwig.protocol.entry import decode_entry_header, encode_entry_header, message_part
-from hedwig.protocol.messageset import message_set_count, parse_message_set, select_messages
+from hedwig.protocol.entry import encode_entry_header, entry_messages
+from hedwig.protocol.messageset import select_messages
 from hedwig.topiclog.errors import LogCorrupt, TopicFenced
 
 _logger = Logger()
@@ -64,27 +63,6 @@ class LatestByKey:
             return True
         latest, expired = self.latest[key]
         return latest == seq and not expired
-
-
-def entry_messages(data):
-    """(header, sparse, plain set, its offset, keys, which payloads are empty) of a
-    stored entry; a sparse entry's header as if it were dense (its messages' seq-ids)."""
-    header = decode_entry_header(data)
-    message_set, offset = plain_message_set(data, header.body_offset)
-    sparse = header.sparse
-    if sparse:
-        header = message_part(header, message_set_count(message_set, offset), 0, None)[0]
-    layout = parse_message_set(message_set, offset)
-    view = message_set if isinstance(message_set, bytes) else bytes(message_set)
-    key_offsets = layout.key_offsets
-    count = layout.count
-    if key_offsets is None:
-        keys = [None] * count
-    else:
-        keys = [view[key_offsets[i] : key_offsets[i + 1]] or None for i in range(count)]
-    payloads = layout.payload_offsets
-    empty = [payloads[i] == payloads[i + 1] for i in range(count)]
-    return header, sparse, message_set, offset, keys, empty
 
 
 def rewritten(data, policy: LatestByKey, covered_through: int) -> list:

@@ -5,7 +5,8 @@ ranges the partitions cut (inside gaps included)."""
 import pytest
 
 from hedwig.client.blocking import Client
-from tests.hub.test_compaction import publish_rounds, table
+from hedwig.spark.options import OptionError, parse_options
+from tests.hub.test_compaction import publish_keyed, publish_rounds, table
 from tests.spark.test_source import load
 
 pytestmark = pytest.mark.spark
@@ -24,3 +25,23 @@ def test_a_compacted_topic_reads_as_the_messages_kept(spark, gc_hub):
     assert df.rdd.getNumPartitions() > 3  # (ranges of seq-ids: most start or end in a gap)
     rows = sorted((row.seq, bytes(row.payload)) for row in df.collect())
     assert rows == [(m.seq, bytes(m.payload)) for m in kept]
+
+
+def test_the_compacted_option_reads_one_row_per_live_key(spark, gc_hub):
+    with Client(gc_hub.address) as client:
+        client.create_topic("compacted-table", compaction=True)
+        latest = publish_rounds(client, "compacted-table", rounds=7, keys=5)
+        publish_keyed(client, "compacted-table", [(b"k3", b"")])  # a tombstone: k3 is gone
+        del latest[b"k3"]
+        client.compact("compacted-table")
+        latest.update(publish_rounds(client, "compacted-table", rounds=2, keys=2))  # not compacted yet
+        client.create_topic("plain-table")
+        publish_keyed(client, "plain-table", [(b"a", b"1"), (None, b"keyless"), (b"a", b"2"), (b"b", b"3")])
+    df = load(spark, gc_hub, "compacted-table,plain-table", compacted="true")
+    assert df.rdd.getNumPartitions() == 2  # one a topic
+    rows = sorted((row.topic, row.seq, bytes(row.payload)) for row in df.collect())
+    want = sorted(("compacted-table", seq, payload) for seq, payload in latest.values())
+    assert rows == [*want, ("plain-table", 3, b"2"), ("plain-table", 4, b"3")]
+    # A table read is a batch read only.
+    with pytest.raises(OptionError, match="compacted"):
+        parse_options({"hub": gc_hub.address, "topics": "plain-table", "compacted": "true"}, streaming=True)

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hedwig.protocol.compression import compress_message_set
-from hedwig.protocol.entry import decode_entry, decode_entry_header, encode_entry_header
+from hedwig.protocol.entry import decode_entry, decode_entry_header, encode_entry_header, entry_messages
 from hedwig.protocol.messageset import encode_message_set
-from hedwig.topiclog.compaction import LatestByKey, entry_messages, rewritten
+from hedwig.topiclog.compaction import LatestByKey, rewritten
 
 KEYS = [b"a", b"b", b"c", b"d", "é".encode()]
 

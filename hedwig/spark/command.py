@@ -28,7 +28,13 @@ def add_drain_arguments(parser: argparse.ArgumentParser, hub_option: bool = True
         parser.add_argument("--hub", required=True, metavar="H:P[,H:P...]", help="hub address(es)")
     parser.add_argument("--topics", required=True, metavar="A,B", help="topics to drain")
     parser.add_argument("--out", required=True, metavar="PATH", help="Parquet output directory (or URI)")
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="the query's checkpoint directory")
+    parser.add_argument("--checkpoint", metavar="DIR", help="the query's checkpoint directory (required)")
+    parser.add_argument(
+        "--snapshot",
+        action="store_true",
+        help="write each topic as a table (one row per live key: a compacted topic's state) once, "
+        "into --out, a directory that must not exist yet (no checkpoint, no subscription)",
+    )
     parser.add_argument("--once", action="store_true", help="drain what is there now, then stop")
     parser.add_argument(
         "--subscriber", default=DEFAULT_SUBSCRIBER, help=f"subscriber id (default {DEFAULT_SUBSCRIBER})"
@@ -78,11 +84,15 @@ def settings_from_args(args) -> DrainSettings:
             raise OptionError(f"--{name.replace('_', '-')} must be a positive number")
     if args.interval < 0 or args.progress <= 0:
         raise OptionError("--interval must be 0 or more seconds and --progress more than 0")
+    if args.snapshot and args.checkpoint:
+        raise OptionError("--snapshot writes once and keeps no checkpoint: leave --checkpoint out")
+    if not args.snapshot and not args.checkpoint:
+        raise OptionError("--checkpoint DIR is required (the query's checkpoint directory)")
     return DrainSettings(
         hubs=parse_hubs(args.hub),
         topics=parse_topics(args.topics),
         out=args.out,
-        checkpoint=args.checkpoint,
+        checkpoint=args.checkpoint or "",
         once=args.once,
         subscriber=subscriber,
         max_messages_per_trigger=args.max_messages_per_trigger or None,
@@ -91,6 +101,7 @@ def settings_from_args(args) -> DrainSettings:
         trigger_interval_s=args.interval,
         progress_interval_s=args.progress,
         access=access_from_args(args),
+        snapshot=args.snapshot,
     )
 
 
@@ -139,7 +150,7 @@ def run_drain(args) -> int:
         print(f"hedwig drain: failed: {e}", file=sys.stderr)
         return 1
     try:
-        from hedwig.spark.drain import DrainFailed, drain
+        from hedwig.spark.drain import DrainFailed, drain, write_snapshot
     except ImportError as e:
         print(f"hedwig drain: needs pyspark and pyarrow (pip install 'hedwig[spark]'): {e}", file=sys.stderr)
         return 1
@@ -152,6 +163,10 @@ def run_drain(args) -> int:
         spark = spark_session(args.master, getattr(args, "spark_log_level", "error"))
         signals.install()  # the SparkContext put PySpark's SIGINT handler in place of ours
         try:
+            if settings.snapshot:
+                rows = write_snapshot(spark, settings)
+                print(f"hedwig drain: wrote {rows} rows, one a live key, to {settings.out}", file=sys.stderr)
+                return 0
             report = drain(spark, settings, stop=stop)
         except (DrainFailed, HubUnreachable, UnknownTopic, CheckpointError, HedwigError) as e:
             print(f"hedwig drain: failed: {e}", file=sys.stderr)

@@ -18,6 +18,9 @@ seq-id only once the checkpoint records the batch that holds it as committed
 output and collects the rest. If the job dies between a commit and its acknowledgement,
 the next run acknowledges first.
 
+`--snapshot` instead writes each topic as a table (one row per live key: a compacted
+topic's state) once, with a batch read: the whole snapshot appears at --out, or nothing.
+
 `--once` drains what the topics hold when it starts (trigger availableNow) and stops;
 otherwise the query runs until it is asked to stop (a StopRequest: the command makes
 SIGTERM and Ctrl-C one, stopping.py), which the drain acts on between its calls into Spark:
@@ -27,9 +30,12 @@ drained so far, or a progress bar on a terminal (progress.py); a summary at the 
 """
 
 import json
+import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from hedwig.client.blocking import Client
 from hedwig.protocol.errors import CouldNotConnect, HedwigError
@@ -121,6 +127,33 @@ def write_parquet_stream(stream, settings: DrainSettings):
     else:
         writer = writer.trigger(processingTime=f"{settings.trigger_interval_s} seconds")
     return writer.start()
+
+
+def write_snapshot(spark, settings: DrainSettings) -> int:
+    """`--snapshot`: each topic read as a table (the source's `compacted` option: one row
+    per live key) written to settings.out as Parquet by topic, once: into a directory
+    beside it, renamed into place only when Spark's job committed, so `out` holds a whole
+    snapshot or does not exist. Refused when `out` exists. How many rows."""
+    out = Path(settings.out)
+    if out.exists():
+        raise DrainFailed(f"{out} exists: a snapshot is written once, into a directory of its own")
+    partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex}")
+    table = (
+        spark.read.format(SOURCE_NAME)
+        .option("hub", ",".join(settings.hubs))
+        .option("topics", ",".join(settings.topics))
+        .option("compacted", "true")
+        .options(**settings.access.source_options())
+        .load()
+        .cache()
+    )
+    try:
+        table.write.partitionBy("topic").parquet(str(partial))
+        rows = table.count()
+    finally:
+        table.unpersist()
+    os.rename(partial, out)
+    return rows
 
 
 def drain(spark, settings: DrainSettings, say=None, stop: StopRequest | None = None) -> DrainReport:

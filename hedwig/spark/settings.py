@@ -24,3 +24,4 @@ class DrainSettings:
     trigger_interval_s: float = 1.0
     progress_interval_s: float = 5.0
     access: HubAccess = field(default_factory=HubAccess)  # TLS and credentials, as the CLI's
+    snapshot: bool = False  # write each topic's table (a live key a row) once, no checkpoint

@@ -83,6 +83,10 @@ EXAMPLES = {
             " --checkpoint ./lake-cp --once",
             "needs the spark extra: pip install 'hedwig[spark]'",
         ),
+        (
+            "PYSPARK_PYTHON=.venv/bin/python hedwig drain --topics prices --out ./prices-today --snapshot",
+            "a compacted topic's table (one row per live key) written once",
+        ),
     ],
     "completion": [('eval "$(hedwig completion bash)"', "completion in this shell (or zsh)")],
     "top": [

@@ -17,8 +17,8 @@ from collections import deque
 
 from hedwig.client.payloads import payload_bytes
 from hedwig.protocol.compression import encode_published_set
-from hedwig.protocol.messageset import key_bytes
 from hedwig.protocol.errors import ClientClosed, MessageTooLarge, PublishQueueFull
+from hedwig.protocol.messageset import key_bytes
 
 
 class PublishBatch:

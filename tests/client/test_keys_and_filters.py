@@ -80,7 +80,8 @@ def test_an_old_clients_message_set_is_still_accepted(hub):
     """A set as publishers wrote it before keys and typed properties: version 1, flags 1
     (untyped properties), no key array."""
     blob = struct.pack("!H", 1) + b"k" + struct.pack("!I", 2) + b"v1"
-    old_set = struct.pack("!BBI", 1, 1, 1) + struct.pack("!I", 3) + struct.pack("!I", len(blob)) + b"old" + blob
+    lengths = struct.pack("!II", 3, len(blob))
+    old_set = struct.pack("!BBI", 1, 1, 1) + lengths + b"old" + blob
     with Client(hub.address) as client:
         assert client.publish_set("keys-old-set", old_set) == [1]
         (message,) = client.read("keys-old-set", 1, 1)
@@ -165,20 +166,22 @@ def test_a_shared_subscription_filters_and_acknowledges_what_it_passes_over(conn
     client = connect()
     topic = f"filter-shared-{connect.kind}"
     client.call("publish_many", topic, [b"%d" % i for i in range(1, 9)], [{"n": i} for i in range(1, 9)])
-    member = client.subscribe(topic, "work", kind="shared", start="earliest", filter="n = 2 OR n = 5 OR n = 8")
+    selector = "n = 2 OR n = 5 OR n = 8"
+    member = client.subscribe(topic, "work", kind="shared", start="earliest", filter=selector)
     got = [member.receive() for _ in range(3)]
     assert [m.seq for m in got] == [2, 5, 8]
     for message in got:
         member.ack(message)
     member.close()
     row = _subscriber_row(client, topic, "work")
-    assert (row["consumed_seq"], row["filter"], row["kind"]) == (8, "n = 2 OR n = 5 OR n = 8", "shared")
+    assert (row["consumed_seq"], row["filter"], row["kind"]) == (8, selector, "shared")
 
 
 def test_a_pull_subscription_fetches_only_what_its_filter_selects(connect):
     client = connect()
     topic = f"filter-pull-{connect.kind}"
-    client.call("publish_many", topic, [b"%d" % i for i in range(1, 7)], [{"ok": i % 3 == 0} for i in range(1, 7)])
+    properties = [{"ok": i % 3 == 0} for i in range(1, 7)]
+    client.call("publish_many", topic, [b"%d" % i for i in range(1, 7)], properties)
     subscription = client.subscribe(topic, "puller", deliver="pull", start="earliest", filter="ok")
     fetched = subscription.fetch(10, 5.0)
     assert [m.seq for m in fetched] == [3, 6]

@@ -131,20 +131,24 @@ SUBSCRIPTION_COLUMNS = [
     ("pending", "pending"),
     ("redeliveries", "redeliveries"),
 ]
+# Shown when any subscription of the reply has a filter (its selector).
+FILTER_COLUMN = ("filter", "filter", lambda text, _row: text or "-")
 OWNER_COLUMN = ("owner", "owner", lambda owner, _row: owner or "- (none now)")
 
 
 def format_subscriptions(rows, topic) -> list[str]:
     """A SUBSCRIPTIONS reply as a table for people (the users' subscriptions, then the
     hubs' relays), or one line saying there are none (to `topic`, when the command named
-    one). The OWNER column is there when the rows come from more than one hub (a region
-    of several)."""
+    one). The FILTER column is there when any has a filter; the OWNER column when the
+    rows come from more than one hub (a region of several)."""
     if not rows:
         return ["no subscriptions" + (f" to {topic}" if topic else "")]
     rows = sorted(rows, key=lambda row: (row.get("relay_to") is not None, row["topic"], row["subscriber_id"]))
     columns = SUBSCRIPTION_COLUMNS
+    if any(row.get("filter") for row in rows):
+        columns = [*columns, FILTER_COLUMN]
     if len({row.get("owner") for row in rows}) > 1 or any(row.get("owner") is None for row in rows):
-        columns = [*SUBSCRIPTION_COLUMNS, OWNER_COLUMN]
+        columns = [*columns, OWNER_COLUMN]
     return table(rows, columns)
 
 

@@ -107,7 +107,8 @@ def test_publish_with_properties(hub):
     ]
     with Client(hub.address) as client:
         messages = client.read("props")
-    assert [m.properties for m in messages] == [{"k": b"v", "n": b"1"}] * 2
+    # (typed: text is a str, a number an int; `k:=v` keeps bytes)
+    assert [m.properties for m in messages] == [{"k": "v", "n": 1}] * 2
 
 
 def test_hub_option_after_the_subcommand_and_from_the_environment(hub):

@@ -10,6 +10,7 @@ import pytest
 
 from hedwig.client import Client
 from hedwig.client.errors import InvalidMessageFilter, ResubscribeRequired
+from hedwig.testing.polling import wait_until
 from tests.client.every_client import CLIENTS
 
 TYPED = {"n": 150, "price": 9.5, "ok": True, "color": "red", "raw": b"\x00\xff"}
@@ -185,3 +186,32 @@ def test_a_pull_subscription_fetches_only_what_its_filter_selects(connect):
     subscription = client.subscribe(topic, "puller", deliver="pull", start="earliest", filter="ok")
     fetched = subscription.fetch(10, 5.0)
     assert [m.seq for m in fetched] == [3, 6]
+
+
+def test_a_filter_passes_over_a_whole_backlog_so_the_consumed_position_is_not_held_back(connect):
+    """A subscriber none of whose messages pass: its consumed seq-id follows the topic's
+    last one all the same (pruning and garbage collection are not held back)."""
+    client = connect()
+    topic = f"filter-none-pass-{connect.kind}"
+    client.call("publish_many", topic, [b"%d" % i for i in range(50)], [{"n": i} for i in range(50)])
+    subscription = client.subscribe(topic, "picky", start="earliest", filter="n > 1000")
+    client.call("publish_many", topic, [b"late"], [{"n": 1}])
+    wait_until(lambda: _subscriber_row(client, topic, "picky")["consumed_seq"] == 51, "passed over")
+    client.call("publish", topic, b"wanted", {"n": 5000})
+    assert subscription.receive().seq == 52
+
+
+def test_a_filter_is_kept_across_a_hub_restart(own_hub):
+    own_hub.start()
+    topic = "filter-restart"
+    with Client(own_hub.address) as client:
+        client.subscribe(topic, "s", filter="color = 'red'").close()
+    own_hub.stop()
+    own_hub.restart()
+    with Client(own_hub.address) as client:
+        assert client.subscriptions(topic)[0]["filter"] == "color = 'red'"
+        with pytest.raises(ResubscribeRequired):
+            client.subscribe(topic, "s")
+        subscription = client.subscribe(topic, "s", filter="color = 'red'")
+        client.publish_many(topic, [b"blue", b"red"], [{"color": "blue"}, {"color": "red"}])
+        assert subscription.receive(timeout=30).payload == b"red"

@@ -3,7 +3,8 @@ that pass the filter and passes over the rest.
 
 A Cursor (cursor.py) hands each entry on whole; a FilteredCursor asks the subscription's
 MessageFilter (filtering.py) for the entry's passing runs once, delivers each run as a
-slice of the stored entry (the same bytes, start and stop, as any delivery) and tells
+slice of the stored entry (the same bytes, start and stop, as any delivery; a run of at
+most half of it as an entry of its own, MessageFilter.part) and tells
 the delivery manager of each gap it passes over (`on_skip`, as a relay cursor's skipped
 entries), so the consumed seq-id moves past what the subscriber never sees and pruning
 is not held back. Its window counts what it delivered and was not consumed, not the
@@ -90,7 +91,7 @@ class FilteredCursor(Cursor):
                     stop = start + room
                 self.held = entry if first + stop <= entry.last_seq else None
                 try:
-                    self.channel.deliver(self.handle, entry, start, stop)
+                    self.channel.deliver(self.handle, *self.message_filter.part(entry, start, stop))
                 except Exception:
                     _logger.failure("delivering to {handle} failed; stopping it", handle=self.handle)
                     self._on_channel_error(self)

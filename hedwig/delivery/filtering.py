@@ -22,9 +22,10 @@ from twisted.logger import Logger
 
 from hedwig.delivery.interface import SubscribeError
 from hedwig.protocol.compression import plain_message_set
-from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.entry import EntrySlices, decode_entry_header
 from hedwig.protocol.status import Status, StatusError
 from hedwig.selector import SelectorError, compile_selector
+from hedwig.topiclog.entry import LogEntry
 
 _logger = Logger()
 
@@ -69,18 +70,39 @@ class PassedOver:
 
 class MessageFilter:
     """A subscription's selector over stored entries: the runs of an entry's seq-ids
-    whose messages it selects, as two sorted lists (firsts, lasts). The selector is
-    compiled once (Filters shares it among the subscriptions with the same text), and
-    the last entry's runs are kept, so the subscribers of one filter at the tail, each
-    handed the same entry in turn, evaluate it once."""
+    whose messages it selects, as two sorted lists (firsts, lasts), and what to send of
+    a run (`part`). The selector is compiled once (Filters shares it among the
+    subscriptions with the same text), and the last entry's runs and parts are kept, so
+    the subscribers of one filter at the tail, each handed the same entry in turn,
+    evaluate and cut it once."""
 
-    __slots__ = ("_entry", "_runs", "selector", "text")
+    __slots__ = ("_entry", "_parts", "_runs", "_slices", "selector", "text")
 
     def __init__(self, text: str, selector):
         self.text = text
         self.selector = selector  # a hedwig.selector.Selector
         self._entry = None
         self._runs = None
+        self._slices = None  # the EntrySlices of _entry, once a part of it was cut
+        self._parts = {}  # (start, stop) -> the LogEntry cut from _entry
+
+    def part(self, entry, start: int, stop: int) -> tuple:
+        """(entry, start, stop) to deliver for messages [start, stop) of `entry` (whose
+        runs were asked for last): the entry itself when they are more than half of it,
+        else an entry of their own (EntrySlices), so that a selective subscriber is not
+        sent an entry's bytes once for every run it takes of it."""
+        if 2 * (stop - start) > entry.last_seq - entry.first_seq + 1 or entry is not self._entry:
+            return entry, start, stop
+        cut = self._parts.get((start, stop))
+        if cut is None:
+            if self._slices is None:
+                self._slices = EntrySlices(entry.data)
+            first = entry.first_seq
+            cut = LogEntry(
+                first + start, first + stop - 1, self._slices.cut(start, stop), entry.publish_time_us
+            )
+            self._parts[start, stop] = cut
+        return cut, 0, stop - start
 
     def runs(self, entry) -> tuple:
         """(firsts, lasts) of the runs of `entry` (a LogEntry) that pass, in seq-ids."""
@@ -112,7 +134,25 @@ class MessageFilter:
             previous = index
         runs = self._runs = (firsts, lasts)
         self._entry = entry
+        self._slices = None
+        self._parts = {}
         return runs
+
+
+class _NothingPasses:
+    """The MessageFilter of a stored filter this hub cannot compile: no message passes
+    (a selective subscriber is never sent what it did not ask for)."""
+
+    text = None
+
+    def runs(self, entry) -> tuple:
+        return (), ()
+
+    def part(self, entry, start: int, stop: int) -> tuple:
+        return entry, start, stop
+
+
+NOTHING_PASSES = _NothingPasses()
 
 
 class Filters:

@@ -44,7 +44,7 @@ from hedwig.delivery.bounds import MessageBounds
 from hedwig.delivery.counters import WorkQueueCounters
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.filtered_cursor import FilteredCursor
-from hedwig.delivery.filtering import FILTER_PREFERENCE, Filters, PassedOver
+from hedwig.delivery.filtering import FILTER_PREFERENCE, NOTHING_PASSES, Filters, PassedOver
 from hedwig.delivery.interface import IDeliveryManager, SubscribeError
 from hedwig.delivery.observation import delivery_stats, describe_table
 from hedwig.delivery.ownership import check_owner
@@ -58,19 +58,6 @@ from hedwig.protocol.status import Status, SubscriptionEvent
 MODES = ("create", "attach", "create_or_attach")
 _UNCHANGED = object()  # (a SUBSCRIBE that keeps the subscription's filter)
 _logger = Logger()
-
-
-class _NothingPasses:
-    """The MessageFilter of a stored filter this hub cannot compile: no message passes
-    (a selective subscriber is never sent what it did not ask for)."""
-
-    text = None
-
-    def runs(self, entry) -> tuple:
-        return (), ()
-
-
-_NOTHING_PASSES = _NothingPasses()
 
 
 @implementer(IDeliveryManager)
@@ -113,7 +100,7 @@ class DeliveryManager:
                 try:
                     dispatcher.message_filter = self._message_filter(subscription)
                 except SubscribeError as e:  # (kept by a hub whose selectors differed)
-                    dispatcher.message_filter = _NOTHING_PASSES
+                    dispatcher.message_filter = NOTHING_PASSES
                     _logger.error(
                         "{topic}/{subscriber}: its filter is refused ({error}): nothing is delivered"
                         " until a SUBSCRIBE replaces it",

@@ -248,6 +248,9 @@ class SharedDispatcher(AckBook):
             last = min(last, found.last_seq, first + room - 1)
             if count > 1 and last < piece[1]:
                 heappush(self.queue, (last + 1, piece[1], count))
+            if count == 1 and self.message_filter is not None:
+                base = found.first_seq
+                found = self.message_filter.part(found, first - base, last - base + 1)[0]
             self._deliver(member, found, first, last, count)
             budget -= 1
             if not budget:  # let other subscribers and connections have the reactor

@@ -11,24 +11,10 @@ import pytest
 from hedwig.client import Client
 from hedwig.client.errors import InvalidMessageFilter, ResubscribeRequired
 from hedwig.testing.polling import wait_until
-from tests.client.every_client import CLIENTS
+from tests.client import test_every_client
 
+connect = test_every_client.connect  # the fixture: each client in turn, against the module's hub
 TYPED = {"n": 150, "price": 9.5, "ok": True, "color": "red", "raw": b"\x00\xff"}
-
-
-@pytest.fixture(params=CLIENTS, ids=lambda kind: kind.name)
-def connect(request, hub):
-    opened = []
-
-    def make(address=None, **options):
-        client = request.param(address or hub.address, **options)
-        opened.append(client)
-        return client
-
-    make.kind = request.param.name
-    yield make
-    for client in opened:
-        client.close()
 
 
 def _subscriber_row(client, topic, subscriber_id):

@@ -3,20 +3,12 @@ published with keys and typed properties in one region reaches another region's
 subscriber as it was published, and a filtered subscriber there is sent only what its
 filter selects of the relayed messages."""
 
-import pytest
-
 from hedwig.client import Client
-from tests.region.hubs import start_tree, wait_for_interest
+from tests.region import test_compressed_relay
+from tests.region.hubs import wait_for_interest
 
-SHAPE = {"root": None, "leaf": "root"}
-
-
-@pytest.fixture
-def tree(tmp_path):
-    hubs = start_tree(tmp_path, SHAPE)
-    yield hubs
-    for hub in hubs.values():
-        hub.stop()
+SHAPE = test_compressed_relay.SHAPE
+tree = test_compressed_relay.tree  # the fixture: a root region and a leaf region
 
 
 def test_keys_and_typed_properties_cross_regions_and_filters_select_among_them(tree):

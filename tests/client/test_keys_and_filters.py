@@ -115,6 +115,7 @@ def test_a_filter_reads_the_key(connect):
     client = connect()
     topic = f"filter-key-{connect.kind}"
     subscription = client.subscribe(topic, "s", start="earliest", filter="key LIKE 'user-%'")
+    assert subscription.subscription.filter == "key LIKE 'user-%'"
     client.call("publish_many", topic, [b"a", b"b", b"c"], keys=["order-1", "user-7", None])
     message = subscription.receive()
     assert (message.seq, message.key) == (2, b"user-7")

@@ -41,6 +41,7 @@ from zope.interface import implementer
 from hedwig.auth.interface import IAuthorizer
 from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
 from hedwig.auth.throttle import LoginRefused
+from hedwig.auth.waiting_room import WaitingRoom
 from hedwig.config.tls import certificate_names, is_tls, peer_certificate
 from hedwig.protocol.admin_requests import decode_create_topic, decode_list_subscriptions
 from hedwig.protocol.auth_request import decode_auth, encode_auth_reply
@@ -62,15 +63,21 @@ class AccessGate:
 
     log = Logger()
 
-    def __init__(self, authenticator, clock, failure_delay_s: float = 1.0):
+    def __init__(self, authenticator, clock, failure_delay_s: float = 1.0, room: WaitingRoom | None = None):
         self.authenticator = authenticator  # IAuthenticator
         self.clock = clock
         self.failure_delay_s = failure_delay_s
+        self.room = WaitingRoom(128) if room is None else room  # the connections not authenticated yet
         self.failures = 0
         self.successes = 0
 
     def connection_access(self, connection) -> "ConnectionAccess":
         return ConnectionAccess(self, connection)
+
+    def describe(self) -> dict:
+        """The logins checked and refused, and the connections waiting to authenticate
+        (STATS' "logins")."""
+        return {**self.authenticator.describe(), **self.room.describe()}
 
 
 @implementer(IHubSideGate)

@@ -1,6 +1,6 @@
 """The seams the hub is assembled with when [auth] is on (hedwig/hub/assembly.py)."""
 
-from zope.interface import Interface
+from zope.interface import Attribute, Interface
 
 
 class IAuthenticator(Interface):
@@ -22,6 +22,12 @@ class IAuthenticator(Interface):
 class IAuthorizer(Interface):
     """What each connection may do."""
 
+    room = Attribute("The connections not authenticated yet (hedwig.auth.waiting_room.WaitingRoom).")
+
     def connection_access(connection):
-        """The per-connection gate (hedwig.auth.gate.ConnectionAccess) the connection asks
-        about each request it reads after HELLO."""
+        """The per-connection gate (hedwig.auth.gate.ConnectionAccess): its session's
+        IHubSideGate, which checks AUTH and each request after it."""
+
+    def describe():
+        """The logins checked and refused and the connections waiting to authenticate,
+        for STATS and the metrics (a dict of counts)."""

@@ -3,7 +3,9 @@
 Permissions are granted per action on topic name patterns: `*` matches any run of
 characters, `?` one character (topic names are [A-Za-z0-9._-], so no other character is
 special). `admin` permits every action on every topic, the admin reads (STATS,
-LIST_TOPICS, DESCRIBE_TOPIC) and acting on subscriptions other users own. A region's
+LIST_TOPICS, every topic's subscriptions) and acting on subscriptions other users own;
+DESCRIBE_TOPIC and a topic's LIST_SUBSCRIPTIONS need subscribe on the topic, and show a
+user the subscriptions it may use (hedwig/auth/visibility.py). A region's
 link acts as a principal whose `region` names the region it may link as, and whose
 `relay_origins` are the origin regions it may relay (its side of the tree).
 

@@ -10,12 +10,15 @@ def check_auth_settings(config: Config) -> None:
     auth = config.auth
     if auth.failure_delay_s < 0 or auth.failure_delay_s > 60:
         raise ConfigError(f"[auth] failure_delay_s = {auth.failure_delay_s}: expected 0..60")
+    if not 0 < auth.auth_timeout_s <= 3600:
+        raise ConfigError(f"[auth] auth_timeout_s = {auth.auth_timeout_s}: expected 0 < s <= 3600")
     for key, low, high in (
         ("max_concurrent_checks", 1, 64),
         ("max_waiting_checks", 0, 100_000),
         ("failure_window_s", 1, 86_400),
         ("max_failures_per_source", 1, 1_000_000),
         ("max_failures_per_user", 1, 1_000_000),
+        ("max_unauthenticated", 1, 1_000_000),
     ):
         value = getattr(auth, key)
         if not low <= value <= high:

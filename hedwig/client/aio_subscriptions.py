@@ -60,6 +60,8 @@ class Subscription(BaseSubscription):
     async def receive(self, timeout: float | None = None):
         """The next message; None when `timeout` seconds pass first (None: wait)."""
         messages = self._inbox
+        if messages:
+            return messages.popleft()
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while not messages:
@@ -92,6 +94,9 @@ class Subscription(BaseSubscription):
         return self
 
     async def __anext__(self):
+        messages = self._inbox
+        if messages:  # (receive's first step, without its call: once per message)
+            return messages.popleft()
         try:
             return await self.receive()
         except SubscriptionClosed:
@@ -147,11 +152,13 @@ class SharedSubscription(Subscription):
         self._nack(message_or_seq)
 
 
-class PullSubscription(SharedSubscription):
+@implementer(ISharedSubscriber)
+class PullSubscription(Subscription):
     """A pull subscription (deliver="pull"): nothing is pushed; `await fetch(...)` asks."""
 
     receive = _pushed_nothing
     __aiter__ = _iterates_nothing
+    nack = SharedSubscription.nack  # (acknowledged and given back as a shared member is)
 
     def __init__(self, client, position):
         super().__init__(client, position)

@@ -221,10 +221,13 @@ class SharedSubscription(Subscription):
         self._nack(message_or_seq)
 
 
-class PullSubscription(SharedSubscription):
+@implementer(ISharedSubscriber)
+class PullSubscription(Subscription):
     """A pull subscription (deliver="pull"): the hub sends nothing until `fetch` asks."""
 
     receive = receive_batch = __iter__ = _pushed_nothing
+    ack = SharedSubscription.ack  # (acknowledged and given back as a shared member is)
+    nack = SharedSubscription.nack
 
     def fetch(self, max_messages: int = 100, timeout: float | None = None) -> list:
         """Up to `max_messages` messages: those the hub has for this subscription now, or,

@@ -13,8 +13,10 @@ subscription is given an *inbox* by its client's module, which takes
 `extend(messages)` (a blocking or asyncio deque, a Twisted handler or DeferredQueue,
 a pull subscription's fetch buffer) and `end(error, here)` when the subscription ends.
 Each client's Subscription derives from BaseSubscription (its only base), and its
-shared, pull and acknowledgement-only kinds from that, adding their application face
-(`receive`, `async for`, a queue) and nothing of the protocol.
+shared, pull and acknowledgement-only kinds from that, side by side, adding their
+application face (`receive`, `async for`, a queue, `fetch`) and nothing of the protocol;
+a pull subscription takes the shared kind's `nack` (its class's attribute, not a third
+base): what differs between them is their position's (a SharedPosition either way).
 
 The kinds: exclusive (acknowledged cumulatively, one CONSUME per batch); shared and
 pull (a SharedPosition: each message acknowledged by itself, ACK frames of ranges, a

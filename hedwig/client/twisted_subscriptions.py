@@ -123,11 +123,13 @@ class SharedSubscription(Subscription):
         self._nack(message_or_seq)
 
 
-class PullSubscription(SharedSubscription):
+@implementer(ISharedSubscriber)
+class PullSubscription(Subscription):
     """A pull subscription (deliver="pull"): nothing is pushed; `fetch` asks for messages
     and fires with a list of them. No handler, no queue."""
 
     queue = property(_pushed_nothing)
+    nack = SharedSubscription.nack  # (acknowledged and given back as a shared member is)
 
     def __init__(self, client, position):
         super().__init__(client, position)

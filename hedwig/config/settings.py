@@ -145,6 +145,12 @@ class AuthSettings:
     failure_window_s: float = 60.0
     max_failures_per_source: int = 20
     max_failures_per_user: int = 10
+    # Connections that have not authenticated: one that said HELLO and sent no AUTH this
+    # long is closed, and past max_unauthenticated of them (HELLO not yet said included)
+    # the oldest not being checked is closed to make room, so a crowd of idle connections
+    # holds neither descriptors nor a real user's way in.
+    auth_timeout_s: float = 10.0
+    max_unauthenticated: int = 128
     # In a region of several hubs whose hubs have [auth] on: the user this hub authenticates
     # as when it publishes to another hub of the region (a dead letter for a topic that hub
     # owns), and a file holding its password (one line). Pulsar's brokerClient credentials.

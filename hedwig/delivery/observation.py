@@ -22,6 +22,7 @@ def describe_table(table, settings) -> list:
         delivered = cursor.delivered_seq if cursor else subscription.consumed_seq
         row = {
             "subscriber_id": sid,
+            "user": subscription.preferences.get("owner"),  # who made it ([auth] on; else None)
             "kind": subscription.kind,
             "delivery": "pull" if subscription.pull else "push",
             "filter": subscription.preferences.get(FILTER_PREFERENCE),

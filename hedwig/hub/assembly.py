@@ -124,6 +124,7 @@ def _access_gate(config: Config, reactor):
     from hedwig.auth.authenticator import UsersFileAuthenticator
     from hedwig.auth.gate import AccessGate
     from hedwig.auth.throttle import LoginThrottle
+    from hedwig.auth.waiting_room import WaitingRoom
 
     auth = config.auth
     throttle = LoginThrottle(
@@ -140,4 +141,4 @@ def _access_gate(config: Config, reactor):
         allow_anonymous=auth.allow_anonymous,
         throttle=throttle,
     )
-    return AccessGate(authenticator, reactor, auth.failure_delay_s)
+    return AccessGate(authenticator, reactor, auth.failure_delay_s, WaitingRoom(auth.max_unauthenticated))

@@ -44,7 +44,7 @@ from hedwig.delivery.interface import ISharedDeliveryChannel
 from hedwig.hub.answers import Answerer
 from hedwig.hub.flow import DeliveryFlow
 from hedwig.hub.partial_requests import IntakeGuard
-from hedwig.protocol.hub_side import CLOSED, HubSideSession, IHubSideDriver
+from hedwig.protocol.hub_side import CHECKING, CLOSED, HubSideSession, IHubSideDriver
 from hedwig.protocol.requests import encode_hello_reply
 from hedwig.protocol.status import Status
 
@@ -88,6 +88,7 @@ class HubConnection(Protocol):
             max_requests=MAX_INFLIGHT_REQUESTS,
             max_bytes=MAX_INFLIGHT_BYTES,
             gate=access,
+            auth_timeout_s=hub.config.auth.auth_timeout_s,
         )
         self.answers = answers = Answerer(self, hub, session.replies)
         self.flow = flow = DeliveryFlow(self, session.handles, hub, self.write, self.write_sequence)
@@ -267,6 +268,18 @@ class HubConnection(Protocol):
             count=self._decoder.buffered,
         )
         self.abandon()
+
+    def admitted(self) -> None:
+        self.hub.auth.room.proven(self)
+
+    def auth_overdue(self, timeout: float) -> None:
+        if self._connected:
+            self.hub.auth.room.overdue(self, timeout)
+
+    @property
+    def checking(self) -> bool:
+        """Whether the connection's AUTH is being checked now."""
+        return self.session.stage is CHECKING
 
     def client_error(self, format: str, **fields) -> None:
         """A line about this client's mistake: once per peer per interval (hub/peerlog.py)."""

@@ -368,6 +368,7 @@ class Hub:
                 {
                     "topic": topic_log.topic,
                     "subscriber_id": row["subscriber_id"],
+                    "user": row["user"],
                     "consumed_seq": row["consumed_seq"],
                     "last_seq": last_seq,
                     "lag": row["backlog"],
@@ -410,7 +411,7 @@ class Hub:
         snapshot["intake"] = self.intake.stats()
         snapshot["intake"]["client_error_lines_left_out"] = self.client_errors.lines_left_out
         if self.auth is not None:
-            snapshot["logins"] = self.auth.authenticator.describe()
+            snapshot["logins"] = self.auth.describe()
         snapshot["cache"] = self.cache.stats()
         snapshot["delivery"] = self.delivery.stats()
         if self.regions is not None:
@@ -425,11 +426,15 @@ class Hub:
     def connection_made(self, connection) -> None:
         self.connections.add(connection)
         self.stats.connections_opened += 1
+        if self.auth is not None:
+            self.auth.room.arrived(connection)
 
     def connection_lost(self, connection) -> Deferred:
         """The delivery manager stops the connection's cursors and flushes their pointers."""
         self.connections.discard(connection)
         self.stats.connections_closed += 1
+        if self.auth is not None:
+            self.auth.room.gone(connection)
         return self.delivery.channel_lost(connection)
 
 

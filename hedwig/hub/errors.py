@@ -6,12 +6,12 @@ UNEXPECTED_CONDITION and logged with its traceback.
 """
 
 from hedwig.delivery.interface import SubscribeError
-from hedwig.ledger.interface import LedgerError, LedgerUnavailable, StorageFull
+from hedwig.ledger.interface import LedgerError, LedgerStoreFull, LedgerUnavailable
 from hedwig.meta.interface import BadVersion, MetadataError, MetadataFull, MetadataUnavailable, OwnershipLost
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
-from hedwig.topiclog.errors import LogError, SeqOutOfRange, TooManyTopics, TopicFenced
+from hedwig.topiclog.errors import LogError, SeqNotRetained, TopicCapReached, TopicFenced
 
 
 class HubStopping(Exception):
@@ -39,7 +39,7 @@ def status_for(error: BaseException) -> tuple[Status, str, bool]:
         return error.status, error.reason, True
     if isinstance(error, SubscribeError):
         return error.status, error.message, True
-    if isinstance(error, SeqOutOfRange):
+    if isinstance(error, SeqNotRetained):
         return Status.SEQ_OUT_OF_RANGE, str(error), True
     if isinstance(error, NotOwner):
         return Status.NOT_RESPONSIBLE_FOR_TOPIC, error.owner, True
@@ -49,9 +49,9 @@ def status_for(error: BaseException) -> tuple[Status, str, bool]:
         return Status.SERVICE_DOWN, "the hub is shutting down", True
     if isinstance(error, HubUnavailable | MetadataUnavailable | LedgerUnavailable):
         return Status.SERVICE_DOWN, str(error), True
-    if isinstance(error, StorageFull | MetadataFull):
+    if isinstance(error, LedgerStoreFull | MetadataFull):
         return Status.STORAGE_FULL, str(error) or "the ledger store is full", True
-    if isinstance(error, TooManyTopics):
+    if isinstance(error, TopicCapReached):
         return Status.TOO_MANY_TOPICS, str(error), True
     if isinstance(error, BadVersion):
         return Status.BAD_VERSION, str(error), True

@@ -18,6 +18,7 @@ a class here (or in producer_handlers.py, work_handlers.py) and a line there.
 from twisted.internet.defer import maybeDeferred, succeed
 from twisted.logger import Logger
 
+from hedwig.auth.visibility import narrow_description, narrow_subscription_rows
 from hedwig.hub.producer_handlers import IdempotentPublishHandler, InitProducerHandler
 from hedwig.hub.work_handlers import AckHandler, FetchHandler, NackHandler
 from hedwig.protocol.layouts import RequestRefused
@@ -198,13 +199,18 @@ class Answering:
     the value the op's spec encodes as its reply (the admin reads and administration,
     with JSON payloads)."""
 
-    def __init__(self, op: Op, work):
+    def __init__(self, op: Op, work, narrow=None):
+        """`narrow(value, principal)`: the reply as the connection's user may see it
+        (with [auth] on; hedwig/auth/visibility.py)."""
         self.spec = OPS[op]
         self._work = work
+        self._narrow = narrow
 
     def handle(self, connection, request_id, body, started):
         spec = self.spec
         value = self._work(spec.decode(body))
+        if self._narrow is not None and connection.principal is not None:
+            value.addCallback(self._narrow, connection.principal)
         connection.answer(
             value,
             request_id,
@@ -237,13 +243,16 @@ def request_handlers(hub) -> dict:
         (Op.UNSUBSCRIBE, UnsubscribeHandler(hub.unsubscribe)),
         (Op.READ_RANGE, ReadRangeHandler(hub.read_range)),
         (Op.LIST_TOPICS, Answering(Op.LIST_TOPICS, lambda _: hub.list_topics())),
-        (Op.DESCRIBE_TOPIC, Answering(Op.DESCRIBE_TOPIC, hub.describe_topic)),
+        (Op.DESCRIBE_TOPIC, Answering(Op.DESCRIBE_TOPIC, hub.describe_topic, narrow_description)),
         (Op.STATS, Answering(Op.STATS, lambda _: succeed(hub.hub_stats()))),
         (Op.LIST_HUBS, Answering(Op.LIST_HUBS, lambda _: hub.list_hubs())),
         (Op.LIST_OWNERS, Answering(Op.LIST_OWNERS, lambda _: hub.topic_owners())),
         (Op.CREATE_TOPIC, Answering(Op.CREATE_TOPIC, hub.create_topic)),
         (Op.DELETE_TOPIC, Answering(Op.DELETE_TOPIC, lambda r: hub.delete_topic(r.topic, r.force))),
-        (Op.LIST_SUBSCRIPTIONS, Answering(Op.LIST_SUBSCRIPTIONS, hub.list_subscriptions)),
+        (
+            Op.LIST_SUBSCRIPTIONS,
+            Answering(Op.LIST_SUBSCRIPTIONS, hub.list_subscriptions, narrow_subscription_rows),
+        ),
         (
             Op.RESET_SUBSCRIPTION,
             Answering(

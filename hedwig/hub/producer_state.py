@@ -42,7 +42,7 @@ from hedwig.concurrency.deferreds import Waiters
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window
-from hedwig.topiclog.errors import SeqOutOfRange
+from hedwig.topiclog.errors import SeqNotRetained
 
 WINDOW = 64  # sets remembered per producer and topic
 MAX_PRODUCERS = 1024  # producers remembered per topic
@@ -237,7 +237,7 @@ class ProducerTable:
         window = []  # (entry, header), in log order
         try:
             yield read_window(topic_log, low, floor, window)
-        except SeqOutOfRange:
+        except SeqNotRetained:
             # Garbage collection removed the bottom meanwhile: nothing below is retained.
             self.entries_scanned += len(window)
             self.floor = topic_log.first_seq - 1

@@ -492,6 +492,7 @@ class ZkTopicManager:
                 {
                     "topic": topic,
                     "subscriber_id": subscriber_id,
+                    "user": preferences.get("owner"),
                     "consumed_seq": state.consumed_seq,
                     "last_seq": last_seq,
                     "lag": None if last_seq is None else max(0, last_seq - state.consumed_seq),

@@ -4,8 +4,8 @@ from hedwig.ledger.interface import (
     ILedgerStore,
     LedgerClosed,
     LedgerError,
+    LedgerStoreFull,
     NoSuchLedger,
-    StorageFull,
 )
 
-__all__ = ["ILedgerStore", "LedgerClosed", "LedgerError", "NoSuchLedger", "StorageFull"]
+__all__ = ["ILedgerStore", "LedgerClosed", "LedgerError", "LedgerStoreFull", "NoSuchLedger"]

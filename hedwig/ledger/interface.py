@@ -27,8 +27,9 @@ class LedgerFenced(LedgerClosed):
     takes no more appends from this writer."""
 
 
-class StorageFull(LedgerError):
-    """No space could be allocated; nothing of the failed append was stored."""
+class LedgerStoreFull(LedgerError):
+    """No space could be allocated; nothing of the failed append was stored (answered
+    STORAGE_FULL, a client's StorageFull)."""
 
 
 class EntryDamaged(LedgerError):
@@ -64,16 +65,16 @@ class ILedgerStore(Interface):
 
     def create():
         """Deferred[int]: a new empty open ledger's id, never reused (by any writer sharing
-        the storage). Fails with StorageFull or LedgerError."""
+        the storage). Fails with LedgerStoreFull or LedgerError."""
 
     def append(ledger_id, data, publish_time_us):
         """Append one entry: `data` is bytes-like, or a list of bytes-like chunks stored as
         their concatenation. Returns a Deferred firing with the entry id once the entry is
         durable (under the fsync policy; on every replica of a replicated store);
         Deferreds fire in append order, and an append acknowledged implies every earlier
-        one of the ledger was. Fails with StorageFull (nothing stored), LedgerClosed,
+        one of the ledger was. Fails with LedgerStoreFull (nothing stored), LedgerClosed,
         LedgerFenced (another writer took the ledger over), LedgerUnavailable or
-        LedgerError; after a failure other than StorageFull or a refusal made before
+        LedgerError; after a failure other than LedgerStoreFull or a refusal made before
         anything was stored, the ledger takes no more appends.
 
         A store may also offer `append_now(ledger_id, data, publish_time_us)` (the topic

@@ -2,7 +2,7 @@
 
 It keeps every entry in process memory and forgets everything when the process ends.
 It serves as the ledger store of tests that need ledgers without files, and as a store
-that fails on command: a byte capacity (StorageFull once exceeded, space returns on
+that fails on command: a byte capacity (LedgerStoreFull once exceeded, space returns on
 delete), scripted append failures (refused before storing, or after storing as a failed
 sync would), and held acknowledgements (appends stored but unacknowledged until released,
 as under a slow fsync).
@@ -14,7 +14,7 @@ from collections import deque
 from twisted.internet.defer import Deferred, fail, succeed
 from zope.interface import implementer
 
-from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, NoSuchLedger, StorageFull
+from hedwig.ledger.interface import ILedgerStore, LedgerClosed, LedgerError, LedgerStoreFull, NoSuchLedger
 
 
 def _chunks(data):
@@ -154,7 +154,7 @@ class MemoryLedgerStore:
             return fail(failure)
         if self.capacity_bytes is not None and self.used_bytes + len(entry) > self.capacity_bytes:
             return fail(
-                StorageFull(
+                LedgerStoreFull(
                     f"ledger {ledger_id}: {len(entry)} bytes do not fit "
                     f"({self.used_bytes} of {self.capacity_bytes} used)"
                 )

@@ -21,7 +21,7 @@ by the next lookup.
 
 Space is allocated for real (posix_fallocate) before anything is stored into it, mostly
 by a preparer thread running ahead of the writer, so a full disk fails an append with
-StorageFull instead of killing the process with SIGBUS, and appends go on once space
+LedgerStoreFull instead of killing the process with SIGBUS, and appends go on once space
 returns.
 """
 

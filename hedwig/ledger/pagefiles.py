@@ -27,7 +27,7 @@ import os
 import threading
 import time
 
-from hedwig.ledger.interface import LedgerError, StorageFull
+from hedwig.ledger.interface import LedgerError, LedgerStoreFull
 
 _BORROW_ATTEMPTS = 1000
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -36,9 +36,9 @@ BLOCK_BYTES = 4096  # the smallest step of allocation: a file system block
 
 
 def storage_error(exc: OSError, what: str) -> LedgerError:
-    """The ledger error an OSError stands for: StorageFull when space ran out."""
+    """The ledger error an OSError stands for: LedgerStoreFull when space ran out."""
     if exc.errno in _FULL_ERRNOS:
-        return StorageFull(f"{what}: no space left ({os.strerror(exc.errno)})")
+        return LedgerStoreFull(f"{what}: no space left ({os.strerror(exc.errno)})")
     return LedgerError(f"{what}: {exc.strerror or exc}")
 
 
@@ -226,7 +226,7 @@ class PageStream:
 
     def ensure(self, start: int, end: int, what: str, ahead: int = 0) -> None:
         """Allocate [start, end) if the preparer has not, and up to `ahead` bytes past it
-        (within the page); raise StorageFull if [start, end) cannot be. Anything between
+        (within the page); raise LedgerStoreFull if [start, end) cannot be. Anything between
         `ready` and `start` (the unused tail of a page the writer left) is skipped, never
         allocated."""
         with self.lock:

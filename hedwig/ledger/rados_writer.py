@@ -21,7 +21,7 @@ durable in the segments before it, which is what a fencer's recovery relies on
 (rados_fencing.py).
 
 The first write that fails breaks the ledger: it and every later entry fail (fenced:
-LedgerFenced; not acknowledged in time: LedgerUnavailable; no space: StorageFull), and
+LedgerFenced; not acknowledged in time: LedgerUnavailable; no space: LedgerStoreFull), and
 the ledger takes no more appends. Its entries may have landed or not; the next owner of
 its topic fences it and learns where it ends.
 """
@@ -34,7 +34,7 @@ from twisted.internet.defer import Deferred
 
 from hedwig.concurrency.deferreds import Waiters
 from hedwig.ledger import rados_layout as layout
-from hedwig.ledger.interface import LedgerError, LedgerFenced, LedgerUnavailable, StorageFull
+from hedwig.ledger.interface import LedgerError, LedgerFenced, LedgerStoreFull, LedgerUnavailable
 from hedwig.ledger.rados_client import RadosOpError
 from hedwig.ledger.rados_ledger import RadosLedger
 
@@ -108,7 +108,7 @@ def translate(failure_value: BaseException, ledger: RadosLedger, op_timeout_s: f
             f" pool {pool} may have fewer replicas up than its min_size, or the cluster is unreachable"
         )
     if code in (errno.ENOSPC, errno.EDQUOT):
-        return StorageFull(f"ledger {ledger.id}: the RADOS pool {pool} is full")
+        return LedgerStoreFull(f"ledger {ledger.id}: the RADOS pool {pool} is full")
     return LedgerError(f"ledger {ledger.id}: {failure_value}")
 
 

@@ -240,13 +240,15 @@ class FrameDecoder:
     def _short(op: int) -> FrameError:
         return FrameError(f"{_op_name(op)} shorter than its header")
 
-    def deliveries_reader(self, subscribers, otherwise):
+    def deliveries_reader(self, subscribers, otherwise, response):
         """A function taking what a client read: when that is one whole DELIVERY frame and
         nothing is buffered (a subscriber keeping up with a stream gets one per message),
         its messages go straight to subscribers[handle].on_delivery(start, stop, entry),
         the entry copied once (to nobody when the handle has no subscriber, one released
-        meanwhile); anything else goes to `otherwise(data)`, which feeds this decoder.
-        `subscribers` is read at each call (a dict the caller keeps up to date)."""
+        meanwhile); when it is one whole RESPONSE (a publisher waiting on each reply gets
+        one per request), straight to `response(request_id, body)`; anything else goes
+        to `otherwise(data)`, which feeds this decoder. `subscribers` is read at each
+        call (a dict the caller keeps up to date)."""
         unpack = _DELIVERY_PREFIX.unpack_from
         entry_at = _DELIVERY_PREFIX.size
         max_length = self.max_frame_bytes
@@ -256,12 +258,16 @@ class FrameDecoder:
         def read(data) -> None:
             size = len(data)
             if size >= entry_at and not decoder.partial:
-                length, op, _, handle, start, stop = unpack(data)
-                if op == _DELIVERY and length + 4 == size and length <= max_length:
-                    subscriber = get(handle)
-                    if subscriber is not None:
-                        subscriber.on_delivery(start, stop, data[entry_at:])
-                    return
+                length, op, request_id, handle, start, stop = unpack(data)
+                if length + 4 == size and length <= max_length:
+                    if op == _DELIVERY:
+                        subscriber = get(handle)
+                        if subscriber is not None:
+                            subscriber.on_delivery(start, stop, data[entry_at:])
+                        return
+                    if op == _RESPONSE:
+                        response(request_id, data[FRAME_HEADER_SIZE:])
+                        return
             otherwise(data)
 
         return read
@@ -302,6 +308,7 @@ def _op_name(op: int) -> str:
 _DELIVERY_PREFIX = struct.Struct("!IBI" + DELIVERY_HEAD.format[1:])  # frame header and head
 _DELIVERY_LENGTH = _DELIVERY_PREFIX.size - 4  # a DELIVERY's length without its entry
 _DELIVERY = int(Op.DELIVERY)
+_RESPONSE = int(Op.RESPONSE)
 _EVENT = struct.Struct("!IBI" + EVENT_HEAD.format[1:])
 
 

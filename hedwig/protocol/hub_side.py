@@ -93,6 +93,14 @@ class IHubSideDriver(Interface):
     def hello_overdue(timeout):
         """No HELLO came within `timeout` seconds of connecting: end the connection."""
 
+    def admitted():
+        """With [auth] on: the connection acts as a user now (AUTH taken, or the gate
+        knew it at HELLO)."""
+
+    def auth_overdue(timeout):
+        """With [auth] on: no AUTH came within `timeout` seconds of HELLO (none is being
+        checked): end the connection."""
+
 
 class IHubSideGate(Interface):
     """A connection's authentication and permissions on a hub with [auth] on
@@ -118,9 +126,10 @@ class HubSideSession:
         "_check",
         "_gate",
         "_handlers",
+        "_auth_timeout_s",
         "_hello_reply",
         "_hello_timeout_s",
-        "_hello_timer",
+        "_handshake_timer",
         "_seconds",
         "decoder",
         "handles",
@@ -144,16 +153,19 @@ class HubSideSession:
         max_requests: int,
         max_bytes: int,
         gate=None,
+        auth_timeout_s: float = 10.0,
     ):
         """`handlers`: op -> handle(driver, request_id, body, started); `hello_reply`:
-        the HELLO reply's payload; `gate`: an IHubSideGate on a hub with [auth] on."""
+        the HELLO reply's payload; `gate`: an IHubSideGate on a hub with [auth] on, and
+        `auth_timeout_s` how long after HELLO its AUTH may take to come."""
         self._driver = driver
         self._handlers = handlers
         self._clock = clock
         self._seconds = clock.seconds
         self._hello_reply = hello_reply
         self._hello_timeout_s = hello_timeout_s
-        self._hello_timer = None
+        self._auth_timeout_s = auth_timeout_s
+        self._handshake_timer = None  # HELLO's deadline, then AUTH's
         self.max_requests = max_requests  # requests waiting for their reply before reading stops
         self.max_bytes = max_bytes  # bytes of their bodies (publishes') likewise
         self._gate = gate
@@ -177,13 +189,13 @@ class HubSideSession:
 
     def start(self) -> None:
         """The connection is made: HELLO is due within hello_timeout_s."""
-        self._hello_timer = self._clock.callLater(self._hello_timeout_s, self._hello_overdue)
+        self._handshake_timer = self._clock.callLater(self._hello_timeout_s, self._hello_overdue)
 
     def connection_lost(self) -> None:
         """The connection is gone: nothing more is read or answered, the frame in
         progress is dropped, the handles are free."""
         self.stage = CLOSED
-        self._cancel_hello_timer()
+        self._cancel_handshake_timer()
         self.replies.discard()
         self.handles.clear()
         self.decoder.clear()
@@ -279,11 +291,15 @@ class HubSideSession:
                 f"this hub speaks protocol version {PROTOCOL_VERSION}, not {hello.version}",
             )
             return
-        self._cancel_hello_timer()
+        self._cancel_handshake_timer()
         gate = self._gate
-        self.stage = OPEN if gate is None else GATED if gate.identify() else AUTH
+        self.stage = stage = OPEN if gate is None else GATED if gate.identify() else AUTH
         self._driver.greeted(hello.client_name)
         self.replies.send(response_frame(request_id, Op.HELLO, payload=self._hello_reply))
+        if stage is GATED:
+            self._driver.admitted()
+        elif stage is AUTH:
+            self._handshake_timer = self._clock.callLater(self._auth_timeout_s, self._auth_overdue)
 
     def _authenticate(self, request_id: int, body) -> None:
         before, self.stage = self.stage, CHECKING
@@ -296,17 +312,26 @@ class HubSideSession:
 
     def authenticated(self, request_id: int, payload: bytes) -> None:
         """The gate took the AUTH `request_id`: answer it; requests are taken again."""
+        self._cancel_handshake_timer()
         if self.stage is not CLOSED:
             self.stage = GATED
         self.replies.send(response_frame(request_id, Op.AUTH, payload=payload))
+        self._driver.admitted()
 
     def _hello_overdue(self) -> None:
-        self._hello_timer = None
+        self._handshake_timer = None
         if self.stage is HELLO:
             self._driver.hello_overdue(self._hello_timeout_s)
 
-    def _cancel_hello_timer(self) -> None:
-        timer, self._hello_timer = self._hello_timer, None
+    def _auth_overdue(self) -> None:
+        """AUTH's deadline: a connection still acting as nobody goes; one whose AUTH is
+        being checked waits for the check (the hub's queue of checks is bounded)."""
+        self._handshake_timer = None
+        if self.stage is AUTH:
+            self._driver.auth_overdue(self._auth_timeout_s)
+
+    def _cancel_handshake_timer(self) -> None:
+        timer, self._handshake_timer = self._handshake_timer, None
         if timer is not None and timer.active():
             timer.cancel()
 

@@ -28,8 +28,9 @@ a request that timed out), and what to do with a lost connection (`take_pending`
 Frames are parsed by the protocol's one FrameDecoder (framing.py), cut straight out of
 the received bytes: an entry is copied once (the slice handed to the receiver), never
 through an intermediate buffer; only a frame split across reads is joined. A read that
-is one whole DELIVERY (a subscriber keeping up with a stream gets one per message) is
-taken by the decoder's deliveries_reader without the frame loop. Bytes no hub sends
+is one whole DELIVERY (a subscriber keeping up with a stream gets one per message) or
+one whole RESPONSE (a publisher waiting on each reply) is taken by the decoder's
+deliveries_reader without the frame loop. Bytes no hub sends
 raise ProtocolViolation; the driver drops the connection.
 """
 
@@ -171,7 +172,7 @@ class HubSession:
         self._prefixes = {}  # topic -> its str8, for publish_one
         self._subscribing = {}  # request id of a SUBSCRIBE -> (position, subscriber)
         self._subscribers = {}  # handle -> the ISubscriber attached with it
-        self.data_received = self._decoder.deliveries_reader(self._subscribers, self._frames)
+        self.data_received = self._decoder.deliveries_reader(self._subscribers, self._frames, self._response)
 
     # -- requests out ----------------------------------------------------------------------
 

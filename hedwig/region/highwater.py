@@ -19,7 +19,7 @@ from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 
 from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window
-from hedwig.topiclog.errors import SeqOutOfRange
+from hedwig.topiclog.errors import SeqNotRetained
 
 
 class HighWater:
@@ -73,7 +73,7 @@ class HighWater:
         window = []  # (entry, header), in log order
         try:
             yield read_window(topic_log, low, floor, window)
-        except SeqOutOfRange:
+        except SeqNotRetained:
             # Garbage collection removed the bottom meanwhile: what is left was read.
             self.floor = topic_log.first_seq - 1
             return

@@ -7,7 +7,7 @@ from hedwig.topiclog.errors import (
     LogError,
     LogFailed,
     LogUnavailable,
-    SeqOutOfRange,
+    SeqNotRetained,
     TopicFenced,
 )
 from hedwig.topiclog.manager import TopicLogManager
@@ -20,7 +20,7 @@ __all__ = [
     "LogError",
     "LogFailed",
     "LogUnavailable",
-    "SeqOutOfRange",
+    "SeqNotRetained",
     "TopicFenced",
     "TopicLog",
     "TopicLogManager",

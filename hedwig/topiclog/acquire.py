@@ -10,11 +10,11 @@ one wins. Rolling on every acquire means a ledger is only ever written by one ow
 from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred
 from twisted.logger import Logger
 
-from hedwig.ledger.interface import LedgerError, NoSuchLedger, StorageFull
+from hedwig.ledger.interface import LedgerError, LedgerStoreFull, NoSuchLedger
 from hedwig.meta.interface import NEW, BadVersion, LedgerRange, MetadataFull
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
-from hedwig.topiclog.errors import LogCorrupt, TooManyTopics, TopicFenced
+from hedwig.topiclog.errors import LogCorrupt, TopicCapReached, TopicFenced
 from hedwig.topiclog.pending import NO_LEDGER
 from hedwig.topiclog.topic_log import TopicLog
 
@@ -84,7 +84,7 @@ _CREATING = "\0creating"
 def _create_within_cap(metadata, topic: str, ranges, max_topics: int):
     """Record a new topic unless the metadata already holds max_topics: its version."""
     if len((yield metadata.list_topics())) >= max_topics:
-        raise TooManyTopics(topic, max_topics)
+        raise TopicCapReached(topic, max_topics)
     return (yield metadata.put_topic(topic, ranges, NEW))
 
 
@@ -155,7 +155,7 @@ def acquire_topic(
             last_time_us = 0
     try:
         new_id = yield ledgers.create()
-    except StorageFull as e:
+    except LedgerStoreFull as e:
         new_id, full = None, e
     if new_id is not None:
         ranges.append(LedgerRange(new_id, next_seq, None))
@@ -178,7 +178,7 @@ def acquire_topic(
             new_id, full = None, e
     if new_id is None:
         # A full disk: serve what the topic holds; its first append creates the ledger
-        # (and writes the ranges) once space returns, and fails StorageFull until then.
+        # (and writes the ranges) once space returns, and fails LedgerStoreFull until then.
         # The metadata stays as it was: its open range names the ledger recovered above.
         _logger.warn(
             "topic {topic}: no space for a new ledger ({error}); serving its seq-ids up to {last}, "

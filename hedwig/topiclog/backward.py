@@ -19,7 +19,7 @@ MAX_SPAN = 1 << 24
 @inlineCallbacks
 def read_window(topic_log, low: int, floor: int, window: list):
     """Append (entry, decoded header) to `window` for each entry starting in [low, floor],
-    in log order; Deferred[None]. SeqOutOfRange when garbage collection removed the bottom
+    in log order; Deferred[None]. SeqNotRetained when garbage collection removed the bottom
     meanwhile: `window` is filled by the caller's list so that what was read before that
     is still seen."""
     seq = low

@@ -2,7 +2,7 @@
 
 The errors that make a log unusable for appends (closed, fenced, failed) also derive
 from `hedwig.ledger.LedgerError`, so a caller handling an append's documented failures
-(StorageFull / LedgerError) handles them too.
+(LedgerStoreFull / LedgerError) handles them too.
 """
 
 from hedwig.ledger.interface import LedgerError
@@ -12,8 +12,9 @@ class LogError(Exception):
     """A topic log operation failed; the message names the topic and the reason."""
 
 
-class SeqOutOfRange(LogError):
-    """A read asked for seq-ids that garbage collection or retention already removed."""
+class SeqNotRetained(LogError):
+    """A read asked for seq-ids that garbage collection or retention already removed (the
+    hub answers it SEQ_OUT_OF_RANGE, which a client raises as its SeqOutOfRange)."""
 
     def __init__(self, topic: str, seq: int, first_seq: int):
         super().__init__(f"topic {topic}: seq-id {seq} is no longer retained (first retained: {first_seq})")
@@ -42,9 +43,9 @@ class EntriesUnreadable(LogCorrupt):
         self.detail = detail
 
 
-class TooManyTopics(LogError):
+class TopicCapReached(LogError):
     """Creating the topic would pass the hub's cap on topics ([log] max_topics); nothing
-    was created."""
+    was created (answered TOO_MANY_TOPICS, a client's TooManyTopics)."""
 
     def __init__(self, topic: str, max_topics: int):
         super().__init__(f"topic {topic} not created: this hub holds its maximum of {max_topics} topics")

@@ -16,8 +16,8 @@ class ITopicLog(Interface):
     order, and each append's Deferred fires in call order once the entry is durable under
     the ledger's fsync policy. An append refused at once consumes no seq-ids (no gap).
     Reads never block: they return Deferreds. Failures are the exceptions of
-    hedwig.topiclog.errors (LogClosed, LogFailed, TopicFenced, SeqOutOfRange, LogCorrupt)
-    and the ledger's (StorageFull)."""
+    hedwig.topiclog.errors (LogClosed, LogFailed, TopicFenced, SeqNotRetained, LogCorrupt)
+    and the ledger's (LedgerStoreFull)."""
 
     topic = Attribute("the topic's name (str)")
     first_seq = Attribute("the first seq-id still kept (older ones were collected)")
@@ -47,7 +47,7 @@ class ITopicLog(Interface):
     def read(from_seq, max_entries, max_bytes):
         """Deferred[list of LogEntry]: the entry holding `from_seq` and those after it,
         at most `max_entries`, within `max_bytes` (the first always); [] past the end;
-        SeqOutOfRange before first_seq."""
+        SeqNotRetained before first_seq."""
 
     def find_by_time(time_us):
         """Deferred[int]: the first seq-id published at or after `time_us` (last_seq + 1

@@ -75,7 +75,7 @@ class PendingAppend:
 
 # The open range of a topic acquired when no ledger could be created (a full disk): its
 # log serves reads, and its first append rolls, creating the ledger (or failing
-# StorageFull until space returns). Ledger ids start at 1, so this names none.
+# LedgerStoreFull until space returns). Ledger ids start at 1, so this names none.
 NO_LEDGER = 0
 
 

@@ -23,7 +23,7 @@ from hedwig.ledger.interface import EntryDamaged, NoSuchLedger
 from hedwig.protocol.entry import ENTRY_VERSION
 from hedwig.topiclog.entry import LogEntry
 from hedwig.topiclog.entry_head import ENTRY_HEAD
-from hedwig.topiclog.errors import EntriesUnreadable, LogCorrupt, SeqOutOfRange
+from hedwig.topiclog.errors import EntriesUnreadable, LogCorrupt, SeqNotRetained
 
 _logger = Logger()
 
@@ -42,7 +42,7 @@ class EntryReader:
     def read(self, from_seq: int, max_entries: int, max_bytes: int) -> Deferred:
         """The entry holding from_seq and those after it, at most max_entries; entries are
         added while their total stays within max_bytes, but the first always is. [] when
-        from_seq > last_seq; SeqOutOfRange when from_seq < first_seq. A read stops before
+        from_seq > last_seq; SeqNotRetained when from_seq < first_seq. A read stops before
         seq-ids it cannot read (a damaged entry, a missing ledger) and returns what precedes
         them; EntriesUnreadable when from_seq is one of them."""
         if type(from_seq) is not int or from_seq < 1:
@@ -53,7 +53,7 @@ class EntryReader:
         if from_seq > last:
             return succeed([])
         if from_seq < self._roller.ranges[0].first_seq:
-            return fail(SeqOutOfRange(self.topic, from_seq, self._roller.ranges[0].first_seq))
+            return fail(SeqNotRetained(self.topic, from_seq, self._roller.ranges[0].first_seq))
         return run_now(self._read(from_seq, last, max_entries, max_bytes))
 
     def _read(self, from_seq: int, last: int, max_entries: int, max_bytes: int):

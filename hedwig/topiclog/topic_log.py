@@ -21,7 +21,7 @@ compare-and-set before anything enters the new ledger. So the
 ranges in the metadata store always cover every acknowledged entry, and a ledger closed
 by a roll ends exactly where its range says.
 
-Failures: an append the store refuses at once (StorageFull, or any error raised before
+Failures: an append the store refuses at once (LedgerStoreFull, or any error raised before
 anything was stored) consumes no seq-ids, so there is never a gap, and the next append
 may succeed. A failure after the store accepted the bytes (a failed sync) leaves the
 ledger's tail uncertain: the log stops (LogFailed) and closes; opening the topic again
@@ -49,7 +49,7 @@ from zope.interface import implementer
 
 from hedwig.concurrency.deferreds import OpQueue, SharedResult, Waiters, as_deferred
 from hedwig.config.settings import LogSettings
-from hedwig.ledger.interface import LedgerClosed, LedgerError, LedgerFenced, NoSuchLedger, StorageFull
+from hedwig.ledger.interface import LedgerClosed, LedgerError, LedgerFenced, LedgerStoreFull, NoSuchLedger
 from hedwig.meta.interface import LedgerRange
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
 from hedwig.topiclog.ack_gate import AckGate
@@ -565,7 +565,7 @@ class TopicLog:
             if result.check(TopicFenced):
                 self._fail(result.value)
             else:
-                (_logger.warn if result.check(StorageFull) else _logger.error)(
+                (_logger.warn if result.check(LedgerStoreFull) else _logger.error)(
                     "topic {topic}: rolling to a new ledger failed: {error}",
                     topic=self.topic,
                     error=result.value,

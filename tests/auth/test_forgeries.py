@@ -9,6 +9,7 @@ import json
 import pytest
 
 from hedwig.protocol import Op, Status, encode_message_set
+from hedwig.protocol.admin_requests import encode_list_subscriptions
 from hedwig.protocol.requests import (
     encode_describe_topic,
     encode_publish,
@@ -179,3 +180,38 @@ def test_joining_another_users_shared_subscription_is_refused(hub, owned):
     bob = Peer(hub.address, "bob")
     status, message, _ = subscribe(bob, owned, "team", kind="shared")
     assert status is Status.NOT_AUTHORIZED, message
+
+
+def test_a_user_who_may_subscribe_sees_its_own_subscriptions_and_only_the_number_of_others(hub, owned):
+    """Issue 28: DESCRIBE_TOPIC and a topic's LIST_SUBSCRIPTIONS need subscribe on the
+    topic, not admin; bob may subscribe to alice's topic, but the name of her
+    subscription (and its position) is hers: he sees his own rows and a count. An admin
+    sees every row with the user who made it."""
+    bob = Peer(hub.address, "bob")
+    assert subscribe(bob, owned, "bobs", mode="create")[0] is Status.SUCCESS
+    status, message, payload = bob.request(Op.DESCRIBE_TOPIC, encode_describe_topic(owned))
+    assert status is Status.SUCCESS, message
+    described = json.loads(bytes(payload))
+    assert [row["subscriber_id"] for row in described["subscribers"]] == ["bobs"]
+    assert described["hidden_subscriptions"] == 1 and "alices" not in bytes(payload).decode()
+    status, message, payload = bob.request(Op.LIST_SUBSCRIPTIONS, encode_list_subscriptions(owned))
+    assert status is Status.SUCCESS, message
+    assert [row["subscriber_id"] for row in json.loads(bytes(payload))] == ["bobs"]
+    root = Peer(hub.address, "root")
+    status, _message, payload = root.request(Op.DESCRIBE_TOPIC, encode_describe_topic(owned))
+    rows = {row["subscriber_id"]: row["user"] for row in json.loads(bytes(payload))["subscribers"]}
+    assert rows == {"alices": "alice", "bobs": "bob"}
+    status, _message, payload = root.request(Op.LIST_SUBSCRIPTIONS, encode_list_subscriptions(owned))
+    assert {row["subscriber_id"]: row["user"] for row in json.loads(bytes(payload))} == rows
+
+
+def test_hedwig_subscriptions_shows_who_made_each_subscription(hub, owned):
+    """`hedwig subscriptions TOPIC` as an admin: a USER column naming alice."""
+    from hedwig.commands.admin import format_subscriptions
+
+    root = Peer(hub.address, "root")
+    status, message, payload = root.request(Op.LIST_SUBSCRIPTIONS, encode_list_subscriptions(owned))
+    assert status is Status.SUCCESS, message
+    lines = format_subscriptions(json.loads(bytes(payload)), owned)
+    assert lines[0].split()[:3] == ["TOPIC", "SUBSCRIBER", "USER"], lines
+    assert lines[1].split()[:3] == [owned, "alices", "alice"], lines

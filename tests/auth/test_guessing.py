@@ -25,11 +25,12 @@ from tests.auth.peers import USERS, Peer, write_users
 WRONG = "wrong user name or password"
 
 
-def start_hub(directory, users=None, **auth):
+def start_hub(directory, users=None, before: str = "", **auth):
+    """A hub with [auth] on and `auth`'s settings; `before`: sections of the conf before it."""
     users = users or write_users(directory / "users.json")
     settings = {"enabled": "true", "users_file": users, "failure_delay_s": "0", **auth}
     conf = directory / "hub.conf"
-    conf.write_text("[auth]\n" + "".join(f"{key} = {value}\n" for key, value in settings.items()))
+    conf.write_text(before + "[auth]\n" + "".join(f"{key} = {value}\n" for key, value in settings.items()))
     return HubProcess(directory / "data", 0, "--conf", str(conf))
 
 
@@ -176,6 +177,8 @@ def test_a_flood_neither_queues_without_bound_nor_keeps_a_known_user_waiting(tmp
     records["users"]["bob"]["password"] = hash_password(USERS["bob"][0], log2_n=15)  # ~0.1 s a check
     (tmp_path / "users.json").write_text(json.dumps(records))
     limits = {"max_failures_per_source": 100_000, "max_failures_per_user": 100_000}
+    # (300 connections wait, said HELLO, before any guesses)
+    limits.update(max_unauthenticated=1000, auth_timeout_s=600)
     with start_hub(tmp_path, users, max_waiting_checks=16, max_concurrent_checks=1, **limits) as hub:
         root = Peer(hub.address, "root")  # from 127.0.0.1, as alice: a known-good source
         alice = Guesser(hub.address, "127.0.0.1")

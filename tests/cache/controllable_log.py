@@ -12,7 +12,7 @@ from bisect import bisect_right
 from twisted.internet.defer import Deferred, fail, succeed
 
 from hedwig.topiclog.entry import LogEntry
-from hedwig.topiclog.errors import SeqOutOfRange
+from hedwig.topiclog.errors import SeqNotRetained
 
 
 class PendingRead:
@@ -77,7 +77,7 @@ class ControllableLog:
         if from_seq > self.last_seq:
             return succeed([])
         if from_seq < self.first_seq:
-            return fail(SeqOutOfRange(self.topic, from_seq, self.first_seq))
+            return fail(SeqNotRetained(self.topic, from_seq, self.first_seq))
         pending = PendingRead(from_seq, max_entries, max_bytes)
         if self.auto_complete:
             return succeed(self._entries_for(pending))

@@ -143,6 +143,22 @@ def test_a_pull_subscription_fetches_at_once_after_the_first_publish_or_nothing_
     waiting.join()
 
 
+def test_a_pull_subscription_gives_a_message_back_and_acknowledges_each_as_a_shared_member(connect):
+    topic = f"every-pull-nack-{connect.kind}"
+    client = connect()
+    puller = client.subscribe(topic, "p", deliver="pull", start="earliest")
+    client.call("publish_many", topic, [b"a", b"b"])
+    first, second = puller.fetch(2, 10.0)
+    puller.nack(first)
+    puller.ack(second)
+    [again] = puller.fetch(10, 10.0)
+    assert (again.seq, again.payload, again.delivery_count) == (first.seq, b"a", 2)
+    puller.ack(again)
+    puller.close()
+    [row] = client.call("describe", topic)["subscribers"]
+    assert (row["consumed_seq"], row["pending"], row["redeliveries"]) == (2, 0, 1)
+
+
 def test_a_set_encoded_already_is_published_as_it_is(connect):
     topic = f"every-set-{connect.kind}"
     client = connect()

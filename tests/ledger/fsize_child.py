@@ -8,7 +8,7 @@ import sys
 
 
 def main(directory: str) -> dict:
-    from hedwig.ledger.interface import StorageFull
+    from hedwig.ledger.interface import LedgerStoreFull
     from hedwig.ledger.mmap_store import MmapLedgerStore
     from hedwig.testing.deferreds import fired as result_of
     from hedwig.testing.reactors import InlineThreadsReactor
@@ -28,7 +28,7 @@ def main(directory: str) -> dict:
     while acked < len(entries):
         try:
             result_of(store.append(ledger, entries[acked], acked))
-        except StorageFull as e:
+        except LedgerStoreFull as e:
             error = str(e)
             break
         acked += 1
@@ -39,7 +39,7 @@ def main(directory: str) -> dict:
     try:
         result_of(store.create())
         seen["create"] = "created"
-    except StorageFull as e:
+    except LedgerStoreFull as e:
         seen["create"] = str(e)
     result_of(store.close())
     store = MmapLedgerStore(directory, reactor=InlineThreadsReactor(), **options)

@@ -1,4 +1,4 @@
-"""A full file system fails appends with StorageFull: nothing stored is lost or damaged,
+"""A full file system fails appends with LedgerStoreFull: nothing stored is lost or damaged,
 the process never dies of SIGBUS, and appends succeed again once space returns.
 
 Two ways to run out: a small tmpfs (needs root to mount; skipped otherwise), and a file
@@ -12,7 +12,7 @@ import sys
 import pytest
 from twisted.logger import capturedLogs
 
-from hedwig.ledger.interface import LedgerError, StorageFull
+from hedwig.ledger.interface import LedgerError, LedgerStoreFull
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.testing.deferreds import fired as result_of
 from hedwig.testing.reactors import InlineThreadsReactor
@@ -52,7 +52,7 @@ def test_an_unwritable_directory_fails_creates_clearly(read_only_tmpfs):
     store = MmapLedgerStore(read_only_tmpfs, reactor=InlineThreadsReactor())
     with pytest.raises(LedgerError, match=r"creating a ledger: .*: Read-only file system") as raised:
         result_of(store.create())
-    assert not isinstance(raised.value, StorageFull)
+    assert not isinstance(raised.value, LedgerStoreFull)
     assert store.list_ledgers() == []
     result_of(store.close())
 
@@ -65,7 +65,7 @@ def test_a_full_tmpfs_fails_appends_cleanly_and_recovers(open_store, small_tmpfs
     ledger = result_of(store.create())
     entries = [bytes([i % 251]) * 10_000 for i in range(400)]
     acked = 0
-    with pytest.raises(StorageFull, match="no space left") as raised:
+    with pytest.raises(LedgerStoreFull, match="no space left") as raised:
         while acked < len(entries):
             result_of(store.append(ledger, entries[acked], acked))
             acked += 1
@@ -74,14 +74,14 @@ def test_a_full_tmpfs_fails_appends_cleanly_and_recovers(open_store, small_tmpfs
     # Nothing stored is lost, nothing half-stored is counted.
     assert store.last_entry_id(ledger) == acked - 1
     assert result_of(store.read(ledger, 0, acked - 1)) == entries[:acked]
-    with pytest.raises(StorageFull):  # still full: the same clean failure
+    with pytest.raises(LedgerStoreFull):  # still full: the same clean failure
         result_of(store.append(ledger, entries[acked], acked))
     # Take the last free blocks too: then not even a ledger header fits.
     top_up = small_tmpfs / "top-up"
     with open(top_up, "wb", buffering=0) as f, pytest.raises(OSError):
         while True:
             f.write(b"\1" * 4096)
-    with pytest.raises(StorageFull, match="creating ledger"):
+    with pytest.raises(LedgerStoreFull, match="creating ledger"):
         result_of(store.create())
     assert store.list_ledgers() == [ledger]
     # A reopen finds nothing to repair.

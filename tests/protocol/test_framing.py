@@ -126,7 +126,7 @@ def test_the_deliveries_reader_takes_a_read_of_one_whole_delivery_and_leaves_the
     decoder = FrameDecoder(heads=HEADS)
     subscriber, others = Subscriber(), []
     subscribers = {7: subscriber}
-    read = decoder.deliveries_reader(subscribers, others.append)
+    read = decoder.deliveries_reader(subscribers, others.append, None)
     read(delivery_header(7, 2, 5, 3) + b"abc")
     read(delivery_header(8, 0, 1, 1) + b"x")  # (a handle nobody holds: to nobody)
     two = delivery_header(7, 0, 1, 1) + b"y" + delivery_header(7, 1, 2, 1) + b"z"
@@ -136,6 +136,23 @@ def test_the_deliveries_reader_takes_a_read_of_one_whole_delivery_and_leaves_the
     decoder.feed(two[:5])  # (half a frame held: the next read goes to `otherwise` too)
     read(delivery_header(7, 0, 1, 1) + b"w")
     assert len(others) == 2 and len(subscriber.deliveries) == 1
+
+
+def test_the_deliveries_reader_takes_a_read_of_one_whole_response_to_its_request_id():
+    decoder = FrameDecoder(heads=HEADS)
+    responses, others = [], []
+    read = decoder.deliveries_reader(
+        {}, others.append, lambda request_id, body: responses.append((request_id, body))
+    )
+    published = encode_frame(Op.RESPONSE, 9, b"p" * 21)
+    read(published)
+    short = encode_frame(Op.RESPONSE, 10, b"s")  # (shorter than a DELIVERY's head: the loop)
+    read(short)
+    event = encode_frame(Op.EVENT, 0, b"e" * 21)  # (a whole frame of another op: the loop)
+    read(event)
+    read(published + published)  # (two frames: the loop)
+    assert responses == [(9, b"p" * 21)]
+    assert others == [short, event, published + published]
 
 
 def test_frames_one_at_a_time_come_before_the_error_they_precede():

@@ -51,6 +51,12 @@ class Driver:
     def hello_overdue(self, timeout):
         self.calls.append(("hello_overdue", timeout))
 
+    def admitted(self):
+        self.calls.append(("admitted",))
+
+    def auth_overdue(self, timeout):
+        self.calls.append(("auth_overdue", timeout))
+
     def responses(self) -> list:
         """(request id, Response with the payload undecoded) of every frame written since
         the last call."""
@@ -99,6 +105,7 @@ def make(handlers=None, gate=None, clock=None, **limits):
         max_requests=limits.get("max_requests", 100),
         max_bytes=limits.get("max_bytes", 1 << 20),
         gate=gate,
+        auth_timeout_s=5.0,
     )
     driver.session = session  # (what the handlers are given is the driver)
     session.start()
@@ -323,3 +330,39 @@ def test_a_failed_auth_closes_after_its_answer():
 def test_the_stages_start_at_hello():
     session, _driver = make()
     assert session.stage is HELLO and session.reading
+
+
+def test_auth_is_due_within_its_deadline_after_hello():
+    """Issue 28, finding 8: a connection that said HELLO on a hub with [auth] on and sent
+    no AUTH is the driver's to end once auth_timeout_s passed."""
+    clock = Clock()
+    _session, driver = greeted(gate=Gate(), clock=clock)
+    clock.advance(4.9)
+    assert ("auth_overdue", 5.0) not in driver.calls
+    clock.advance(0.1)
+    assert ("auth_overdue", 5.0) in driver.calls and ("admitted",) not in driver.calls
+
+
+def test_a_taken_auth_stops_the_deadline_and_admits_the_connection():
+    clock = Clock()
+    session, driver = greeted(gate=Gate(), clock=clock)
+    session.data_received(encode_frame(Op.AUTH, 2, encode_auth("u", "p")))
+    session.authenticated(2, b"\x01u")
+    assert ("admitted",) in driver.calls
+    clock.advance(60)
+    assert not [c for c in driver.calls if c[0] == "auth_overdue"] and not clock.getDelayedCalls()
+
+
+def test_an_auth_being_checked_at_the_deadline_waits_for_its_check():
+    """The check is paid for and bounded by the hub's queue: its outcome decides."""
+    clock = Clock()
+    session, driver = greeted(gate=Gate(), clock=clock)
+    session.data_received(encode_frame(Op.AUTH, 2, encode_auth("u", "p")))
+    clock.advance(60)
+    assert session.stage is CHECKING and not [c for c in driver.calls if c[0] == "auth_overdue"]
+
+
+def test_a_connection_the_gate_knows_is_admitted_at_hello_with_no_deadline():
+    clock = Clock()
+    _session, driver = greeted(gate=Gate(known=True), clock=clock)
+    assert ("admitted",) in driver.calls and not clock.getDelayedCalls()

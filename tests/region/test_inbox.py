@@ -3,7 +3,7 @@ new messages stored with their origin kept and `via` set, what is held already d
 cut off, outcomes in arrival order, a failure breaking its source, and marks derived from
 the log again after a restart."""
 
-from hedwig.ledger.interface import StorageFull
+from hedwig.ledger.interface import LedgerStoreFull
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.region.highwater import HighWater
 from hedwig.region.inbox import HELD, RelaySource, SourceBroken
@@ -96,9 +96,9 @@ def test_a_refused_append_breaks_the_source_and_the_marks_are_derived_again(tmp_
     mid = RegionHarness(tmp_path).start()
     root = RelaySource("root")
     fired(relay(mid, entry(1, [b"a"], origin="asia", origin_seq=1), source=root))
-    mid.ledgers.fail_appends(StorageFull("disk full"))
+    mid.ledgers.fail_appends(LedgerStoreFull("disk full"))
     assert failure_of(relay(mid, entry(2, [b"b"], origin="asia", origin_seq=2), source=root)).check(
-        StorageFull
+        LedgerStoreFull
     )
     assert failure_of(relay(mid, entry(3, [b"c"], origin="asia", origin_seq=3), source=root)).check(
         SourceBroken

@@ -2,7 +2,7 @@
 appends are stored but acknowledged only once the gate opens, in call order; an append
 that fails is answered at once."""
 
-from hedwig.ledger.interface import StorageFull
+from hedwig.ledger.interface import LedgerStoreFull
 from hedwig.topiclog.ack_gate import AckGate
 from tests.topiclog.harness import LogStack, message_set, settle
 
@@ -31,17 +31,17 @@ def test_failures_are_answered_while_the_gate_is_held_in_their_place(tmp_path):
     manager = stack.manager()
     topic_log = settle(stack, manager.open("t"))
     manager.gate.hold()
-    stack.ledgers.fail_appends(StorageFull("full"))
+    stack.ledgers.fail_appends(LedgerStoreFull("full"))
     refused = topic_log.append(message_set(1), 1)  # (nothing held before it: answered)
     assert refused.called
-    refused.addErrback(lambda f: f.trap(StorageFull))
+    refused.addErrback(lambda f: f.trap(LedgerStoreFull))
     held = topic_log.append(message_set(1), 1)
-    stack.ledgers.fail_appends(StorageFull("full"))
+    stack.ledgers.fail_appends(LedgerStoreFull("full"))
     behind = topic_log.append(message_set(1), 1)  # (answered in its place: after `held`)
     assert not held.called and not behind.called
     manager.gate.release()
     assert held.result.first_seq == 1
-    behind.addErrback(lambda f: f.trap(StorageFull))
+    behind.addErrback(lambda f: f.trap(LedgerStoreFull))
     assert behind.called
     stack.close()
 

@@ -5,9 +5,9 @@ Then garbage collection and retention reach the data it held."""
 import pytest
 
 from hedwig.config.settings import LogSettings
-from hedwig.ledger import StorageFull
+from hedwig.ledger import LedgerStoreFull
 from hedwig.testing.deferreds import fired
-from hedwig.topiclog import LogClosed, SeqOutOfRange, TopicFenced
+from hedwig.topiclog import LogClosed, SeqNotRetained, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 
 AGE = 600.0
@@ -154,8 +154,8 @@ def test_an_append_the_store_refused_does_not_start_the_age(make_stack, backend)
     if backend != "memory":
         pytest.skip("scripted store failures are an in-memory store feature")
     stack, topic_log = open_log(make_stack)
-    stack.ledgers.fail_appends(StorageFull("no space"))
-    assert failure_of(stack, topic_log.append(message_set(1), 1)).check(StorageFull)
+    stack.ledgers.fail_appends(LedgerStoreFull("no space"))
+    assert failure_of(stack, topic_log.append(message_set(1), 1)).check(LedgerStoreFull)
     stack.clock.advance(AGE + 1)
     assert settle(stack, topic_log.roll_if_aged()) is False
     publish(stack, topic_log)  # the first entry stored: its age starts now
@@ -187,7 +187,7 @@ def test_gc_collects_the_ledger_an_age_roll_closed_once_consumed_and_disk_usage_
     assert settle(stack, topic_log.collect_garbage(60)) == 1
     assert rolled not in stack.ledgers.list_ledgers()
     assert spans(topic_log) == [(61, None)] and topic_log.first_seq == 61 and topic_log.last_seq == 60
-    assert failure_of(stack, topic_log.read(60, 1, 1 << 20)).check(SeqOutOfRange)
+    assert failure_of(stack, topic_log.read(60, 1, 1 << 20)).check(SeqNotRetained)
     if backend == "mmap":
         assert before - stack.disk_bytes() >= 60 * 20_000  # the rolled ledger's entries left the disk
     assert settle(stack, topic_log.append(message_set(1), 1)).first_seq == 61
@@ -208,7 +208,7 @@ def test_retention_deletes_an_old_quiet_topics_data(make_stack):
     stack.clock.advance(0.001)
     assert settle(stack, topic_log.collect_garbage(0)) == 1
     assert spans(topic_log) == [(6, None)] and topic_log.first_seq == 6
-    assert failure_of(stack, topic_log.read(1, 1, 1 << 20)).check(SeqOutOfRange)
+    assert failure_of(stack, topic_log.read(1, 1, 1 << 20)).check(SeqNotRetained)
     assert settle(stack, stack.metadata.get_topic("t")).value == topic_log.ranges
     assert settle(stack, topic_log.append(message_set(1), 1)).first_seq == 6
 

@@ -4,7 +4,7 @@ the call (no Deferred made), else the same Deferred append gives, firing in call
 import pytest
 from twisted.internet.defer import Deferred
 
-from hedwig.ledger import StorageFull
+from hedwig.ledger import LedgerStoreFull
 from hedwig.topiclog.entry import LogEntry
 from tests.topiclog.harness import failure_of, message_set, settle
 
@@ -49,9 +49,9 @@ def test_a_refusal_at_once_is_a_failed_deferred_that_takes_no_seq_ids(make_stack
         pytest.skip("refuses appends on demand: an in-memory store feature")
     stack = make_stack()
     log = settle(stack, stack.manager().open("t"))
-    stack.ledgers.fail_appends(StorageFull("full"))
+    stack.ledgers.fail_appends(LedgerStoreFull("full"))
     refused = log.append_now(message_set(1), 1)
-    assert failure_of(stack, refused).check(StorageFull)
+    assert failure_of(stack, refused).check(LedgerStoreFull)
     entry = log.append_now(message_set(1), 1)
     assert (entry.first_seq, log.last_seq) == (1, 1)
 

@@ -4,7 +4,7 @@ import pytest
 
 from hedwig.config.settings import LogSettings
 from hedwig.protocol import decode_entry, decode_entry_header
-from hedwig.topiclog import SeqOutOfRange
+from hedwig.topiclog import SeqNotRetained
 from tests.topiclog.harness import failure_of, message_set, settle
 
 
@@ -92,7 +92,7 @@ def test_read_before_the_first_retained_seq_fails(stack, topic_log):
     assert settle(stack, topic_log.collect_garbage(4)) == 1
     assert topic_log.first_seq == 5
     failure = failure_of(stack, topic_log.read(4, 10, 1000))
-    assert failure.check(SeqOutOfRange)
+    assert failure.check(SeqNotRetained)
     assert (failure.value.seq, failure.value.first_seq) == (4, 5)
     assert settle(stack, topic_log.read(5, 1, 1000))[0].first_seq == 5
 

@@ -3,7 +3,7 @@
 import pytest
 
 from hedwig.config.settings import LogSettings
-from hedwig.ledger import LedgerError, StorageFull
+from hedwig.ledger import LedgerError, LedgerStoreFull
 from hedwig.topiclog import LogClosed, LogFailed, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 
@@ -24,7 +24,7 @@ def test_storage_full_leaves_no_gap_and_the_next_append_succeeds(memory_stack):
         if not hasattr(outcome, "first_seq"):
             break
         stored.append(outcome)
-    assert outcome.check(StorageFull)
+    assert outcome.check(LedgerStoreFull)
     assert topic_log.last_seq == stored[-1].last_seq
     stack.ledgers.capacity_bytes = None  # space returns
     after = settle(stack, topic_log.append(message_set(2, 50), 2))
@@ -42,7 +42,7 @@ def test_storage_full_frees_nothing_and_a_later_gc_makes_room(memory_stack):
         if not hasattr(outcome, "first_seq"):
             break
         last = outcome
-    assert outcome.check(StorageFull)
+    assert outcome.check(LedgerStoreFull)
     settle(stack, topic_log.collect_garbage(last.last_seq))
     assert settle(stack, topic_log.append(message_set(1, 60), 1)).first_seq == last.last_seq + 1
 
@@ -57,12 +57,12 @@ def test_a_refused_append_among_pipelined_ones_fails_in_its_place(memory_stack):
         d.addCallbacks(lambda e: order.append((i, e.first_seq)), lambda f: order.append((i, f.type.__name__)))
 
     track(topic_log.append(message_set(1), 1), 0)
-    stack.ledgers.fail_appends(StorageFull("disk full"))
+    stack.ledgers.fail_appends(LedgerStoreFull("disk full"))
     track(topic_log.append(message_set(1), 1), 1)
     track(topic_log.append(message_set(1), 1), 2)
     assert order == []  # the refusal waits for the append before it
     stack.ledgers.release_acks()
-    assert order == [(0, 1), (1, "StorageFull"), (2, 2)]
+    assert order == [(0, 1), (1, "LedgerStoreFull"), (2, 2)]
     assert topic_log.last_seq == 2
 
 
@@ -133,13 +133,13 @@ def test_a_failed_roll_fails_waiting_appends_and_the_next_append_retries(memory_
     real_create = stack.ledgers.create
 
     def create_fails():
-        raise StorageFull("no room for a ledger")
+        raise LedgerStoreFull("no room for a ledger")
 
     stack.ledgers.create = create_fails
     try:
         settle(stack, topic_log.append(message_set(1), 1))  # fills ledger 2, roll fails
         failure = failure_of(stack, topic_log.append(message_set(1), 1))
-        assert failure.check(StorageFull)
+        assert failure.check(LedgerStoreFull)
     finally:
         stack.ledgers.create = real_create
     assert topic_log.is_open

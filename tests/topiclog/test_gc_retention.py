@@ -3,7 +3,7 @@
 import pytest
 
 from hedwig.config.settings import LogSettings
-from hedwig.topiclog import LogClosed, SeqOutOfRange, TopicFenced
+from hedwig.topiclog import LogClosed, SeqNotRetained, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 
 
@@ -31,7 +31,7 @@ def test_deletes_ledgers_wholly_consumed_and_nothing_else(make_stack):
     assert not set(doomed) & set(stack.ledgers.list_ledgers())
     assert settle(stack, stack.metadata.get_topic("t")).value == topic_log.ranges
     assert [e.first_seq for e in settle(stack, topic_log.read(7, 100, 1 << 20))] == list(range(7, 13))
-    assert failure_of(stack, topic_log.read(6, 1, 1000)).check(SeqOutOfRange)
+    assert failure_of(stack, topic_log.read(6, 1, 1000)).check(SeqNotRetained)
 
 
 def test_consumed_exactly_to_a_ledger_end_deletes_it(make_stack):
@@ -109,7 +109,7 @@ def test_gc_survives_restart(make_stack):
     settle(stack, topic_log.collect_garbage(6))
     reopened = settle(stack, stack.restart().open("t"))
     assert (reopened.first_seq, reopened.last_seq) == (7, 12)
-    assert failure_of(stack, reopened.read(3, 1, 100)).check(SeqOutOfRange)
+    assert failure_of(stack, reopened.read(3, 1, 100)).check(SeqNotRetained)
 
 
 def test_gc_of_a_closed_log_is_refused(make_stack):

@@ -4,7 +4,7 @@ are the contract suite's, tests/ledger/test_contract.py)."""
 import pytest
 from twisted.python.failure import Failure
 
-from hedwig.ledger import LedgerClosed, LedgerError, StorageFull
+from hedwig.ledger import LedgerClosed, LedgerError, LedgerStoreFull
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.testing.deferreds import fired
 
@@ -33,7 +33,7 @@ def test_capacity_refuses_what_does_not_fit_and_delete_returns_space():
     ledger = fired(store.create())
     assert outcome(store.append(ledger, b"x" * 8, 1)) == 0
     failure = outcome(store.append(ledger, b"x" * 3, 2))
-    assert failure.check(StorageFull) and "do not fit" in str(failure.value)
+    assert failure.check(LedgerStoreFull) and "do not fit" in str(failure.value)
     assert store.last_entry_id(ledger) == 0  # nothing stored
     other = fired(store.create())
     store.delete(ledger)

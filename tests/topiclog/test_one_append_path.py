@@ -18,7 +18,7 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from hedwig.config.settings import LogSettings
-from hedwig.ledger import StorageFull
+from hedwig.ledger import LedgerStoreFull
 from hedwig.topiclog.entry import LogEntry
 from tests.topiclog.conftest import _backend_param
 from tests.topiclog.harness import BACKENDS, LogStack, message_set, settle
@@ -127,7 +127,7 @@ def run(backend, ops, limit):
                     payload = message_set(count, size, tag)
                     for topic_log, options in ((one_call, {}), (general, {"origin_region": REGION})):
                         if kind == "refuse":
-                            stack.ledgers.fail_appends(StorageFull("full"))
+                            stack.ledgers.fail_appends(LedgerStoreFull("full"))
                         elif kind == "fail_sync":
                             stack.ledgers.fail_appends(OSError("sync failed"), after_storing=True)
                         answers[topic_log.topic].append(

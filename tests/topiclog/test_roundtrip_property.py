@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hedwig.config.settings import LogSettings
-from hedwig.topiclog import SeqOutOfRange
+from hedwig.topiclog import SeqNotRetained
 from tests.topiclog.conftest import _backend_param
 from tests.topiclog.harness import BACKENDS, LogStack, failure_of, message_set, settle
 
@@ -31,7 +31,7 @@ def check_read(stack, topic_log, model, from_seq, max_entries, max_bytes):
         assert settle(stack, d) == []
         return
     if from_seq < first:
-        assert failure_of(stack, d).check(SeqOutOfRange)
+        assert failure_of(stack, d).check(SeqNotRetained)
         return
     got = settle(stack, d)
     start = next(i for i, (f, last, _) in enumerate(model) if f <= from_seq <= last)

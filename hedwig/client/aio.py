@@ -104,10 +104,10 @@ class Client(ClientCore):
             ) from None
         return protocol
 
-    async def publish(self, topic: str, payload, properties=None) -> int:
+    async def publish(self, topic: str, payload, properties=None, key=None) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored
-        (ClientCore.publish, as a coroutine)."""
-        return await self._batcher.publish(topic, payload, properties)
+        (ClientCore.publish, as a coroutine: `properties` and `key` as it takes them)."""
+        return await self._batcher.publish(topic, payload, properties, key)
 
 
 @implementer(IWaiting)

@@ -18,17 +18,19 @@ from collections import deque
 from hedwig.client.payloads import payload_bytes
 from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import ClientClosed, MessageTooLarge, PublishQueueFull
+from hedwig.protocol.messageset import key_bytes
 
 
 class PublishBatch:
     """Messages of one topic waiting to go out as one message set; `results` are the
     adapter's results (Deferreds, Futures) of its publishes, in order."""
 
-    __slots__ = ("payloads", "properties", "results", "size")
+    __slots__ = ("keys", "payloads", "properties", "results", "size")
 
     def __init__(self):
         self.payloads = []
         self.properties = None  # a list parallel to payloads once any message has some
+        self.keys = None  # a list parallel to payloads once any message has a key
         self.results = []
         self.size = 0
 
@@ -54,12 +56,15 @@ class Batcher:
         self._producer = None  # the registered producer
         self._producer_paused = False  # whether this batcher paused it
 
-    def publish(self, topic: str, payload, properties=None):
+    def publish(self, topic: str, payload, properties=None, key=None):
         """The result of one message's publish (its seq-id once stored); a failed result
         at once for a closed client, a full queue or a message over the hub's limit
-        (and a TypeError raised for a payload neither bytes nor str)."""
+        (and a TypeError raised for a payload neither bytes nor str, TypeError or
+        ValueError for a key that is not one)."""
         if type(payload) is not bytes:  # (the usual case costs no call)
             payload = payload_bytes(payload)
+        if key is not None:
+            key = key_bytes(key)
         core = self._core
         if core._closing is not None:
             return self._failed(ClientClosed(message="the client is closed"))
@@ -80,6 +85,12 @@ class Batcher:
             batch.properties.append(properties)
         elif batch.properties is not None:
             batch.properties.append(None)
+        if key is not None:
+            if batch.keys is None:
+                batch.keys = [None] * len(batch.payloads)
+            batch.keys.append(key)
+        elif batch.keys is not None:
+            batch.keys.append(None)
         batch.payloads.append(payload)
         batch.size += len(payload)
         result = self._waiting.new_result()
@@ -110,7 +121,12 @@ class Batcher:
             count = len(batch.payloads)
             self.queued -= count
             self.in_flight += count
-            message_set = encode_published_set(batch.payloads, batch.properties, core._codec)
+            try:
+                message_set = encode_published_set(batch.payloads, batch.properties, core._codec, batch.keys)
+            except (TypeError, ValueError) as e:  # (a property or key publish() could not check)
+                self.in_flight -= count
+                self._waiting.fail_all(batch.results, e)
+                continue
             self._waiting.spawn(self._send_batch(topic, batch, message_set, count))
 
     def _send_batch(self, topic, batch, message_set, count):

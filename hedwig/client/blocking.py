@@ -74,14 +74,15 @@ class Client(ClientCore):
 
     # -- publishing ------------------------------------------------------------------------
 
-    def publish(self, topic: str, payload: bytes, properties=None) -> int:
+    def publish(self, topic: str, payload: bytes, properties=None, key=None) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id, once the hub has
-        stored it."""
+        stored it. `properties` and `key` as ClientCore.publish takes them."""
         if type(payload) is not bytes:  # (the usual case costs no call)
             payload = payload_bytes(payload)
-        if properties or self._codec or self._idempotent:
+        if properties or key is not None or self._codec or self._idempotent:
             self._check_size(topic, len(payload))
-            message_set = encode_published_set([payload], [properties], self._codec)
+            keys = None if key is None else [key]
+            message_set = encode_published_set([payload], [properties], self._codec, keys)
             return self._published(topic, message_set).first_seq
         # The one-message path: straight to the topic's connection, one send, one read.
         try:
@@ -97,17 +98,17 @@ class Client(ClientCore):
         steps = self._request_steps(topic, send, retry=False, connection=connection, response=answer)
         return self._waiting.run(steps).first_seq
 
-    def publish_many(self, topic: str, payloads, properties=None) -> list[int]:
+    def publish_many(self, topic: str, payloads, properties=None, keys=None) -> list[int]:
         """Publish messages as one message set, stored as one entry; their seq-ids.
 
         `payloads`: bytes, or str sent as UTF-8. `properties`: None, or one mapping (or
-        None) per payload.
+        None) per payload. `keys`: None, or one key (bytes, str, or None) per payload.
         """
         if not payloads:
             return []
         if self._closing is not None:
             raise ClientClosed(message="the client is closed")
-        message_set, _count, largest = encode_payloads(payloads, properties, self._codec)
+        message_set, _count, largest = encode_payloads(payloads, properties, self._codec, keys)
         self._check_size(topic, largest)
         published = self._published(topic, message_set)
         return list(range(published.first_seq, published.last_seq + 1))

@@ -201,27 +201,30 @@ class ClientCore(ClientOperations):
 
     # -- publishing ------------------------------------------------------------------------
 
-    def publish(self, topic: str, payload, properties=None):
-        """Publish one message (bytes, or str sent as UTF-8; `properties` a mapping of
-        its header properties, or None); its seq-id once stored. The event-loop clients
-        batch it with the topic's other publishes of this turn (batching.py); the
-        blocking client sends it at once."""
-        return self._batcher.publish(topic, payload, properties)
+    def publish(self, topic: str, payload, properties=None, key=None):
+        """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored.
 
-    def publish_many(self, topic: str, payloads, properties=None):
+        `properties`: None, or a mapping of its properties, str -> bytes, str, int, float
+        or bool (each comes back to a subscriber as the type it was). `key`: None, or
+        its key (bytes, or str sent as UTF-8; Message.key gives it back as bytes). The
+        event-loop clients batch it with the topic's other publishes of this turn
+        (batching.py); the blocking client sends it at once."""
+        return self._batcher.publish(topic, payload, properties, key)
+
+    def publish_many(self, topic: str, payloads, properties=None, keys=None):
         """Publish messages as one message set, stored as one entry; their seq-ids.
 
         `payloads`: bytes, or str sent as UTF-8. `properties`: None, or one mapping (or
-        None) per payload.
+        None) per payload. `keys`: None, or one key (bytes, str, or None) per payload.
         """
-        return self._waiting.run(self._publish_many_steps(topic, payloads, properties))
+        return self._waiting.run(self._publish_many_steps(topic, payloads, properties, keys))
 
-    def _publish_many_steps(self, topic, payloads, properties):
+    def _publish_many_steps(self, topic, payloads, properties, keys=None):
         if not payloads:
             return []
         if self._closing is not None:
             raise ClientClosed(message="the client is closed")
-        message_set, count, largest = encode_payloads(payloads, properties, self._codec)
+        message_set, count, largest = encode_payloads(payloads, properties, self._codec, keys)
         self._check_size(topic, largest)
         published = yield from self._publish_set_steps(topic, message_set, count)
         return list(range(published.first_seq, published.last_seq + 1))
@@ -290,6 +293,13 @@ class ClientCore(ClientOperations):
         "<topic>.dlq", and acknowledged; `dead_letter_topic` names another) and
         `message_bound` (any kind: at most that many unconsumed messages are kept for it,
         the oldest skipped). A shared subscription's `start` applies when it is created.
+
+        `filter`: a message selector (docs/selectors.md) over the messages' properties
+        and key, run by the hub: only the messages it is TRUE of are delivered, and the
+        consumed position moves past the rest. It is kept with the subscription;
+        attaching with another filter (None included) raises ResubscribeRequired unless
+        `replace_filter=True`, which makes it the subscription's. An invalid one raises
+        InvalidMessageFilter, naming the column at fault.
         """
         arguments = (mode, start, window, force_attach, deliver)
         return self._subscribe(self._made, topic, subscriber_id, arguments, {"kind": kind, **options})

@@ -93,8 +93,8 @@ class ClientOperations:
 
     def subscriptions(self, topic: str | None = None):
         """Every subscription of `topic` (None: of every topic): rows of topic,
-        subscriber_id, consumed_seq, last_seq, lag and state ("detached" when nobody is
-        attached)."""
+        subscriber_id, consumed_seq, last_seq, lag, state ("detached" when nobody is
+        attached) and filter (its message selector, None for none)."""
         return self._call(Op.LIST_SUBSCRIPTIONS, topic, topic)
 
     def reset_subscription(self, topic: str, subscriber_id: str, start):

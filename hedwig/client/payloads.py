@@ -22,15 +22,16 @@ def payloads_bytes(payloads) -> list:
     return [payload_bytes(p) for p in payloads]
 
 
-def encode_payloads(payloads, properties, codec) -> tuple:
+def encode_payloads(payloads, properties, codec, keys=None) -> tuple:
     """(message set, message count, largest payload's size) of payloads as an application
     hands them to publish_many. Bytes-like payloads (the usual case) go straight to the
     encoder, which works per set at C speed; only a set it refuses (a str among them:
     b"".join names it) is converted first, so no Python runs per message on the way, and
-    anything neither bytes nor str is payload_bytes's one clear TypeError."""
+    anything neither bytes nor str is payload_bytes's one clear TypeError. `keys`: None,
+    or one key (bytes, str, or None for none) per payload."""
     try:
-        message_set = encode_published_set(payloads, properties, codec)
+        message_set = encode_published_set(payloads, properties, codec, keys)
     except TypeError:
         payloads = payloads_bytes(payloads)
-        message_set = encode_published_set(payloads, properties, codec)
+        message_set = encode_published_set(payloads, properties, codec, keys)
     return message_set, len(payloads), max(map(len, payloads))

@@ -43,8 +43,16 @@ def parse_start(text: str):
 
 
 # What a subscribe() of any client takes beyond its named arguments (docs: the clients'
-# subscribe docstrings): the work-queue options and the message bound.
-SUBSCRIBE_OPTIONS = ("ack_timeout", "max_deliveries", "dead_letter_topic", "message_bound")
+# subscribe docstrings): the work-queue options, the message bound, and the filter (a
+# message selector, hedwig.selector) with whether it replaces the one the subscription has.
+SUBSCRIBE_OPTIONS = (
+    "ack_timeout",
+    "max_deliveries",
+    "dead_letter_topic",
+    "message_bound",
+    "filter",
+    "replace_filter",
+)
 DELIVERIES = (True, False, "push", "pull")
 
 
@@ -64,7 +72,9 @@ def position_as_asked(
     the client's ClientConfig): `start` in any form wire_start takes, `window` None for
     the client's own; `deliver` True (or "push"), "pull", or False (acknowledgement only);
     `kind` "exclusive" or "shared"; `options`: ack_timeout (seconds), max_deliveries,
-    dead_letter_topic, message_bound.
+    dead_letter_topic, message_bound, filter (a message selector's text; None or blank:
+    every message) and replace_filter (True: an existing subscription takes this filter
+    in place of its own; without it a different filter is refused, ResubscribeRequired).
     A SharedPosition for a shared or pull subscription, else a SubscriptionPosition;
     ValueError (TypeError for an unknown option) for what cannot work."""
     unknown = set(options) - set(SUBSCRIBE_OPTIONS)
@@ -86,6 +96,8 @@ def position_as_asked(
         options.get("max_deliveries"),
         options.get("message_bound"),
         options.get("dead_letter_topic"),
+        _filter_text(options.get("filter")),
+        options.get("replace_filter", False),
     )
     check_options(wanted, deliver is not False)
     window = config.window if window is None else window
@@ -102,8 +114,17 @@ def position_as_asked(
         force_attach,
         config.ack_every,
         deliver is not False,
-        SubscribeOptions(message_bound=wanted.message_bound),
+        SubscribeOptions(
+            message_bound=wanted.message_bound, filter=wanted.filter, replace_filter=wanted.replace_filter
+        ),
     )
+
+
+def _filter_text(text):
+    """A filter as SUBSCRIBE carries it: None for none (None, or blank text: every message)."""
+    if isinstance(text, str) and not text.strip(" \t\f\n\r"):
+        return None
+    return text
 
 
 def subscription_kind(position) -> str:

@@ -84,6 +84,11 @@ class BaseSubscription:
         return self._position.options.kind
 
     @property
+    def filter(self) -> str | None:
+        """The message selector it was subscribed with (None: every message)."""
+        return self._position.options.filter
+
+    @property
     def pull(self) -> bool:
         """Whether messages come only as `fetch` asks (deliver="pull")."""
         return self._shared and self._position.pull

@@ -160,6 +160,8 @@ SUBSCRIPTION_COLUMNS = [
     ("pending", "pending"),
     ("redeliveries", "redeliveries"),
 ]
+# Shown when any subscription of the reply has a filter (its selector).
+FILTER_COLUMN = ("filter", "filter", lambda text, _row: text or "-")
 OWNER_COLUMN = ("owner", "owner", lambda owner, _row: owner or "- (none now)")
 USER_COLUMN = ("user", "user", lambda user, _row: user or "-")
 
@@ -167,14 +169,17 @@ USER_COLUMN = ("user", "user", lambda user, _row: user or "-")
 def format_subscriptions(rows, topic) -> list[str]:
     """A SUBSCRIPTIONS reply as a table for people (the users' subscriptions, then the
     hubs' relays), or one line saying there are none (to `topic`, when the command named
-    one). The OWNER column is there when the rows come from more than one hub (a region
-    of several); the USER column (who made each) when [auth] is on."""
+    one). The FILTER column is there when any has a filter; the OWNER column when the
+    rows come from more than one hub (a region of several); the USER column (who made
+    each) when [auth] is on."""
     if not rows:
         return ["no subscriptions" + (f" to {topic}" if topic else "")]
     rows = sorted(rows, key=lambda row: (row.get("relay_to") is not None, row["topic"], row["subscriber_id"]))
     columns = SUBSCRIPTION_COLUMNS
+    if any(row.get("filter") for row in rows):
+        columns = [*columns, FILTER_COLUMN]
     if len({row.get("owner") for row in rows}) > 1 or any(row.get("owner") is None for row in rows):
-        columns = [*SUBSCRIPTION_COLUMNS, OWNER_COLUMN]
+        columns = [*columns, OWNER_COLUMN]
     if any(row.get("user") for row in rows):
         columns = [*columns[:2], USER_COLUMN, *columns[2:]]
     return table(rows, columns)

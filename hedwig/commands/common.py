@@ -166,16 +166,6 @@ def client(args, **kwargs):
     )
 
 
-def parse_properties(pairs) -> dict | None:
-    properties = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise CommandError(f"--property {pair!r}: expected KEY=VALUE")
-        properties[key] = os.fsencode(value)
-    return properties or None
-
-
 class StopOnSignal:
     """SIGTERM and Ctrl-C ask the command to stop: it leaves its loop between calls into
     the client, so acknowledgements are flushed on the way out and no request is cut in

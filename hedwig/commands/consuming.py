@@ -3,7 +3,13 @@
 
 import time
 
-from hedwig.client.errors import NoSuchTopic, SeqOutOfRange, WrongSubscriptionKind
+from hedwig.client.errors import (
+    InvalidMessageFilter,
+    NoSuchTopic,
+    ResubscribeRequired,
+    SeqOutOfRange,
+    WrongSubscriptionKind,
+)
 from hedwig.client.start import parse_start
 from hedwig.commands.common import (
     CommandError,
@@ -28,9 +34,15 @@ def _add_format_options(parser) -> None:
         "--show-seq", action="store_true", help="print 'SEQ<TAB>TIME<TAB>' before each payload"
     )
     parser.add_argument(
+        "--key",
+        dest="show_key",
+        action="store_true",
+        help="print 'KEY<TAB>' (the message's key; empty for none) before each payload",
+    )
+    parser.add_argument(
         "--properties",
         action="store_true",
-        help="print 'KEY=VALUE,...<TAB>' (the properties) before each payload",
+        help="print 'NAME=VALUE,...<TAB>' (the properties) before each payload",
     )
     parser.add_argument("--count", type=positive_int, metavar="N", help="stop after N messages")
 
@@ -95,6 +107,17 @@ def add_subscribe(subparsers, client_options):
         metavar="N",
         help="keep at most N unconsumed messages for the subscription; older ones are skipped",
     )
+    parser.add_argument(
+        "--filter",
+        metavar="SELECTOR",
+        help="deliver only the messages this selector is true of (JMS message selectors over the"
+        " properties and `key`, e.g. \"color = 'red' AND n > 100\"); kept with the subscription",
+    )
+    parser.add_argument(
+        "--replace-filter",
+        action="store_true",
+        help="give an existing subscription this --filter (or none) in place of the one it has",
+    )
     return parser
 
 
@@ -107,8 +130,12 @@ def _subscribe_options(args) -> dict:
         "max_deliveries": args.max_deliveries,
         "dead_letter_topic": args.dead_letter_topic,
         "message_bound": args.message_bound,
+        "filter": args.filter,
     }
-    return {key: value for key, value in options.items() if value is not None}
+    options = {key: value for key, value in options.items() if value is not None}
+    if args.replace_filter:
+        options["replace_filter"] = True
+    return options
 
 
 def subscribe(args) -> int:
@@ -141,6 +168,10 @@ def subscribe(args) -> int:
             )
         except (ValueError, WrongSubscriptionKind) as e:
             raise CommandError(f"{args.subscriber_id} on {args.topic}: {e}") from None
+        except InvalidMessageFilter as e:
+            raise CommandError(f"--filter: {e.message}") from None
+        except ResubscribeRequired as e:
+            raise CommandError(f"{e.message} (--replace-filter)") from None
         except SeqOutOfRange as e:
             raise CommandError(f"--from {args.start}: {e}") from None
         with sub:

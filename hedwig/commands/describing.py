@@ -96,7 +96,8 @@ def _relay_line(relay: dict, topic) -> str:
 
 def _work_queue_lines(sub: dict) -> list[str]:
     """A shared or pull subscription's members, pending and redeliveries (and its dead
-    letters and settings), and what a message bound skipped, as an indented line each."""
+    letters and settings), what a message bound skipped, and its filter, as an indented
+    line each."""
     lines = []
     if sub.get("kind") == "shared" or sub.get("delivery") == "pull":
         lines.append(
@@ -111,6 +112,8 @@ def _work_queue_lines(sub: dict) -> list[str]:
         lines.append(f"    ack timeout {sub.get('ack_timeout_ms') / 1000:g} s, dead letters {letters}")
     if sub.get("message_bound"):
         lines.append(f"    message bound {sub.get('message_bound')}: {sub.get('skipped_by_bound')} skipped")
+    if sub.get("filter"):
+        lines.append(f"    filter: {sub.get('filter')}")
     return lines
 
 

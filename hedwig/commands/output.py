@@ -1,11 +1,12 @@
 """How the commands print: messages (plain lines, or one JSON object per line) and the
 admin replies (JSON documents, or lines for people).
 
-A message in JSON: {"topic", "seq", "time" (ISO-8601, UTC), "properties", and "payload"
-when the payload is UTF-8 text, else "payload_base64"}; a bytes property value is a
-string when it is UTF-8, else {"base64": ...}; a typed one (a number, a boolean, a
-string) is that JSON value. Plain: the payload and a newline, after "SEQ<TAB>TIME<TAB>"
-with --show-seq and "KEY=VALUE,...<TAB>" with --properties.
+A message in JSON: {"topic", "seq", "time" (ISO-8601, UTC), "key", "properties", and
+"payload" when the payload is UTF-8 text, else "payload_base64"}; the key is null for
+none, a string when it is UTF-8, else {"base64": ...}, as a bytes property value is; a
+typed one (a number, a boolean, a string) is that JSON value. Plain: the payload and a
+newline, after "SEQ<TAB>TIME<TAB>" with --show-seq, "KEY<TAB>" with --key and
+"NAME=VALUE,...<TAB>" with --properties.
 """
 
 import base64
@@ -22,6 +23,12 @@ def _text(value: bytes):
         return False, base64.b64encode(value).decode("ascii")
 
 
+def _bytes_json(value):
+    """Bytes in JSON: a string when they are UTF-8, else {"base64": ...}."""
+    is_text, shown = _text(bytes(value))
+    return shown if is_text else {"base64": shown}
+
+
 def message_json(message) -> dict:
     payload = bytes(message.payload)
     is_text, shown = _text(payload)
@@ -30,12 +37,12 @@ def message_json(message) -> dict:
         if not isinstance(value, bytes | bytearray | memoryview):
             properties[key] = value  # typed: str, int, float, bool
             continue
-        value_is_text, value_shown = _text(bytes(value))
-        properties[key] = value_shown if value_is_text else {"base64": value_shown}
+        properties[key] = _bytes_json(value)
     row = {
         "topic": message.topic,
         "seq": message.seq,
         "time": message.publish_time.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+        "key": None if message.key is None else _bytes_json(message.key),
         "properties": properties,
     }
     row["payload" if is_text else "payload_base64"] = shown
@@ -63,6 +70,7 @@ class MessageFormat:
         self.json = getattr(args, "json", False)
         self.show_seq = getattr(args, "show_seq", False)
         self.properties = getattr(args, "properties", False)
+        self.key = getattr(args, "show_key", False)
 
     def line(self, message) -> bytes:
         if self.json:
@@ -70,6 +78,8 @@ class MessageFormat:
         prefix = ""
         if self.show_seq:
             prefix = f"{message.seq}\t{message.publish_time.isoformat(timespec='microseconds')}\t"
+        if self.key:
+            prefix += ("" if message.key is None else _property_text(message.key)) + "\t"
         if self.properties:
             prefix += format_properties(message.properties) + "\t"
         return prefix.encode("utf-8") + bytes(message.payload) + b"\n"

@@ -12,7 +12,8 @@ import select
 import sys
 import time
 
-from hedwig.commands.common import CommandError, client, client_command, parse_properties
+from hedwig.commands.common import CommandError, client, client_command
+from hedwig.commands.property_arguments import FORMS, property_arguments
 
 STDIN_BATCH_MESSAGES = 1000
 STDIN_BATCH_BYTES = 512 * 1024
@@ -36,8 +37,14 @@ def add_publish(subparsers, client_options):
     parser.add_argument(
         "--property",
         action="append",
-        metavar="KEY=VALUE",
-        help="a property set on every message (repeatable)",
+        metavar="NAME=VALUE",
+        help=f"a property set on every message (repeatable): {FORMS}; a value that reads as an"
+        " int, a float or true/false is sent as one, so that filters compare it as such",
+    )
+    parser.add_argument(
+        "--key",
+        metavar="KEY",
+        help="the key of every message (UTF-8 text; filters read it as `key`)",
     )
     parser.add_argument(
         "--compression",
@@ -122,7 +129,9 @@ def publish(args) -> int:
     to a topic that does not exist creates it"""
     if not args.linger_ms >= 0:
         raise CommandError(f"--linger-ms {args.linger_ms:g}: expected 0 or more")
-    properties = parse_properties(args.property)
+    properties = property_arguments(args.property)
+    if args.key is not None and not args.key:
+        raise CommandError("--key '': a key is at least one byte (leave --key out for none)")
     if args.messages:
         batches = [[os.fsencode(message) for message in args.messages]]
     else:
@@ -138,7 +147,10 @@ def publish(args) -> int:
         try:
             for batch in batches:
                 seqs = hub.publish_many(
-                    args.topic, batch, None if properties is None else [properties] * len(batch)
+                    args.topic,
+                    batch,
+                    None if properties is None else [properties] * len(batch),
+                    None if args.key is None else [args.key] * len(batch),
                 )
                 first = seqs[0] if first is None else first
                 last = seqs[-1]

@@ -1,30 +1,55 @@
 """Entries an attached subscriber is not sent, and what passing over them does to its
 consumed seq-id.
 
-A cursor may carry a filter: a predicate of the entries it passes over instead of
-delivering (today region relays', IRelayPolicy.entry_filter: a relay subscriber is not
-sent what came from the region it relays to; a subscription's own filter would be asked
-for in the same place, DeliveryManager._entry_filter). Seq-ids passed over are never
-acknowledged by the subscriber, so they count as consumed once everything before them
-is: at once when the subscriber's consumed seq-id already reaches them, else when a
-consume does. PassedOver keeps those runs, in seq-ids (not entries), so a filter that
-passes over part of an entry fits the same rule.
+A cursor may carry a filter of whole entries, a predicate of the entries it passes over
+instead of delivering (region relays', IRelayPolicy.entry_filter: a relay subscriber is
+not sent what came from the region it relays to), and a subscription may carry a
+message filter, its selector (hedwig.selector), kept in its preferences: a
+MessageFilter says which runs of an entry's seq-ids pass it, and a FilteredCursor
+(filtered_cursor.py), or a shared subscription's dispatcher, delivers those runs and
+passes over the rest. Both are asked for in one place, DeliveryManager._entry_filter
+and _message_filter.
+
+Seq-ids passed over are never acknowledged by the subscriber, so they count as consumed
+once everything before them is: at once when the subscriber's consumed seq-id already
+reaches them, else when a consume does. PassedOver keeps those runs, in seq-ids (not
+entries), so a filter that passes over part of an entry fits the same rule.
 """
 
 from collections import deque
 
+from twisted.logger import Logger
+
+from hedwig.delivery.interface import SubscribeError
+from hedwig.protocol.compression import plain_message_set
+from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, EntrySlices, decode_entry_header
+from hedwig.protocol.messageset import message_set_count
+from hedwig.protocol.status import Status, StatusError
+from hedwig.selector import SelectorError, compile_selector
+from hedwig.topiclog.entry import LogEntry
+
+_logger = Logger()
+
+# Where a subscription keeps its filter's text (a preference, so it is stored with the
+# subscription and read back after a restart or by the hub that takes the topic over).
+FILTER_PREFERENCE = "filter"
+
 
 class PassedOver:
-    """The runs of seq-ids a subscriber's filter passed over that no consume reached yet."""
+    """The runs of seq-ids a subscriber's filter passed over that no consume reached yet,
+    and how many seq-ids they hold (`pending`: a filtered cursor's window does not count
+    them as delivered)."""
 
-    __slots__ = ("_runs",)
+    __slots__ = ("_runs", "pending")
 
     def __init__(self):
         self._runs = deque()  # [the consumed seq-id that reaches the run, its last seq-id]
+        self.pending = 0
 
     def add(self, from_seq: int, last_seq: int) -> None:
         """Seq-ids from_seq..last_seq were passed over (after every earlier run)."""
         runs = self._runs
+        self.pending += last_seq - from_seq + 1
         if runs and runs[-1][1] == from_seq - 1:
             runs[-1][1] = last_seq
         else:
@@ -35,8 +60,134 @@ class PassedOver:
         (those runs are then done)."""
         runs = self._runs
         while runs and runs[0][0] <= seq:
-            seq = max(seq, runs.popleft()[1])
+            reached, last = runs.popleft()
+            self.pending -= last - reached
+            seq = max(seq, last)
         return seq
 
     def __len__(self) -> int:
         return len(self._runs)
+
+
+class MessageFilter:
+    """A subscription's selector over stored entries: the runs of an entry's seq-ids
+    whose messages it selects, as two sorted lists (firsts, lasts), and what to send of
+    a run (`part`). The selector is compiled once (Filters shares it among the
+    subscriptions with the same text), and the last entry's runs and parts are kept, so
+    the subscribers of one filter at the tail, each handed the same entry in turn,
+    evaluate and cut it once."""
+
+    __slots__ = ("_entry", "_parts", "_runs", "_slices", "selector", "text")
+
+    def __init__(self, text: str, selector):
+        self.text = text
+        self.selector = selector  # a hedwig.selector.Selector
+        self._entry = None
+        self._runs = None
+        self._slices = None  # the EntrySlices of _entry, once a part of it was cut
+        self._parts = {}  # (start, stop) -> the LogEntry cut from _entry
+
+    def part(self, entry, start: int, stop: int) -> tuple:
+        """(entry, start, stop) to deliver for messages [start, stop) of `entry` (whose
+        runs were asked for last): the entry itself when they are more than half of it,
+        else an entry of their own (EntrySlices), so that a selective subscriber is not
+        sent an entry's bytes once for every run it takes of it."""
+        if (
+            2 * (stop - start) > entry.last_seq - entry.first_seq + 1
+            or entry is not self._entry
+            or entry.data[1] & ENTRY_FLAG_SPARSE  # (compacted: sent as it is, its pieces are seq-ids)
+        ):
+            return entry, start, stop
+        cut = self._parts.get((start, stop))
+        if cut is None:
+            if self._slices is None:
+                self._slices = EntrySlices(entry.data)
+            first = entry.first_seq
+            cut = LogEntry(
+                first + start, first + stop - 1, self._slices.cut(start, stop), entry.publish_time_us
+            )
+            self._parts[start, stop] = cut
+        return cut, 0, stop - start
+
+    def runs(self, entry) -> tuple:
+        """(firsts, lasts) of the runs of `entry` (a LogEntry) that pass, in seq-ids."""
+        if entry is self._entry:
+            return self._runs
+        data = entry.data
+        base = entry.first_seq
+        try:
+            header = decode_entry_header(data)
+            message_set, offset = plain_message_set(data, header.body_offset)
+            selected = self.selector.select(message_set, offset)
+            if header.sparse:  # (compacted: its messages are its last seq-ids)
+                base += header.count - message_set_count(message_set, offset)
+        except StatusError as e:  # (the hub checked every set it stored: a damaged entry)
+            _logger.error(
+                "entry {first}..{last} cannot be filtered ({error}): none of it passes {text!r}",
+                first=entry.first_seq,
+                last=entry.last_seq,
+                error=e.reason,
+                text=self.text,
+            )
+            selected = []
+        firsts = []
+        lasts = []
+        previous = -2
+        for index in selected:
+            if index == previous + 1:
+                lasts[-1] = base + index
+            else:
+                firsts.append(base + index)
+                lasts.append(base + index)
+            previous = index
+        runs = self._runs = (firsts, lasts)
+        self._entry = entry
+        self._slices = None
+        self._parts = {}
+        return runs
+
+
+class _NothingPasses:
+    """The MessageFilter of a stored filter this hub cannot compile: no message passes
+    (a selective subscriber is never sent what it did not ask for)."""
+
+    text = None
+
+    def runs(self, entry) -> tuple:
+        return (), ()
+
+    def part(self, entry, start: int, stop: int) -> tuple:
+        return entry, start, stop
+
+
+NOTHING_PASSES = _NothingPasses()
+
+
+class Filters:
+    """The MessageFilters of a hub's subscriptions, one per selector text (compiled once,
+    whatever the number of subscriptions using it), at most `kept` of them held."""
+
+    def __init__(self, kept: int = 1024):
+        self._kept = kept
+        self._by_text = {}
+
+    def get(self, text):
+        """The MessageFilter of `text` (None for no filter: None or blank text); a
+        SubscribeError with INVALID_MESSAGE_FILTER, naming where, for text that is not
+        a selector."""
+        if text is None:
+            return None
+        found = self._by_text.get(text)
+        if found is not None:
+            return found
+        try:
+            selector = compile_selector(text)
+        except SelectorError as e:
+            raise SubscribeError(Status.INVALID_MESSAGE_FILTER, e.reason) from None
+        if selector is None:
+            return None
+        made = MessageFilter(text, selector)
+        if len(self._by_text) >= self._kept:
+            self._by_text.pop(next(iter(self._by_text)))
+        self._by_text[text] = made
+        return made

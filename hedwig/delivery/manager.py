@@ -22,11 +22,18 @@ constructor, each holding the state it changes:
   which entries a relay subscriber is not sent, and who is told of subscription changes.
 
 The manager itself holds the exclusive path (subscribe, consume, close, unsubscribe) and
-whatever spans its parts (releasing, deleting and stopping). A cursor's filter (today a
-relay subscriber's, filtering.py) is asked for in one place, `_entry_filter`.
+whatever spans its parts (releasing, deleting and stopping). A cursor's filter of
+entries (a relay subscriber's, filtering.py) is asked for in one place, `_entry_filter`;
+a subscription's message filter (its selector, kept in its preferences) in another,
+`_message_filter`: compiled once per text (Filters), it gives an exclusive subscriber a
+FilteredCursor (filtered_cursor.py) and a shared or pull subscription's dispatcher the
+same runs to deliver. A SUBSCRIBE names the filter it wants (none: no filter); one that
+differs from the subscription's is refused (RESUBSCRIBE_EXCEPTION) unless it says it
+replaces it.
 """
 
 from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
+from twisted.logger import Logger
 from zope.interface import implementer
 
 from hedwig.config.settings import DeliverySettings
@@ -36,7 +43,8 @@ from hedwig.delivery.attachments import Attachments
 from hedwig.delivery.bounds import MessageBounds
 from hedwig.delivery.counters import WorkQueueCounters
 from hedwig.delivery.cursor import Cursor
-from hedwig.delivery.filtering import PassedOver
+from hedwig.delivery.filtered_cursor import FilteredCursor
+from hedwig.delivery.filtering import FILTER_PREFERENCE, NOTHING_PASSES, Filters, PassedOver
 from hedwig.delivery.interface import IDeliveryManager, SubscribeError
 from hedwig.delivery.observation import delivery_stats, describe_table
 from hedwig.delivery.ownership import check_owner
@@ -48,6 +56,8 @@ from hedwig.meta.interface import NEW, SubscriptionState
 from hedwig.protocol.status import Status, SubscriptionEvent
 
 MODES = ("create", "attach", "create_or_attach")
+_UNCHANGED = object()  # (a SUBSCRIBE that keeps the subscription's filter)
+_logger = Logger()
 
 
 @implementer(IDeliveryManager)
@@ -61,6 +71,7 @@ class DeliveryManager:
         self.consumes = 0
         self.work = WorkQueueCounters()  # shared and pull subscriptions, message bounds
         self._relaying = Relaying()
+        self._filters = Filters()
         self._attachments = Attachments()
         self._tables = SubscriptionTables(metadata, clock, settings, on_loaded=self._loaded)
         self._bounds = MessageBounds(self._tables, clock, self.work)
@@ -85,7 +96,18 @@ class DeliveryManager:
         (with their acknowledgements as written), bounds are checked."""
         for sid, subscription in table.subscriptions.items():
             if subscription.kind == "shared" or subscription.pull:
-                self._queues.share(subscription, table, records[sid].value.acked)
+                dispatcher = self._queues.share(subscription, table, records[sid].value.acked)
+                try:
+                    dispatcher.message_filter = self._message_filter(subscription)
+                except SubscribeError as e:  # (kept by a hub whose selectors differed)
+                    dispatcher.message_filter = NOTHING_PASSES
+                    _logger.error(
+                        "{topic}/{subscriber}: its filter is refused ({error}): nothing is delivered"
+                        " until a SUBSCRIBE replaces it",
+                        topic=subscription.topic,
+                        subscriber=sid,
+                        error=e,
+                    )
         self._bounds.check(table)
 
     def release_topic(self, topic: str, event=SubscriptionEvent.TOPIC_MOVED) -> Deferred:
@@ -125,6 +147,10 @@ class DeliveryManager:
             return fail(SubscribeError(Status.MALFORMED_REQUEST, f"window {window!r} is not a count >= 0"))
         if not request.deliver:
             window = None
+        try:
+            self._filters.get(request.filter)  # (refused before anything is loaded or made)
+        except SubscribeError as e:
+            return fail(e)
         d = resolve_time(topic_log, request.start)
         d.addCallback(
             lambda start: self._tables.load(topic_log).addCallback(
@@ -158,7 +184,10 @@ class DeliveryManager:
                 Status.CLIENT_ALREADY_SUBSCRIBED,
                 f"{subscriber_id} is already subscribed to {topic_log.topic}",
             )
+        new_filter = self._filter_change(subscription, request)
         if subscription.dispatcher is not None or request.per_message:
+            if new_filter is not _UNCHANGED:
+                self._replace_filter(subscription, new_filter)
             return self._queues.attach(table, subscription, channel, handle, request)
         current = subscription.cursor
         if current is not None:
@@ -173,6 +202,8 @@ class DeliveryManager:
                     f"{subscriber_id} on {topic_log.topic} is attached on another connection",
                 )
             self._attachments.force_out(current)
+        if new_filter is not _UNCHANGED:
+            self._replace_filter(subscription, new_filter)
         if window is not None and window != subscription.preferences.get("window"):
             subscription.preferences["window"] = window
         bound = request.message_bound
@@ -200,6 +231,8 @@ class DeliveryManager:
         subscriber_id = request.subscriber_id
         preferences = {} if window is None or request.per_message else {"window": window}
         preferences.update(option_preferences(request))
+        if self._filters.get(request.filter) is not None:
+            preferences[FILTER_PREFERENCE] = request.filter
         if principal is not None:  # ([auth] on) the subscription belongs to its creator
             preferences["owner"] = principal.name
         # When the subscription began, kept with it: a region relays what was published
@@ -218,7 +251,8 @@ class DeliveryManager:
             subscription = self._tables.make(topic_log.topic, subscriber_id, consumed, preferences, version)
             table.add(subscription)
             if request.per_message:
-                self._queues.share(subscription, table)
+                dispatcher = self._queues.share(subscription, table)
+                dispatcher.message_filter = self._message_filter(subscription)
                 result = self._queues.attach(table, subscription, channel, handle, request)
             else:
                 self._attach(subscription, topic_log, channel, handle, request.deliver)
@@ -247,19 +281,27 @@ class DeliveryManager:
         if window is None:
             window = self.settings.default_window
         attachments = self._attachments
-        cursor = Cursor(
-            subscription,
-            topic_log,
-            channel,
-            handle,
-            window,
-            self.clock,
-            max_burst=self.settings.max_burst_entries,
-            on_channel_error=attachments.channel_failed,
-            on_unreadable=attachments.unreadable,
-        )
+        parts = {
+            "max_burst": self.settings.max_burst_entries,
+            "on_channel_error": attachments.channel_failed,
+            "on_unreadable": attachments.unreadable,
+        }
         skip = self._entry_filter(subscription)
-        if skip is not None:
+        message_filter = None if skip is not None else self._message_filter(subscription)
+        if message_filter is None:
+            cursor = Cursor(subscription, topic_log, channel, handle, window, self.clock, **parts)
+        else:
+            cursor = FilteredCursor(
+                subscription,
+                topic_log,
+                channel,
+                handle,
+                window,
+                self.clock,
+                message_filter=message_filter,
+                **parts,
+            )
+        if skip is not None or message_filter is not None:
             cursor.skip = skip
             cursor.on_skip = self._passed_over
             cursor.filtered_runs = PassedOver()
@@ -269,6 +311,45 @@ class DeliveryManager:
         """The predicate of the entries `subscription`'s cursor passes over instead of
         delivering, or None: a relay subscriber's, from the relay policy (filtering.py)."""
         return self._relaying.entry_filter(subscription.subscriber_id)
+
+    def _message_filter(self, subscription):
+        """The MessageFilter of `subscription`'s selector, or None when it has none."""
+        return self._filters.get(subscription.preferences.get(FILTER_PREFERENCE))
+
+    def _filter_change(self, subscription, request):
+        """The filter text an existing subscription takes from `request` (None: none),
+        _UNCHANGED when it keeps its own (an acknowledgement-only attachment always
+        does); RESUBSCRIBE_EXCEPTION when the request names
+        another without saying it replaces it."""
+        if not request.deliver:  # (an acknowledgement-only attachment is sent nothing to filter)
+            return _UNCHANGED
+        wanted = self._filters.get(request.filter)
+        wanted = None if wanted is None else wanted.text
+        has = subscription.preferences.get(FILTER_PREFERENCE)
+        if wanted == has:
+            return _UNCHANGED
+        if not request.replace_filter:
+            raise SubscribeError(
+                Status.RESUBSCRIBE_EXCEPTION,
+                f"{subscription.subscriber_id} on {subscription.topic} has "
+                + ("no filter" if has is None else f"filter {has!r}")
+                + ", not "
+                + ("none" if wanted is None else repr(wanted))
+                + ": subscribe with that filter, or replace it (replace_filter)",
+            )
+        return wanted
+
+    def _replace_filter(self, subscription, text) -> None:
+        """A SUBSCRIBE replaced the subscription's filter with `text` (None: none): kept
+        with it, and the dispatcher of a shared or pull one filters with it from now on
+        (an exclusive one's cursor is made after this, with it)."""
+        if text is None:
+            subscription.preferences.pop(FILTER_PREFERENCE, None)
+        else:
+            subscription.preferences[FILTER_PREFERENCE] = text
+        subscription.preferences_changed()
+        if subscription.dispatcher is not None:
+            subscription.dispatcher.message_filter = self._message_filter(subscription)
 
     def _passed_over(self, cursor, from_seq: int, last_seq: int) -> None:
         """The cursor passed over seq-ids from_seq..last_seq: consumed at once when

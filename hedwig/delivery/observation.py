@@ -4,8 +4,11 @@ STATS counters, read from its parts when asked (nothing here is on a hot path).
 Every row says the subscription's kind, delivery, members (attached subscribers: 0 or 1
 for an exclusive one), pending (delivered, not acknowledged), redeliveries and what its
 message bound skipped; a shared or pull one adds what is queued to go out again, the
-acknowledgements held above its consumed seq-id, dead letters and its settings.
+acknowledgements held above its consumed seq-id, dead letters and its settings. Its
+`filter` is its message selector (None: none).
 """
+
+from hedwig.delivery.filtering import FILTER_PREFERENCE
 
 
 def describe_table(table, settings) -> list:
@@ -22,6 +25,7 @@ def describe_table(table, settings) -> list:
             "user": subscription.preferences.get("owner"),  # who made it ([auth] on; else None)
             "kind": subscription.kind,
             "delivery": "pull" if subscription.pull else "push",
+            "filter": subscription.preferences.get(FILTER_PREFERENCE),
             "consumed_seq": subscription.consumed_seq,
             "persisted_seq": subscription.persisted_seq,
             "delivered_seq": delivered,

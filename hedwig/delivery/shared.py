@@ -23,6 +23,7 @@ for a ledger read it waits, as a cursor does. A pull member's FETCH ends (FETCH_
 once it has been given something and nothing more is at hand, or at its timeout.
 """
 
+from bisect import bisect_left
 from collections import deque
 from heapq import heappop, heappush
 
@@ -68,6 +69,7 @@ class SharedDispatcher(AckBook):
         self.dead_letters_in_flight = 0
         self.skipped_by_bound = 0
         self.skipped_by_retention = 0
+        self.passed_over = 0  # seq-ids the filter passed over
         self._fetching = set()  # pull members with a FETCH in progress
         self._reading = None  # the ledger read the pump waits on
         self._tail = None  # the wait for the next publish
@@ -78,6 +80,8 @@ class SharedDispatcher(AckBook):
         self.ack_timeout_s = settings.ack_timeout_ms / 1000.0
         self.max_deliveries = None
         self.dead_letter_topic = None
+        # The subscription's MessageFilter (filtering.py; the manager sets it), or None.
+        self.message_filter = None
         self.configure(settings)
 
     def configure(self, settings) -> None:
@@ -232,6 +236,15 @@ class SharedDispatcher(AckBook):
                 self._reading = found
                 found.addCallbacks(self._read, self._read_failed)
                 return _WAIT
+            if count == 1 and self.message_filter is not None:
+                first, last = self._passing(found, first, min(last, found.last_seq))
+                if first is None:  # (none of it passes: passed over, acknowledged)
+                    budget -= 1
+                    if not budget:
+                        self.pump_soon()
+                        return _WAIT
+                    continue
+                piece = (first, last, 1)
             if found.data[1] & ENTRY_FLAG_SPARSE:  # (a compacted entry goes whole: its messages end it)
                 last = min(last, found.last_seq)
             else:
@@ -239,6 +252,9 @@ class SharedDispatcher(AckBook):
                 last = min(last, found.last_seq, first + room - 1)
             if count > 1 and last < piece[1]:
                 heappush(self.queue, (last + 1, piece[1], count))
+            if count == 1 and self.message_filter is not None:
+                base = found.first_seq
+                found = self.message_filter.part(found, first - base, last - base + 1)[0]
             self._deliver(member, found, first, last, count)
             budget -= 1
             if not budget:  # let other subscribers and connections have the reactor
@@ -268,6 +284,26 @@ class SharedDispatcher(AckBook):
             return None
         bound = acked.next_start(seq)
         return seq, log.last_seq if bound is None else bound - 1, 1
+
+    def _passing(self, entry, first: int, last: int) -> tuple:
+        """(first, last) of the first run of first..last (new seq-ids of `entry`) that
+        passes the filter, (None, None) when none does; the seq-ids before it, which it
+        passes over, are acknowledged (no member is sent them: they count as consumed
+        once everything before them is, as an exclusive subscriber's do)."""
+        firsts, lasts = self.message_filter.runs(entry)
+        index = bisect_left(lasts, first)
+        if index == len(lasts) or firsts[index] > last:
+            passed_to, run = last, (None, None)
+        else:
+            start = max(firsts[index], first)
+            passed_to, run = start - 1, (start, min(lasts[index], last))
+        if passed_to >= first:
+            self.next_seq = passed_to + 1
+            self.passed_over += passed_to - first + 1
+            newly = self._ack_range(first, passed_to)
+            if newly:
+                self._acks_moved(newly)
+        return run
 
     def _drop_collected(self, log) -> None:
         """Seq-ids retention removed before they were consumed are skipped (counted)."""

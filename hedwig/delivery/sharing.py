@@ -174,9 +174,7 @@ class WorkQueues:
             )
         )
         return entries.addCallback(
-            lambda message_set: maybeDeferred(
-                self._publish, dispatcher.dead_letter_topic, message_set, owner
-            )
+            lambda message_set: maybeDeferred(self._publish, dispatcher.dead_letter_topic, message_set, owner)
         )
 
     # -- ACK, NACK, FETCH, CONSUME -------------------------------------------------------------

@@ -36,7 +36,7 @@ MAX_READ_RANGE_ENTRIES = 100_000
 # What LIST_SUBSCRIPTIONS shows of each subscription's DESCRIBE_TOPIC row besides the
 # above: its kind and delivery, members attached, messages delivered and not acknowledged,
 # redeliveries, and what its message bound skipped.
-_WORK_QUEUE_COLUMNS = ("kind", "delivery", "members", "pending", "redeliveries", "skipped_by_bound")
+_WORK_QUEUE_COLUMNS = ("kind", "delivery", "filter", "members", "pending", "redeliveries", "skipped_by_bound")
 # The ops every hub serves (hub/handlers.py, and AUTH: hedwig/auth/gate.py); a region's
 # are registered beside them.
 CORE_OPS = tuple(op for op, spec in OPS.items() if spec.direction is Direction.CLIENT_TO_HUB)

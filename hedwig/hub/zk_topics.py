@@ -46,7 +46,6 @@ topic (what was stored before any other hub fenced its ledger is acknowledged: t
 owner's recovery keeps it).
 """
 
-
 import time
 from collections import deque
 
@@ -56,6 +55,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from hedwig.concurrency.deferreds import SharedOperations, Waiters
+from hedwig.delivery.filtering import FILTER_PREFERENCE
 from hedwig.hub.errors import HubUnavailable, NotOwner
 from hedwig.hub.interface import ITopicManager
 from hedwig.hub.zk_owners import OwnerZnodes
@@ -499,6 +499,7 @@ class ZkTopicManager:
                     "state": "no owner now (the next request places the topic)",
                     "kind": preferences.get("kind", "exclusive"),
                     "delivery": "pull" if preferences.get("pull") else "push",
+                    "filter": preferences.get(FILTER_PREFERENCE),
                     "members": 0,
                     "pending": None,
                     "redeliveries": None,

@@ -23,6 +23,7 @@ __all__ = [
     "FetchInProgress",
     "HedwigError",
     "HubError",
+    "InvalidMessageFilter",
     "InvalidSubscriberId",
     "InvalidTopic",
     "KeyRequired",
@@ -38,6 +39,7 @@ __all__ = [
     "PullOnly",
     "RequestError",
     "RequestTimeout",
+    "ResubscribeRequired",
     "SeqOutOfRange",
     "ServiceDown",
     "StorageError",
@@ -158,6 +160,20 @@ class WrongSubscriptionKind(RequestError):
     a pull one; per-message acknowledgements or FETCH where the kind has none."""
 
     status = Status.WRONG_SUBSCRIPTION_KIND
+
+
+class InvalidMessageFilter(RequestError):
+    """A SUBSCRIBE's filter is not a message selector the hub can run; the message says
+    at which column and why. (Hedwig's number, 504, though the request is at fault.)"""
+
+    status = Status.INVALID_MESSAGE_FILTER
+
+
+class ResubscribeRequired(RequestError):
+    """A SUBSCRIBE named another filter than the subscription has: changing it takes a
+    SUBSCRIBE that says so (replace_filter=True); the message names the filter it has."""
+
+    status = Status.RESUBSCRIBE_EXCEPTION
 
 
 class FetchInProgress(RequestError):
@@ -329,6 +345,8 @@ _BY_STATUS = {
         NotAuthorized,
         WrongSubscriptionKind,
         FetchInProgress,
+        InvalidMessageFilter,
+        ResubscribeRequired,
     )
 }
 _BY_STATUS[Status.UNKNOWN_OPERATION] = MalformedRequest

@@ -36,8 +36,18 @@ SUBSCRIBE_FLAG_NO_DELIVERY = 0x04
 # The options block of shared and pull subscriptions and message bounds follows the
 # window (hedwig.protocol.work_requests); without the bit the body is the old one.
 SUBSCRIBE_FLAG_OPTIONS = 0x08
+# The filter block (u16 length + a message selector's UTF-8 text) follows the options
+# block, if any; without the bit the subscription has no filter. Bit 5 replaces the
+# filter an existing subscription has (without it a different one is refused).
+SUBSCRIBE_FLAG_FILTER = 0x10
+SUBSCRIBE_FLAG_REPLACE_FILTER = 0x20
 SUBSCRIBE_FLAGS = (
-    SUBSCRIBE_FLAG_FORCE_ATTACH | SUBSCRIBE_FLAG_WINDOW | SUBSCRIBE_FLAG_NO_DELIVERY | SUBSCRIBE_FLAG_OPTIONS
+    SUBSCRIBE_FLAG_FORCE_ATTACH
+    | SUBSCRIBE_FLAG_WINDOW
+    | SUBSCRIBE_FLAG_NO_DELIVERY
+    | SUBSCRIBE_FLAG_OPTIONS
+    | SUBSCRIBE_FLAG_FILTER
+    | SUBSCRIBE_FLAG_REPLACE_FILTER
 )
 
 
@@ -83,6 +93,16 @@ def str16(text: str) -> bytes:
     if len(raw) > 0xFFFF:
         raw = raw[:0xFFFF]
     return U16.pack(len(raw)) + raw
+
+
+def read_str16(body, offset: int, what: str):
+    """(raw bytes, offset after) of a str16 at `offset`."""
+    if offset + 2 > len(body):
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"body ends before the {what}")
+    end = offset + 2 + U16.unpack_from(body, offset)[0]
+    if end > len(body):
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{what} runs past the end of the body")
+    return bytes(body[offset + 2 : end]), end
 
 
 def read_str8(body, offset: int, what: str):

@@ -534,8 +534,7 @@ def validate_message_set(buf, offset: int = 0, max_message_bytes: int | None = N
     if position + total != len(buf):
         raise MessageSetError(
             Status.MALFORMED_REQUEST,
-            f"message set lengths add up to {position + total - offset} bytes "
-            f"but it has {len(buf) - offset}",
+            f"message set lengths add up to {position + total - offset} bytes but it has {len(buf) - offset}",
         )
     if max_message_bytes is not None:
         if property_lengths is None:
@@ -565,8 +564,7 @@ def _validate_extended_set(buf, offset: int, max_message_bytes: int | None) -> i
     if position + total != len(buf):
         raise MessageSetError(
             Status.MALFORMED_REQUEST,
-            f"message set lengths add up to {position + total - offset} bytes "
-            f"but it has {len(buf) - offset}",
+            f"message set lengths add up to {position + total - offset} bytes but it has {len(buf) - offset}",
         )
     if max_message_bytes is not None:
         sizes = payload_lengths
@@ -630,10 +628,11 @@ def extended_set_layout(buf, offset: int = 0) -> ExtendedSetLayout:
     return ExtendedSetLayout(count, payload_offsets, property_offsets, key_offsets, bool(flags & FLAG_TYPED))
 
 
-def named_properties(blob, names: frozenset, typed: bool) -> dict:
-    """The properties of a blob whose names (as UTF-8 bytes) are in `names`: every
-    other value is stepped over, not decoded. MessageSetError if the blob does not
-    decode (as decode_properties and decode_typed_properties raise it)."""
+def named_properties(blob, names, typed: bool) -> dict:
+    """The properties of a blob whose names are in `names` (a mapping of each name's
+    UTF-8 bytes to its str): every other value is stepped over, not decoded; a typed
+    blob's 8-byte numbers and strings are read in place. MessageSetError if the blob
+    does not decode (as decode_properties and decode_typed_properties raise it)."""
     found = {}
     offset = 0
     end = len(blob)
@@ -651,10 +650,19 @@ def named_properties(blob, names: frozenset, typed: bool) -> dict:
             offset = value_at + value_length
             if offset > end:
                 raise MessageSetError(Status.MALFORMED_REQUEST, "truncated property value")
-            name = blob[key_at:head_at]
-            if name in names:
-                value = bytes(blob[value_at:offset])
-                found[name.decode("utf-8")] = _typed(kind, value) if typed else value
+            name = names.get(blob[key_at:head_at])
+            if name is None:
+                continue
+            if not typed:
+                found[name] = bytes(blob[value_at:offset])
+            elif kind == TYPE_INT and value_length == 8:
+                found[name] = _INT64.unpack_from(blob, value_at)[0]
+            elif kind == TYPE_STRING:
+                found[name] = str(blob[value_at:offset], "utf-8")
+            elif kind == TYPE_FLOAT and value_length == 8:
+                found[name] = _FLOAT64.unpack_from(blob, value_at)[0]
+            else:
+                found[name] = _typed(kind, bytes(blob[value_at:offset]))
     except (struct.error, UnicodeDecodeError):
         raise MessageSetError(Status.MALFORMED_REQUEST, "properties do not decode") from None
     return found
@@ -672,7 +680,7 @@ def properties_and_keys(buf, offset: int = 0, names=None) -> tuple:
     if offsets is None:
         properties = [{} for _ in range(count)]
     elif names is not None:
-        wanted = frozenset(name.encode("utf-8") for name in names)
+        wanted = {name.encode("utf-8"): name for name in names}
         typed = layout.typed
         properties = [
             named_properties(view[offsets[i] : offsets[i + 1]], wanted, typed) if wanted else {}

@@ -111,11 +111,15 @@ class SubscriptionPosition:
             # The subscription exists and must not be made again from a starting point
             # (a new one would count everything up to it as acknowledged): attach where
             # the hub's pointer is; the last acknowledgement follows as a CONSUME.
-            return request._replace(mode="attach", start=None)
+            return request._replace(mode="attach", start=None, replace_filter=False)
         # The subscription exists: attach to it (create it again only if it was created
         # by create_or_attach), from the first seq-id not acknowledged.
+        # (A filter it replaced is its own now: attaching again does not replace one
+        # another SUBSCRIBE set meanwhile.)
         return request._replace(
-            mode="attach" if self.mode == "create" else self.mode, start=("seq", self.acked + 1)
+            mode="attach" if self.mode == "create" else self.mode,
+            start=("seq", self.acked + 1),
+            replace_filter=False,
         )
 
     def on_subscribed(self, reply: Subscribed) -> None:

@@ -34,9 +34,11 @@ from hedwig.protocol.layouts import (
     RANGE_ENTRY,
     RANGE_HEAD,
     READ_RANGE_TAIL,
+    SUBSCRIBE_FLAG_FILTER,
     SUBSCRIBE_FLAG_FORCE_ATTACH,
     SUBSCRIBE_FLAG_NO_DELIVERY,
     SUBSCRIBE_FLAG_OPTIONS,
+    SUBSCRIBE_FLAG_REPLACE_FILTER,
     SUBSCRIBE_FLAG_WINDOW,
     SUBSCRIBE_FLAGS,
     SUBSCRIBE_TAIL,
@@ -48,14 +50,16 @@ from hedwig.protocol.layouts import (
     SubscribeMode,
     expect_end,
     read_str8,
+    read_str16,
     read_subscriber,
     read_topic,
     str8,
+    str16,
     unpack_field,
 )
 from hedwig.protocol.ops import PROTOCOL_VERSION
 from hedwig.protocol.status import Status
-from hedwig.protocol.work_requests import SubscribeOptions, decode_options, encode_options
+from hedwig.protocol.work_requests import SubscribeOptions, check_filter, decode_options, encode_options
 
 # -- HELLO ------------------------------------------------------------------------------------
 
@@ -172,6 +176,10 @@ class Subscribe(NamedTuple):
     max_deliveries: int | None = None  # deliveries of a message before it is dead-lettered
     message_bound: int | None = None  # unconsumed messages kept at most (the oldest are skipped)
     dead_letter_topic: str | None = None  # None: "<topic>.dlq"
+    # The subscription's message selector (None: every message; the filter block), and
+    # whether this SUBSCRIBE replaces the filter an existing subscription has.
+    filter: str | None = None
+    replace_filter: bool = False
 
     @property
     def options(self) -> SubscribeOptions:
@@ -184,6 +192,7 @@ class Subscribe(NamedTuple):
 
 
 _OPTIONS_AT = Subscribe._fields.index("kind")
+_NO_OPTIONS = SubscribeOptions()
 
 
 class Subscribed(NamedTuple):
@@ -223,10 +232,18 @@ def encode_subscribe_request(request: Subscribe) -> bytes:
     if not deliver:
         flags |= SUBSCRIBE_FLAG_NO_DELIVERY
     options = request.options
+    parts = []
     if options.needed:
         flags |= SUBSCRIBE_FLAG_OPTIONS
+        parts.append(encode_options(options))
+    if request.filter is not None:
+        check_filter(request.filter, request.replace_filter, deliver)
+        flags |= SUBSCRIBE_FLAG_FILTER
+        parts.append(str16(request.filter))
+    if request.replace_filter:
+        flags |= SUBSCRIBE_FLAG_REPLACE_FILTER
     body = str8(topic) + str8(subscriber_id) + SUBSCRIBE_TAIL.pack(mode_code, kind, value, flags, window or 0)
-    return body + encode_options(options) if options.needed else body
+    return body + b"".join(parts) if parts else body
 
 
 # The largest start a hub can act on: seq-ids and times (us) are signed 64-bit integers
@@ -242,11 +259,21 @@ def decode_subscribe(body) -> Subscribe:
     if flags & ~SUBSCRIBE_FLAGS:
         raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown subscribe flags {flags:#x}")
     deliver = not flags & SUBSCRIBE_FLAG_NO_DELIVERY
+    options = _NO_OPTIONS
     if flags & SUBSCRIBE_FLAG_OPTIONS:
-        options = decode_options(body, offset, deliver)
-    else:
-        expect_end(body, offset, "SUBSCRIBE")
-        options = SubscribeOptions()
+        options, offset = decode_options(body, offset, deliver)
+    if flags & SUBSCRIBE_FLAG_FILTER:
+        raw, offset = read_str16(body, offset, "filter")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RequestRefused(Status.MALFORMED_REQUEST, "the filter is not UTF-8") from None
+        if not deliver:
+            raise RequestRefused(Status.MALFORMED_REQUEST, "a filter is for subscriptions that deliver")
+        options = options._replace(filter=text)
+    if flags & SUBSCRIBE_FLAG_REPLACE_FILTER:
+        options = options._replace(replace_filter=True)
+    expect_end(body, offset, "SUBSCRIBE")
     try:
         mode = MODE_NAMES[SubscribeMode(mode_code)]
     except ValueError:

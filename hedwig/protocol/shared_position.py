@@ -79,7 +79,9 @@ class SharedPosition:
         request = request_as_asked(self)
         if not self.subscribed:
             return request
-        return request._replace(mode="attach" if self.mode == "create" else self.mode, start=None)
+        return request._replace(
+            mode="attach" if self.mode == "create" else self.mode, start=None, replace_filter=False
+        )
 
     def on_subscribed(self, reply: Subscribed) -> None:
         self.subscribed = True

@@ -251,6 +251,8 @@ _SPECS = (
             Status.TOO_MANY_SUBSCRIPTIONS,
             Status.SEQ_OUT_OF_RANGE,
             Status.WRONG_SUBSCRIPTION_KIND,
+            Status.INVALID_MESSAGE_FILTER,
+            Status.RESUBSCRIBE_EXCEPTION,
         },
         idempotent=True,
         encode=encode_subscribe,

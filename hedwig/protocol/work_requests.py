@@ -46,15 +46,24 @@ class SubscribeOptions(NamedTuple):
     max_deliveries: int | None = None
     message_bound: int | None = None
     dead_letter_topic: str | None = None
+    # The subscription's message selector (hedwig.selector; None: every message), and
+    # whether this SUBSCRIBE replaces the one it has: SUBSCRIBE's filter block, not this
+    # options block (hedwig.protocol.requests).
+    filter: str | None = None
+    replace_filter: bool = False
 
     @property
     def needed(self) -> bool:
         """Whether a SUBSCRIBE must carry the block (an exclusive push subscription
-        without a message bound is the request of old)."""
-        return self != _NONE
+        without a message bound is the request of old; a filter has a block of its own)."""
+        return self[:_BLOCK_FIELDS] != _NONE[:_BLOCK_FIELDS]
 
 
 _NONE = SubscribeOptions()
+_BLOCK_FIELDS = SubscribeOptions._fields.index("filter")  # the fields the options block carries
+# A filter's length on the wire (u16); a hub refuses one longer than its selector
+# limits allow (hedwig.selector.SelectorLimits.max_length) long before that.
+MAX_FILTER_BYTES = 0xFFFF
 
 
 def check_options(options: SubscribeOptions, deliver: bool) -> None:
@@ -85,6 +94,21 @@ def check_options(options: SubscribeOptions, deliver: bool) -> None:
             check_topic(options.dead_letter_topic.encode("utf-8"))
         except InvalidName as e:
             raise ValueError(f"dead_letter_topic: {e}") from None
+    check_filter(options.filter, options.replace_filter, deliver)
+
+
+def check_filter(text, replace: bool, deliver: bool) -> None:
+    """Refuse a filter that cannot be sent or means nothing (its language is the hub's
+    to check: INVALID_MESSAGE_FILTER)."""
+    if text is not None:
+        if not isinstance(text, str):
+            raise ValueError(f"filter is a selector's text (str), not {type(text).__name__}")
+        if len(text.encode("utf-8")) > MAX_FILTER_BYTES:
+            raise ValueError(f"a filter is at most {MAX_FILTER_BYTES} bytes of UTF-8")
+        if not deliver:
+            raise ValueError("a filter is for subscriptions that deliver (not deliver=False)")
+    if not isinstance(replace, bool):
+        raise ValueError(f"replace_filter is True or False, not {replace!r}")
 
 
 def encode_options(options: SubscribeOptions) -> bytes:
@@ -97,13 +121,12 @@ def encode_options(options: SubscribeOptions) -> bytes:
     ) + str8(options.dead_letter_topic or "")
 
 
-def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
-    """The options block at `offset`, which must end the body."""
+def decode_options(body, offset: int, deliver: bool) -> tuple:
+    """(the options block at `offset`, the offset after it)."""
     kind, delivery, ack_timeout_ms, max_deliveries, bound = unpack_field(
         SUBSCRIBE_OPTIONS, body, offset, "SUBSCRIBE options"
     )
     raw, end = read_str8(body, offset + SUBSCRIBE_OPTIONS.size, "dead-letter topic")
-    expect_end(body, end, "SUBSCRIBE")
     if kind >= len(KINDS) or delivery > 1:
         raise RequestRefused(
             Status.MALFORMED_REQUEST, f"unknown subscription kind {kind} or delivery {delivery}"
@@ -126,7 +149,7 @@ def decode_options(body, offset: int, deliver: bool) -> SubscribeOptions:
         check_options(options, deliver)
     except ValueError as e:
         raise RequestRefused(Status.MALFORMED_REQUEST, str(e)) from None
-    return options
+    return options, end
 
 
 # -- ACK and NACK ------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ offsets (one cumulative sum in Arrow's C++), the payload bytes become the data b
 (one join of slices). The other columns are per entry (publish time, origin region,
 origin seq delta) and widen to rows through run-end decoding; `seq` is a cumulative
 sum. Python touches each entry a handful of times and each message never, except for
-the properties of entries that carry any (a rare, opt-in feature of a publish).
+the properties of entries that carry any (a rare, opt-in feature of a publish). Keys are
+a binary column built as the payloads are (their length array, their bytes), null where
+a message has none.
 
 A builder holds one contiguous run of seq-ids of one topic: a gap between the pieces
 added means the hub skipped messages, and that is refused rather than written out.
@@ -87,6 +89,7 @@ class RecordBatchBuilder:
         self._origin_deltas = []
         self._seq_deltas = []  # per piece: its first message's seq-id - its first row
         self._property_pieces = []  # (row offset, counts, keys, values) of pieces with properties
+        self._key_pieces = []  # (row offset, key lengths, key bytes) of pieces with keys
 
     def add(self, start: int, stop: int, entry, up_to: int | None = None) -> int:
         """Add messages [start, stop) of `entry`, none beyond seq-id `up_to` if given;
@@ -123,8 +126,11 @@ class RecordBatchBuilder:
         property_lengths = read_u32_array(entry, position + 4 * count, count) if has_properties else None
         payload_total = sum(lengths)
         data_end = arrays_end + payload_total + (sum(property_lengths) if has_properties else 0)
-        if flags & FLAG_KEYS:  # (keys lie after the properties; the batch has no key column)
-            data_end += sum(read_u32_array(entry, arrays_end - 4 * count, count))
+        key_lengths = None
+        keys_at = data_end
+        if flags & FLAG_KEYS:  # (keys lie after the properties)
+            key_lengths = read_u32_array(entry, arrays_end - 4 * count, count)
+            data_end += sum(key_lengths)
         if data_end != len(entry):
             raise CorruptEntry(f"{where}: its lengths add up to {data_end} bytes, it has {len(entry)}")
 
@@ -159,6 +165,10 @@ class RecordBatchBuilder:
         if has_properties:
             decode = decode_typed_properties if flags & FLAG_TYPED else decode_properties
             self._add_properties(entry, arrays_end + payload_total, property_lengths, start, stop, decode)
+        if key_lengths is not None:
+            piece_keys = key_lengths[start:stop]
+            keys_begin = keys_at + sum(key_lengths[:start])
+            self._key_pieces.append((self.rows, piece_keys, entry[keys_begin : keys_begin + sum(piece_keys)]))
         if self.first_seq is None:
             self.first_seq = piece_first
         self._seq_deltas.append(piece_first - self.rows)
@@ -222,6 +232,7 @@ class RecordBatchBuilder:
                 widen(self._times, PUBLISH_TIME_TYPE),
                 widen(self._regions, pa.string()),
                 origin_seq,
+                self._keys(rows),
                 self._properties(rows),
                 payload,
             ],
@@ -229,6 +240,20 @@ class RecordBatchBuilder:
         )
         self._reset()
         return batch
+
+    def _keys(self, rows: int) -> pa.Array:
+        """The key column: null for a message without a key (every row, when no piece
+        had keys)."""
+        if not self._key_pieces:
+            return pa.nulls(rows, pa.binary())
+        lengths = array("I", bytes(4 * rows))
+        for row, piece_lengths, _ in self._key_pieces:
+            lengths[row : row + len(piece_lengths)] = piece_lengths
+        lengths = pa.Array.from_buffers(pa.uint32(), rows, [None, pa.py_buffer(lengths)])
+        offsets = pa.concat_arrays([_OFFSET_ZERO, pc.cumulative_sum(lengths).cast(pa.int32())])
+        present = pc.not_equal(lengths, pa.scalar(0, pa.uint32()))
+        data = pa.py_buffer(b"".join(bytes(piece) for _, _, piece in self._key_pieces))
+        return pa.Array.from_buffers(pa.binary(), rows, [present.buffers()[1], offsets.buffers()[1], data])
 
     def _properties(self, rows: int) -> pa.Array:
         if not self._property_pieces:

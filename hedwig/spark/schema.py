@@ -23,6 +23,7 @@ SCHEMA = StructType(
         StructField("publish_time", TimestampType(), nullable=False),
         StructField("origin_region", StringType(), nullable=False),
         StructField("origin_seq", LongType(), nullable=False),
+        StructField("key", BinaryType(), nullable=True),
         StructField("properties", MapType(StringType(), BinaryType(), False), nullable=False),
         StructField("payload", BinaryType(), nullable=False),
     ]
@@ -38,6 +39,7 @@ ARROW_SCHEMA = pa.schema(
         pa.field("publish_time", PUBLISH_TIME_TYPE, nullable=False),
         pa.field("origin_region", pa.string(), nullable=False),
         pa.field("origin_seq", pa.int64(), nullable=False),
+        pa.field("key", pa.binary(), nullable=True),  # null: the message has no key
         pa.field("properties", PROPERTIES_TYPE, nullable=False),
         pa.field("payload", pa.binary(), nullable=False),
     ]

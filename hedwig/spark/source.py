@@ -33,7 +33,7 @@ def _log(message: str) -> None:
 
 class HedwigDataSource(DataSource):
     """Topics of a hedwig hub as rows of SCHEMA (topic, seq, publish_time, origin_region,
-    origin_seq, properties, payload)."""
+    origin_seq, key, properties, payload)."""
 
     @classmethod
     def name(cls) -> str:

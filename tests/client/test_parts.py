@@ -77,7 +77,11 @@ def test_every_error_status_gets_its_class_and_keeps_the_status():
         assert error.status is status
         assert "why" in str(error) and status.name in str(error)
         # 4xx: the request is at fault; 5xx (and not reaching a hub at all): retry later.
-        request_fault = 400 <= status < 500 and status is not Status.COULD_NOT_CONNECT
+        # INVALID_MESSAGE_FILTER keeps Hedwig's 504, but a bad selector is the request's
+        # fault: asking again never helps.
+        request_fault = (
+            400 <= status < 500 and status is not Status.COULD_NOT_CONNECT
+        ) or status is Status.INVALID_MESSAGE_FILTER
         family = errors.RequestError if request_fault else errors.HubError
         assert isinstance(error, family)
     assert type(errors.error_for(Status.TOPIC_BUSY)) is errors.TopicBusy

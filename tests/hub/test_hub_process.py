@@ -267,10 +267,13 @@ def test_twistd_plugin_runs_and_stops_a_hub(tmp_path):
 
 def test_the_readme_python_examples_run(hub, capsys):
     readme = (ROOT / "README.md").read_text()
-    [example, work_queue] = re.findall(r"```python\n(.*?)```", readme, re.S)
+    [example, keys_and_filters, work_queue] = re.findall(r"```python\n(.*?)```", readme, re.S)
     exec(compile(example.replace("127.0.0.1:4080", hub.address), "README.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [["1", "b'one'"], ["2", "b'two'"], ["3", "b'three'"]]
+    exec(compile(keys_and_filters.replace("127.0.0.1:4080", hub.address), "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["4 b'user-7' {'color': 'red', 'n': 150, 'price': 9.5}"]
     exec(compile(work_queue.replace("127.0.0.1:4080", hub.address), "README.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["1 b'resize a.jpg' 1", "2 b'resize b.jpg' 1"]

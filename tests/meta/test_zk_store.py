@@ -74,9 +74,11 @@ def test_names_zookeeper_would_refuse_are_stored_and_listed_as_they_are(zk, name
 
 def test_a_write_made_while_zookeeper_is_down_is_made_once_it_is_back(tmp_path):
     """kazoo keeps requests made while its connection is down and sends them on the next
-    one: a hub's metadata writes wait out a ZooKeeper restart (its session lives on)."""
-    server = start_zookeeper(tmp_path / "zookeeper")
-    store, client = zookeeper_store(server, "/restarted", session_timeout_ms=10_000)
+    one: a hub's metadata writes wait out a ZooKeeper restart (its session lives on).
+    The session may last 60 s: a restart of the server (a JVM) on a loaded machine can
+    take longer than 10 s, and an expired session is another test's matter."""
+    server = start_zookeeper(tmp_path / "zookeeper", max_ticks=600)
+    store, client = zookeeper_store(server, "/restarted", session_timeout_ms=60_000)
     try:
         result(store.put_topic("t", RANGES, NEW))
         server.stop()

@@ -13,11 +13,11 @@ property_maps = st.dictionaries(st.text(min_size=1, max_size=6), st.binary(max_s
 T0 = 1_700_000_000_000_000
 
 
-def make_entry(first_seq, messages, properties=None, time_us=T0, region=b"eu", origin_seq=None):
+def make_entry(first_seq, messages, properties=None, time_us=T0, region=b"eu", origin_seq=None, keys=None):
     header = encode_entry_header(
         first_seq, len(messages), time_us, region, first_seq if origin_seq is None else origin_seq
     )
-    return header + encode_message_set(messages, properties)
+    return header + encode_message_set(messages, properties, keys)
 
 
 def expected_rows(topic, pieces):
@@ -32,6 +32,7 @@ def expected_rows(topic, pieces):
                     "publish_time": m.publish_time,
                     "origin_region": m.origin_region,
                     "origin_seq": m.origin_seq,
+                    "key": None if m.key is None else bytes(m.key),
                     "properties": sorted(m.properties.items()),
                     "payload": bytes(m.payload),
                 }
@@ -46,16 +47,25 @@ def as_rows(batch):
     return rows
 
 
-@given(st.lists(st.tuples(payloads, st.booleans(), st.data()), min_size=1, max_size=6), st.data())
+@given(
+    st.lists(st.tuples(payloads, st.booleans(), st.booleans(), st.data()), min_size=1, max_size=6), st.data()
+)
 def test_pieces_of_entries_become_the_rows_the_protocol_decodes(specs, data):
-    """Random entries (some with properties, different regions and origin seq-ids), cut
-    into pieces at random: the batch holds exactly the decoder's messages, in order."""
+    """Random entries (some with properties, some with keys, different regions and
+    origin seq-ids), cut into pieces at random: the batch holds exactly the decoder's
+    messages, in order, keys included (null for none)."""
     pieces = []
     seq = data.draw(st.integers(20, 10**12))  # the first entry may begin up to 12 seq-ids before it
-    for i, (messages, with_properties, piece_data) in enumerate(specs):
+    for i, (messages, with_properties, with_keys, piece_data) in enumerate(specs):
         properties = (
             piece_data.draw(st.lists(property_maps, min_size=len(messages), max_size=len(messages)))
             if with_properties
+            else None
+        )
+        key = st.one_of(st.none(), st.binary(min_size=1, max_size=6))
+        keys = (
+            piece_data.draw(st.lists(key, min_size=len(messages), max_size=len(messages)))
+            if with_keys
             else None
         )
         start = piece_data.draw(st.integers(0, len(messages) - 1)) if i == 0 else 0
@@ -68,6 +78,7 @@ def test_pieces_of_entries_become_the_rows_the_protocol_decodes(specs, data):
             time_us=T0 + i * 1_000_003,
             region=f"r{i % 3}".encode(),
             origin_seq=piece_data.draw(st.integers(1, 10**12)),
+            keys=keys,
         )
         pieces.append((start, stop, memoryview(entry) if i % 2 else entry))
         seq += stop - start
@@ -158,7 +169,8 @@ def test_large_entries_keep_payload_bytes_exact():
 
 def test_entries_with_keys_and_typed_properties_become_rows():
     """A set with keys and typed values: the rows are its messages, typed values in the
-    binary properties column as their text (booleans true / false), keys not a column."""
+    binary properties column as their text (booleans true / false), keys in the key
+    column (null for a message without one)."""
     properties = [{"n": 150, "price": 9.5, "ok": True, "color": "red", "raw": b"\xff"}, None, {"s": b"x"}]
     entry = encode_entry_header(5, 3, T0, b"eu", 5) + encode_message_set(
         [b"a", b"b", b"c"], properties, [b"k1", None, b"k3"]
@@ -166,6 +178,7 @@ def test_entries_with_keys_and_typed_properties_become_rows():
     rows = entries_to_batch("t", [(0, 3, entry)]).to_pylist()
     assert [row["payload"] for row in rows] == [b"a", b"b", b"c"]
     assert [row["seq"] for row in rows] == [5, 6, 7]
+    assert [row["key"] for row in rows] == [b"k1", None, b"k3"]
     assert dict(rows[0]["properties"]) == {
         "n": b"150",
         "price": b"9.5",
@@ -177,7 +190,12 @@ def test_entries_with_keys_and_typed_properties_become_rows():
     keyed_only = encode_entry_header(1, 2, T0, b"eu", 1) + encode_message_set(
         [b"p", b"q"], None, [b"k", b"l"]
     )
-    assert entries_to_batch("t", [(1, 2, keyed_only)]).column("payload").to_pylist() == [b"q"]
+    batch = entries_to_batch("t", [(1, 2, keyed_only)])
+    assert batch.column("payload").to_pylist() == [b"q"] and batch.column("key").to_pylist() == [b"l"]
+    plain_then_keyed = entries_to_batch(
+        "t", [(0, 1, make_entry(1, [b"x"])), (0, 2, make_entry(2, [b"y", b"z"], keys=[None, b"kz"]))]
+    )
+    assert plain_then_keyed.column("key").to_pylist() == [None, None, b"kz"]
 
 
 def test_an_entry_with_flags_no_set_has_is_corrupt():

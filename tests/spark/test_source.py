@@ -149,3 +149,21 @@ def test_the_synthetic_source_makes_the_rows_it_is_asked_for(spark):
     assert sorted(r.seq for r in rows) == list(range(1, 1001))
     assert {len(r.payload) for r in rows} == {16}
     assert len({bytes(r.payload) for r in rows}) == 4 * 128  # random within a batch, reused by the next
+
+
+def test_the_key_column_holds_each_messages_key_and_null_for_none(spark, hub):
+    with Client(hub.address) as client:
+        client.publish_many("spark-keys", [b"a", b"b", b"c"], keys=["k-a", None, b"\x00k"])
+        client.publish("spark-keys", b"d", {"n": 1})
+        client.publish("spark-keys", b"e", key="k-e")
+    df = load(spark, hub, "spark-keys")
+    assert "key" in df.columns
+    rows = sorted(df.select("seq", "key", "payload").collect())
+    assert [(row.seq, None if row.key is None else bytes(row.key)) for row in rows] == [
+        (1, b"k-a"),
+        (2, None),
+        (3, b"\x00k"),
+        (4, None),
+        (5, b"k-e"),
+    ]
+    assert sorted(row.seq for row in df.where(functions.col("key").isNull()).collect()) == [2, 4]

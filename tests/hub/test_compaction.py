@@ -286,3 +286,39 @@ def test_a_shared_subscription_of_a_compacted_topic_is_not_sent_its_gaps_again(t
         message = member.receive(timeout=10)
         assert (message.seq, message.delivery_count) == (first, 1)
         member.close()
+
+
+def test_a_filtered_subscription_of_a_compacted_topic_gets_the_latest_that_match(tmp_path):
+    process = hub_process(tmp_path)
+    with process, Client(process.address) as client:
+        client.create_topic("colors", compaction=True)
+        latest = {}
+        for r in range(8):
+            keys = [f"k{i}" for i in range(4)]
+            colors = ["red" if (r + i) % 3 == 0 else "blue" for i in range(4)]
+            seqs = client.publish_many("colors", [f"r{r}".encode()] * 4, [{"color": c} for c in colors], keys)
+            for seq, key, color in zip(seqs, keys, colors, strict=True):
+                latest[key.encode()] = (seq, color)
+        client.compact("colors")
+        kept = client.read("colors")
+        last_seq = client.describe("colors")["last_seq"]
+        want = [m.seq for m in kept if m.properties["color"] == "red"]
+        assert want and len(want) < len(kept)
+        for kind, window in (("exclusive", 2), ("shared", 2)):
+            sub = client.subscribe(
+                "colors", f"reds-{kind}", kind=kind, start="earliest", window=window, filter="color = 'red'"
+            )
+            got = []
+            while len(got) < len(want):
+                message = sub.receive(timeout=10)
+                assert message is not None, (kind, got)
+                got.append(message.seq)
+                sub.ack(message)
+            assert got == want, kind
+
+            def consumed(kind=kind):
+                rows = {row["subscriber_id"]: row for row in client.describe("colors")["subscribers"]}
+                return rows[f"reds-{kind}"]["consumed_seq"] == last_seq
+
+            wait_until(consumed, f"the {kind} subscription's pointer past the gaps and the blue ones")
+            sub.close()

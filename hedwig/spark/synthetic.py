@@ -56,6 +56,7 @@ def synthetic_batch(topic: str, first_seq: int, rows: int, size: int, payloads: 
             pa.repeat(pa.scalar(time_us, PUBLISH_TIME_TYPE), rows),
             pa.repeat(pa.scalar("standalone", pa.string()), rows),
             seq,
+            pa.nulls(rows, pa.binary()),  # no keys
             no_properties,
             payload,
         ],

@@ -28,9 +28,12 @@ def test_the_hub_that_takes_a_topic_over_keeps_and_runs_its_subscriptions_filter
         subscription.ack(first)
 
         first_owner.stop()  # releases the topic: TOPIC_MOVED; the other hub takes it
-        client.publish_many(
-            TOPIC, [b"4", b"5"], [{"region": "us", "amount": 100}, {"region": "eu", "amount": 100}]
-        )
+        # (A publish on `client`'s connection to the stopped hub could be lost with it, an
+        # UNCERTAIN_STATE: the next publish goes through a client that finds the new owner.)
+        with Client(hubs.addresses) as publisher:
+            publisher.publish_many(
+                TOPIC, [b"4", b"5"], [{"region": "us", "amount": 100}, {"region": "eu", "amount": 100}]
+            )
         after = subscription.receive(timeout=60)  # (attached again to the new owner)
         assert (after.payload, after.seq) == (b"5", 5)
         (row,) = [r for r in client.subscriptions(TOPIC) if r["subscriber_id"] == "eu-large"]

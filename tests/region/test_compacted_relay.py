@@ -1,5 +1,5 @@
 """Compacted topics between regions, real hub processes on 127.0.0.1: a region whose
-relay of a compacted topic was behind when the parent compacted it gets the latest of
+relay of a compacted topic was behind when its neighbour (parent or child) compacted it gets the latest of
 every key with each message's own origin seq-id (the origin's gaps kept), then follows
 the tail; a compacted topic receiving a relay takes it, and compacting the relayed copy
 keeps every message's origin seq-id (the copy's own seq-ids have other gaps)."""
@@ -34,41 +34,44 @@ def relayed(messages):
     return [(bytes(m.key), bytes(m.payload), m.origin_region, m.origin_seq) for m in messages]
 
 
-def test_a_region_behind_a_compaction_gets_the_latest_of_each_key_at_its_origin_seq_ids(tree):
-    topic = "table-across"
-    root, leaf = tree["root"], tree["leaf"]
-    with Client(root.address) as client:
+@pytest.mark.parametrize("compacting, behind", [("root", "leaf"), ("leaf", "root")])
+def test_a_region_behind_a_compaction_gets_the_latest_of_each_key_at_its_origin_seq_ids(
+    tree, compacting, behind
+):
+    """Down (the parent compacts, the child's relay subscription there is behind) and up
+    (the child compacts, its relay to the parent is behind: RELAY_PUBLISH of sparse entries)."""
+    topic = f"table-{compacting}-to-{behind}"
+    source, copy = tree[compacting], tree[behind]
+    with Client(source.address) as client:
         client.create_topic(topic, compaction=True)
-    leaf.client().subscribe(topic, "app", start="earliest")  # (the leaf's interest)
-    wait_until(lambda: root.relays_out_to(topic) >= {"leaf"}, "root relaying to leaf")
-    with Client(root.address) as client:
+    copy.client().subscribe(topic, "app", start="earliest")  # (the interest)
+    wait_until(lambda: source.relays_out_to(topic) >= {behind}, f"{compacting} relaying to {behind}")
+    with Client(source.address) as client:
         publish_keyed(client, topic, [(b"k0", b"r0-k0"), (b"k1", b"r0-k1")])
-    wait_until(lambda: leaf.last_seq(topic) == 2, "leaf stored the first round")
-    # The leaf is away while the root publishes more rounds and compacts them: its relay
-    # subscription at the root stays at seq-id 2, before what the compaction rewrites.
-    leaf.stop()
-    with Client(root.address) as client:
+    wait_until(lambda: copy.last_seq(topic) == 2, f"{behind} stored the first round")
+    # The copy's region is away while the source publishes more rounds and compacts them:
+    # its relay subscription stays at seq-id 2, before what the compaction rewrites.
+    copy.stop()
+    with Client(source.address) as client:
         for r in range(1, 10):
-            publish_keyed(
-                client, topic, [(b"k0", b"r%d-k0" % r), (b"k1", b"r%d-k1" % r), (b"k2", b"r%d-k2" % r)]
-            )
+            publish_keyed(client, topic, [(b"k%d" % k, b"r%d-k%d" % (r, k)) for k in range(3)])
         report = client.compact(topic)
         assert report["span"] is not None and report["span"][0] == 1
-        at_root = client.read(topic)
-    kept = [m.seq for m in at_root]
-    assert len(kept) < at_root[-1].seq  # (compacted: the root's seq-ids have gaps)
-    leaf.start()
-    wait_until(leaf.linked, "leaf linked again")
-    subscription = leaf.client().subscribe(topic, "app")
-    want = [(b"k0", b"r0-k0", "root", 1), (b"k1", b"r0-k1", "root", 2)]
-    want += relayed(m for m in at_root if m.seq > 2)
+        at_source = client.read(topic)
+    kept = [m.seq for m in at_source]
+    assert len(kept) < at_source[-1].seq  # (compacted: the source's seq-ids have gaps)
+    copy.start()
+    wait_until((tree["leaf"].linked), "leaf linked again")
+    subscription = copy.client().subscribe(topic, "app")
+    want = [(b"k0", b"r0-k0", compacting, 1), (b"k1", b"r0-k1", compacting, 2)]
+    want += relayed(m for m in at_source if m.seq > 2)
     got = [subscription.receive(timeout=30) for _ in want]
     assert relayed(got) == want
-    assert [m.seq for m in got] == list(range(1, len(want) + 1))  # (the leaf's own, dense)
+    assert [m.seq for m in got] == list(range(1, len(want) + 1))  # (the copy's own, dense)
     # ... then the tail, at its origin seq-id.
-    with Client(root.address) as client:
+    with Client(source.address) as client:
         first, _ = publish_keyed(client, topic, [(b"k1", b"tail")])
-    assert relayed([subscription.receive(timeout=30)]) == [(b"k1", b"tail", "root", first)]
+    assert relayed([subscription.receive(timeout=30)]) == [(b"k1", b"tail", compacting, first)]
 
 
 def test_a_compacted_topic_takes_a_relay_and_compacting_it_keeps_origin_seq_ids(tree):

@@ -4,8 +4,8 @@ It keeps every entry in process memory and forgets everything when the process e
 It serves as the ledger store of tests that need ledgers without files, and as a store
 that fails on command: a byte capacity (LedgerStoreFull once exceeded, space returns on
 delete), scripted append failures (refused before storing, or after storing as a failed
-sync would), and held acknowledgements (appends stored but unacknowledged until released,
-as under a slow fsync).
+sync would), held acknowledgements (appends stored but unacknowledged until released,
+as under a slow fsync) and a held read (done when released, as a remote read in flight).
 """
 
 from bisect import bisect_left
@@ -46,6 +46,8 @@ class MemoryLedgerStore:
         self._after_release: list[Deferred] = []
         self._holding_closes = False
         self._held_closes: list[Deferred] = []
+        self._holding_read = False
+        self._held_reads: list[tuple[Deferred, tuple]] = []
         self._closed = False
         self.appends = 0
 
@@ -93,6 +95,18 @@ class MemoryLedgerStore:
         waiting, self._held_closes = self._held_closes, []
         for d in waiting:
             d.callback(None)
+        return len(waiting)
+
+    def hold_next_read(self) -> None:
+        """The next read waits for release_reads() and is done then (as a remote store's
+        read is in flight meanwhile): what the ledger holds then, or NoSuchLedger."""
+        self._holding_read = True
+
+    def release_reads(self) -> int:
+        self._holding_read = False
+        waiting, self._held_reads = self._held_reads, []
+        for d, arguments in waiting:
+            self.read(*arguments).chainDeferred(d)
         return len(waiting)
 
     @property
@@ -172,6 +186,11 @@ class MemoryLedgerStore:
         return succeed(entry_id)
 
     def read(self, ledger_id, first_entry, last_entry, max_bytes=None):
+        if self._holding_read:
+            self._holding_read = False
+            d = Deferred()
+            self._held_reads.append((d, (ledger_id, first_entry, last_entry, max_bytes)))
+            return d
         try:
             ledger = self._ledger(ledger_id)
         except LedgerError as e:

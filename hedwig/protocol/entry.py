@@ -12,7 +12,8 @@ ledger stores the result and every subscriber receives those same bytes:
     u64 first_seq          local seq-id of the first message
     u32 count              messages in the set (so last_seq = first_seq + count - 1)
     u64 publish_time_us    when the hub accepted the publish, microseconds since the epoch
-    u64 origin_seq         origin seq-id of the first message (= first_seq when local)
+    u64 origin_seq         origin seq-id of the first message (= first_seq when local and
+                           dense; in a sparse entry, of the first message it holds)
     u8  origin_region length, then the region name in utf-8
     u8  via length, then the neighbour region the entry was relayed from (empty when
         published here): a relay forwards to a neighbour only entries not via it
@@ -25,7 +26,9 @@ A compacted topic's sealed ledgers are rewritten (hedwig/topiclog/compaction.py)
 sparse entries: each covers its seq-ids densely, so reads, the cache and delivery find
 an entry for every seq-id as before, and only a decoder learns that the first
 (count - messages) of them are gaps; a position inside a gap so moves to the entry's
-first message, the next retained one. A sparse entry always ends with a message.
+first message, the next retained one. A sparse entry always ends with a message. Its
+origin_seq is its first message's own (the gaps of a relayed copy's seq-ids are not its
+origin's), and its messages' origin seq-ids are consecutive from there.
 
 An entry always holds messages of one origin region with consecutive origin seq-ids:
 relays republish whole entries (or a tail of one), so that stays true across regions.
@@ -177,7 +180,8 @@ def decode_entry_header(buf, offset: int = 0) -> EntryHeader:
 def message_part(header: EntryHeader, message_count: int, start: int, stop: int | None):
     """(header, start, stop) of a sparse entry's messages: its seq-ids [start, stop)
     (offsets from first_seq, as deliveries name them) as indexes of its messages, and a
-    header whose first_seq and count are its messages' (as if the entry were dense)."""
+    header whose first_seq and count are its messages' (as if the entry were dense; its
+    origin_seq is the first message's already)."""
     gap = header.count - message_count
     if gap < 0:
         raise MessageSetError(
@@ -187,10 +191,20 @@ def message_part(header: EntryHeader, message_count: int, start: int, stop: int 
     dense = header._replace(
         first_seq=header.first_seq + gap,
         count=message_count,
-        origin_seq=header.origin_seq + gap,
         sparse=False,
     )
     return dense, max(0, start - gap), None if stop is None else max(0, stop - gap)
+
+
+def held_messages(data, header: EntryHeader) -> int:
+    """The messages an entry holds: its count, or a sparse entry's set's (read from the
+    set's header alone, compressed or not)."""
+    return message_set_count(data, header.body_offset) if header.sparse else header.count
+
+
+def origin_last(data, header: EntryHeader) -> int:
+    """The origin seq-id of an entry's last message."""
+    return header.origin_seq + held_messages(data, header) - 1
 
 
 def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, header=None):

@@ -14,7 +14,7 @@ from hedwig.protocol.compression import (
     set_codec,
     validate_published_set,
 )
-from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, decode_entry_header
 from hedwig.protocol.messageset import MessageSetError, length_arrays, read_u32_array
 from hedwig.protocol.status import Status
 from hedwig.region.settings import is_region_name
@@ -84,8 +84,14 @@ def _malformed(reason: str) -> MessageSetError:
 
 
 class RelayedPart:
-    """The part of a relayed entry a region appends: messages [start, stop) of it, their
-    origin and origin seq-ids. Built once per entry from its header.
+    """The part of a relayed entry a region appends: messages [start, stop) of it (indexes
+    of its message set), their origin and origin seq-ids. Built once per entry from its
+    header and the seq-ids [start, stop) relayed (offsets from its first seq-id).
+
+    A compacted topic's sparse entry (hedwig.protocol.entry) covers more seq-ids than it
+    holds messages: the seq-ids relayed are mapped to the messages among them, each with
+    its own origin seq-id, and a part of gaps alone holds none (`empty`). The region
+    appends them as a dense entry of its own seq-ids; their origin seq-ids keep the gaps.
 
     Building one checks every field of the entry, and its message set completely, raising
     MessageSetError (nothing else) for any that is out of range: an entry comes from
@@ -104,21 +110,34 @@ class RelayedPart:
             raise _malformed(f"a relayed entry's origin {header.origin_region[:60]!r} is not a region name")
         if header.via and not is_region_name(header.via):
             raise _malformed(f"a relayed entry's via {header.via[:60]!r} is not a region name")
-        if data[1]:
+        if data[1] & ~ENTRY_FLAG_SPARSE:
             raise _malformed(f"a relayed entry has reserved flags {data[1]:#x} set")
-        for name, first in (("seq-id", header.first_seq), ("origin seq-id", header.origin_seq)):
-            if not 1 <= first <= SEQ_LIMIT - header.count:
-                last = first + header.count - 1
-                raise _malformed(f"a relayed entry's {name}s {first}..{last} are not 1..{SEQ_LIMIT - 1}")
         count = validate_published_set(data, header.body_offset, max_message_bytes)
-        if count != header.count:
+        if header.sparse:
+            if not 0 < count <= header.count:
+                raise _malformed(f"a sparse entry of {header.count} seq-ids holds {count} messages")
+        elif count != header.count:
             raise _malformed(f"the entry header counts {header.count} messages, its message set {count}")
+        for name, first, size in (
+            ("seq-id", header.first_seq, header.count),
+            ("origin seq-id", header.origin_seq, count),
+        ):
+            if not 1 <= first <= SEQ_LIMIT - size:
+                raise _malformed(
+                    f"a relayed entry's {name}s {first}..{first + size - 1} are not 1..{SEQ_LIMIT - 1}"
+                )
+        gap = header.count - count  # (0 unless sparse: seq-ids before its first message)
         self.origin = header.origin_region
-        self.count = header.count
+        self.count = count
         self.body_offset = header.body_offset
-        self.start = start
-        self.stop = stop
-        self.origin_first = header.origin_seq + start
+        self.start = max(0, start - gap)
+        self.stop = max(0, stop - gap)
+        self.origin_first = header.origin_seq + self.start
+
+    @property
+    def empty(self) -> bool:
+        """The seq-ids relayed are gaps of a sparse entry only: nothing to append."""
+        return self.stop <= self.start
 
     @property
     def origin_last(self) -> int:

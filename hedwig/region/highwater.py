@@ -2,6 +2,9 @@
 
 A relayed entry whose origin seq-ids are at or below that mark is held already (a link
 re-reading what it had not acknowledged) and is dropped; one straddling it loses its head.
+Origin seq-ids may leap (a compacted topic's entries hold the messages kept, with their
+own origin seq-ids): the mark is a high-water mark, never a count, so an entry above it
+is new however far above it starts.
 The marks are derived from the topic's log, not kept beside it: the log is the one record
 that is written atomically with the relayed entry, so after a restart or a SIGKILL the
 marks are exactly what is durable. A mark kept elsewhere would need a write per relayed
@@ -18,6 +21,7 @@ stored in call order).
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 
+from hedwig.protocol.entry import origin_last
 from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window
 from hedwig.topiclog.errors import SeqNotRetained
 
@@ -78,9 +82,9 @@ class HighWater:
             self.floor = topic_log.first_seq - 1
             return
         marks = self.marks
-        for _entry, head in reversed(window):
+        for entry, head in reversed(window):
             if head.origin_region not in marks:  # (a later entry of that origin set it higher)
-                marks[head.origin_region] = head.origin_seq + head.count - 1
+                marks[head.origin_region] = origin_last(entry.data, head)
         self.entries_scanned += len(window)
         self.floor = window[0][0].first_seq - 1 if window else low - 1
         self._span = min(self._span * 2, MAX_SPAN)

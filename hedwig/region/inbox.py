@@ -127,6 +127,10 @@ class TopicInbox:
                 self._fail(item, Failure(SourceBroken(f"an earlier entry from {item.source.name} failed")))
                 continue
             part = item.part
+            if part.empty:  # (gaps of a compacted entry only)
+                queue.popleft()
+                self._held(item)
+                continue
             if part.origin == inboxes.region:
                 queue.popleft()
                 inboxes.looped_entries += 1

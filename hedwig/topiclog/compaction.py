@@ -97,7 +97,7 @@ def rewritten(data, policy: LatestByKey, covered_through: int) -> list:
             last - span_first + 1,
             time_us,
             region,
-            max(header.origin_seq + lo - gap, 0),
+            header.origin_seq + lo,  # (the first message's own: hedwig.protocol.entry)
             via,
             producer,
             sparse=gap > 0,

@@ -232,10 +232,27 @@ class TopicLogManager:
     def sweep_garbage(self):
         """On storage shared with other hubs (which create, write and drop ledgers while
         this one starts): delete the ledgers the metadata records as garbage and forget
-        their records; report nothing else. Deferred[list of the ledger ids deleted]."""
+        their records; report nothing else. Deferred[list of the ledger ids deleted].
+
+        A ledger its topic's ranges name is kept, record and all, whatever the record
+        says: a compaction's new ledger is recorded as garbage until its swap into the
+        ranges is done and the record forgotten (hedwig.topiclog.compaction), and a hub
+        that starts in between (or after its compactor died there) must not delete it.
+        The ranges are read after the records, so a swap done by then is seen."""
         garbage = yield self.metadata.list_garbage()
+        named = {}  # topic -> the ledgers its ranges name
+        for topic in sorted(set(garbage.values())):
+            versioned = yield self.metadata.get_topic(topic) if topic else None
+            named[topic] = {r[0] for r in versioned.value} if versioned is not None else set()
         gone = []
         for ledger_id in sorted(garbage):
+            if ledger_id in named[garbage[ledger_id]]:
+                _logger.info(
+                    "ledger {ledger_id} is recorded as garbage but topic {topic} names it: kept",
+                    ledger_id=ledger_id,
+                    topic=garbage[ledger_id],
+                )
+                continue
             try:
                 yield maybeDeferred(self.ledgers.delete, ledger_id)
             except NoSuchLedger:

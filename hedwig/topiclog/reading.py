@@ -82,11 +82,25 @@ class EntryReader:
                     entry_id = yield locator.locate(ledger_id, seq, r.first_seq, last_entry)
                 want = min(last_entry - entry_id + 1, max_entries - len(out))
                 chunk = yield store.read(ledger_id, entry_id, entry_id + want - 1, max(1, max_bytes - total))
-            except NoSuchLedger:
-                return self._stop_at_damage(
-                    out, seq, r.last_seq, "their ledger is missing", f"ledger {ledger_id} is missing"
-                )
-            except (EntryDamaged, LogCorrupt) as e:
+            except (NoSuchLedger, EntryDamaged, LogCorrupt) as e:
+                if self._dropped(ranges, ledger_id):
+                    # Deleted while the read was in flight (a compaction's swap or garbage
+                    # collection replaced it; a RADOS segment read then finds no object,
+                    # which reads as damage): what was read stands, else read again
+                    # through the ranges as they are now.
+                    if out:
+                        return out
+                    ranges = self._roller.ranges
+                    if seq < ranges[0].first_seq:
+                        raise SeqNotRetained(self.topic, seq, ranges[0].first_seq) from None
+                    i = bisect_right(self._roller.starts, seq) - 1
+                    open_index = len(ranges) - 1
+                    opened = self._log.open_ledger
+                    continue
+                if isinstance(e, NoSuchLedger):
+                    return self._stop_at_damage(
+                        out, seq, r.last_seq, "their ledger is missing", f"ledger {ledger_id} is missing"
+                    )
                 return self._stop_at_damage(out, seq, None, "a damaged entry", str(e))
             if not chunk:
                 raise LogCorrupt(f"topic {self.topic}: ledger {ledger_id} returned no entry {entry_id}")
@@ -123,6 +137,11 @@ class EntryReader:
                 return out
             if ended or entry_id > last_entry:
                 i += 1
+
+    def _dropped(self, ranges, ledger_id: int) -> bool:
+        """Whether the ranges changed since `ranges` and no longer name the ledger."""
+        current = self._roller.ranges
+        return current is not ranges and all(r.ledger_id != ledger_id for r in current)
 
     def _stop_at_damage(self, out: list, seq: int, last_lost: int | None, why: str, detail: str) -> list:
         """A read met seq-ids it cannot read: it returns what precedes them (the next read

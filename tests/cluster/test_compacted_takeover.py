@@ -1,13 +1,14 @@
 """A compacted topic taken over by another hub of a region (its owner SIGKILLed): the
 flag travels in the topic's metadata record, so the new owner refuses keyless messages,
-describes it as compacted and compacts it, the latest value of every key kept."""
+describes it as compacted and compacts it, the latest value of every key kept; a hub
+starting on the region's shared storage keeps the ledger a compaction swapped in."""
 
 import pytest
 
 from hedwig.client import Client
-from hedwig.client.errors import KeyRequired
+from hedwig.client.errors import ConnectionLost, CouldNotConnect, KeyRequired
 from hedwig.testing.polling import wait_until
-from tests.hub.test_compaction import publish_keyed, publish_rounds, table
+from tests.hub.test_compaction import KILL_AT, publish_keyed, publish_rounds, table
 
 
 def test_a_compacted_topic_stays_compacted_on_the_hub_that_takes_it_over(region):
@@ -31,3 +32,29 @@ def test_a_compacted_topic_stays_compacted_on_the_hub_that_takes_it_over(region)
         latest[b"k9"] = (client.describe("moving-table")["last_seq"], b"last")
         assert client.compact("moving-table")["span"] is not None
         assert table(client.read("moving-table")) == latest
+
+
+def test_a_hub_starting_after_a_swap_keeps_the_compacted_ledger_its_record_calls_garbage(region, monkeypatch):
+    """The compaction's owner dies (SIGKILL) right after the swap: the ranges name the new
+    ledger, whose garbage record is not yet forgotten. A hub starting on the shared
+    storage then sweeps the garbage: the old ledgers go, the new one stays."""
+    conf = "[log]\nmax_ledger_entries = 3\ncompaction_interval_s = 0\n"
+    monkeypatch.setenv(KILL_AT, "swapped")
+    hubs = region(1, session_timeout_ms=2000, conf=conf)
+    (compacting,) = hubs.hubs
+    monkeypatch.delenv(KILL_AT)
+    with Client(compacting.address) as client:
+        client.create_topic("swept-table", compaction=True)
+        latest = publish_rounds(client, "swept-table", rounds=9, keys=4)
+        last_seq = client.describe("swept-table")["last_seq"]
+        with pytest.raises((ConnectionLost, CouldNotConnect)):  # (the request is retried)
+            client.compact("swept-table")
+    compacting.process.wait(30)
+    assert compacting.process.returncode == -9
+    starting = hubs.add()  # (its start-up sweep reads the garbage records the swap left)
+    with Client(starting.address) as client:
+        wait_until(lambda: client.describe("swept-table")["owner"] == starting.address, "the takeover")
+        messages = client.read("swept-table")
+        assert table(messages) == latest
+        assert len(messages) < last_seq  # the compacted ledger, read
+        assert client.describe("swept-table")["last_seq"] == last_seq

@@ -22,10 +22,12 @@ class RegionHub:
         parent: "RegionHub | str | None" = None,
         delivery=None,
         tls=None,
+        log=None,
         **region,
     ):
         """`tls`: the hub's [tls] settings (a TLS listener on a free port when enabled);
-        with `parent_tls = "true"` in `region` the link goes to the parent's TLS port."""
+        with `parent_tls = "true"` in `region` the link goes to the parent's TLS port;
+        `log`: its [log] settings."""
         self.name = name
         self.dir = Path(root_dir) / name
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -34,6 +36,7 @@ class RegionHub:
         self.region = {"retry_backoff_ms": 50, "max_retry_backoff_ms": 500, **region}
         self.delivery = {"consume_flush_ms": 100, **(delivery or {})}
         self.tls = dict(tls or {})
+        self.log_settings = dict(log or {})
         self.tls_port = None
         if self.tls.get("enabled") == "true":
             self.tls_port = int(self.tls.setdefault("port", 0))
@@ -61,6 +64,8 @@ class RegionHub:
                 name, address = parent.split("@")
                 lines += [f"parent = {name}", f"parent_address = {address}"]
         lines += [f"{key} = {value}" for key, value in self.region.items()]
+        if self.log_settings:
+            lines += ["[log]", *(f"{key} = {value}" for key, value in self.log_settings.items())]
         if self.tls:
             lines += ["[tls]", *(f"{key} = {value}" for key, value in self.tls.items())]
         conf = self.dir / "hub.conf"
@@ -122,16 +127,16 @@ class RegionHub:
         return {row["peer"] for row in self.relays(topic) if row["direction"] == "out"}
 
 
-def start_tree(root_dir, shape: dict, delivery=None, **region) -> dict:
+def start_tree(root_dir, shape: dict, delivery=None, log=None, **region) -> dict:
     """Start hubs parent first: shape is {name: parent name or None}, in start order; wait
-    until every non-root hub is linked. `delivery`: {region: [delivery] settings}.
-    {name: RegionHub}."""
+    until every non-root hub is linked. `delivery`: {region: [delivery] settings}; `log`:
+    every hub's [log] settings. {name: RegionHub}."""
     hubs = {}
     delivery = delivery or {}
     try:
         for name, parent in shape.items():
             parent_hub = hubs[parent] if parent else None
-            hubs[name] = RegionHub(root_dir, name, parent_hub, delivery.get(name), **region).start()
+            hubs[name] = RegionHub(root_dir, name, parent_hub, delivery.get(name), log=log, **region).start()
         for name, parent in shape.items():
             if parent:
                 wait_until(hubs[name].linked, f"region {name} linked to {parent}")

@@ -3,8 +3,12 @@ new messages stored with their origin kept and `via` set, what is held already d
 cut off, outcomes in arrival order, a failure breaking its source, and marks derived from
 the log again after a restart."""
 
+import pytest
+
 from hedwig.ledger.interface import LedgerStoreFull
+from hedwig.protocol import encode_entry_header, encode_message_set
 from hedwig.protocol.messageset import MessageSetError
+from hedwig.region.entries import RelayedPart
 from hedwig.region.highwater import HighWater
 from hedwig.region.inbox import HELD, RelaySource, SourceBroken
 from tests.region.harness import RegionHarness, entry, failure_of, fired
@@ -139,3 +143,42 @@ def test_a_backward_scan_finds_an_old_origin_under_many_entries_and_yields_betwe
     assert high.marks == {"new": 20_000, "old": 41}
     assert high.steps > 2 and high.entries_scanned == 20_001
     assert high.mark("never") == 0  # the whole log was read: an origin not in it holds nothing
+
+
+def sparse(first_seq, count, payloads, origin="asia", origin_seq=1):
+    """A compacted entry: seq-ids first_seq..first_seq + count - 1, its messages the last
+    len(payloads) of them, the first of which has origin seq-id `origin_seq`."""
+    header = encode_entry_header(
+        first_seq, count, 1_700_000_000_000_000, origin.encode(), origin_seq, sparse=True
+    )
+    return header + encode_message_set(payloads, None, [b"k%d" % i for i in range(len(payloads))])
+
+
+def test_a_compacted_entry_is_stored_dense_with_its_messages_origin_seq_ids(tmp_path):
+    mid = RegionHarness(tmp_path).start()
+    fired(relay(mid, entry(1, [b"1", b"2"], origin="asia", origin_seq=1)))
+    # Seq-ids 3..8 of which 7 and 8 are kept: their origin seq-ids leap from 2 to 7.
+    assert fired(relay(mid, sparse(3, 6, [b"7", b"8"], origin_seq=7))) == (3, 4)
+    # Relayed again from inside its gap (a reconnect): held, as is a piece of gaps alone.
+    assert fired(relay(mid, sparse(3, 6, [b"7", b"8"], origin_seq=7), start=2)) == HELD
+    assert fired(relay(mid, sparse(9, 4, [b"12"], origin_seq=12), start=0, stop=2)) == HELD
+    assert fired(relay(mid, sparse(9, 4, [b"12"], origin_seq=12), start=1)) == (5, 5)
+    assert [(o, s, p) for o, s, p, _ in mid.stored("t")] == [
+        ("asia", 1, b"1"),
+        ("asia", 2, b"2"),
+        ("asia", 7, b"7"),
+        ("asia", 8, b"8"),
+        ("asia", 12, b"12"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        sparse(3, 2, [b"a", b"b", b"c"]),  # more messages than seq-ids
+        sparse(3, 2, [b"a"], origin_seq=0),  # an origin seq-id 0
+    ],
+)
+def test_a_compacted_entry_that_does_not_add_up_is_malformed(data):
+    with pytest.raises(MessageSetError):
+        RelayedPart(data, 0, 2)

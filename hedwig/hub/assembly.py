@@ -99,9 +99,7 @@ def assemble_hub(
     if relays:
         from hedwig.region.manager import RegionManager  # (the region package builds on the hub)
 
-        parts.relays = RegionManager(
-            hub, config, relay_reactor or reactor, data_dir=data_dir, rng=rng
-        )
+        parts.relays = RegionManager(hub, config, relay_reactor or reactor, data_dir=data_dir, rng=rng)
         hub.attach_relays(parts.relays)
     return parts
 

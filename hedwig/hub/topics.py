@@ -68,9 +68,7 @@ class TopicManager:
                 raise missing
             return self._open_topic(topic)
 
-        return self._opening.run(
-            topic, lambda: self._metadata.get_topic(topic).addCallback(open_if_exists)
-        )
+        return self._opening.run(topic, lambda: self._metadata.get_topic(topic).addCallback(open_if_exists))
 
     def _open_topic(self, topic: str) -> Deferred:
         opened = self._logs.open(topic)

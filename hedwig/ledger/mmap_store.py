@@ -555,5 +555,3 @@ class MmapLedgerStore:
         d.addBoth(release)
         d.addCallback(lambda _: None)
         return d
-
-

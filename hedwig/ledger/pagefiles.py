@@ -113,7 +113,6 @@ class _ReservedDescriptor:
                     raise
                 time.sleep(0.001)  # (syncs and closes run in worker threads)
 
-
     def call(self, f, *args):
         """f(*args), which needs a descriptor for a moment (os.listdir), with the reserve
         when none is left."""

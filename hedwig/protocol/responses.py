@@ -78,7 +78,10 @@ def decode_response(body) -> Response:
 
 _PUBLISHED_FRAME = struct.Struct("!IBIBHHQQ")
 _PUBLISHED_LENGTH, _RESPONSE, _PUBLISH, _SUCCESS = (
-    _PUBLISHED_FRAME.size - 4, int(Op.RESPONSE), int(Op.PUBLISH), int(Status.SUCCESS)
+    _PUBLISHED_FRAME.size - 4,
+    int(Op.RESPONSE),
+    int(Op.PUBLISH),
+    int(Status.SUCCESS),
 )
 
 

@@ -49,7 +49,6 @@ WAITING = "waiting"  # the parent's path does not reach a root yet
 REFUSED = "refused"  # a misconfigured hierarchy: a cycle, or the wrong region at the address
 
 
-
 class LinkDropped(Exception):
     """The link's connection ended before the request was answered."""
 

@@ -17,6 +17,8 @@ RELAY_PREFIX = "__region__"
 # Subscriber ids are at most 255 bytes, so a region name may use what the prefix leaves.
 MAX_REGION_NAME = 255 - len(RELAY_PREFIX)
 _REGION_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
 def late_start(since_us: int | None, margin_ms: int):
     """The SUBSCRIBE start of a relay subscription created after its interest began (the
     link was down then): `margin_ms` ([region] clock_margin_ms, for regions' clocks that

@@ -94,5 +94,3 @@ class OpenLedger:
         # Publish time past which the ledger is too old to take more (its first entry's
         # time + max_ledger_age_s); set when that first entry is handed to the store.
         self.roll_after_us = NO_LIMIT
-
-

@@ -108,7 +108,11 @@ class EntryReader:
             for data in chunk:
                 if len(data) < head_size:
                     return self._stop_at_damage(
-                        out, seq, None, "a damaged entry", f"ledger {ledger_id} entry {entry_id}: "
+                        out,
+                        seq,
+                        None,
+                        "a damaged entry",
+                        f"ledger {ledger_id} entry {entry_id}: "
                         f"{len(data)} bytes, shorter than an entry header",
                     )
                 version, _flags, first, count, time_us = unpack(data)
@@ -121,7 +125,11 @@ class EntryReader:
                     or not count
                 ):
                     return self._stop_at_damage(
-                        out, seq, None, "a damaged entry", f"ledger {ledger_id} entry {entry_id} holds "
+                        out,
+                        seq,
+                        None,
+                        "a damaged entry",
+                        f"ledger {ledger_id} entry {entry_id} holds "
                         f"seq-ids {first}..{first + count - 1} (version {version}), expected {seq}",
                     )
                 if out and total + len(data) > max_bytes:

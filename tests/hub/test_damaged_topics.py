@@ -22,8 +22,11 @@ def ledger_dirs(data_dir):
 
 def holding_entries(data_dir):
     """The ledger directories whose first index page records entries, in id order."""
-    return [p for p in ledger_dirs(data_dir) if (p / index_page_name(0)).exists()
-            and (p / index_page_name(0)).stat().st_size >= RECORD_BYTES]
+    return [
+        p
+        for p in ledger_dirs(data_dir)
+        if (p / index_page_name(0)).exists() and (p / index_page_name(0)).stat().st_size >= RECORD_BYTES
+    ]
 
 
 def damage_entry(ledger, entry_id: int, how: str) -> None:

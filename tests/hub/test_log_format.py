@@ -9,9 +9,7 @@ from twisted.python.failure import Failure
 from hedwig.hub import logs
 from hedwig.testing.hubprocess import HubProcess
 
-LINE = re.compile(
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z (debug|info|warn|error|critical) [\w.\-]+: \S.*$"
-)
+LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z (debug|info|warn|error|critical) [\w.\-]+: \S.*$")
 
 
 def logged(level="info"):

@@ -19,11 +19,15 @@ def test_publish_stored_counts_what_record_and_entry_published_count():
         general.record("publish", True, latency)
         general.entry_published(topic, entry)
     assert one_call.snapshot() == general.snapshot()
-    assert list(one_call.topics.rows()) == list(general.topics.rows()) == [
-        ("a", 3, 2, 320),
-        ("b", 4, 1, 400),
-        ("_other", 2, 2, 100),
-    ]
+    assert (
+        list(one_call.topics.rows())
+        == list(general.topics.rows())
+        == [
+            ("a", 3, 2, 320),
+            ("b", 4, 1, 400),
+            ("_other", 2, 2, 100),
+        ]
+    )
     assert (one_call.messages_published, one_call.bytes_published) == (9, 820)
     assert one_call.snapshot()["published"] == {"messages": 9, "bytes": 820}
     assert one_call.ops["publish"].snapshot()["latency_us"]["max"] == 3_000_000

@@ -18,7 +18,7 @@ from tests.observe.test_status_page_browser import browser  # noqa: F401 (the fi
 NAMES = {
     "comment": "<!--",
     "script end": "</script><script>document.title='owned'</script>",
-    "markup": '<img src=x onerror="document.title=\'owned\'">',
+    "markup": "<img src=x onerror=\"document.title='owned'\">",
     "cdata": "<![CDATA[ ]]>",
     "entities": "&lt;&amp;&#60;",
     "quotes": "\"'`",

@@ -23,4 +23,3 @@ def test_nothing_below_the_hub_imports_the_reactor():
         and "twisted.internet.reactor" in set(imported_names(path))
     ]
     assert offenders == []
-

@@ -332,8 +332,17 @@ class HubService(MultiService):
 
     def _sweep_garbage(self):
         """On the region's shared storage: finish deleting the ledgers recorded as garbage
-        (other hubs' ledgers come and go meanwhile, so nothing else is looked at)."""
-        sweeping = self._logs.sweep_garbage()
+        (other hubs' ledgers come and go meanwhile, so nothing else is looked at; a
+        compacted topic's records are left to its owner, whose compaction may be writing
+        the ledger one names)."""
+        owned_elsewhere = None
+        if self.zk is not None:  # (this hub owns nothing yet: any owner is another hub)
+            owners = self.zk.topics.znodes
+
+            def owned_elsewhere(topic):
+                return owners.read_owner(topic).addCallback(lambda found: found[0] is not None)
+
+        sweeping = self._logs.sweep_garbage(owned_elsewhere)
 
         def swept(deleted):
             if deleted:

@@ -74,6 +74,38 @@ def _recover_open_ledger(ledgers, topic: str, r: LedgerRange):
     return last.last_seq, last.publish_time_us, recovered
 
 
+@inlineCallbacks
+def _drop_leftover_garbage(ledgers, metadata, topic: str, ranges) -> None:
+    """Delete the compacted topic's ledgers recorded as garbage that its ranges do not
+    name: a compaction's new ledger or old ones, left by an earlier owner that died or
+    paused half-way (hedwig.topiclog.compaction). Other hubs' start-up sweeps leave these
+    to the owner, for one may be a ledger its compaction is writing; the ranges written
+    above fence an earlier owner's compaction (its swap fails), so this one may delete.
+    The record of a ledger the ranges name is stale (a swap done, its record not yet
+    forgotten): forgotten, the ledger kept. A failure is logged and the records stay for
+    a later owner."""
+    named = {r.ledger_id for r in ranges}
+    try:
+        garbage = yield metadata.list_garbage()
+        recorded = sorted(i for i, t in garbage.items() if t == topic)
+        doomed = [i for i in recorded if i not in named]
+        for ledger_id in doomed:
+            try:
+                yield maybeDeferred(ledgers.delete, ledger_id)
+            except NoSuchLedger:
+                pass  # (deleted before the record was forgotten)
+        if recorded:
+            yield metadata.forget_garbage(recorded)
+        if doomed:
+            _logger.info(
+                "topic {topic}: deleted ledgers {ids} an earlier owner recorded as garbage",
+                topic=topic,
+                ids=doomed,
+            )
+    except Exception as e:
+        _logger.warn("topic {topic}: could not delete its leftover garbage: {error}", topic=topic, error=e)
+
+
 # The key under which creations of new topics queue, one at a time, when topics are
 # capped: counting the topics and recording the new one must not interleave. (Not a valid
 # topic name, so no topic's own operations share it.)
@@ -202,6 +234,8 @@ def acquire_topic(
                 ledger_id=empty_ledger,
                 error=e,
             )
+    if new_id is not None and options.get("compaction"):
+        yield _drop_leftover_garbage(ledgers, metadata, topic, ranges)
     return TopicLog(
         topic,
         ledgers=ledgers,

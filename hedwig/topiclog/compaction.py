@@ -22,7 +22,13 @@ swaps the span's ranges for its one range and records the old ledgers as garbage
 same write; only then are the old ledgers deleted and the new one's garbage record
 forgotten. A crash at any point leaves the ranges naming either the old ledgers or the
 new one, never a mix. `HEDWIG_TEST_COMPACTION_KILL_AT` (tests only) names a step at
-which the process kills itself with SIGKILL: "written", "sealed", "swapped", "dropped".
+which the process kills itself with SIGKILL: "written", "sealed", "swapped", "dropped"
+("written:stop": it stops itself with SIGSTOP there, a paused hub, until sent SIGCONT).
+
+On storage shared by a region's hubs, the new ledger's garbage record must not be acted
+on by another hub's start-up sweep while this owner writes it: that sweep leaves the
+records of a compacted topic that a live hub owns to the owner, which deletes them when
+it acquires the topic (hedwig.topiclog.acquire) and a compaction's own failure path.
 """
 
 import os
@@ -126,6 +132,8 @@ class Compactor:
     def _step(self, name: str) -> None:
         if self._kill_at == name:  # (tests: a crash at this step, as kill -9 makes one)
             os.kill(os.getpid(), signal.SIGKILL)
+        elif self._kill_at == f"{name}:stop":  # (tests: a hub paused at this step)
+            os.kill(os.getpid(), signal.SIGSTOP)
 
     @inlineCallbacks
     def _span(self, lag_s: float):

@@ -229,7 +229,7 @@ class TopicLogManager:
         return sweep
 
     @inlineCallbacks
-    def sweep_garbage(self):
+    def sweep_garbage(self, owned_elsewhere=None):
         """On storage shared with other hubs (which create, write and drop ledgers while
         this one starts): delete the ledgers the metadata records as garbage and forget
         their records; report nothing else. Deferred[list of the ledger ids deleted].
@@ -238,14 +238,33 @@ class TopicLogManager:
         says: a compaction's new ledger is recorded as garbage until its swap into the
         ranges is done and the record forgotten (hedwig.topiclog.compaction), and a hub
         that starts in between (or after its compactor died there) must not delete it.
-        The ranges are read after the records, so a swap done by then is seen."""
+        The ranges are read after the records, so a swap done by then is seen.
+
+        Before the swap, the ranges do not name it yet: the records of a compacted topic
+        that another hub owns are that owner's (`owned_elsewhere(topic)`: Deferred[bool],
+        asked after the records were read, so an owner that recorded one is seen), which
+        deletes them when it acquires the topic. Any other record is of a ledger no
+        range will name again (one a change of ranges dropped): deleted at once."""
         garbage = yield self.metadata.list_garbage()
         named = {}  # topic -> the ledgers its ranges name
+        left = set()  # records of compacted topics another hub owns
         for topic in sorted(set(garbage.values())):
             versioned = yield self.metadata.get_topic(topic) if topic else None
             named[topic] = {r[0] for r in versioned.value} if versioned is not None else set()
+            compacted = versioned is not None and (versioned.options or {}).get("compaction")
+            if compacted and owned_elsewhere is not None and (yield owned_elsewhere(topic)):
+                ledger_ids = sorted(i for i, t in garbage.items() if t == topic)
+                _logger.info(
+                    "ledgers {ids} are recorded as garbage of compacted topic {topic}, which another"
+                    " hub owns: left to it",
+                    ids=ledger_ids,
+                    topic=topic,
+                )
+                left.update(ledger_ids)
         gone = []
         for ledger_id in sorted(garbage):
+            if ledger_id in left:
+                continue
             if ledger_id in named[garbage[ledger_id]]:
                 _logger.info(
                     "ledger {ledger_id} is recorded as garbage but topic {topic} names it: kept",
@@ -288,4 +307,3 @@ class TopicLogManager:
         self._closed = True
         yield DeferredList(self._opening.wait_all(), consumeErrors=True)
         yield DeferredList([topic_log.close() for topic_log in list(self._logs.values())], consumeErrors=True)
-

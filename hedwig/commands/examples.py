@@ -102,6 +102,13 @@ EXAMPLES = {
         ("hedwig bench publish", "publish rate and request latency"),
         ("hedwig bench subscribe --clients 4", "delivery rate and latency"),
     ],
+    "migrate": [
+        (
+            "hedwig migrate --data-dir /var/lib/hedwig --rados-conf /etc/ceph/ceph.conf --rados-pool hedwig",
+            "a stopped hub's ledgers into a RADOS pool (then: hedwig hub --ledger-store rados ...)",
+        ),
+        ("hedwig migrate --conf hub.conf", "the same, with the pool its [rados] section names"),
+    ],
 }
 
 

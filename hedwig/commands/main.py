@@ -37,6 +37,7 @@ from hedwig.commands.completion import add_completion
 from hedwig.commands.consuming import add_read, add_subscribe
 from hedwig.commands.describing import add_describe, add_stats
 from hedwig.commands.examples import add_examples
+from hedwig.commands.migrate import add_migrate
 from hedwig.commands.publishing import add_publish
 from hedwig.commands.top import add_top
 
@@ -83,7 +84,7 @@ def drain(args) -> int:
 
 SUBCOMMANDS = [add_hub, add_publish, add_subscribe, add_read, add_unsubscribe, add_topics, add_hubs,
                add_describe, add_stats, add_subscriptions, add_create, add_compact, add_delete, add_reset,
-               add_drain, add_completion, add_top, add_user_command, add_bench]  # fmt: skip
+               add_drain, add_completion, add_top, add_user_command, add_bench, add_migrate]  # fmt: skip
 
 # Subcommands whose last positional takes any number of words: words left over after
 # options between them (`publish t a --property k=v b`) are theirs.

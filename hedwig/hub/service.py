@@ -42,6 +42,11 @@ class MetadataLost(RuntimeError):
     serving would begin every topic again at seq-id 1, so the hub does not start."""
 
 
+class LedgersMoved(RuntimeError):
+    """`hedwig migrate` moved this data directory's ledgers into a RADOS pool: a hub on
+    its page files would serve topics without their ledgers."""
+
+
 class ListenerService(Service):
     """Listens on an endpoint; `listening` fires with the IListeningPort (or the error)."""
 
@@ -195,6 +200,8 @@ class HubService(MultiService):
             self._lock(data_dir)
             own_data_dir = str(data_dir)
             if self.ledgers is None:
+                if not on_rados(config):
+                    self._refuse_moved_ledgers(data_dir)
                 self.ledgers = ledger_store(config, reactor, str(data_dir / "ledgers"))
             if self.metadata is None:
                 self.metadata = self._open_metadata(data_dir)
@@ -272,6 +279,23 @@ class HubService(MultiService):
                 f" Restore {path.name} from a backup, or {aside} to start an empty hub"
                 " (docs/operations.md, 'Damaged or lost metadata')"
             ) from None
+
+    def _refuse_moved_ledgers(self, data_dir: Path) -> None:
+        """A data directory whose ledgers `hedwig migrate` moved into a pool is served
+        from there only (hedwig.commands.migrate)."""
+        from hedwig.commands.migrate import MIGRATED
+
+        moved = data_dir / MIGRATED
+        if moved.is_dir() and not (data_dir / "ledgers").exists():
+            self._give_up()
+            try:
+                pool = (moved / "MIGRATED").read_text(encoding="utf-8").strip()
+            except OSError:
+                pool = "a RADOS pool"
+            raise LedgersMoved(
+                f"{data_dir}'s ledgers were moved into {pool} by hedwig migrate ({moved} keeps the old"
+                " page files): run with --ledger-store rados and that pool's [rados] settings"
+            )
 
     def _give_up(self) -> None:
         """Release what _build took before a start it refuses (the ledger store it opened

@@ -234,20 +234,8 @@ class RadosLedgerStore:
     def _create(self):
         while True:
             ledger_id = yield self._take_id()
-            name = layout.head_name(ledger_id)
-            values = (
-                layout.number(1).encode("ascii"),
-                layout.OPEN.encode("ascii"),
-                layout.encode_segments([(0, 0)]),
-                self.writer.encode("utf-8"),
-            )
-
-            def build(op, ioctx, values=values):
-                op.new(_EXCLUSIVE)
-                ioctx.set_omap(op, (layout.EPOCH, layout.STATE, layout.SEGMENTS, layout.WRITER), values)
-
             try:
-                yield self._client.write(name, build, f"creating {name}")
+                yield from self._create_head(ledger_id)
             except RadosOpError as e:
                 if e.errno == errno.EEXIST:
                     self.log.warn(
@@ -256,10 +244,47 @@ class RadosLedgerStore:
                     )
                     continue
                 raise self._error(e, f"creating ledger {ledger_id}") from None
-            self._ledgers[ledger_id] = RadosLedger(
-                ledger_id, 1, False, [(0, 0)], self.writer, writable=True, segment_exists=False
-            )
             return ledger_id
+
+    def create_as(self, ledger_id: int):
+        """Deferred[None]: a new ledger under an id the caller chose (`hedwig migrate`: a
+        data directory's ledgers keep their ids in the pool, so the metadata naming them
+        stays as it is). Fails with LedgerError when the pool has a ledger of that id.
+        reserve_ids_from() first: the ids this store hands out then never meet it."""
+        if self._closed:
+            return fail(LedgerError("the ledger store is closed"))
+        if ledger_id.__class__ is not int or ledger_id < 1:
+            return fail(LedgerError(f"a ledger id is a positive integer, not {ledger_id!r}"))
+
+        def steps():
+            try:
+                yield from self._create_head(ledger_id)
+            except RadosOpError as e:
+                if e.errno == errno.EEXIST:
+                    raise LedgerError(f"ledger {ledger_id} exists already in the pool") from None
+                raise self._error(e, f"creating ledger {ledger_id}") from None
+
+        return run_now(steps())
+
+    def _create_head(self, ledger_id: int):
+        """Create the ledger's head, exclusively (RadosOpError EEXIST when it exists), and
+        know the ledger as one this store writes."""
+        name = layout.head_name(ledger_id)
+        values = (
+            layout.number(1).encode("ascii"),
+            layout.OPEN.encode("ascii"),
+            layout.encode_segments([(0, 0)]),
+            self.writer.encode("utf-8"),
+        )
+
+        def build(op, ioctx, values=values):
+            op.new(_EXCLUSIVE)
+            ioctx.set_omap(op, (layout.EPOCH, layout.STATE, layout.SEGMENTS, layout.WRITER), values)
+
+        yield self._client.write(name, build, f"creating {name}")
+        self._ledgers[ledger_id] = RadosLedger(
+            ledger_id, 1, False, [(0, 0)], self.writer, writable=True, segment_exists=False
+        )
 
     def _take_id(self):
         """Deferred[int]: the next ledger id of this store's reserved block."""
@@ -271,8 +296,16 @@ class RadosLedgerStore:
             self._reserving = SharedResult(run_now(self._reserve()))
         return self._reserving.wait().addCallback(lambda _: self._take_id())
 
-    def _reserve(self):
-        """Reserve the next block of ids: compare-and-swap of the id object's counter."""
+    def reserve_ids_from(self, first_free: int):
+        """Deferred[None]: no store of the pool's namespace hands out an id below
+        `first_free` from now on (the id object's counter raised to it, if lower)."""
+        if self._closed:
+            return fail(LedgerError("the ledger store is closed"))
+        return run_now(self._reserve(at_least=first_free))
+
+    def _reserve(self, at_least: int = 0):
+        """Reserve the next block of ids: compare-and-swap of the id object's counter
+        (`at_least`: only raise the counter to it, reserving nothing here)."""
         try:
             for _attempt in range(64):
                 try:
@@ -285,7 +318,9 @@ class RadosLedgerStore:
                     values = {}
                 current = values.get(layout.IDS_KEY)
                 start = int(current) if current is not None else 1
-                until = layout.number(start + ID_BLOCK).encode("ascii")
+                if at_least and start >= at_least:
+                    return
+                until = layout.number(at_least or start + ID_BLOCK).encode("ascii")
 
                 def build(op, ioctx, current=current, until=until):
                     if current is None:
@@ -300,13 +335,15 @@ class RadosLedgerStore:
                     if e.errno in (errno.ECANCELED, errno.EEXIST):
                         continue  # another store reserved first: read again
                     raise
-                self._next_id, self._reserved_until = start, start + ID_BLOCK
+                if not at_least:
+                    self._next_id, self._reserved_until = start, start + ID_BLOCK
                 return
             raise LedgerError("creating a ledger: other hubs kept reserving ledger ids; try again")
         except RadosOpError as e:
             raise self._error(e, "creating a ledger: reserving ids") from None
         finally:
-            self._reserving = None
+            if not at_least:  # (a raise of the counter is not the reservation _take_id waits on)
+                self._reserving = None
 
     _error = staticmethod(ledger_error)
 

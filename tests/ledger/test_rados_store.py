@@ -14,7 +14,7 @@ import time
 import pytest
 
 from hedwig.ledger import rados_layout as layout
-from hedwig.ledger.interface import EntryDamaged, LedgerClosed, LedgerFenced
+from hedwig.ledger.interface import EntryDamaged, LedgerClosed, LedgerError, LedgerFenced
 from hedwig.ledger.rados_client import RadosOpError
 from hedwig.ledger.rados_store import RadosLedgerStore
 from hedwig.testing.reactors import PumpedReactor
@@ -210,3 +210,21 @@ def test_a_reader_at_the_end_of_a_ledger_being_written_reads_on_as_it_grows(open
     for i in range(6, 12):
         reactor.run_until(writer.append(ledger, entry(i, 1000), i))
     assert reactor.run_until(writer.read(ledger, 3, 11)) == [entry(i, 1000) for i in range(3, 12)]
+
+
+def test_a_ledger_made_under_a_chosen_id_and_ids_handed_out_above_a_raised_counter(open_store):
+    """What `hedwig migrate` needs: a ledger created under the id its metadata names, an
+    id taken already refused, and the id counter raised so that later ledgers (of this
+    store or another on the namespace) get ids above every one copied."""
+    store, reactor = open_store()
+    reactor.run_until(store.reserve_ids_from(500))
+    reactor.run_until(store.create_as(42))
+    assert reactor.run_until(store.append(42, b"copied", 7)) == 0
+    reactor.run_until(store.close_ledger(42))
+    with pytest.raises(LedgerError, match="exists already"):
+        reactor.run_until(store.create_as(42))
+    reactor.run_until(store.reserve_ids_from(10))  # (lower than the counter: it stays)
+    other, other_reactor = open_store()
+    assert other_reactor.run_until(other.create()) >= 500
+    assert reactor.run_until(store.create()) >= 500
+    assert other_reactor.run_until(other.read(42, 0, 0)) == [b"copied"]

@@ -16,8 +16,9 @@ import os
 import sys
 from pathlib import Path
 
+from hedwig.ledger.migration import MIGRATED_DIR, MIGRATED_TO
+
 MARKER = "migrating.json"
-MIGRATED = "ledgers.migrated"  # the page files after a migration (hedwig.hub.service reads it)
 
 
 def add_migrate(subparsers, client_options=None) -> None:
@@ -74,9 +75,9 @@ def _migrate(config) -> int:
     data_dir = Path(config.hub.data_dir)
     ledgers_dir = data_dir / "ledgers"
     if not ledgers_dir.is_dir():
-        if (data_dir / MIGRATED).is_dir():
+        if (data_dir / MIGRATED_DIR).is_dir():
             raise _Refused(
-                f"{data_dir}'s ledgers were migrated already ({data_dir / MIGRATED} holds the page files)"
+                f"{data_dir}'s ledgers were migrated already ({data_dir / MIGRATED_DIR} holds the page files)"
             )
         raise _Refused(f"{ledgers_dir}: no such directory (is {data_dir} a hub's data directory?)")
     metadata_path = data_dir / "metadata.sqlite3"
@@ -161,9 +162,9 @@ async def _steps(reactor, config, data_dir: Path, failed: list) -> None:
     if failed:
         return
     pool = f"{rados.pool}/{rados.namespace}" if rados.namespace else rados.pool
-    migrated = data_dir / MIGRATED
+    migrated = data_dir / MIGRATED_DIR
     os.rename(data_dir / "ledgers", migrated)
-    (migrated / "MIGRATED").write_text(f"{pool}\n", encoding="utf-8")
+    (migrated / MIGRATED_TO).write_text(f"{pool}\n", encoding="utf-8")
     marker.unlink()
     print(
         f"{len(done.ledgers)} ledger(s), {done.entries} entries, {done.bytes} bytes in RADOS pool {pool};"

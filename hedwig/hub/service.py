@@ -283,13 +283,13 @@ class HubService(MultiService):
     def _refuse_moved_ledgers(self, data_dir: Path) -> None:
         """A data directory whose ledgers `hedwig migrate` moved into a pool is served
         from there only (hedwig.commands.migrate)."""
-        from hedwig.commands.migrate import MIGRATED
+        from hedwig.ledger.migration import MIGRATED_DIR, MIGRATED_TO
 
-        moved = data_dir / MIGRATED
+        moved = data_dir / MIGRATED_DIR
         if moved.is_dir() and not (data_dir / "ledgers").exists():
             self._give_up()
             try:
-                pool = (moved / "MIGRATED").read_text(encoding="utf-8").strip()
+                pool = (moved / MIGRATED_TO).read_text(encoding="utf-8").strip()
             except OSError:
                 pool = "a RADOS pool"
             raise LedgersMoved(

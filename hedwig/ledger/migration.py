@@ -29,6 +29,10 @@ from hedwig.ledger.interface import NoSuchLedger
 _CHUNK_ENTRIES = 256
 _CHUNK_BYTES = 4 << 20
 _KILL_AT = "HEDWIG_TEST_MIGRATE_KILL_AT"
+# A migrated data directory's page files, renamed (`hedwig migrate`); in it, MIGRATED_TO
+# names the pool. A hub on page files refuses a directory that has it and no ledgers.
+MIGRATED_DIR = "ledgers.migrated"
+MIGRATED_TO = "MIGRATED"
 
 
 class MigrationError(Exception):

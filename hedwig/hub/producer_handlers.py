@@ -4,6 +4,7 @@ answer in request order through the connection."""
 
 from twisted.internet.defer import succeed
 
+from hedwig.hub.producers import user_producer_id
 from hedwig.protocol.ops import Op
 from hedwig.protocol.producer_requests import idempotent_published_response
 from hedwig.protocol.responses import response_frame
@@ -44,8 +45,12 @@ class IdempotentPublishHandler:
 
     def handle(self, connection, request_id, body, started) -> None:
         request = self.spec.decode(body)
+        producer_id = request.producer_id
+        principal = connection.principal
+        if principal is not None:  # ([auth] on) the user's own producer: producers.py
+            producer_id = user_producer_id(principal.name, producer_id)
         published = self._publish(
-            request.topic, request.message_set, request.producer_id, request.sequence, request.first_send
+            request.topic, request.message_set, producer_id, request.sequence, request.first_send
         )
         slot = connection.replies.reserve(len(body))
         context = (connection, slot, request_id, started, request.topic)

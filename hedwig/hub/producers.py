@@ -5,8 +5,17 @@ Producer ids are 63 random bits (never 0), not a counter: the hub keeps no recor
 the ids it gave, nothing to persist or to agree on between the hubs of a region, and a
 topic taken over by another hub (or reopened after a restart) knows its producers from
 its log alone. Two producers drawing the same id is a 2^-63 event per pair.
+
+With [auth] on a producer is its user's alone. Every reader of a topic sees the producer
+id and sequence in each entry header, so another user allowed to publish there could
+otherwise send the set a producer sends next under its id: stored as that producer's, it
+would make the producer's own set a "repeat", acknowledged and never stored. So a user's
+sets are kept under `user_producer_id(user, id)`, a hash of the two that no other user's
+id maps to (a second preimage of a 63-bit BLAKE2b: 2^63 tries); the same on every hub,
+so a takeover or a restart finds the producer in the log as before.
 """
 
+import hashlib
 import secrets
 from functools import partial
 
@@ -19,6 +28,18 @@ from hedwig.protocol.compression import check_keyed, validate_published_set
 
 def new_producer_id() -> int:
     return secrets.randbits(63) or 1
+
+
+_HIGH_BIT_CLEAR = (1 << 63) - 1
+
+
+def user_producer_id(user: str, producer_id: int) -> int:
+    """The id under which `user`'s sets of producer `producer_id` are kept (63 bits,
+    never 0): no other user's producer id gives it."""
+    digest = hashlib.blake2b(
+        producer_id.to_bytes(8, "big") + user.encode("utf-8"), digest_size=8, person=b"hedwig-producer"
+    ).digest()
+    return int.from_bytes(digest, "big") & _HIGH_BIT_CLEAR or 1
 
 
 class Producers:

@@ -3,8 +3,14 @@ an authenticated user, IDEMPOTENT_PUBLISH the publish permission on its topic, a
 PUBLISH does (without the gate's entries both would be admins' only)."""
 
 from hedwig.protocol import Op, Status, encode_message_set
+from hedwig.protocol.entry import decode_entry, decode_entry_header
 from hedwig.protocol.producer_requests import decode_producer_id, encode_idempotent_publish
-from hedwig.protocol.requests import encode_publish
+from hedwig.protocol.requests import (
+    decode_published,
+    decode_read_range_reply,
+    encode_publish,
+    encode_read_range,
+)
 from tests.auth.peers import Peer
 
 
@@ -31,3 +37,44 @@ def test_a_user_without_the_publish_permission_is_refused(hub):
     leaf = Peer(hub.address, "leaf")  # a region's user: may relay, not publish
     status, message, _ = idempotent_publish(leaf, "t.idem", 7, 0)
     assert status is Status.NOT_AUTHORIZED, message
+
+
+def test_another_user_cannot_publish_as_a_users_producer(hub):
+    """A producer id is in the header of every entry its sets made, so any reader of the
+    topic learns it (and the last sequence). Bob, who may publish there too, sends the set
+    alice would send next under her producer id: it must not become hers. Else her own
+    next set is answered as a repeat of bob's (her messages acknowledged, never stored),
+    or refused as out of sequence."""
+    topic = "t.idem-forged"
+    alice = Peer(hub.address, "alice")
+    producer_id = decode_producer_id(alice.request(Op.INIT_PRODUCER, b"")[2])
+    status, message, _ = idempotent_publish(alice, topic, producer_id, 0)
+    assert status is Status.SUCCESS, message
+    bob = Peer(hub.address, "bob")
+    status, message, payload = bob.request(Op.READ_RANGE, encode_read_range(topic, 1))
+    assert status is Status.SUCCESS, message
+    (_, _, data), *_ = decode_read_range_reply(payload).entries
+    seen = decode_entry_header(bytes(data))
+    assert seen.producer_id and seen.sequence == 0  # what any reader learns
+
+    forged = encode_idempotent_publish(
+        topic, seen.producer_id, seen.sequence + 1, encode_message_set([b"bob's"])
+    )
+    status, message, _ = bob.request(Op.IDEMPOTENT_PUBLISH, forged)
+    # Under that id bob has a producer of his own, new to the topic: set 1 cannot follow.
+    assert status is Status.PRODUCER_SEQUENCE_GAP, message
+
+    mine = encode_idempotent_publish(topic, producer_id, 1, encode_message_set([b"alice's"]))
+    status, message, payload = alice.request(Op.IDEMPOTENT_PUBLISH, mine)
+    assert status is Status.SUCCESS, message
+    assert decode_published(payload) == (2, 2)  # stored
+    status, message, payload = bob.request(Op.READ_RANGE, encode_read_range(topic, 1))
+    payloads = [
+        bytes(m.payload)
+        for start, stop, data in decode_read_range_reply(payload).entries
+        for m in decode_entry(topic, bytes(data), start, stop)
+    ]
+    assert payloads == [b"m", b"alice's"]
+    # Her producer is still hers: a repeat of her set 1 is answered, not stored again.
+    status, message, payload = alice.request(Op.IDEMPOTENT_PUBLISH, mine)
+    assert status is Status.SUCCESS and decode_published(payload) == (2, 2), message

@@ -40,9 +40,15 @@ class Waiters(list):
     __slots__ = ()
 
     def wait(self) -> Deferred:
-        d = Deferred()
+        """A Deferred of the next fire; one its caller cancels (it stopped waiting) is
+        left out of the group, which goes on for the others."""
+        d = Deferred(self._cancelled)
         self.append(d)
         return d
+
+    def _cancelled(self, d: Deferred) -> None:
+        if d in self:
+            self.remove(d)
 
     def fire(self, result=None) -> None:
         if not self:
@@ -50,7 +56,8 @@ class Waiters(list):
         waiting = self[:]
         self.clear()
         for d in waiting:
-            d.callback(result)
+            if not d.called:  # (a waiter's callback may cancel another's)
+                d.callback(result)
 
     def fail(self, reason) -> None:
         """Errback every waiter with `reason` (an exception or a Failure)."""
@@ -60,7 +67,8 @@ class Waiters(list):
         self.clear()
         failure = reason if isinstance(reason, Failure) else Failure(reason)
         for d in waiting:
-            d.errback(failure)
+            if not d.called:
+                d.errback(failure)
 
 
 class SharedResult:

@@ -69,7 +69,13 @@ class FilteredCursor(Cursor):
                     return
                 entry = found
             if entry is not self._runs_of:
-                self._firsts, self._lasts = self.message_filter.runs(entry)
+                runs = self.message_filter.runs(entry)
+                if type(runs) is Deferred:  # (a large entry, evaluated in steps)
+                    self.held = entry
+                    self._waiting = runs
+                    runs.addCallbacks(self._evaluated, self._failed, (entry,))
+                    return
+                self._firsts, self._lasts = runs
                 self._runs_of = entry
             lasts = self._lasts
             index = bisect_left(lasts, next_seq)
@@ -103,3 +109,11 @@ class FilteredCursor(Cursor):
             if not budget:  # let other cursors and connections have the reactor
                 self._timer = self._clock.callLater(0, self._turn)
                 return
+
+    def _evaluated(self, runs, entry) -> None:
+        self._waiting = None
+        if self.active:
+            self._firsts, self._lasts = runs
+            self._runs_of = entry
+            self.held = entry
+            self.pump()

@@ -18,8 +18,11 @@ entries), so a filter that passes over part of an entry fits the same rule.
 
 from collections import deque
 
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
+from hedwig.concurrency.deferreds import Waiters
 from hedwig.delivery.interface import SubscribeError
 from hedwig.protocol.compression import plain_message_set
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, EntrySlices, decode_entry_header
@@ -30,6 +33,10 @@ from hedwig.topiclog.entry import LogEntry
 
 _logger = Logger()
 
+# The most messages of an entry, and bytes of their properties and keys, a filter
+# evaluates in one go (MessageFilter).
+STEP_MESSAGES = 256
+STEP_BYTES = 64 << 10
 # Where a subscription keeps its filter's text (a preference, so it is stored with the
 # subscription and read back after a restart or by the hub that takes the topic over).
 FILTER_PREFERENCE = "filter"
@@ -75,17 +82,41 @@ class MessageFilter:
     a run (`part`). The selector is compiled once (Filters shares it among the
     subscriptions with the same text), and the last entry's runs and parts are kept, so
     the subscribers of one filter at the tail, each handed the same entry in turn,
-    evaluate and cut it once."""
+    evaluate and cut it once.
 
-    __slots__ = ("_entry", "_parts", "_runs", "_slices", "selector", "text")
+    An entry of more than `step` messages (or STEP_BYTES) is evaluated a step at a time
+    by `cooperator`, the reactor given back between steps: one set may hold a million
+    messages (a compressed PUBLISH of a few kilobytes) and a selector within its limits
+    cost tens of microseconds a message, and evaluated in one go that would stall every
+    connection of the hub for a minute. `runs` then answers a Deferred of the runs; the
+    subscribers asking for that entry meanwhile wait for the same evaluation."""
 
-    def __init__(self, text: str, selector):
+    __slots__ = (
+        "_cooperator",
+        "_entry",
+        "_evaluating",
+        "_finished",
+        "_parts",
+        "_runs",
+        "_slices",
+        "_step",
+        "counters",
+        "selector",
+        "text",
+    )
+
+    def __init__(self, text: str, selector, cooperator=None, step: int = STEP_MESSAGES, counters=None):
         self.text = text
         self.selector = selector  # a hedwig.selector.Selector
+        self._cooperator = cooperator  # None: every entry evaluated at once (no reactor to give back)
+        self._step = step
+        self.counters = counters if counters is not None else FilterCounters()
         self._entry = None
         self._runs = None
         self._slices = None  # the EntrySlices of _entry, once a part of it was cut
         self._parts = {}  # (start, stop) -> the LogEntry cut from _entry
+        self._evaluating = {}  # entry -> the waiters of its evaluation in steps
+        self._finished = (None, None)  # (entry, runs) of the last evaluation in steps
 
     def part(self, entry, start: int, stop: int) -> tuple:
         """(entry, start, stop) to deliver for messages [start, stop) of `entry` (whose
@@ -109,42 +140,106 @@ class MessageFilter:
             self._parts[start, stop] = cut
         return cut, 0, stop - start
 
-    def runs(self, entry) -> tuple:
-        """(firsts, lasts) of the runs of `entry` (a LogEntry) that pass, in seq-ids."""
+    def runs(self, entry):
+        """(firsts, lasts) of the runs of `entry` (a LogEntry) that pass, in seq-ids; a
+        Deferred of them while a large entry is evaluated. (A
+        caller that stops waiting cancels its Deferred; the evaluation goes on for the
+        others.)"""
         if entry is self._entry:
             return self._runs
+        finished, runs = self._finished
+        if entry is finished:
+            self._keep(entry, runs)
+            return runs
+        waiters = self._evaluating.get(entry)
+        if waiters is not None:
+            return waiters.wait()
         data = entry.data
         base = entry.first_seq
         try:
             header = decode_entry_header(data)
             message_set, offset = plain_message_set(data, header.body_offset)
-            selected = self.selector.select(message_set, offset)
+            count = message_set_count(message_set, offset)
             if header.sparse:  # (compacted: its messages are its last seq-ids)
-                base += header.count - message_set_count(message_set, offset)
+                base += header.count - count
+            if self._cooperator is not None and (
+                count > self._step or len(message_set) - offset > STEP_BYTES
+            ):
+                return self._evaluate_in_steps(entry, base, message_set, offset)
+            selected = self.selector.select(message_set, offset)
         except StatusError as e:  # (the hub checked every set it stored: a damaged entry)
-            _logger.error(
-                "entry {first}..{last} cannot be filtered ({error}): none of it passes {text!r}",
-                first=entry.first_seq,
-                last=entry.last_seq,
-                error=e.reason,
-                text=self.text,
-            )
+            self._unfiltered(entry, e)
             selected = []
-        firsts = []
-        lasts = []
-        previous = -2
-        for index in selected:
-            if index == previous + 1:
-                lasts[-1] = base + index
-            else:
-                firsts.append(base + index)
-                lasts.append(base + index)
-            previous = index
-        runs = self._runs = (firsts, lasts)
+        runs = _runs_of(selected, base)
+        self._keep(entry, runs)
+        return runs
+
+    def _keep(self, entry, runs) -> None:
+        self._runs = runs
         self._entry = entry
         self._slices = None
         self._parts = {}
-        return runs
+
+    def _unfiltered(self, entry, error) -> None:
+        _logger.error(
+            "entry {first}..{last} cannot be filtered ({error}): none of it passes {text!r}",
+            first=entry.first_seq,
+            last=entry.last_seq,
+            error=error.reason,
+            text=self.text,
+        )
+
+    def _evaluate_in_steps(self, entry, base: int, message_set, offset: int) -> Deferred:
+        waiters = self._evaluating[entry] = Waiters()
+        selected = []
+        counters = self.counters
+        counters.evaluating += 1
+        if not isinstance(message_set, bytes):
+            message_set = bytes(message_set)
+        steps = self.selector.select_in_steps(message_set, offset, selected, self._step, STEP_BYTES)
+
+        def done(result):
+            counters.evaluating -= 1
+            counters.evaluated_in_steps += 1
+            del self._evaluating[entry]
+            if isinstance(result, Failure):
+                if result.check(StatusError):
+                    self._unfiltered(entry, result.value)
+                else:
+                    _logger.failure("filtering entry {first}", result, first=entry.first_seq)
+                selected.clear()
+            runs = _runs_of(selected, base)
+            self._finished = (entry, runs)
+            self._keep(entry, runs)
+            waiters.fire(runs)
+
+        self._cooperator.cooperate(steps).whenDone().addBoth(done)
+        return waiters.wait()
+
+
+def _runs_of(selected, base: int) -> tuple:
+    """(firsts, lasts) of the runs of ascending indexes `selected`, as seq-ids from `base`."""
+    firsts = []
+    lasts = []
+    previous = -2
+    for index in selected:
+        if index == previous + 1:
+            lasts[-1] = base + index
+        else:
+            firsts.append(base + index)
+            lasts.append(base + index)
+        previous = index
+    return firsts, lasts
+
+
+class FilterCounters:
+    """How many entries filters evaluate in steps now, and have (the delivery stats)."""
+
+    __slots__ = ("evaluated_in_steps", "evaluating")
+
+    def __init__(self):
+        self.evaluating = 0
+        self.evaluated_in_steps = 0
 
 
 class _NothingPasses:
@@ -167,9 +262,12 @@ class Filters:
     """The MessageFilters of a hub's subscriptions, one per selector text (compiled once,
     whatever the number of subscriptions using it), at most `kept` of them held."""
 
-    def __init__(self, kept: int = 1024):
+    def __init__(self, kept: int = 1024, cooperator=None, step: int = STEP_MESSAGES):
         self._kept = kept
         self._by_text = {}
+        self._cooperator = cooperator  # evaluates large entries in steps (MessageFilter)
+        self._step = step
+        self.counters = FilterCounters()
 
     def get(self, text):
         """The MessageFilter of `text` (None for no filter: None or blank text); a
@@ -186,7 +284,7 @@ class Filters:
             raise SubscribeError(Status.INVALID_MESSAGE_FILTER, e.reason) from None
         if selector is None:
             return None
-        made = MessageFilter(text, selector)
+        made = MessageFilter(text, selector, self._cooperator, self._step, self.counters)
         if len(self._by_text) >= self._kept:
             self._by_text.pop(next(iter(self._by_text)))
         self._by_text[text] = made

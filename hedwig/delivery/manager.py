@@ -33,6 +33,7 @@ replaces it.
 """
 
 from twisted.internet.defer import Deferred, DeferredList, fail, maybeDeferred, succeed
+from twisted.internet.task import Cooperator
 from twisted.logger import Logger
 from zope.interface import implementer
 
@@ -71,7 +72,8 @@ class DeliveryManager:
         self.consumes = 0
         self.work = WorkQueueCounters()  # shared and pull subscriptions, message bounds
         self._relaying = Relaying()
-        self._filters = Filters()
+        # Large entries are filtered a step at a time, the reactor given back between steps.
+        self._filters = Filters(cooperator=Cooperator(scheduler=lambda work: clock.callLater(0, work)))
         self._attachments = Attachments()
         self._tables = SubscriptionTables(metadata, clock, settings, on_loaded=self._loaded)
         self._bounds = MessageBounds(self._tables, clock, self.work)
@@ -539,7 +541,11 @@ class DeliveryManager:
         return sum(subscription.cursor is not None for subscription in table.subscriptions.values())
 
     def stats(self) -> dict:
-        return delivery_stats(self._tables, self._attachments, self.consumes, self.work)
+        stats = delivery_stats(self._tables, self._attachments, self.consumes, self.work)
+        filters = self._filters.counters
+        stats["filtering_entries"] = filters.evaluating
+        stats["filtered_in_steps"] = filters.evaluated_in_steps
+        return stats
 
     def stop(self) -> Deferred:
         """Shut down: stop every cursor and write every consume pointer."""

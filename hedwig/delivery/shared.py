@@ -237,7 +237,12 @@ class SharedDispatcher(AckBook):
                 found.addCallbacks(self._read, self._read_failed)
                 return _WAIT
             if count == 1 and self.message_filter is not None:
-                first, last = self._passing(found, first, min(last, found.last_seq))
+                runs = self.message_filter.runs(found)
+                if type(runs) is Deferred:  # (a large entry, evaluated in steps)
+                    self._reading = runs
+                    runs.addCallbacks(self._read, self._read_failed)
+                    return _WAIT
+                first, last = self._passing(runs, first, min(last, found.last_seq))
                 if first is None:  # (none of it passes: passed over, acknowledged)
                     budget -= 1
                     if not budget:
@@ -285,12 +290,13 @@ class SharedDispatcher(AckBook):
         bound = acked.next_start(seq)
         return seq, log.last_seq if bound is None else bound - 1, 1
 
-    def _passing(self, entry, first: int, last: int) -> tuple:
-        """(first, last) of the first run of first..last (new seq-ids of `entry`) that
-        passes the filter, (None, None) when none does; the seq-ids before it, which it
-        passes over, are acknowledged (no member is sent them: they count as consumed
-        once everything before them is, as an exclusive subscriber's do)."""
-        firsts, lasts = self.message_filter.runs(entry)
+    def _passing(self, runs, first: int, last: int) -> tuple:
+        """(first, last) of the first run of first..last (new seq-ids of an entry whose
+        passing runs are `runs`) that passes the filter, (None, None) when none does; the
+        seq-ids before it, which it passes over, are acknowledged (no member is sent
+        them: they count as consumed once everything before them is, as an exclusive
+        subscriber's do)."""
+        firsts, lasts = runs
         index = bisect_left(lasts, first)
         if index == len(lasts) or firsts[index] > last:
             passed_to, run = last, (None, None)

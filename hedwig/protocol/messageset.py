@@ -668,34 +668,37 @@ def named_properties(blob, names, typed: bool) -> dict:
     return found
 
 
-def properties_and_keys(buf, offset: int = 0, names=None) -> tuple:
-    """(properties, keys) of every message of a plain (uncompressed) set: a dict each
-    ({} for none; values as published) and a key each (bytes, or None): what a selector
-    reads, without making Messages. With `names` (str), only those properties are
-    decoded (a selector's: Selector.properties)."""
-    layout = parse_message_set(buf, offset)
+def properties_and_keys(buf, offset: int = 0, names=None, start: int = 0, stop=None, layout=None) -> tuple:
+    """(properties, keys) of messages [start, stop) (every message by default) of a
+    plain (uncompressed) set: a dict each ({} for none; values as published) and a key
+    each (bytes, or None): what a selector reads, without making Messages. With `names`
+    (str), only those properties are decoded (a selector's: Selector.properties).
+    `layout`: the set's parse_message_set, when the caller reads it a part at a time."""
+    if layout is None:
+        layout = parse_message_set(buf, offset)
     view = buf if isinstance(buf, bytes) else bytes(buf)
-    count = layout.count
+    if stop is None or stop > layout.count:
+        stop = layout.count
+    indexes = range(start, stop)
     offsets = layout.property_offsets
     if offsets is None:
-        properties = [{} for _ in range(count)]
+        properties = [{} for _ in indexes]
     elif names is not None:
         wanted = {name.encode("utf-8"): name for name in names}
         typed = layout.typed
         properties = [
             named_properties(view[offsets[i] : offsets[i + 1]], wanted, typed) if wanted else {}
-            for i in range(count)
+            for i in indexes
         ]
     else:
         decode = decode_typed_properties if layout.typed else decode_properties
         properties = [
-            decode(view[offsets[i] : offsets[i + 1]]) if offsets[i] != offsets[i + 1] else {}
-            for i in range(count)
+            decode(view[offsets[i] : offsets[i + 1]]) if offsets[i] != offsets[i + 1] else {} for i in indexes
         ]
     key_offsets = layout.key_offsets
     if key_offsets is None:
-        return properties, [None] * count
-    return properties, [view[key_offsets[i] : key_offsets[i + 1]] or None for i in range(count)]
+        return properties, [None] * len(indexes)
+    return properties, [view[key_offsets[i] : key_offsets[i + 1]] or None for i in indexes]
 
 
 def message_set_count(buf, offset: int = 0) -> int:

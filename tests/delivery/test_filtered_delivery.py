@@ -4,7 +4,8 @@ sparse run as an entry of its own, not the whole entry again), its window (what 
 delivered, not what it passed over), the consumed seq-id moving past what it passed
 over, and a subscription without a filter keeping the cursor it always had."""
 
-from twisted.internet.task import Clock
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.task import Clock, Cooperator
 from zope.interface import implementer
 
 from hedwig.cache import ReadAheadCache
@@ -12,11 +13,14 @@ from hedwig.config.settings import CacheSettings, DeliverySettings, LogSettings
 from hedwig.delivery import DeliveryManager, IDeliveryChannel
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.filtered_cursor import FilteredCursor
+from hedwig.delivery.filtering import Filters
 from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import decode_entry, encode_message_set
+from hedwig.protocol.entry import encode_entry_header
 from hedwig.testing.deferreds import fired
 from hedwig.topiclog import TopicLogManager
+from hedwig.topiclog.entry import LogEntry
 from tests.delivery.harness import subscribe_request
 
 COUNT = 1000
@@ -112,3 +116,29 @@ def test_a_subscription_without_a_filter_keeps_the_plain_cursor(tmp_path):
     cursors = {sid: s.cursor for sid, s in stack.manager._tables.get("t").subscriptions.items()}
     assert type(cursors["plain"]) is Cursor
     assert type(cursors["filtered"]) is FilteredCursor
+
+
+def test_a_large_entry_is_evaluated_once_in_steps_for_every_subscriber_that_waits():
+    """MessageFilter.runs of an entry of more than a step: a Deferred, one evaluation
+    (a step per tick of its cooperator) shared by every caller meanwhile; a caller that
+    cancels (its cursor stopped) leaves the others their answer; then the runs at once."""
+    ticks = []
+    cooperator = Cooperator(scheduler=ticks.append, terminationPredicateFactory=lambda: lambda: True)
+    filters = Filters(cooperator=cooperator, step=100)
+    message_filter = filters.get("n = 7")
+    entry = LogEntry(1, COUNT, encode_entry_header(1, COUNT, 0, b"r", 1) + numbered_set(), 0)
+    first, second = message_filter.runs(entry), message_filter.runs(entry)
+    assert type(first) is Deferred and type(second) is Deferred
+    assert filters.counters.evaluating == 1, "one evaluation for both"
+    first.cancel()
+    assert first.called and not second.called
+    first.addErrback(lambda failure: failure.trap(CancelledError))
+    steps = 0
+    while ticks:
+        ticks.pop(0)()
+        steps += 1
+    expected = ([8 + 100 * k for k in range(10)], [8 + 100 * k for k in range(10)])
+    assert fired(second) == expected
+    assert steps >= COUNT // 100, "a step of at most 100 messages per tick"
+    assert (filters.counters.evaluating, filters.counters.evaluated_in_steps) == (0, 1)
+    assert message_filter.runs(entry) == expected  # (kept: at once now)

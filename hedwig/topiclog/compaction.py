@@ -32,7 +32,9 @@ it acquires the topic (hedwig.topiclog.acquire) and a compaction's own failure p
 """
 
 import os
+import secrets
 import signal
+from hashlib import blake2b
 from itertools import pairwise
 
 from twisted.internet.defer import gatherResults, inlineCallbacks, maybeDeferred
@@ -49,25 +51,37 @@ _CHUNK_ENTRIES = 8  # entries read per step, the reactor given back between step
 _CHUNK_BYTES = 64 << 10
 _REST_S = 0.01  # the longest pause between two chunks
 _KILL_AT = "HEDWIG_TEST_COMPACTION_KILL_AT"
+_DIGEST_BYTES = 16  # what LatestByKey remembers of a key (shorter ones: themselves)
 
 
 class LatestByKey:
     """The compaction policy: which messages of a span stay. `see` every message in
-    seq-id order, then ask `keeps` of each."""
+    seq-id order, then ask `keeps` of each.
+
+    It remembers every key of the span, so a key is remembered by at most 16 bytes: a
+    key of up to 15 bytes as it is, a longer one (a key may be a megabyte) by its
+    16-byte BLAKE2b, keyed with a secret of this compaction's, so that no publisher can
+    make two keys that collide (one would lose its latest message)."""
 
     def __init__(self, span_last: int, tombstone_cutoff_us: int):
         self.span_last = span_last
         self.tombstone_cutoff_us = tombstone_cutoff_us
-        self.latest = {}  # key -> (seq-id, tombstone expired)
+        self.latest = {}  # key (or its digest) -> (seq-id, tombstone expired)
+        self._secret = secrets.token_bytes(16)
+
+    def _held(self, key: bytes) -> bytes:
+        if len(key) < _DIGEST_BYTES:
+            return key
+        return blake2b(key, digest_size=_DIGEST_BYTES, key=self._secret).digest()
 
     def see(self, seq: int, key, tombstone: bool, time_us: int) -> None:
         if key is not None:
-            self.latest[key] = (seq, tombstone and time_us < self.tombstone_cutoff_us)
+            self.latest[self._held(key)] = (seq, tombstone and time_us < self.tombstone_cutoff_us)
 
     def keeps(self, seq: int, key) -> bool:
         if key is None or seq == self.span_last:
             return True
-        latest, expired = self.latest[key]
+        latest, expired = self.latest[self._held(key)]
         return latest == seq and not expired
 
 

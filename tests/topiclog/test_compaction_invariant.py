@@ -3,6 +3,8 @@ compaction the latest message of every key survives with its seq-id, payload and
 properties; nothing is invented; seq-ids keep their order; the rewritten entries cover
 the span's seq-ids exactly; compacting the result again changes nothing."""
 
+import tracemalloc
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +13,9 @@ from hedwig.protocol.entry import decode_entry, decode_entry_header, encode_entr
 from hedwig.protocol.messageset import encode_message_set
 from hedwig.topiclog.compaction import LatestByKey, rewritten
 
-KEYS = [b"a", b"b", b"c", b"d", "é".encode()]
+# Short keys, and long ones that differ only at their end (the policy remembers those by
+# a digest).
+KEYS = [b"a", b"b", b"c", b"d", "é".encode(), b"L" * 15, b"L" * 40, b"L" * 39 + b"M"]
 
 message = st.tuples(
     st.sampled_from([*KEYS, None]),  # None: a keyless message (older data may hold some)
@@ -120,3 +124,26 @@ def test_a_piece_of_a_sparse_entry_names_seq_ids(publishes, start, length):
         assert [m.seq for m in piece] == [
             m.seq for m in whole if header.first_seq + lo <= m.seq < header.first_seq + hi
         ]
+
+
+def test_the_policy_remembers_a_span_of_megabyte_keys_in_bounded_memory():
+    """A key may be as large as a message (a megabyte): the policy remembers every key
+    of the span, each by at most 16 bytes, not the key itself (a span of distinct
+    megabyte keys would otherwise hold all of them in memory at once)."""
+    count, size = 48, 1 << 20
+    policy = LatestByKey(span_last=2 * count + 1, tombstone_cutoff_us=0)
+
+    def key(i):  # (made afresh each time, as each entry read gives its keys)
+        return bytes([i]) * size
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for seq in range(1, 2 * count + 1):
+            policy.see(seq, key(seq % count), False, 0)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < size, f"the policy holds {held} bytes for {count} keys of {size}"
+    kept = [seq for seq in range(1, 2 * count + 1) if policy.keeps(seq, key(seq % count))]
+    assert kept == list(range(count + 1, 2 * count + 1))  # the latest of each key

@@ -95,7 +95,6 @@ class MessageFilter:
         "_cooperator",
         "_entry",
         "_evaluating",
-        "_finished",
         "_parts",
         "_runs",
         "_slices",
@@ -116,7 +115,6 @@ class MessageFilter:
         self._slices = None  # the EntrySlices of _entry, once a part of it was cut
         self._parts = {}  # (start, stop) -> the LogEntry cut from _entry
         self._evaluating = {}  # entry -> the waiters of its evaluation in steps
-        self._finished = (None, None)  # (entry, runs) of the last evaluation in steps
 
     def part(self, entry, start: int, stop: int) -> tuple:
         """(entry, start, stop) to deliver for messages [start, stop) of `entry` (whose
@@ -147,10 +145,6 @@ class MessageFilter:
         others.)"""
         if entry is self._entry:
             return self._runs
-        finished, runs = self._finished
-        if entry is finished:
-            self._keep(entry, runs)
-            return runs
         waiters = self._evaluating.get(entry)
         if waiters is not None:
             return waiters.wait()
@@ -209,7 +203,6 @@ class MessageFilter:
                     _logger.failure("filtering entry {first}", result, first=entry.first_seq)
                 selected.clear()
             runs = _runs_of(selected, base)
-            self._finished = (entry, runs)
             self._keep(entry, runs)
             waiters.fire(runs)
 

@@ -82,6 +82,7 @@ class SharedDispatcher(AckBook):
         self.dead_letter_topic = None
         # The subscription's MessageFilter (filtering.py; the manager sets it), or None.
         self.message_filter = None
+        self._evaluated = None  # (filter, entry, runs) of the last entry evaluated in steps
         self.configure(settings)
 
     def configure(self, settings) -> None:
@@ -237,10 +238,10 @@ class SharedDispatcher(AckBook):
                 found.addCallbacks(self._read, self._read_failed)
                 return _WAIT
             if count == 1 and self.message_filter is not None:
-                runs = self.message_filter.runs(found)
+                runs = self._runs(found)
                 if type(runs) is Deferred:  # (a large entry, evaluated in steps)
                     self._reading = runs
-                    runs.addCallbacks(self._read, self._read_failed)
+                    runs.addCallbacks(self._filtered, self._read_failed, (self.message_filter, found))
                     return _WAIT
                 first, last = self._passing(runs, first, min(last, found.last_seq))
                 if first is None:  # (none of it passes: passed over, acknowledged)
@@ -366,6 +367,28 @@ class SharedDispatcher(AckBook):
     def _read(self, _entry) -> None:
         self._reading = None
         self.pump()
+
+    def _runs(self, entry):
+        """The filter's runs of `entry`: those it answered after evaluating it in steps
+        when `entry` is that entry (read again meanwhile, it may be another object of
+        the same bytes: it is not evaluated again), else MessageFilter.runs."""
+        evaluated = self._evaluated
+        if evaluated is not None:
+            message_filter, held, runs = evaluated
+            if entry.first_seq > held.last_seq:  # (past it: not held any longer)
+                self._evaluated = None
+            elif (
+                message_filter is self.message_filter
+                and held.first_seq == entry.first_seq
+                and held.last_seq == entry.last_seq
+                and held.data == entry.data
+            ):
+                return runs
+        return self.message_filter.runs(entry)
+
+    def _filtered(self, runs, message_filter, entry) -> None:
+        self._evaluated = (message_filter, entry, runs)
+        self._read(entry)
 
     def _read_failed(self, failure) -> None:
         self._reading = None

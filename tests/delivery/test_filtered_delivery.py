@@ -22,6 +22,7 @@ from hedwig.testing.deferreds import fired
 from hedwig.topiclog import TopicLogManager
 from hedwig.topiclog.entry import LogEntry
 from tests.delivery.harness import subscribe_request
+from tests.delivery.shared_harness import MemberChannel
 
 COUNT = 1000
 
@@ -142,3 +143,22 @@ def test_a_large_entry_is_evaluated_once_in_steps_for_every_subscriber_that_wait
     assert steps >= COUNT // 100, "a step of at most 100 messages per tick"
     assert (filters.counters.evaluating, filters.counters.evaluated_in_steps) == (0, 1)
     assert message_filter.runs(entry) == expected  # (kept: at once now)
+
+
+def test_a_shared_subscription_does_not_evaluate_again_an_entry_read_again(tmp_path):
+    """A shared dispatcher handed the runs of an entry evaluated in steps keeps them for
+    that entry: read again meanwhile (the cache evicted it), it is another object of the
+    same bytes, and evaluating it again could go on for as long as the cache evicts it."""
+    stack = Stack(tmp_path)
+    stack.publish(numbered_set(), COUNT)  # (more than a step of messages)
+    channel = MemberChannel()
+    stack.subscribe("shared", channel, filter="n = 7", kind="shared")
+    assert [first for _, first, _, _ in channel.sent][:1] == [8]
+    counters = stack.manager._filters.counters
+    assert counters.evaluated_in_steps == 1
+    dispatcher = stack.manager._tables.get("t").subscriptions["shared"].dispatcher
+    stored = stack.topic_log.get(1)
+    again = LogEntry(stored.first_seq, stored.last_seq, bytes(bytearray(stored.data)), stored.publish_time_us)
+    runs = dispatcher._runs(again)
+    assert type(runs) is tuple and runs[0][:2] == [8, 108]
+    assert counters.evaluated_in_steps == 1 and counters.evaluating == 0

@@ -14,7 +14,7 @@ from hedwig.protocol.compression import (
     set_codec,
     validate_published_set,
 )
-from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, decode_entry_header
+from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError, length_arrays, read_u32_array
 from hedwig.protocol.status import Status
 from hedwig.region.settings import is_region_name
@@ -101,7 +101,9 @@ class RelayedPart:
     __slots__ = ("body_offset", "count", "origin", "origin_first", "start", "stop")
 
     def __init__(self, data, start: int, stop: int, max_message_bytes: int | None = None):
-        header = decode_entry_header(data)  # MessageSetError: truncated, not UTF-8
+        # MessageSetError: truncated, not UTF-8, reserved flags. (An idempotent producer's
+        # fields are its origin region's: stepped over, the entry stored without them.)
+        header = decode_entry_header(data)
         if not 0 <= start < stop <= header.count:
             raise _malformed(f"messages [{start}, {stop}) are not within an entry of {header.count}")
         if not header.origin_region:
@@ -110,8 +112,6 @@ class RelayedPart:
             raise _malformed(f"a relayed entry's origin {header.origin_region[:60]!r} is not a region name")
         if header.via and not is_region_name(header.via):
             raise _malformed(f"a relayed entry's via {header.via[:60]!r} is not a region name")
-        if data[1] & ~ENTRY_FLAG_SPARSE:
-            raise _malformed(f"a relayed entry has reserved flags {data[1]:#x} set")
         count = validate_published_set(data, header.body_offset, max_message_bytes)
         if header.sparse:
             if not 0 < count <= header.count:

@@ -100,7 +100,14 @@ class RelayedPart:
 
     __slots__ = ("body_offset", "count", "origin", "origin_first", "start", "stop")
 
-    def __init__(self, data, start: int, stop: int, max_message_bytes: int | None = None):
+    def __init__(
+        self,
+        data,
+        start: int,
+        stop: int,
+        max_message_bytes: int | None = None,
+        max_plain_bytes: int | None = None,
+    ):
         # MessageSetError: truncated, not UTF-8, reserved flags. (An idempotent producer's
         # fields are its origin region's: stepped over, the entry stored without them.)
         header = decode_entry_header(data)
@@ -112,7 +119,7 @@ class RelayedPart:
             raise _malformed(f"a relayed entry's origin {header.origin_region[:60]!r} is not a region name")
         if header.via and not is_region_name(header.via):
             raise _malformed(f"a relayed entry's via {header.via[:60]!r} is not a region name")
-        count = validate_published_set(data, header.body_offset, max_message_bytes)
+        count = validate_published_set(data, header.body_offset, max_message_bytes, max_plain_bytes)
         if header.sparse:
             if not 0 < count <= header.count:
                 raise _malformed(f"a sparse entry of {header.count} seq-ids holds {count} messages")

@@ -83,7 +83,7 @@ class TopicInbox:
         # (and the bytes counted pending) for ever. One that fails the check takes its
         # place in the order already failed, so outcomes still resolve in arrival order.
         try:
-            part = RelayedPart(data, start, stop, inboxes.max_message_bytes)
+            part = RelayedPart(data, start, stop, inboxes.max_message_bytes, inboxes.max_plain_bytes)
         except MessageSetError as e:
             part = Failure(e)
         item = _Item(data, source, len(data))
@@ -263,6 +263,7 @@ class Inboxes:
         self.region = region
         self.clock = clock
         self.max_message_bytes = hub.max_message_bytes
+        self.max_plain_bytes = hub.max_frame_bytes  # (a compressed set's plain size, as at publish)
         self._topics: dict[str, TopicInbox] = {}
         self.pending_bytes = 0
         self._below = []  # (limit, Deferred) waiting for pending_bytes <= limit

@@ -297,7 +297,7 @@ class RegionManager:
             raise RequestRefused(
                 Status.REGION_REFUSED, "RELAY_PUBLISH is taken only on a region link (send REGION_LINK first)"
             )
-        topic, start, stop, entry = decode_relay_publish(body)
+        topic, start, stop, entry = decode_relay_publish(body, self.hub.max_frame_bytes)
         self.children.check_origin(connection, decode_entry_header(entry).origin_region or source.name)
         return self.inboxes.receive(topic, entry, start, stop, source)
 

@@ -136,7 +136,7 @@ def relay_publish_parts(request_id: int, topic: str, start: int, stop: int, entr
     return [frame_header(Op.RELAY_PUBLISH, request_id, len(head) + len(entry)) + head, entry]
 
 
-def decode_relay_publish(body) -> tuple[str, int, int, memoryview]:
+def decode_relay_publish(body, max_plain_bytes: int | None = None) -> tuple[str, int, int, memoryview]:
     """(topic, start, stop, entry): messages [start, stop) of the stored entry are relayed.
 
     Every field is checked here, the entry's header and message set too (RelayedPart):
@@ -150,7 +150,7 @@ def decode_relay_publish(body) -> tuple[str, int, int, memoryview]:
         raise RequestRefused(Status.MALFORMED_REQUEST, f"RELAY_PUBLISH of an empty range [{start}, {stop})")
     entry = memoryview(body)[offset + _RANGE.size :]
     try:
-        RelayedPart(entry, start, stop)
+        RelayedPart(entry, start, stop, None, max_plain_bytes)
     except MessageSetError as e:
         raise RequestRefused(e.status, f"RELAY_PUBLISH of a malformed entry: {e.reason}") from None
     return topic, start, stop, entry

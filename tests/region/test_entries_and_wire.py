@@ -226,3 +226,21 @@ def test_a_slice_keeps_keys_and_typed_properties(items, data):
         assert [bytes(m.payload) for m in got] == items[start:stop]
         assert [m.key for m in got] == keys[start:stop]
         assert [m.properties for m in got] == [p or {} for p in properties[start:stop]]
+
+
+def test_a_relayed_compressed_set_is_held_to_the_hubs_own_frame_limit():
+    """A compressed set's plain size is held to the hub's frame limit at RELAY_PUBLISH as
+    at PUBLISH: a hub configured with larger frames than the default takes the relay of
+    what its publishers may publish there (held to the default, the link stalled on it)."""
+    count = 20
+    message_set = compress_message_set(encode_message_set([bytes(1 << 20)] * count), "zstd")
+    data = encode_entry_header(1, count, 0, b"leaf", 1) + message_set
+    body = wire._str8("big") + wire._RANGE.pack(0, count) + data
+    with pytest.raises(RequestRefused) as refused:
+        wire.decode_relay_publish(body)  # (the default: 16 MiB)
+    assert refused.value.status is Status.MESSAGE_TOO_LARGE
+    assert wire.decode_relay_publish(body, 32 << 20)[:3] == ("big", 0, count)
+    part = RelayedPart(data, 0, count, 1 << 20, 32 << 20)
+    assert (part.count, part.origin_last) == (count, count)
+    with pytest.raises(MessageSetError):
+        RelayedPart(data, 0, count, 1 << 20, 16 << 20)

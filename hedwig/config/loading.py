@@ -30,6 +30,7 @@ from hedwig.config.settings import (
 from hedwig.config.tls_settings import check_tls_settings
 from hedwig.config.zookeeper import check_zookeeper_settings
 from hedwig.observe.settings import check_http_settings
+from hedwig.protocol.framing import LINK_FRAME_MARGIN
 from hedwig.region.settings import check_region_settings
 
 __all__ = [
@@ -100,10 +101,11 @@ def _check_request_limits(hub: HubSettings) -> None:
     """The partial-request budget must hold the largest frame (or that frame could never
     be read), and every timeout must be a positive time: none of them may be switched
     off, as each bounds what a client can make the hub keep."""
-    if hub.max_partial_request_bytes < hub.max_frame_bytes + 4:
+    if hub.max_partial_request_bytes < hub.max_frame_bytes + 4 + LINK_FRAME_MARGIN:
         raise ConfigError(
             f"[hub] max_partial_request_bytes = {hub.max_partial_request_bytes}: must hold the largest"
-            f" frame, max_frame_bytes ({hub.max_frame_bytes}) plus its 4-byte length"
+            f" frame, max_frame_bytes ({hub.max_frame_bytes}) plus its 4-byte length and the"
+            f" {LINK_FRAME_MARGIN} bytes a region link's RELAY_PUBLISH carries besides"
         )
     for key in ("frame_timeout_s", "hello_timeout_s", "client_error_log_interval_s"):
         value = getattr(hub, key)

@@ -52,6 +52,13 @@ DELIVERY_HEAD = struct.Struct("!III")  # handle, start, stop; then the stored en
 EVENT_HEAD = struct.Struct("!IB")  # handle, event
 
 
+# What a hub takes on a region link beyond its frame limit ([hub] max_frame_bytes): a
+# RELAY_PUBLISH carries a stored entry (a PUBLISH's set behind the entry header: 31 bytes,
+# two region names and a producer) and its range besides what a PUBLISH of the limit
+# carries. (A client's session allows as much for a DELIVERY's.)
+LINK_FRAME_MARGIN = 4096
+
+
 class FrameDecoder:
     """Split a byte stream into (op, request_id, body) tuples: the one frame parser, of the
     hub's connections and of the clients' sessions alike.
@@ -83,6 +90,13 @@ class FrameDecoder:
         # Whether bytes of an incomplete frame are held (an attribute, read after every
         # read: frame_in_progress is 0 when it is False).
         self.partial = False
+
+    def allow(self, max_frame_bytes: int) -> None:
+        """Take frames of up to `max_frame_bytes` from now on (a hub's region link: its
+        RELAY_PUBLISH carries an entry of the largest set and its header)."""
+        self.max_frame_bytes = max_frame_bytes
+        if self._max_whole >= 0:
+            self._max_whole = max_frame_bytes
 
     @property
     def buffered(self) -> int:

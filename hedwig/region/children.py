@@ -27,12 +27,18 @@ names those only, and a topic it claims later is announced then (`claimed`).
 from twisted.logger import Logger
 
 from hedwig.config.tls import certificate_names, is_tls, peer_certificate
+from hedwig.protocol.framing import LINK_FRAME_MARGIN
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 from hedwig.region.inbox import RelaySource
 from hedwig.region.path import cycle_through
 from hedwig.region.settings import is_region_name
-from hedwig.region.wire import InterestKind, decode_region_link, encode_region_link_reply, interest_frames
+from hedwig.region.wire import (
+    InterestKind,
+    decode_region_link,
+    encode_region_link_reply,
+    interest_frames,
+)
 
 _logger = Logger()
 
@@ -115,6 +121,7 @@ class Children:
         self.links.setdefault(region, {})[hub] = link
         self._by_connection[connection] = link
         connection.is_hub_peer = True
+        connection.session.decoder.allow(manager.hub.max_frame_bytes + LINK_FRAME_MARGIN)
         connection.closed.addCallback(lambda _: self._lost(link))
         _logger.info("{peer}: region {region} linked as a child", peer=connection.peer, region=region)
         if manager.path.complete:

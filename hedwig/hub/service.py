@@ -189,6 +189,8 @@ class HubService(MultiService):
             self._lock(data_dir, shared=True)
             own_data_dir = str(data_dir)
             if self.ledgers is None:
+                if not on_rados(config):
+                    self._refuse_moved_ledgers(data_dir)
                 self.ledgers = self.zk.ledger_store(str(data_dir / "ledgers"))
             else:
                 self.zk.ledgers = self.ledgers

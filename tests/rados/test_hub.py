@@ -160,3 +160,39 @@ def test_the_twistd_plugin_runs_a_hub_on_the_pool(ceph, tmp_path):
         assert client.publish("plugged", b"x") == 1
         (ledger,) = client.describe("plugged")["ledgers"]
         assert f"RADOS pool {ceph.pool}/{namespace}" in ledger["location"]
+
+
+def test_at_start_a_hub_deletes_the_pools_garbage_and_reports_ledgers_no_topic_names(ceph, rados_hub):
+    """As over page files: a ledger the metadata records as garbage (a hub that died
+    between dropping it and deleting it) is deleted; one no topic names and the metadata
+    does not know (a hub that died between creating a ledger and recording it) is kept
+    and reported, with what it holds."""
+    from hedwig.ledger.rados_store import RadosLedgerStore
+    from hedwig.meta.sqlite_store import SqliteMetadataStore
+    from hedwig.testing.reactors import PumpedReactor
+
+    hub = rados_hub()
+    with hub, Client(hub.address) as client:
+        client.publish("kept", b"x")
+    reactor = PumpedReactor()
+    store = RadosLedgerStore(
+        reactor=reactor, conf_file=ceph.conf_file, pool=ceph.pool, namespace=hub.namespace
+    )
+    reactor.run_until(store.connect())
+    unknown, doomed = reactor.run_until(store.create()), reactor.run_until(store.create())
+    for ledger in (unknown, doomed):
+        reactor.run_until(store.append(ledger, b"not an entry", 1))
+    reactor.run_until(store.close())
+    metadata = SqliteMetadataStore(str(Path(hub.data_dir) / "metadata.sqlite3"))
+    record = metadata.get_topic("kept").result
+    metadata.put_topic("kept", record.value, record.version, garbage=[doomed], options=record.options)
+    metadata.close()
+    assert {unknown, doomed} <= heads(ceph, hub.namespace)
+    with hub, Client(hub.address) as client:
+        assert [m.payload for m in client.read("kept")] == [b"x"]
+        assert hub.wait_for_log(f"deleted 1 ledger(s) the metadata records as garbage: [{doomed}]")
+        assert hub.wait_for_log(
+            f"kept 1 ledger(s) that no topic names and the metadata does not record as garbage: {unknown}"
+        )
+    found = heads(ceph, hub.namespace)
+    assert unknown in found and doomed not in found

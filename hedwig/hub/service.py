@@ -137,7 +137,11 @@ class HubService(MultiService):
         if self.zk is not None:  # connect to ZooKeeper (or give up: one line, exit 1) first
             sweeping = self.zk.connect().addCallback(lambda _: self._sweep_garbage())
         elif self._embedded_ledgers and on_rados(self.config):
-            sweeping = self._sweep_garbage()  # (the store knows no ledger before it is used)
+            # (one hub per namespace: the pool's ledgers listed, then swept as page files are)
+            sweeping = self.ledgers.scan().addCallbacks(
+                lambda _: self._sweep_ledgers(),
+                lambda f: self.log.failure("listing the pool's ledgers failed: not swept", f),
+            )
         else:
             sweeping = self._sweep_ledgers() if self._embedded_ledgers else succeed(None)
         return sweeping.addCallback(self._serve)
@@ -189,6 +193,8 @@ class HubService(MultiService):
             self._lock(data_dir, shared=True)
             own_data_dir = str(data_dir)
             if self.ledgers is None:
+                if not on_rados(config):
+                    self._refuse_moved_ledgers(data_dir)
                 self.ledgers = self.zk.ledger_store(str(data_dir / "ledgers"))
             else:
                 self.zk.ledgers = self.ledgers

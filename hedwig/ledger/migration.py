@@ -22,12 +22,13 @@ import signal
 import zlib
 from dataclasses import dataclass, field
 
-from twisted.internet.defer import gatherResults, inlineCallbacks
+from twisted.internet.defer import gatherResults, inlineCallbacks, succeed
 
 from hedwig.ledger.interface import NoSuchLedger
 
 _CHUNK_ENTRIES = 256
 _CHUNK_BYTES = 4 << 20
+_WINDOW_BYTES = 32 << 20  # entries appended before waiting for their acknowledgements
 _KILL_AT = "HEDWIG_TEST_MIGRATE_KILL_AT"
 # A migrated data directory's page files, renamed (`hedwig migrate`); in it, MIGRATED_TO
 # names the pool. A hub on page files refuses a directory that has it and no ledgers.
@@ -103,17 +104,34 @@ def migrate_ledgers(metadata, source, target, *, resume: bool = False, starting=
         return migration
     yield target.reserve_ids_from(max(named) + 1)
     kill_at = int(os.environ.get(_KILL_AT) or 0)
+    copies = 0
+    verifying = None  # the previous ledger's read-back, under way while the next is copied
     for ledger_id in sorted(named):
-        written = len([c for c in migration.ledgers if not c.kept]) + 1
-        copied = yield _move(source, target, ledger_id, named[ledger_id], kill=written == kill_at)
-        migration.ledgers.append(copied)
-        if progress is not None:
-            progress(copied)
+        try:
+            copied = yield _copy(source, target, ledger_id, named[ledger_id], kill_at == copies + 1)
+        except BaseException:
+            if verifying is not None:  # (the copy's failure is the one said)
+                verifying.addErrback(lambda _failure: None)
+            raise
+        copies += not copied.kept
+        if verifying is not None:
+            _done(migration, (yield verifying), progress)
+        verifying = succeed(copied) if copied.kept else _verify(target, copied)
+    if verifying is not None:
+        _done(migration, (yield verifying), progress)
     return migration
 
 
+def _done(migration: Migration, copied: LedgerCopied, progress) -> None:
+    migration.ledgers.append(copied)
+    if progress is not None:
+        progress(copied)
+
+
 @inlineCallbacks
-def _move(source, target, ledger_id: int, topic: str, kill: bool = False):
+def _copy(source, target, ledger_id: int, topic: str, kill: bool = False):
+    """Deferred[LedgerCopied]: the ledger written to the target and closed there (not
+    read back yet: _verify), or found copied already (`kept`)."""
     try:
         yield source.load(ledger_id)
     except NoSuchLedger:
@@ -122,43 +140,54 @@ def _move(source, target, ledger_id: int, topic: str, kill: bool = False):
             " lost already; nothing was changed for it (delete the topic, or restore the ledger)"
         ) from None
     last = source.last_entry_id(ledger_id)
-    expected = yield _checksum(source, ledger_id, last)
     replaced = False
     try:
         yield target.load(ledger_id)
     except NoSuchLedger:
         pass
-    else:
+    else:  # (an earlier run's copy: kept when whole, else copied again)
+        expected = yield _checksum(source, ledger_id, last)
         found = target.last_entry_id(ledger_id) if target.is_closed(ledger_id) else None
         if found == last and (yield _checksum(target, ledger_id, last)) == expected:
-            entries, size, crc = expected
-            return LedgerCopied(ledger_id, topic, entries, size, crc, kept=True)
+            return LedgerCopied(ledger_id, topic, *expected, kept=True)
         yield target.delete(ledger_id)
         replaced = True
     yield target.create_as(ledger_id)
-    entry = 0
+    entry = crc = size = 0
+    appends, pending_bytes = [], 0  # appends not yet acknowledged: up to _WINDOW_BYTES of them
     while entry <= last:
         chunk = yield source.read(ledger_id, entry, min(last, entry + _CHUNK_ENTRIES - 1), _CHUNK_BYTES)
         if not chunk:
             raise MigrationError(f"ledger {ledger_id} of topic {topic}: the source returned no entry {entry}")
-        appends = []
         for data in chunk:
             time_us = yield source.entry_time(ledger_id, entry)
-            appends.append(target.append(ledger_id, bytes(data), time_us))
+            data = bytes(data)
+            appends.append(target.append(ledger_id, data, time_us))
+            crc = zlib.crc32(data, crc)
+            size += len(data)
+            pending_bytes += len(data)
             entry += 1
-        yield gatherResults(appends, consumeErrors=True)
+        if pending_bytes >= _WINDOW_BYTES:
+            yield gatherResults(appends, consumeErrors=True)
+            appends, pending_bytes = [], 0
+    yield gatherResults(appends, consumeErrors=True)
     if kill:  # (tests: a crash with this ledger written, not closed)
         os.kill(os.getpid(), signal.SIGKILL)
     yield target.close_ledger(ledger_id)
-    written = yield _checksum(target, ledger_id, last)
-    if written != expected:
+    return LedgerCopied(ledger_id, topic, entry, size, crc, replaced=replaced)
+
+
+@inlineCallbacks
+def _verify(target, copied: LedgerCopied):
+    """Deferred[LedgerCopied] once the target's ledger reads back as what was written."""
+    written = yield _checksum(target, copied.ledger_id, copied.entries - 1)
+    if written != (copied.entries, copied.bytes, copied.crc):
         raise MigrationError(
-            f"ledger {ledger_id} of topic {topic}: the copy reads back differently"
-            f" ({written[0]} entries, {written[1]} bytes) from the source ({expected[0]}, {expected[1]});"
-            " run again to copy it again"
+            f"ledger {copied.ledger_id} of topic {copied.topic}: the copy reads back differently"
+            f" ({written[0]} entries, {written[1]} bytes) from the source ({copied.entries},"
+            f" {copied.bytes}); run again to copy it again"
         )
-    entries, size, crc = expected
-    return LedgerCopied(ledger_id, topic, entries, size, crc, replaced=replaced)
+    return copied
 
 
 @inlineCallbacks

@@ -128,6 +128,19 @@ class RadosClient:
 
         return in_thread(self._reactor, shutdown)
 
+    def list_objects(self, what: str) -> Deferred:
+        """Deferred[list[str]]: the names of every object in the namespace (a listing of
+        the pool's placement groups, in a thread: it blocks until each answered)."""
+        module, ioctx = self._module, self._ioctx
+
+        def listing():
+            try:
+                return [o.key for o in ioctx.list_objects()]
+            except module.Error as e:
+                raise RadosOpError(getattr(e, "errno", None) or errno.EIO, f"{what}: {e}") from None
+
+        return in_thread(self._reactor, listing)
+
     # -- operations -----------------------------------------------------------------------
 
     def _completed(self, d: Deferred, what: str, release=None):

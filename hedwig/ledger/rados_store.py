@@ -94,6 +94,7 @@ class RadosLedgerStore:
         self._reads = LedgerReader(self._client)
         self._ledgers: dict[int, RadosLedger] = {}
         self._loading = SharedOperations()  # ledger id -> its load from the pool
+        self._scanned: set[int] = set()  # ledger ids found in the namespace by scan()
         self._next_id = self._reserved_until = 0
         self._reserving = None  # the SharedResult of an id reservation under way
         self._closed = False
@@ -202,8 +203,26 @@ class RadosLedgerStore:
         return self._known_now(ledger_id).closed
 
     def list_ledgers(self) -> list:
+        """The ledgers created, loaded or fenced here, and those scan() found."""
         self._check_open()
-        return sorted(self._ledgers)
+        return sorted(self._scanned.union(self._ledgers))
+
+    def scan(self):
+        """Deferred firing once list_ledgers() names every ledger in the namespace too (its
+        heads, listed): for a hub that alone uses its namespace, whose start-up sweep
+        then deletes the garbage and reports the ledgers no topic names, as over page
+        files. A listing of the pool: once, at start."""
+        if self._closed:
+            return fail(LedgerError("the ledger store is closed"))
+
+        def found(names):
+            self._scanned.update(i for i in map(layout.parse_head_name, names) if i is not None)
+
+        def failed(failure):
+            failure.trap(RadosOpError)
+            raise self._error(failure.value, "listing the ledgers")
+
+        return self._client.list_objects("listing the ledgers").addCallbacks(found, failed)
 
     def load(self, ledger_id):
         return self._known(ledger_id).addCallback(lambda _: None)
@@ -485,6 +504,7 @@ class RadosLedgerStore:
             self._writes.refuse_waiting(ledger, LedgerClosed(f"ledger {ledger_id} was deleted"))
             yield self._writes.idle(ledger)
         self._ledgers.pop(ledger_id, None)
+        self._scanned.discard(ledger_id)
         self._reads.forget(ledger_id)
         names = [layout.segment_name(ledger_id, i) for i in range(len(ledger.segments))]
         removals = [self._client.remove(name, f"removing {name}") for name in names]

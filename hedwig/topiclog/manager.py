@@ -291,6 +291,7 @@ class TopicLogManager:
         """Deferred[str]: what an unknown ledger holds, for the operator: its seq-ids, or
         that it is empty."""
         try:
+            yield maybeDeferred(self.ledgers.load, ledger_id)  # (a pool's ledger: known once loaded)
             last = self.ledgers.last_entry_id(ledger_id)
             if last < 0:
                 return "empty"

@@ -75,17 +75,19 @@ def test_names_zookeeper_would_refuse_are_stored_and_listed_as_they_are(zk, name
 def test_a_write_made_while_zookeeper_is_down_is_made_once_it_is_back(tmp_path):
     """kazoo keeps requests made while its connection is down and sends them on the next
     one: a hub's metadata writes wait out a ZooKeeper restart (its session lives on).
-    The session may last 60 s: a restart of the server (a JVM) on a loaded machine can
-    take longer than 10 s, and an expired session is another test's matter."""
-    server = start_zookeeper(tmp_path / "zookeeper", max_ticks=600)
-    store, client = zookeeper_store(server, "/restarted", session_timeout_ms=60_000)
+    The session may last 120 s: a restart of the server (a JVM) on a loaded machine can
+    take longer than 10 s, and kazoo's attempt to reconnect may have reached the server
+    while it started and then wait out its read timeout (2/3 of the session timeout)
+    before the next; an expired session is another test's matter."""
+    server = start_zookeeper(tmp_path / "zookeeper", max_ticks=1200)
+    store, client = zookeeper_store(server, "/restarted", session_timeout_ms=120_000)
     try:
         result(store.put_topic("t", RANGES, NEW))
         server.stop()
         written = store.put_topic("t", [LedgerRange(1, 1, 3), LedgerRange(2, 4, None)], 0)
         assert not written.called
         server.start()
-        assert result(written) == 1
+        assert _answers[0].wait_for(written, timeout=110) == 1
         assert result(store.get_topic("t")).version == 1
     finally:
         _answers.clear()

@@ -2,14 +2,17 @@
 publish, subscribe, catch up from the pool, garbage collection deleting the pool's
 objects, restarts; and the starts it refuses, each in one line with exit status 1."""
 
+import os
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from hedwig.client import Client
 from hedwig.ledger import rados_layout as layout
+from hedwig.testing.hubprocess import HubProcess
 from hedwig.testing.polling import wait_until
 from tests.receiving import receive_all
 
@@ -133,3 +136,63 @@ def test_empty_metadata_over_a_namespace_holding_ledgers_is_refused(ceph, rados_
     last = result.stderr.strip().splitlines()[-1]
     assert f"the RADOS pool {ceph.pool} (namespace '{hub.namespace}') holds ledgers" in last
     assert "Restore metadata.sqlite3 from a backup" in last
+
+
+def test_the_twistd_plugin_runs_a_hub_on_the_pool(ceph, tmp_path):
+    """`twistd -n hedwig --ledger-store rados --rados-conf ... --rados-pool ...`, as
+    `hedwig hub` takes them (the namespace from its conf)."""
+    namespace = f"twistd-{os.getpid()}"
+    conf = tmp_path / "hub.conf"
+    conf.write_text(f"[rados]\nnamespace = {namespace}\n")
+    twistd = [str(Path(sys.executable).parent / "twistd"), "-n", "hedwig"]
+    options = ["--conf", str(conf), "--ledger-store", "rados", "--rados-conf", ceph.conf_file]
+    hub = HubProcess(
+        tmp_path / "d",
+        0,
+        *options,
+        "--rados-pool",
+        ceph.pool,
+        launcher=twistd,
+        cwd=tmp_path,
+        log_on_stdout=True,
+    )
+    with hub, Client(hub.address) as client:
+        assert client.publish("plugged", b"x") == 1
+        (ledger,) = client.describe("plugged")["ledgers"]
+        assert f"RADOS pool {ceph.pool}/{namespace}" in ledger["location"]
+
+
+def test_at_start_a_hub_deletes_the_pools_garbage_and_reports_ledgers_no_topic_names(ceph, rados_hub):
+    """As over page files: a ledger the metadata records as garbage (a hub that died
+    between dropping it and deleting it) is deleted; one no topic names and the metadata
+    does not know (a hub that died between creating a ledger and recording it) is kept
+    and reported, with what it holds."""
+    from hedwig.ledger.rados_store import RadosLedgerStore
+    from hedwig.meta.sqlite_store import SqliteMetadataStore
+    from hedwig.testing.reactors import PumpedReactor
+
+    hub = rados_hub()
+    with hub, Client(hub.address) as client:
+        client.publish("kept", b"x")
+    reactor = PumpedReactor()
+    store = RadosLedgerStore(
+        reactor=reactor, conf_file=ceph.conf_file, pool=ceph.pool, namespace=hub.namespace
+    )
+    reactor.run_until(store.connect())
+    unknown, doomed = reactor.run_until(store.create()), reactor.run_until(store.create())
+    for ledger in (unknown, doomed):
+        reactor.run_until(store.append(ledger, b"not an entry", 1))
+    reactor.run_until(store.close())
+    metadata = SqliteMetadataStore(str(Path(hub.data_dir) / "metadata.sqlite3"))
+    record = metadata.get_topic("kept").result
+    metadata.put_topic("kept", record.value, record.version, garbage=[doomed], options=record.options)
+    metadata.close()
+    assert {unknown, doomed} <= heads(ceph, hub.namespace)
+    with hub, Client(hub.address) as client:
+        assert [m.payload for m in client.read("kept")] == [b"x"]
+        assert hub.wait_for_log(f"deleted 1 ledger(s) the metadata records as garbage: [{doomed}]")
+        assert hub.wait_for_log(
+            f"kept 1 ledger(s) that no topic names and the metadata does not record as garbage: {unknown}"
+        )
+    found = heads(ceph, hub.namespace)
+    assert unknown in found and doomed not in found

@@ -126,3 +126,47 @@ def test_a_pool_namespace_that_holds_ledgers_is_refused_and_nothing_changes(ceph
     assert done.returncode == 0, done.stderr
     with HubProcess(data, 0, "--conf", str(empty)) as hub, Client(hub.address) as client:
         assert [m.payload for m in client.read("ours")] == [b"y"]
+
+
+def test_a_regions_shared_storage_moves_into_the_pool_and_its_hubs_go_on_there(ceph, region, tmp_path):
+    """Two hubs on ZooKeeper and a shared storage root: refused while a hub of the region
+    is registered; once they are stopped, every topic's ledgers go to the pool, and the
+    region's hubs started on it serve every topic (on page files they are refused)."""
+    hubs = region(2, conf=LOG)
+    with Client(hubs.addresses) as client:
+        served = {}
+        for t in range(4):
+            topic = f"region-topic-{t}"
+            for i in range(9):
+                client.publish_many(topic, [f"{topic}-{i}-{j}".encode() for j in range(2)])
+            served[topic] = client.read(topic)
+    args = ["--zookeeper", hubs.zookeeper.address, "--conf", str(hubs.conf), "--data-dir", str(hubs.data_dir)]
+    rados_conf = tmp_path / "rados.conf"
+    ceph.hub_conf(rados_conf, f"migrate-{os.getpid()}-region")
+    rados_args = ["--rados-conf", ceph.conf_file, "--rados-pool", ceph.pool]
+    refused = migrate(*args, *rados_args)  # (a hub of the region here holds the root's lock)
+    assert refused.returncode == 1 and "stop it first" in refused.stderr
+    hubs.stop()
+    # A hub of the region elsewhere (another machine: another storage root) is registered.
+    elsewhere = region(1, root=hubs.root, conf=LOG)
+    refused = migrate(*args, *rados_args)
+    assert refused.returncode == 1 and "stop them all first" in refused.stderr
+    elsewhere.stop()
+    # (the namespace comes from a conf of its own: the region's conf and this one's [rados])
+    region_conf = tmp_path / "region-rados.conf"
+    region_conf.write_text(hubs.conf.read_text() + "\n" + rados_conf.read_text())
+    done = migrate(
+        "--zookeeper", hubs.zookeeper.address, "--conf", str(region_conf), "--data-dir", str(hubs.data_dir)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the region's hubs" in done.stderr and (hubs.data_dir / "ledgers.migrated").is_dir()
+    on_pages = region(0, root=hubs.root, conf=LOG)
+    on_pages.data_dir = hubs.data_dir
+    with pytest.raises(RuntimeError, match="hedwig migrate"):
+        on_pages.add()
+    on_pool = region(0, root=hubs.root, conf=LOG + rados_conf.read_text())
+    on_pool.data_dir = hubs.data_dir
+    on_pool.start(2)
+    with Client(on_pool.addresses) as client:
+        assert {topic: client.read(topic) for topic in served} == served
+        assert client.publish("region-topic-0", b"after") == served["region-topic-0"][-1].seq + 1

@@ -1,5 +1,6 @@
 """twistd plugin: `twistd -n hedwig [--conf FILE] [--host H] [--port P] [--data-dir DIR]
-[--http-port P] [--zookeeper HOST:PORT[,...]]`.
+[--http-port P] [--zookeeper HOST:PORT[,...]] [--ledger-store mmap|rados] [--rados-conf FILE]
+[--rados-pool POOL]`: the options of `hedwig hub`, with the same meaning.
 
 twistd runs the HubService under its own logging, daemonisation and signal handling;
 SIGTERM and SIGINT stop the service gracefully (see hedwig.hub.service). For the hub's
@@ -31,6 +32,9 @@ class Options(usage.Options):
         ["data-dir", "d", None, "where ledgers and metadata live (default ./data)"],
         ["http-port", None, None, "status page port (default auto: --port + 1; 0: off)", _http_port],
         ["zookeeper", None, None, "ZooKeeper servers of a region of hubs ([zookeeper] servers)"],
+        ["ledger-store", None, None, "where ledgers live: mmap (default) or rados ([ledger] store)"],
+        ["rados-conf", None, None, "with --ledger-store rados: the cluster's ceph.conf ([rados] conf_file)"],
+        ["rados-pool", None, None, "with --ledger-store rados: the pool of the ledgers ([rados] pool)"],
     ]
 
 
@@ -56,6 +60,9 @@ class HedwigServiceMaker:
             data_dir=options["data-dir"],
             http_port=options["http-port"],
             zookeeper=options["zookeeper"],
+            ledger_store=options["ledger-store"],
+            rados_conf=options["rados-conf"],
+            rados_pool=options["rados-pool"],
         )
         try:
             config = config_from_args(args)

@@ -76,7 +76,7 @@ class CachedTopicLog:
     def collect_garbage(self, min_consumed_seq):
         return self.inner.collect_garbage(min_consumed_seq)
 
-    def compact(self, lag_s=None):
+    def compact(self, lag_s=None, explicit=False):
         """The log's compaction; then the cached entries of the span it rewrote leave
         (their boundaries are not the new ledgers')."""
 
@@ -86,7 +86,7 @@ class CachedTopicLog:
                 self.cache.evict_span(self.topic, span[0], span[1])
             return report
 
-        return self.inner.compact(lag_s).addCallback(evict)
+        return self.inner.compact(lag_s, explicit).addCallback(evict)
 
     def describe(self) -> dict:
         return self.inner.describe()

@@ -83,18 +83,22 @@ def add_compact(subparsers, client_options):
 
 
 def compact(args) -> int:
-    """compact a compacted topic now: its closed ledgers keep the latest message of each key"""
+    """compact a compacted topic now: everything published before it (its open ledger is
+    closed first) keeps the latest message of each key"""
     with client(args) as hub:
         reply = hub.compact(args.topic)
     if args.json:
         print(json.dumps(reply, sort_keys=True))
     elif reply["span"] is None:
-        print(f"topic {args.topic}: nothing to compact")
+        print(f"topic {args.topic}: nothing to compact: {reply['why']}")
     else:
         first, last = reply["span"]
+        passes = f", in {reply['passes']} passes" if reply["passes"] > 1 else ""
         print(
-            f"topic {args.topic}: compacted seq-ids {first}..{last}: {reply['messages']} messages "
-            f"read, {reply['entries']} entries kept, ledgers {reply['ledgers']} replaced"
+            f"topic {args.topic}: compacted seq-ids {first}..{last}: {reply['kept']} of {reply['messages']}"
+            f" messages kept, in {reply['entries']} {'entry' if reply['entries'] == 1 else 'entries'} of"
+            f" ledger {reply['ledger']} (replacing"
+            f" ledgers {', '.join(map(str, reply['ledgers']))}){passes}"
         )
     return 0
 

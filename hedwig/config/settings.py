@@ -64,10 +64,13 @@ class LogSettings:
     # ledgers keeping the latest message of each key, every compaction_interval_s (0:
     # only on demand, COMPACT), taking only ledgers whose newest entry is older than
     # min_compaction_lag_s; a tombstone (a key with an empty payload) goes once older
-    # than tombstone_retention_s.
+    # than tombstone_retention_s. A compaction maps the latest seq-id of each key in at
+    # most compaction_key_map_bytes (Kafka's dedupe buffer): a span of more keys than fit
+    # is compacted in several passes.
     compaction_interval_s: float = 300.0
     min_compaction_lag_s: float = 60.0
     tombstone_retention_s: float = 86400.0
+    compaction_key_map_bytes: int = 64 * MIB
 
 
 @dataclass

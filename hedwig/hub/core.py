@@ -28,6 +28,7 @@ from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_
 from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
 from hedwig.region.settings import relay_peer
+from hedwig.topiclog.errors import LogClosed
 
 # Room kept in a READ_RANGE reply for the frame, response and range headers.
 _READ_RANGE_OVERHEAD = 64
@@ -282,7 +283,8 @@ class Hub:
 
     def create_topic(self, request: CreateTopic) -> Deferred:
         """Deferred[{"topic", "created", "compaction"}]: the topic exists (created now or
-        before); `compaction` is what the topic is (a topic that existed keeps its own)."""
+        before) as asked; TOPIC_EXISTS when it exists as the other kind (compacted or
+        not), which it stays: a caller asking for a table must not get a plain topic."""
         if self.stopping:
             return fail(HubStopping())
         topic = request.topic
@@ -298,24 +300,43 @@ class Hub:
                 return result
 
             d.addBoth(done)
-            return d.addCallback(
-                lambda topic_log: {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
-            )
+            return d.addCallback(check, existed)
+
+        def check(topic_log, existed):
+            if topic_log.compaction != request.compaction:
+                kind = "a compacted topic" if topic_log.compaction else "a topic without compaction"
+                raise RequestRefused(
+                    Status.TOPIC_EXISTS,
+                    f"topic {topic} exists already as {kind}: it stays so (delete it first to create"
+                    f" it {'without' if topic_log.compaction else 'with'} compaction)",
+                )
+            return {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
 
         return self.topics.exists(topic).addCallback(create)
 
-    def compact(self, topic: str) -> Deferred:
-        """Deferred[dict]: compact the topic's sealed ledgers now (the latest message of
-        each key kept); NOT_COMPACTED for a topic created without compaction."""
+    def compact(self, topic: str, retry: bool = True) -> Deferred:
+        """Deferred[dict]: compact the topic now, everything published before (its open
+        ledger rolled first), the latest message of each key kept; NOT_COMPACTED for a
+        topic created without compaction. A compaction its log stopped (the topic
+        deleted or released meanwhile) is answered as the topic is then: NO_SUCH_TOPIC
+        once deleted, else asked once more (of its new owner: a redirect)."""
         if self.stopping:
             return fail(HubStopping())
 
         def compact(topic_log):
             if not topic_log.compaction:
                 raise RequestRefused(Status.NOT_COMPACTED, f"topic {topic} was not created with compaction")
-            return topic_log.compact(lag_s=0)
+            return topic_log.compact(lag_s=0, explicit=True)
 
-        return self._existing(topic).addCallback(compact)
+        def stopped(failure):
+            failure.trap(LogClosed)
+            if not retry:
+                return failure
+            leaving = self.topic_logs.leaving(topic) if self.topic_logs is not None else None
+            waited = leaving.addErrback(lambda _f: None) if leaving is not None else succeed(None)
+            return waited.addCallback(lambda _: self.compact(topic, retry=False))
+
+        return self._existing(topic).addCallback(compact).addErrback(stopped)
 
     def delete_topic(self, topic: str, force: bool) -> Deferred:
         """Deferred[{"topic", "subscriptions", "ledgers"}]: the topic gone with its

@@ -314,10 +314,12 @@ class HubService(MultiService):
 
     def _sweep_ledgers(self):
         """Finish deleting the ledgers the metadata records as garbage (a hub stopped or
-        killed between dropping them from a topic and deleting them). A ledger the
-        metadata does not know is kept and reported: it may hold a topic's messages whose
-        record was lost, and only an operator can tell (docs/operations.md). Deferred
-        firing when done (a failed sweep is logged, and the hub serves all the same)."""
+        killed between dropping them from a topic and deleting them), and the empty ones
+        no topic names (killed between creating a ledger and recording it). Any other
+        ledger the metadata does not know is kept and reported: it may hold a topic's
+        messages whose record was lost, and only an operator can tell
+        (docs/operations.md). Deferred firing when done (a failed sweep is logged, and
+        the hub serves all the same)."""
 
         def swept(sweep):
             if sweep.deleted:
@@ -325,6 +327,13 @@ class HubService(MultiService):
                     "deleted {count} ledger(s) the metadata records as garbage: {ids}",
                     count=len(sweep.deleted),
                     ids=sweep.deleted,
+                )
+            if sweep.empty:
+                self.log.info(
+                    "deleted {count} empty ledger(s) no topic names (a hub stopped between creating"
+                    " a ledger and recording it): {ids}",
+                    count=len(sweep.empty),
+                    ids=sweep.empty,
                 )
             if sweep.unknown:
                 self.log.warn(

@@ -23,6 +23,7 @@ __all__ = [
     "FetchInProgress",
     "HedwigError",
     "HubError",
+    "InvalidKey",
     "InvalidMessageFilter",
     "InvalidSubscriberId",
     "InvalidTopic",
@@ -49,6 +50,7 @@ __all__ = [
     "TooManySubscriptions",
     "TooManyTopics",
     "TopicBusy",
+    "TopicExists",
     "UnsupportedVersion",
     "WrongSubscriptionKind",
     "error_for",
@@ -152,6 +154,20 @@ class NotCompacted(RequestError):
     """COMPACT of a topic created without compaction."""
 
     status = Status.NOT_COMPACTED
+
+
+class TopicExists(RequestError):
+    """CREATE_TOPIC of a topic that exists as the other kind (compacted or not) than
+    asked: nothing was changed."""
+
+    status = Status.TOPIC_EXISTS
+
+
+class InvalidKey(RequestError, ValueError):
+    """A message key the client cannot send: a key is bytes (or str, sent as UTF-8) of at
+    least one byte, or None for a message without one. Raised before anything is sent."""
+
+    status = Status.MALFORMED_REQUEST
 
 
 class WrongSubscriptionKind(RequestError):
@@ -335,6 +351,7 @@ _BY_STATUS = {
         DuplicateSequence,
         KeyRequired,
         NotCompacted,
+        TopicExists,
         ServiceDown,
         NotResponsibleForTopic,
         StorageError,

@@ -43,6 +43,7 @@ import sys
 from array import array
 from itertools import accumulate
 
+from hedwig.protocol.errors import InvalidKey
 from hedwig.protocol.status import Status, StatusError
 
 SET_VERSION = 1
@@ -261,17 +262,21 @@ def decode_typed_properties(blob) -> dict:
     return properties
 
 
+KEY_RULE = "a message key is at least one byte (bytes, or str sent as UTF-8); None publishes without one"
+
+
 def key_bytes(key) -> bytes:
     """A message key as it travels: bytes as they are, str as UTF-8, None as b"" (no
-    key). An empty key is refused: a key is at least one byte (None: no key)."""
+    key). An empty key is refused (InvalidKey, a ValueError): a key is at least one
+    byte (None: no key)."""
     if key is None:
         return b""
     if isinstance(key, str):
         key = key.encode("utf-8")
     elif not isinstance(key, bytes | bytearray | memoryview):
-        raise TypeError(f"a message key is bytes or str, not {type(key).__name__}")
+        raise TypeError(f"a key of type {type(key).__name__}: {KEY_RULE}")
     if not key:
-        raise ValueError("a message key is at least one byte (use None for no key)")
+        raise InvalidKey(message=f"an empty key: {KEY_RULE}")
     return bytes(key)
 
 

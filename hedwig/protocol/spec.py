@@ -312,7 +312,7 @@ _SPECS = (
     _request(
         Op.CREATE_TOPIC,
         permission=Permission.CREATE,
-        statuses=_CREATES,
+        statuses=_CREATES | {Status.TOPIC_EXISTS},
         idempotent=True,
         encode=encode_create_topic,
         decode=decode_create_topic,

@@ -40,6 +40,9 @@ class Status(IntEnum):
     KEY_REQUIRED = 421
     # COMPACT of a topic created without the compaction flag.
     NOT_COMPACTED = 422
+    # CREATE_TOPIC of a topic that exists as the other kind (compacted or not) than asked:
+    # nothing changed (Kafka's TOPIC_ALREADY_EXISTS, for a topic that is not what was asked).
+    TOPIC_EXISTS = 423
     # Authentication and authorization ([auth] enabled; docs/protocol.md "AUTH").
     AUTHENTICATION_FAILED = 430  # wrong credentials, or a request before AUTH: the hub closes
     NOT_AUTHORIZED = 431  # a permission the user lacks, or another user's subscription

@@ -27,11 +27,12 @@ _logger = Logger()
 
 @dataclass
 class Sweep:
-    """What sweep_ledgers did: ledgers deleted (recorded as garbage), and ledgers kept
-    because no topic names them and the metadata does not record them as garbage, with
-    what each holds."""
+    """What sweep_ledgers did: ledgers deleted (recorded as garbage), empty ledgers
+    deleted (no topic names them), and ledgers kept because no topic names them and the
+    metadata does not record them as garbage, with what each holds."""
 
     deleted: list = field(default_factory=list)
+    empty: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
     described: dict = field(default_factory=dict)
 
@@ -87,6 +88,11 @@ class TopicLogManager:
         if deleting is not None:  # a second delete meanwhile: None once the first is done
             return deleting.addBoth(lambda _: None)
         return self._leaving.run(topic, self._delete, topic)
+
+    def leaving(self, topic: str):
+        """Deferred firing once the topic's deletion or release under way is done; None
+        when there is none."""
+        return self._leaving.wait(topic)
 
     def release_topic(self, topic: str):
         """Close the topic's log here and leave its records as they are: the topic goes
@@ -191,12 +197,13 @@ class TopicLogManager:
         the process died or failed before their files were gone); report the others no
         topic names. Deferred[Sweep].
 
-        A ledger is deleted only on the metadata's positive word: a ledger the metadata
-        does not know may be a topic's data whose record was lost (a damaged or restored
-        metadata file), so it is kept, and reported for an operator to look at (a
-        process that dies between creating a ledger and recording it in a topic's ranges
-        leaves an empty one of those). Call it before opening any topic, so that no
-        ledger is between its creation and the ranges naming it."""
+        A ledger with entries is deleted only on the metadata's positive word: a ledger
+        the metadata does not know may be a topic's data whose record was lost (a damaged
+        or restored metadata file), so it is kept, and reported for an operator to look
+        at. An empty one holds nothing to lose, and no topic uses it (no record names it,
+        and none can be writing it: called before opening any topic, so that no ledger is
+        between its creation and the ranges naming it): it is what a process that died
+        between creating a ledger and recording it left (a roll, a compaction), deleted."""
         if self._logs or self._opening:
             raise LogError("ledgers can only be swept before any topic is opened")
         named = set()
@@ -217,6 +224,15 @@ class TopicLogManager:
                     )
                     continue
                 sweep.deleted.append(ledger_id)
+            elif (yield self._describe(ledger_id)) == "empty":
+                try:
+                    yield maybeDeferred(self.ledgers.delete, ledger_id)
+                except LedgerError as e:
+                    _logger.warn(
+                        "could not delete empty ledger {ledger_id}: {error}", ledger_id=ledger_id, error=e
+                    )
+                    continue
+                sweep.empty.append(ledger_id)
             else:
                 sweep.unknown.append(ledger_id)
         # Records of ledgers deleted now or before (a crash after the deletion); a record

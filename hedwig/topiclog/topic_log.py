@@ -147,6 +147,7 @@ class TopicLog:
             topic_ops=self._roller._topic_ops,
         )
         self._compacting = None  # the compaction under way (a SharedResult), if any
+        self._compacting_explicit = False  # ... whether a COMPACT asked for it
         # Roll limits, read once: "no limit" (0) becomes a bound never reached.
         self._max_entries = settings.max_ledger_entries if settings.max_ledger_entries > 0 else NO_LIMIT
         self._max_bytes = settings.max_ledger_bytes if settings.max_ledger_bytes > 0 else NO_LIMIT
@@ -653,14 +654,20 @@ class TopicLog:
 
     # -- compaction (a compacted topic's: compaction.py) -----------------------------------
 
-    def compact(self, lag_s: float | None = None) -> Deferred:
+    def compact(self, lag_s: float | None = None, explicit: bool = False) -> Deferred:
         """Rewrite the sealed ledgers whose newest entry is older than `lag_s` (None:
-        min_compaction_lag_s) keeping the latest message of each key. Deferred[dict]:
-        what was done; a compaction under way is joined. Only a compacted topic's."""
+        min_compaction_lag_s) keeping the latest message of each key. `explicit` (a
+        COMPACT): the open ledger is rolled first, when it holds anything, so that the
+        compaction covers everything published before it (as Pulsar's manual compaction
+        does). Deferred[dict]: what was done, or why nothing was; a compaction under way
+        is joined. Only a compacted topic's."""
         if not self.compaction:
             return fail(ValueError(f"topic {self.topic} is not a compacted topic"))
         if self._state != _OPEN:
             return fail(self._unavailable())
+        if self._compacting is not None and explicit and not self._compacting_explicit:
+            # (a background pass under way covers less: this one runs after it)
+            return self._compacting.wait().addBoth(lambda _: self.compact(lag_s, explicit))
         if self._compacting is None:
             lag = self._settings.min_compaction_lag_s if lag_s is None else lag_s
 
@@ -670,11 +677,25 @@ class TopicLog:
                     self._fail(result.value)
                 return result
 
-            compacting = SharedResult(self._compactor.compact(lag).addBoth(done))
+            compacting = SharedResult(self._compact(lag, explicit).addBoth(done))
             if compacting.done:  # (nothing to do: answered at once)
                 return compacting.wait()
             self._compacting = compacting
+            self._compacting_explicit = explicit
         return self._compacting.wait()
+
+    @inlineCallbacks
+    def _compact(self, lag_s: float, explicit: bool):
+        if explicit and self._rolling:  # (appends before the COMPACT may wait for it)
+            yield self._until_rolled().addErrback(lambda _failure: None)  # (logged by _rolled)
+        if explicit and self._state == _OPEN and self.open_ledger.entries:
+            rolled = self._until_rolled()  # (first: a roll over synchronous stores ends at once)
+            self._start_roll()
+            yield rolled
+        if self._state != _OPEN:
+            raise self._unavailable()
+        report = yield self._compactor.compact(lag_s, explicit)
+        return report
 
     # -- description and close -------------------------------------------------------------
 
@@ -703,6 +724,9 @@ class TopicLog:
 
     @inlineCallbacks
     def _close(self):
+        if self._compacting is not None:  # (stopped at its next step, its new ledger dropped)
+            self._compactor.stop()
+            yield self._compacting.wait().addErrback(lambda _failure: None)
         yield self._until(self._idle_waiters, not (self._inflight or self._waiting or self._rolling))
         try:
             yield self._roller.close(self.open_ledger)

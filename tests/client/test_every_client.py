@@ -8,6 +8,8 @@ import pytest
 
 from hedwig.client.errors import (
     ClientClosed,
+    HedwigError,
+    InvalidKey,
     InvalidTopic,
     KeyRequired,
     NotCompacted,
@@ -191,16 +193,30 @@ def test_a_compacted_topic_is_created_refuses_keyless_messages_and_compacts(conn
         client.call("publish", topic, b"no key")
     keyed = encode_message_set([b"1", b"2", b"3"], None, [b"a", b"b", b"a"])
     assert client.call("publish_set", topic, keyed) == [1, 2, 3]
-    report = client.call("compact", topic)  # (the shared hub's one ledger is open: nothing sealed)
-    assert report["topic"] == topic and report["span"] is None
+    report = client.call("compact", topic)  # (everything published before it: its open ledger rolled)
+    assert report["topic"] == topic and report["span"] == [1, 3] and report["kept"] == 2
     assert [(m.seq, m.key, m.payload) for m in client.call("read", topic)] == [
-        (1, b"a", b"1"),
         (2, b"b", b"2"),
         (3, b"a", b"3"),
     ]
     client.call("publish", f"{topic}-plain", b"x")
     with pytest.raises(NotCompacted):
         client.call("compact", f"{topic}-plain")
+
+
+def test_an_empty_key_is_refused_with_a_hedwig_error_saying_what_keys_may_be(connect):
+    """Issue 42: key="" raised a plain ValueError."""
+    topic = f"every-empty-key-{connect.kind}"
+    client = connect()
+    for call in (("publish", topic, b"x"), ("publish_many", topic, [b"x"])):
+        keys = {"key": ""} if call[0] == "publish" else {"keys": [b""]}
+        with pytest.raises(InvalidKey) as refused:
+            client.call(*call, **keys)
+        assert isinstance(refused.value, HedwigError) and isinstance(refused.value, ValueError)
+        assert "an empty key: a message key is at least one byte (bytes, or str sent as UTF-8)" in str(
+            refused.value
+        )
+    assert client.call("publish", topic, b"x", key="k") == 1  # (nothing of the refused ones was sent)
 
 
 def test_unsubscribe_closes_the_subscription_attached_through_the_client_first(connect):

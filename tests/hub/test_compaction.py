@@ -5,16 +5,25 @@ and a hub killed (SIGKILL) at each step of a compaction reading old or new ledge
 its restart, never a mix that loses a key's latest value."""
 
 import os
+import threading
 
 import pytest
 
 from hedwig.client import Client
-from hedwig.client.errors import ConnectionLost, CouldNotConnect, KeyRequired, NotCompacted
+from hedwig.client.errors import (
+    ConnectionLost,
+    CouldNotConnect,
+    KeyRequired,
+    NoSuchTopic,
+    NotCompacted,
+    TopicExists,
+)
 from hedwig.protocol import Op
 from hedwig.protocol.compression import compress_message_set
 from hedwig.protocol.messageset import encode_message_set
 from hedwig.testing.hubprocess import HubProcess
 from hedwig.testing.polling import wait_until
+from hedwig.topiclog.compaction import KEY_COST_BYTES
 
 KILL_AT = "HEDWIG_TEST_COMPACTION_KILL_AT"
 
@@ -80,9 +89,20 @@ def test_the_compaction_flag_is_kept_across_restarts_and_described(tmp_path):
         publish_keyed(client, "table", [(b"a", b"1")])
     with process, Client(process.address) as client:
         assert client.describe("table")["compaction"] is True
-        # Asked again (with or without the flag) it is what it was created as.
-        assert client.create_topic("table") == {"topic": "table", "created": False, "compaction": True}
-        assert client.create_topic("plain", compaction=True)["compaction"] is False
+        # Asked again as it is: it exists; as the other kind: refused, and it stays what it
+        # was created as (issue 42: a caller asking for a table got a plain topic, silently).
+        assert client.create_topic("table", compaction=True) == {
+            "topic": "table",
+            "created": False,
+            "compaction": True,
+        }
+        assert client.create_topic("plain") == {"topic": "plain", "created": False, "compaction": False}
+        with pytest.raises(TopicExists, match="plain exists already as a topic without compaction"):
+            client.create_topic("plain", compaction=True)
+        with pytest.raises(TopicExists, match="table exists already as a compacted topic"):
+            client.create_topic("table")
+        assert client.describe("plain")["compaction"] is False
+        assert client.describe("table")["compaction"] is True
         with pytest.raises(KeyRequired):
             client.publish("table", b"no key")
 
@@ -322,3 +342,92 @@ def test_a_filtered_subscription_of_a_compacted_topic_gets_the_latest_that_match
 
             wait_until(consumed, f"the {kind} subscription's pointer past the gaps and the blue ones")
             sub.close()
+
+
+def test_an_expired_tombstone_goes_on_a_topic_gone_quiet(tmp_path):
+    """Issue 42: a tombstone compacted while young, nothing published after: once its
+    retention passed, COMPACT answered `span: None` (a span of one ledger the compactor
+    wrote was never compacted again) and the tombstone was read back for ever."""
+    process = hub_process(tmp_path, tombstone_retention_s=3.0)
+    with process, Client(process.address) as client:
+        client.create_topic("quiet", compaction=True)
+        for pair in ((b"gone", b"v1"), (b"gone", b""), (b"stays", b"v1"), (b"stays", b"v2")):
+            publish_keyed(client, "quiet", [pair])
+        report = client.compact("quiet")
+        assert report["span"] == [1, 4]
+        assert table(client.read("quiet")) == {b"gone": (2, b""), b"stays": (4, b"v2")}  # (young)
+        ledger = report["ledger"]
+
+        def compacted_again():
+            return client.compact("quiet")["span"] is not None
+
+        wait_until(compacted_again, "a compaction once the tombstone expired")
+        assert table(client.read("quiet")) == {b"stays": (4, b"v2")}
+        assert client.describe("quiet")["ledgers"][0]["ledger_id"] != ledger
+        # Nothing more to do now: the reply says why.
+        again = client.compact("quiet")
+        assert again["span"] is None and "compacted already" in again["why"]
+
+
+def test_a_topic_deleted_while_it_is_compacted_answers_no_such_topic_and_logs_no_loss(tmp_path):
+    """Issue 42: the compact() caller got `STORAGE_ERROR: EntriesUnreadable ... their
+    ledger is missing` and the hub logged `ledger 1 is missing` at error level. A key
+    map of two keys makes the compaction of 600 keys a few hundred passes: it is under
+    way when the delete comes (the first pass's ledger shows it)."""
+    conf = write_conf(tmp_path)
+    with open(conf, "a") as file:
+        file.write(f"compaction_key_map_bytes = {2 * KEY_COST_BYTES}\n")
+    process = HubProcess(tmp_path / "data", 0, "--conf", conf)
+    with process, Client(process.address) as client:
+        client.create_topic("doomed", compaction=True)
+        for i in range(0, 600, 100):
+            publish_keyed(client, "doomed", [(b"k%d" % k, b"v") for k in range(i, i + 100)])
+        first_ledger = client.describe("doomed")["ledgers"][0]["ledger_id"]
+        answer = {}
+
+        def compact():
+            with Client(process.address) as other:
+                try:
+                    answer["report"] = other.compact("doomed")
+                except Exception as e:
+                    answer["error"] = e
+
+        compacting = threading.Thread(target=compact)
+        compacting.start()
+        wait_until(
+            lambda: client.describe("doomed")["ledgers"][0]["ledger_id"] != first_ledger,
+            "the compaction's first pass",
+        )
+        client.delete_topic("doomed", force=True)
+        compacting.join(60)
+        assert isinstance(answer.get("error"), NoSuchTopic), answer
+        # The hub goes on; no ledger of the topic (nor of its compaction) is left.
+        assert client.publish("fresh", b"x") == 1
+        named = {ledger["ledger_id"] for ledger in client.describe("fresh")["ledgers"]}
+        stored = {int(name[1:]) for name in os.listdir(tmp_path / "data" / "ledgers") if name.startswith("L")}
+        assert stored == named
+    log = process.output()
+    assert "missing" not in log and "Unhandled" not in log and "error" not in log.lower(), log
+
+
+def test_the_sweep_deletes_the_empty_ledger_a_kill_after_its_creation_left(tmp_path):
+    """Issue 42: a SIGKILL between creating a compaction's ledger and recording it left an
+    empty ledger that the hub warned about at every start, for an operator to delete by
+    hand. No topic names it, no record does, it holds nothing: the sweep deletes it."""
+    process = hub_process(tmp_path)
+    process.env = {**os.environ, KILL_AT: "created"}
+    with process, Client(process.address) as client:
+        client.create_topic("crash", compaction=True)
+        latest = publish_rounds(client, "crash", rounds=9, keys=4)
+        with pytest.raises((ConnectionLost, CouldNotConnect)):
+            client.compact("crash")
+        process.process.wait(30)
+        assert process.process.returncode == -9
+    process.env = None
+    with process, Client(process.address) as client:
+        assert process.wait_for_log("empty ledger(s) no topic names")
+        assert table(client.read("crash")) == latest
+        named = {ledger["ledger_id"] for ledger in client.describe("crash")["ledgers"]}
+        stored = {int(name[1:]) for name in os.listdir(tmp_path / "data" / "ledgers") if name.startswith("L")}
+        assert stored == named, f"ledgers on disk {stored}, named by the topic {named}"
+    assert "no topic names and the metadata does not record" not in process.output()

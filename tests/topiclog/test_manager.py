@@ -132,19 +132,23 @@ def test_reopening_while_the_previous_log_is_closing_waits_for_it(stack, backend
     assert again is not topic_log and again.last_seq == 1
 
 
-def test_the_sweep_keeps_and_reports_ledgers_the_metadata_does_not_know(stack):
+def test_the_sweep_deletes_an_empty_ledger_no_topic_names(stack):
+    """A crash between creating a ledger and writing the ranges (or the garbage record)
+    naming it leaves an empty one behind: it holds nothing, no record names it and no
+    topic is open to be writing it, so the sweep deletes it (issue 42). An empty ledger
+    a topic names (its open ledger) stays."""
     manager = stack.manager()
     kept = [settle(stack, manager.open(name)) for name in ("a", "b")]
     settle(stack, kept[0].append(message_set(1), 1))
-    # A crash between creating a ledger and writing the ranges naming it leaves it behind;
-    # so does a lost topic record, with messages in it: the sweep cannot tell, it keeps both.
+    empty_open = kept[1].open_ledger_id
     orphan = fired(stack.ledgers.create())
     fresh = stack.restart()
     sweep = settle(stack, fresh.sweep_ledgers())
-    assert sweep.deleted == [] and sweep.unknown == [orphan]
-    assert sweep.described == {orphan: "empty"}
-    assert orphan in stack.ledgers.list_ledgers()
+    assert sweep.empty == [orphan] and sweep.deleted == [] and sweep.unknown == []
+    assert orphan not in stack.ledgers.list_ledgers()
+    assert empty_open in stack.ledgers.list_ledgers()
     assert settle(stack, fresh.open("a")).last_seq == 1
+    assert settle(stack, fresh.open("b")).last_seq == 0
 
 
 def test_a_ledger_whose_topic_record_was_lost_is_described_by_its_seq_ids(stack):

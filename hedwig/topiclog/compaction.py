@@ -305,6 +305,7 @@ class Compactor:
         self.compactions = 0
         self.passes = 0
         self.largest_step = 0  # the most messages looked at between two rests (for tests)
+        self.largest_map = 0  # the most keys a pass's map held (for tests)
 
     def stop(self) -> None:
         """The log closes: a compaction under way stops at its next step."""
@@ -463,6 +464,7 @@ class Compactor:
 
         if dirty_from <= last:
             yield self._each_entry(dirty_from, last, see)
+        self.largest_map = max(self.largest_map, len(policy.latest))
         # The new ledger, known as garbage before a byte is in it (a crash: the sweep's).
         new_id = yield self._ledgers.create()
         self._step("created")

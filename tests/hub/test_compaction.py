@@ -431,3 +431,39 @@ def test_the_sweep_deletes_the_empty_ledger_a_kill_after_its_creation_left(tmp_p
         stored = {int(name[1:]) for name in os.listdir(tmp_path / "data" / "ledgers") if name.startswith("L")}
         assert stored == named, f"ledgers on disk {stored}, named by the topic {named}"
     assert "no topic names and the metadata does not record" not in process.output()
+
+
+def test_a_key_flood_is_compacted_in_passes_of_a_bounded_key_map(tmp_path):
+    """Issue 41: 2.6M distinct 3-byte keys from a publish-only user made the next
+    compaction grow the hub by 595 MB (a map of every key) and stall everyone for up to
+    2.2 s (a step was an entry, of up to 1.3M messages). With a key map of 2,000 keys,
+    60,000 keys take 30 passes or more, and other publishes are answered meanwhile (the
+    bounds themselves: tests/topiclog/test_compaction_passes.py; the figures:
+    bench/compaction_bench.py)."""
+    conf = write_conf(tmp_path)
+    with open(conf, "a") as file:
+        file.write(f"compaction_key_map_bytes = {2_000 * KEY_COST_BYTES}\n")
+    process = HubProcess(tmp_path / "data", 0, "--conf", conf)
+    with process, Client(process.address) as client:
+        client.create_topic("flood", compaction=True)
+        for start in range(0, 60_000, 20_000):
+            publish_keyed(
+                client, "flood", [(i.to_bytes(3, "big"), b"v") for i in range(start, start + 20_000)]
+            )
+        publish_keyed(client, "flood", [((5).to_bytes(3, "big"), b"again")])
+        answer = {}
+
+        def compact():
+            with Client(process.address) as other:
+                answer["report"] = other.compact("flood")
+
+        compacting = threading.Thread(target=compact)
+        compacting.start()
+        published = [client.publish("other", b"%d" % i) for i in range(50)]
+        compacting.join(120)
+        assert published == list(range(1, 51))
+        report = answer["report"]
+        assert report["span"] == [1, 60_001] and report["passes"] >= 30
+        assert (report["messages"], report["kept"]) == (60_001, 60_000)
+        kept = table(client.read("flood", 1, 70_000))
+        assert len(kept) == 60_000 and kept[(5).to_bytes(3, "big")] == (60_001, b"again")

@@ -12,6 +12,17 @@ the p50/p99/max latencies of each phase, p99 during over p99 without (both basel
 the compaction's wall time, messages read and entries written, and the machine's load;
 one such report per number of keys (10k: 1% of the messages stay, rewritten; 250k: 25%,
 whole entries copied), each on a hub of its own.
+
+    .venv/bin/python bench/compaction_bench.py --flood 1000000 [--flood-set 500000]
+
+A key flood instead (issue 41): `--flood` distinct 3-byte keys, sets of `--flood-set`
+messages (each one stored entry), then COMPACT while another client publishes: the hub's
+resident memory sampled during the compaction (its growth over the resident size just
+before), the other client's publish p50/p99/max during it and without it, and the
+compaction's passes and wall time. Its "figures" are what bench/before_after.py compares:
+
+    .venv/bin/python bench/before_after.py --before DIR --after . --rounds 1 \
+        --out compaction_flood_before_after -- bench/compaction_bench.py --flood 1000000
 """
 
 import argparse
@@ -57,11 +68,24 @@ def main(argv=None) -> int:
     parser.add_argument("--set-size", type=int, default=100)
     parser.add_argument("--payload-bytes", type=int, default=100)
     parser.add_argument("--ledger-entries", type=int, default=1000)  # 1M in sets of 100: 10 ledgers
+    parser.add_argument("--flood", type=int, default=0, help="a key flood of this many distinct keys")
+    parser.add_argument("--flood-set", type=int, default=500_000, help="messages per set of the flood")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
+    if args.flood:
+        emit(flood_run(args), RESULTS_DIR / "compaction_flood_bench.json", save=not args.no_save)
+        return 0
     runs = [run(args, int(keys)) for keys in args.keys.split(",")]
     emit({"runs": runs}, RESULTS_DIR / "compaction_bench.json", save=not args.no_save)
     return 0
+
+
+def compact_into(admin, report: dict, done: threading.Event) -> None:
+    """COMPACT the table: its reply and wall time into `report`, then `done` set."""
+    began = time.monotonic()
+    report.update(admin.compact(TOPIC))
+    report["wall_s"] = round(time.monotonic() - began, 3)
+    done.set()
 
 
 def run(args, keys: int) -> dict:
@@ -85,16 +109,9 @@ def run(args, keys: int) -> dict:
             publish_for(publisher, 2.0, payload)  # (warm: connection, caches)
             done = threading.Event()
             report = {}
-
-            def compact():
-                began = time.monotonic()
-                report.update(admin.compact(TOPIC))
-                report["wall_s"] = round(time.monotonic() - began, 3)
-                done.set()
-
             baseline_before = publish_for(publisher, 10.0, payload)
             load_before = load()
-            thread = threading.Thread(target=compact)
+            thread = threading.Thread(target=compact_into, args=(admin, report, done))
             thread.start()
             during = publish_for(publisher, 0, payload, until=done)
             thread.join()
@@ -122,6 +139,86 @@ def run(args, keys: int) -> dict:
     # (None: the compaction ended before a publish did: too small a topic to measure)
     summary["p99_during_over_without"] = None if during_p99 is None else round(during_p99 / without_p99, 2)
     return summary
+
+
+def resident_kib(pid: int) -> int:
+    """The process's resident memory now (VmRSS, KiB)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def flood_run(args) -> dict:
+    """One hub: a flood of distinct 3-byte keys, then COMPACT while another client
+    publishes, the hub's memory sampled meanwhile."""
+    payload = b"v" * 8
+    with tempfile.TemporaryDirectory() as directory:
+        conf = Path(directory) / "hub.conf"
+        conf.write_text("[log]\nmax_ledger_entries = 2\ncompaction_interval_s = 0\n")
+        with (
+            HubProcess(Path(directory) / "data", 0, "--conf", str(conf)) as hub,
+            Client(hub.address, timeout=120) as filler,
+            Client(hub.address) as publisher,
+            Client(hub.address, timeout=1200) as admin,
+        ):
+            filler.create_topic(TOPIC, compaction=True)
+            started = time.monotonic()
+            for start in range(0, args.flood, args.flood_set):
+                names = [i.to_bytes(3, "big") for i in range(start, min(args.flood, start + args.flood_set))]
+                filler.publish_set(TOPIC, encode_message_set([b"f"] * len(names), None, names))
+            filler.publish_set(TOPIC, encode_message_set([payload], None, [b"roll"]))  # (the flood sealed)
+            fill_s = time.monotonic() - started
+            publish_for(publisher, 2.0, payload)  # (warm: connection, caches)
+            baseline_before = publish_for(publisher, 5.0, payload)
+            pid = hub.process.pid
+            resident_before = resident_kib(pid)
+            peak = [resident_before]
+            done = threading.Event()
+            report = {}
+
+            def sample():
+                while not done.wait(0.05):
+                    peak[0] = max(peak[0], resident_kib(pid))
+
+            threads = [
+                threading.Thread(target=compact_into, args=(admin, report, done)),
+                threading.Thread(target=sample),
+            ]
+            for thread in threads:
+                thread.start()
+            during = publish_for(publisher, 0, payload, until=done)
+            for thread in threads:
+                thread.join()
+            baseline_after = publish_for(publisher, 5.0, payload)
+    without = latency_summary(baseline_before + baseline_after)
+    while_compacting = latency_summary(during)
+    growth_mb = round((peak[0] - resident_before) / 1024, 1)
+    ratio = (
+        None
+        if while_compacting["p99_us"] is None
+        else round(while_compacting["p99_us"] / without["p99_us"], 2)
+    )
+    return {
+        "benchmark": "compaction_flood",
+        "keys": args.flood,
+        "set_size": args.flood_set,
+        "fill_s": round(fill_s, 1),
+        "compaction": {k: report.get(k) for k in ("wall_s", "span", "messages", "kept", "entries", "passes")},
+        "resident_mb_before": round(resident_before / 1024, 1),
+        "figures": {
+            "resident_growth_mb": {"value": growth_mb},
+            "compaction_wall_s": {"value": report["wall_s"]},
+            "publish_latency_without": without,
+            "publish_latency_during": {"count": len(during), **while_compacting},
+            "publish_max_stall_ms": {
+                "value": None if not during else round(while_compacting["max_us"] / 1000, 1)
+            },
+            "p99_during_over_without": {"value": ratio},
+        },
+        "load": load(),
+    }
 
 
 if __name__ == "__main__":

@@ -28,16 +28,24 @@ from hedwig.topiclog.compaction import KEY_COST_BYTES
 KILL_AT = "HEDWIG_TEST_COMPACTION_KILL_AT"
 
 
-def write_conf(directory, tombstone_retention_s: float = 86400.0, interval_s: float = 0, lag_s: float = 60):
+def write_conf(
+    directory,
+    tombstone_retention_s: float = 86400.0,
+    interval_s: float = 0,
+    lag_s: float = 60,
+    key_map_keys: int = 0,
+):
     """A ledger every 3 entries (compaction has sealed ledgers to work on); no background
-    compaction unless `interval_s` (the tests compact on demand)."""
+    compaction unless `interval_s` (the tests compact on demand); a key map of
+    `key_map_keys` keys (0: the default's)."""
     path = directory / "hub.conf"
+    key_map = f"compaction_key_map_bytes = {key_map_keys * KEY_COST_BYTES}\n" if key_map_keys else ""
     path.write_text(
         "[log]\n"
         "max_ledger_entries = 3\n"
         f"compaction_interval_s = {interval_s}\n"
         f"min_compaction_lag_s = {lag_s}\n"
-        f"tombstone_retention_s = {tombstone_retention_s}\n"
+        f"tombstone_retention_s = {tombstone_retention_s}\n" + key_map
     )
     return str(path)
 
@@ -374,10 +382,7 @@ def test_a_topic_deleted_while_it_is_compacted_answers_no_such_topic_and_logs_no
     ledger is missing` and the hub logged `ledger 1 is missing` at error level. A key
     map of two keys makes the compaction of 600 keys a few hundred passes: it is under
     way when the delete comes (the first pass's ledger shows it)."""
-    conf = write_conf(tmp_path)
-    with open(conf, "a") as file:
-        file.write(f"compaction_key_map_bytes = {2 * KEY_COST_BYTES}\n")
-    process = HubProcess(tmp_path / "data", 0, "--conf", conf)
+    process = hub_process(tmp_path, key_map_keys=2)
     with process, Client(process.address) as client:
         client.create_topic("doomed", compaction=True)
         for i in range(0, 600, 100):
@@ -440,10 +445,7 @@ def test_a_key_flood_is_compacted_in_passes_of_a_bounded_key_map(tmp_path):
     60,000 keys take 30 passes or more, and other publishes are answered meanwhile (the
     bounds themselves: tests/topiclog/test_compaction_passes.py; the figures:
     bench/compaction_bench.py)."""
-    conf = write_conf(tmp_path)
-    with open(conf, "a") as file:
-        file.write(f"compaction_key_map_bytes = {2_000 * KEY_COST_BYTES}\n")
-    process = HubProcess(tmp_path / "data", 0, "--conf", conf)
+    process = hub_process(tmp_path, key_map_keys=2_000)
     with process, Client(process.address) as client:
         client.create_topic("flood", compaction=True)
         for start in range(0, 60_000, 20_000):

@@ -280,6 +280,32 @@ def run_steps(steps):
             return done.value
 
 
+def compacted(entries, span_last: int, tombstone_cutoff_us: int, max_keys: int = 1 << 20) -> list:
+    """The passes a Compactor runs, over stored entries in memory (seq-ids 1..span_last)
+    until they are clean: [(entry, its last seq-id)] of the result (tests, tools)."""
+    out = [(data, None) for data in entries]
+    clean_through = 0
+    while clean_through < span_last:
+        policy = LatestByKey(span_last, tombstone_cutoff_us, max_keys, clean_through)
+        for data, _last in out:
+            run_steps(map_keys(StoredSet(data), policy, clean_through + 1))
+            if policy.full:
+                break
+        rewritten_entries, covered = [], 0
+        emit = rewritten_entries.append
+        for data, _last in out:
+            covered, _kept, _tombstone = run_steps(
+                rewritten(
+                    StoredSet(data),
+                    policy,
+                    covered,
+                    lambda entry, last, _time, emit=emit: emit((entry, last)),
+                )
+            )
+        out, clean_through = rewritten_entries, policy.mapped_through
+    return out
+
+
 class Compactor:
     """Compactions of one topic log: its reader reads the span, its roller swaps the
     ranges and drops the old ledgers. One at a time (the caller's: TopicLog.compact).

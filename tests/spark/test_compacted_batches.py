@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from hedwig.protocol import encode_entry_header, encode_message_set
 from hedwig.spark.batches import RecordBatchBuilder
-from hedwig.topiclog.compaction import LatestByKey, rewritten
+from hedwig.topiclog.compaction import compacted
 from tests.spark.test_batches import as_rows, expected_rows
 
 T0 = 1_700_000_000_000_000
@@ -22,17 +22,10 @@ def compacted_entries(rounds):
         )
         seq += len(keys)
     last = seq - 1
-    policy = LatestByKey(last, 0)
-    s = 1
-    for keys in rounds:
-        for i, key in enumerate(keys):
-            policy.see(s + i, key, False, T0)
-        s += len(keys)
     out, covered = [], 0
-    for data in entries:
-        for entry, entry_last, _ in rewritten(data, policy, covered):
-            out.append((entry, covered + 1, entry_last))
-            covered = entry_last
+    for entry, entry_last in compacted(entries, last, 0):
+        out.append((entry, covered + 1, entry_last))
+        covered = entry_last
     return out, last
 
 

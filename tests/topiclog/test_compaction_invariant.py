@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hedwig.protocol.compression import compress_message_set
 from hedwig.protocol.entry import decode_entry, decode_entry_header, encode_entry_header
 from hedwig.protocol.messageset import encode_message_set
-from hedwig.topiclog.compaction import LatestByKey, StoredSet, map_keys, rewritten, run_steps
+from hedwig.topiclog.compaction import LatestByKey, compacted
 
 # Short keys, and long ones that differ only at their end (the policy remembers those by
 # a digest).
@@ -48,27 +48,9 @@ def stored_entries(publishes):
     return entries, messages
 
 
-def one_pass(entries, span_last: int, cutoff_us: int, max_keys: int, clean_through: int):
-    """One pass of the compactor: (the entries rewritten, the seq-id it is clean through)."""
-    policy = LatestByKey(span_last, cutoff_us, max_keys, clean_through)
-    for data in entries:
-        run_steps(map_keys(StoredSet(data), policy, clean_through + 1))
-        if policy.full:
-            break
-    out, covered = [], 0
-    for data in entries:
-        covered, _kept, _tombstone = run_steps(
-            rewritten(StoredSet(data), policy, covered, lambda entry, _last, _time: out.append(entry))
-        )
-    return out, policy.mapped_through
-
-
 def compact(entries, span_last: int, cutoff_us: int, max_keys: int = 1 << 20):
-    """Passes until the span is clean, as Compactor.compact runs them."""
-    clean_through = 0
-    while clean_through < span_last:
-        entries, clean_through = one_pass(entries, span_last, cutoff_us, max_keys, clean_through)
-    return entries
+    """The entries as the compactor's passes leave them."""
+    return [entry for entry, _last in compacted(entries, span_last, cutoff_us, max_keys)]
 
 
 def decoded(entries):

@@ -274,7 +274,7 @@ def key_bytes(key) -> bytes:
     if isinstance(key, str):
         key = key.encode("utf-8")
     elif not isinstance(key, bytes | bytearray | memoryview):
-        raise TypeError(f"a key of type {type(key).__name__}: {KEY_RULE}")
+        raise TypeError(f"a message key is bytes or str, not {type(key).__name__}")
     if not key:
         raise InvalidKey(message=f"an empty key: {KEY_RULE}")
     return bytes(key)

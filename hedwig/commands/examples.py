@@ -67,7 +67,7 @@ EXAMPLES = {
         ("hedwig create orders", "make a topic before anything is published to it"),
         ("hedwig create prices --compact", "a compacted topic: the latest message of each key is kept"),
     ],
-    "compact": [("hedwig compact prices", "compact a compacted topic's closed ledgers now")],
+    "compact": [("hedwig compact prices", "compact a compacted topic now: everything published before")],
     "delete": [
         ("hedwig delete scratch", "a topic without subscriptions"),
         ("hedwig delete orders --force", "with its subscriptions"),

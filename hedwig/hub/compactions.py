@@ -5,13 +5,15 @@ open topic created with the compaction flag compacts its closed ledgers whose ne
 entry is older than `min_compaction_lag_s` (hedwig.topiclog.compaction). Topics are
 taken one after another, and a run still going when the next is due delays it
 (LoopingCall waits for the Deferred), so compaction never piles up; each compaction
-gives the reactor back between chunks of entries, so publishing goes on meanwhile.
+gives the reactor back between steps, so publishing goes on meanwhile. A topic deleted or
+released while it is compacted stops its compaction (nothing lost): logged at debug.
 """
 
 from twisted.internet.defer import inlineCallbacks
 from twisted.logger import Logger
 
 from hedwig.hub.periodic import PeriodicPass
+from hedwig.topiclog.errors import LogClosed
 
 
 class BackgroundCompaction(PeriodicPass):
@@ -33,6 +35,9 @@ class BackgroundCompaction(PeriodicPass):
                 continue
             try:
                 report = yield topic_log.compact()
+            except LogClosed as e:  # (deleted or released meanwhile: its compaction stopped)
+                self.log.debug("compaction of {topic} stopped: {error}", topic=topic, error=e)
+                continue
             except Exception:
                 self.log.failure("compaction of {topic} failed", topic=topic)
                 continue

@@ -505,6 +505,12 @@ class Compactor:
         def emit(entry, entry_last, time_us):
             appends.append(self._ledgers.append(new_id, entry, time_us))
             written["entries"] += 1
+            if len(appends) > 64:  # (settled as they go: no Deferred per entry held to the end)
+                pending = list(appends)
+                appends.clear()
+                gatherResults(pending, consumeErrors=True).addErrback(
+                    lambda failure: written.setdefault("failed", failure)
+                )
 
         def write(stored):
             covered, kept, tombstone_us = yield from rewritten(stored, policy, written["covered"], emit)
@@ -513,12 +519,6 @@ class Compactor:
             written["messages"] += stored.count
             if tombstone_us is not None and written["tombstone_us"] is None:
                 written["tombstone_us"] = tombstone_us  # (entries come in publish order)
-            if len(appends) > 64:  # (settled as they go: no Deferred per entry held to the end)
-                pending = list(appends)
-                appends.clear()
-                gatherResults(pending, consumeErrors=True).addErrback(
-                    lambda failure: written.setdefault("failed", failure)
-                )
             return False
 
         old_ids = [r.ledger_id for r in span]

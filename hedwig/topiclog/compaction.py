@@ -55,7 +55,7 @@ import secrets
 import signal
 import struct
 from hashlib import blake2b
-from itertools import accumulate
+from itertools import accumulate, groupby
 
 from twisted.internet.defer import gatherResults, inlineCallbacks, maybeDeferred
 from twisted.internet.task import deferLater
@@ -119,6 +119,16 @@ class StoredSet:
         self._key_lengths = self._lengths[-1] if flags & FLAG_KEYS else None
         self._keys_at = (0, self._starts[-1])  # (message index, its key's offset): keys' cursor
         self._cut_at = (0, list(self._starts))  # (message index, each column's offset): cuts' cursor
+
+    def short_keys(self, start: int, stop: int) -> bool:
+        """Whether every message of [start, stop) has a key of 1 to 15 bytes (one the key
+        map holds as it is: a slice of them is mapped and looked up without a call per
+        message)."""
+        lengths = self._key_lengths
+        if lengths is None:
+            return False
+        piece = lengths[start:stop]
+        return min(piece) > 0 and max(piece) < _DIGEST_BYTES
 
     def keys(self, start: int, stop: int) -> list:
         """The keys of messages [start, stop) (None: no key)."""
@@ -185,6 +195,26 @@ class LatestByKey:
         self.mapped_through = seq
         return True
 
+    def see_short(self, keys: list, first_seq: int) -> bool:
+        """Map consecutive messages from `first_seq` whose keys are all short (1 to 15
+        bytes: held as they are), at once; False, mapping nothing, when the map has no
+        room for them all (see them one by one then)."""
+        latest = self.latest
+        if len(latest) + len(keys) > self.max_keys:
+            return False
+        latest.update(zip(keys, range(first_seq, first_seq + len(keys)), strict=True))
+        self.mapped_through = first_seq + len(keys) - 1
+        return True
+
+    def keeps_short(self, keys: list, first_seq: int) -> list:
+        """keeps() of consecutive messages from `first_seq` with short keys and payloads
+        (no tombstone among them), one flag each."""
+        mapped, last, get = self.mapped_through, self.span_last, self.latest.get
+        return [
+            seq > mapped or seq == last or get(key, seq) == seq
+            for seq, key in zip(range(first_seq, first_seq + len(keys)), keys, strict=True)
+        ]
+
     def keeps(self, seq: int, key, tombstone: bool, time_us: int) -> bool:
         if key is None or seq == self.span_last or seq > self.mapped_through:
             return True
@@ -203,10 +233,12 @@ def map_keys(stored: StoredSet, policy: LatestByKey, from_seq: int):
     see = policy.see
     while start < count:
         stop = min(count, start + _STEP_MESSAGES)
-        for i, key in enumerate(stored.keys(start, stop), first + start):
-            if not see(i, key):
-                yield i - first - start
-                return
+        keys = stored.keys(start, stop)
+        if not (stored.short_keys(start, stop) and policy.see_short(keys, first + start)):
+            for i, key in enumerate(keys, first + start):
+                if not see(i, key):
+                    yield i - first - start
+                    return
         yield stop - start
         start = stop
 
@@ -227,15 +259,25 @@ def rewritten(stored: StoredSet, policy: LatestByKey, covered_through: int, emit
     start = 0
     while start < count:
         stop = min(count, start + _STEP_MESSAGES)
-        for i, key in enumerate(stored.keys(start, stop), start):
-            if keeps(first + i, key, not sizes[i], time_us):
-                kept += 1
-                if key is not None and not sizes[i] and first + i != policy.span_last:
+        keys = stored.keys(start, stop)
+        if 0 not in sizes[start:stop] and stored.short_keys(start, stop):  # (the common case, in bulk)
+            flags = policy.keeps_short(keys, first + start)
+        else:
+            flags = [keeps(first + i, key, not sizes[i], time_us) for i, key in enumerate(keys, start)]
+            for i, key in enumerate(keys, start):  # (a tombstone kept before the span's end)
+                if flags[i - start] and key is not None and not sizes[i] and first + i != policy.span_last:
                     tombstone_us = time_us
+                    break
+        kept += flags.count(True)
+        i = start
+        for keep, group in groupby(flags):  # (runs of kept messages, a step per run)
+            n = len(list(group))
+            if keep:
                 if runs and runs[-1][1] == i:
-                    runs[-1][1] = i + 1
+                    runs[-1][1] = i + n
                 else:
-                    runs.append([i, i + 1])
+                    runs.append([i, i + n])
+            i += n
         while len(runs) > 1:  # (closed: a dropped message came after them)
             lo, hi = runs.pop(0)
             covered_through = _emit_run(stored, lo, hi, covered_through, emit)

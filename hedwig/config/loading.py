@@ -80,6 +80,7 @@ def _load_config(path, overrides) -> Config:
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
     _check_request_limits(config.hub)
     check_bounds("delivery", config.delivery, _DELIVERY_BOUNDS)
+    check_bounds("log", config.log, _COMPACTION_BOUNDS)
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
@@ -94,6 +95,12 @@ _DELIVERY_BOUNDS = [
     ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
     ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
     ("max_shared_window", lambda v: v >= 1, "at least 1"),
+]
+
+
+# [log] settings of compaction that have no "off".
+_COMPACTION_BOUNDS = [
+    ("compaction_key_map_bytes", lambda v: v >= 1, "a positive number of bytes (a compaction's key map)"),
 ]
 
 

@@ -5,6 +5,8 @@ and a hub killed (SIGKILL) at each step of a compaction reading old or new ledge
 its restart, never a mix that loses a key's latest value."""
 
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -500,3 +502,13 @@ def test_a_topic_deleted_while_the_background_compacts_it_logs_no_failure(tmp_pa
         assert client.stats()["compaction"]["compactions"] == 0
     log = process.output()
     assert "failed" not in log and "Traceback" not in log and "missing" not in log, log
+
+
+def test_a_key_map_of_no_bytes_is_refused_at_start(tmp_path):
+    """A key map of 0 bytes (or less) would hold no key: refused, naming the setting."""
+    conf = tmp_path / "hub.conf"
+    conf.write_text("[log]\ncompaction_key_map_bytes = 0\n")
+    command = [sys.executable, "-m", "hedwig", "hub", "--port", "0", "--data-dir", str(tmp_path / "data")]
+    done = subprocess.run([*command, "--conf", str(conf)], capture_output=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert b"[log] compaction_key_map_bytes = 0: expected a positive number of bytes" in done.stderr

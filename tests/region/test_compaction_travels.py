@@ -6,9 +6,6 @@ and compacting a copy keeps the latest of each key at its origin seq-ids. A chil
 that does not know TOPIC_OPTIONS (an older hub: a raw link here) is never sent one and
 goes on relaying."""
 
-import subprocess
-import sys
-
 import pytest
 
 from hedwig.client import Client
@@ -17,31 +14,22 @@ from hedwig.protocol import Op, encode_frame
 from hedwig.protocol.requests import Subscribe, encode_hello, encode_subscribe_request
 from hedwig.protocol.status import Status
 from hedwig.region.wire import encode_region_link
-from hedwig.testing.hubprocess import hub_environment
 from tests.hub.rawpeer import RawPeer
 from tests.region.hubs import start_tree, wait_until
-from tests.region.test_compacted_relay import publish_keyed, relayed
+from tests.region.test_compacted_relay import LOG, publish_keyed, relayed
+from tests.region.test_worked_example import hedwig
 
 SHAPE = {"root": None, "east": "root", "west": "root"}
-# A ledger every 3 entries, so that compaction finds sealed ledgers; no background compaction.
-LOG = {"max_ledger_entries": 3, "compaction_interval_s": 0}
 
 
 @pytest.fixture
 def tree(tmp_path):
-    hubs = start_tree(tmp_path, SHAPE, log=LOG)
-    yield hubs
-    for hub in hubs.values():
-        hub.stop()
-
-
-def hedwig(hub, *args) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "hedwig", "--hub", hub.address, *args],
-        capture_output=True, text=True, timeout=60, env=hub_environment(),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    hubs = start_tree(tmp_path, SHAPE, log=LOG)  # (LOG: a ledger every 3 entries)
+    try:
+        yield hubs
+    finally:
+        for hub in hubs.values():
+            hub.stop()
 
 
 def compacted(hub, topic: str) -> bool:

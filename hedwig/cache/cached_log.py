@@ -88,6 +88,9 @@ class CachedTopicLog:
 
         return self.inner.compact(lag_s, explicit).addCallback(evict)
 
+    def make_compacted(self):
+        return self.inner.make_compacted()
+
     def describe(self) -> dict:
         return self.inner.describe()
 

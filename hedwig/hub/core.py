@@ -123,7 +123,7 @@ class Hub:
         count = validate_published_set(message_set, 0, self.max_message_bytes, self.max_frame_bytes)
         topic_log = self.topics.get(topic)
         if topic_log is not None:
-            if topic_log.compaction:
+            if topic_log.compaction and origin_region is None:
                 check_keyed(message_set)
             return topic_log.append_now(message_set, count, origin_region, origin_seq, via)
         return self.topics.acquire(topic).addCallback(
@@ -493,6 +493,9 @@ class Hub:
 
 
 def _append(topic_log, message_set, count, origin_region, origin_seq, via):
-    if topic_log.compaction:
+    # A relayed set was taken at its origin: one without keys (published there before
+    # the topic was compacted) is stored (compaction keeps it) rather than refused, which
+    # would stop the link's relaying for good (hedwig.region.options).
+    if topic_log.compaction and origin_region is None:
         check_keyed(message_set)
     return topic_log.append(message_set, count, origin_region, origin_seq, via)

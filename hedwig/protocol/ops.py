@@ -20,6 +20,9 @@ class Op(IntEnum):
     # Hub -> hub, on a region link (the child region's hub connects to its parent's).
     REGION_LINK = 11  # after HELLO: names the child region; the reply carries the parent's path
     RELAY_PUBLISH = 12  # a relayed entry, origin kept; taken only on a region link
+    # Hub -> hub, both ways on a region link: a topic's options (compaction) travel with its
+    # relay (child -> parent answered with the parent's; parent -> child request id 0).
+    TOPIC_OPTIONS = 19
     # Client -> hub, right after HELLO on a hub with [auth] enabled (protocol/auth_request.py).
     AUTH = 20
     # Client -> hub administration (admin_requests.py); JSON replies.

@@ -398,6 +398,14 @@ _SPECS = (
         _CREATES | {Status.REGION_REFUSED, Status.MESSAGE_TOO_LARGE, Status.UNKNOWN_OPERATION},
         idempotent=True,
     ),
+    OpSpec(
+        Op.TOPIC_OPTIONS,
+        Direction.HUB_TO_HUB,
+        Reply.ALWAYS,  # (child -> parent; the parent's own to a child go with request id 0)
+        Permission.REGION,
+        _CREATES | {Status.REGION_REFUSED, Status.UNKNOWN_OPERATION},
+        idempotent=True,
+    ),
     OpSpec(Op.REGION_INTEREST, Direction.HUB_TO_HUB, Reply.NONE),
     _pushed(Op.RESPONSE),
     _pushed(Op.DELIVERY),

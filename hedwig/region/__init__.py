@@ -15,6 +15,7 @@ says how to run it; docs/protocol.md ("Region links") gives the wire format.
     inbox.py       relayed entries stored once: per-origin marks, in arrival order
     highwater.py   those marks, derived from the topic's log
     entries.py     the via filter, and a message set's tail cut out
-    wire.py        the bodies of REGION_LINK, RELAY_PUBLISH, REGION_INTEREST
+    options.py     a topic's compaction, travelling with its relay (TOPIC_OPTIONS)
+    wire.py        the bodies of REGION_LINK, RELAY_PUBLISH, REGION_INTEREST, TOPIC_OPTIONS
     manager.py     RegionManager: all of it, wired into the hub
 """

@@ -66,7 +66,7 @@ def unauthenticated(connection, region: str) -> str | None:
 class ChildLink:
     """One linked hub of a child region: its connection and what it relayed up."""
 
-    __slots__ = ("connection", "hub", "linked_at", "region", "source")
+    __slots__ = ("connection", "hub", "linked_at", "region", "source", "takes_options")
 
     def __init__(self, region: str, hub: str, connection, linked_at: float):
         self.region = region
@@ -74,6 +74,8 @@ class ChildLink:
         self.connection = connection
         self.linked_at = linked_at
         self.source = RelaySource(region)
+        # It sent a TOPIC_OPTIONS, so it knows the op: this hub's go to it too (options.py).
+        self.takes_options = False
 
 
 class Children:
@@ -160,6 +162,9 @@ class Children:
     def source_of(self, connection) -> RelaySource | None:
         link = self._by_connection.get(connection)
         return link.source if link is not None else None
+
+    def link_of(self, connection) -> ChildLink | None:
+        return self._by_connection.get(connection)
 
     def _current(self, link: ChildLink) -> bool:
         return self.links.get(link.region, {}).get(link.hub) is link

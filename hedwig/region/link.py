@@ -61,8 +61,10 @@ class LinkProtocol(Protocol):
     def __init__(self, link, max_frame_bytes: int):
         self.link = link
         # Replies keep their payloads raw (REGION_LINK's and RELAY_PUBLISH's are the
-        # link's to decode); the parent's REGION_INTEREST comes as a request.
-        self.channel = HubSession(self, max_frame_bytes, raw_responses=True, accepts=(Op.REGION_INTEREST,))
+        # link's to decode); the parent's REGION_INTEREST and TOPIC_OPTIONS come as requests.
+        self.channel = HubSession(
+            self, max_frame_bytes, raw_responses=True, accepts=(Op.REGION_INTEREST, Op.TOPIC_OPTIONS)
+        )
 
     def connectionMade(self):
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
@@ -87,8 +89,12 @@ class LinkProtocol(Protocol):
             self.link._answered(request_id, response, pending)
 
     def request_received(self, op, request_id, body):
-        if self.link._protocol is self and self.link.session is not None:
-            self.link.session.interest(body)  # (REGION_INTEREST: the only op accepted)
+        session = self.link.session
+        if self.link._protocol is self and session is not None:
+            if op == Op.TOPIC_OPTIONS:
+                session.options_pushed(body)
+            else:
+                session.interest(body)  # (REGION_INTEREST)
 
 
 class _LinkFactory(ClientFactory):

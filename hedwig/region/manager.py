@@ -30,6 +30,7 @@ from hedwig.region.children import Children
 from hedwig.region.entries import via_filter
 from hedwig.region.inbox import Inboxes
 from hedwig.region.interest import InterestTable
+from hedwig.region.options import TopicOptions
 from hedwig.region.ownership import RelayOwnership
 from hedwig.region.parents import ParentLinks
 from hedwig.region.path import RegionPath
@@ -72,6 +73,7 @@ class RegionManager:
         self.ownership = RelayOwnership(hub)  # which topics' relays run here
         self.ownership.listen(self._claimed, self._released)
         self.children = Children(self)
+        self.options = TopicOptions(self)  # a topic's compaction, along the tree with its relay
         self.parents = None  # the links to the parent region's hubs (parents.py)
         if self.parent:
             self.parents = ParentLinks(
@@ -89,7 +91,11 @@ class RegionManager:
         self._ready = Waiters()  # fired once the interest is loaded
 
     def request_handlers(self) -> dict:
-        return {Op.REGION_LINK: self._on_region_link, Op.RELAY_PUBLISH: self._on_relay_publish}
+        return {
+            Op.REGION_LINK: self._on_region_link,
+            Op.RELAY_PUBLISH: self._on_relay_publish,
+            Op.TOPIC_OPTIONS: self._on_topic_options,
+        }
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -286,6 +292,15 @@ class RegionManager:
             lambda stored: response_frame(request_id, Op.RELAY_PUBLISH, payload=encode_published(*stored)),
         )
 
+    def _on_topic_options(self, connection, request_id, body, started) -> None:
+        connection.answer(
+            maybeDeferred(self.options.request, connection, body),
+            request_id,
+            Op.TOPIC_OPTIONS,
+            started,
+            lambda payload: response_frame(request_id, Op.TOPIC_OPTIONS, payload=payload),
+        )
+
     def link_child(self, connection, body) -> Deferred:
         """REGION_LINK: Deferred[reply payload]."""
         return self._when_ready().addCallback(lambda _: self.children.accept(connection, body))
@@ -398,6 +413,6 @@ class RegionManager:
             "path_complete": self.path.complete,
             "children": self.children.describe(),
             "refused_links": self.children.refused,
-            "relay": self.inboxes.stats(),
+            "relay": {**self.inboxes.stats(), "compaction_adopted": self.options.adopted},
             "interest_topics": len(self.interest),
         }

@@ -135,6 +135,9 @@ class LinkSession:
         self._snapshot_want: dict[str, int] = {}
         self._snapshot_held: set[str] = set()
         self.synced = False  # the parent's interest snapshot arrived
+        # Topics' options go to the parent (options.py) until it answers that it does not
+        # know TOPIC_OPTIONS (an older hub).
+        self.takes_options = True
 
     def start(self) -> None:
         if self.parents is not None:
@@ -225,6 +228,7 @@ class LinkSession:
         if status is not Status.SUCCESS:
             raise RelayFailed(f"the parent refused SUBSCRIBE: {status.name}: {message}")
         # (The protocol session attached it before this reply came: _attached.)
+        self.manager.options.exchange(self, topic)
 
     def _attached(self, down: RelaySubscription) -> None:
         if not self.closed:
@@ -346,7 +350,7 @@ class LinkSession:
         start = late_start(self.parent_wants.get(topic), self._clock_margin_ms)
         ownership = self.manager.ownership
         if not ownership.shared:
-            return self.up_channel.attach(topic, start)
+            return self.up_channel.attach(topic, start).addCallback(self._relaying_up, topic)
 
         def not_here(failure):
             failure.trap(NotOwner)
@@ -354,7 +358,18 @@ class LinkSession:
 
         # In a region of several hubs the topic's owner relays it (claimed here if nobody does).
         owned = ownership.acquire_for_relay(topic).addErrback(not_here)
-        return owned.addCallback(lambda _log: self.up_channel.attach(topic, start))
+        attached = owned.addCallback(lambda _log: self.up_channel.attach(topic, start))
+        return attached.addCallback(self._relaying_up, topic)
+
+    def _relaying_up(self, result, topic: str):
+        """The relay of `topic` up is attached: the topic's options go with it."""
+        self.manager.options.exchange(self, topic)
+        return result
+
+    def options_pushed(self, body) -> None:
+        """TOPIC_OPTIONS from the parent: its options of a topic changed (options.py)."""
+        if not self.closed:
+            self.manager.options.pushed(self, body)
 
     def _reconcile(self) -> None:
         """The snapshot is complete: relay up what the parent wants, delete the relay

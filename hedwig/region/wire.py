@@ -8,6 +8,8 @@ read without the client's decoders (a link reads replies to ops clients never se
     RELAY_PUBLISH request: str8 topic    u32 start   u32 stop   then a stored entry
     RELAY_PUBLISH payload: u64 first_seq   u64 last_seq   (0, 0: every message was held already)
     REGION_INTEREST body:  u8 kind       u32 count   count x (str8 topic, u64 since_us)
+    TOPIC_OPTIONS request: str8 topic    u8 options (bit 0: compaction)
+    TOPIC_OPTIONS payload: u8 options    (the parent's, once it took the child's)
 
 All integers are big-endian; every decoder raises RequestRefused with the status to send
 back (or to report) for a body that does not parse.
@@ -32,6 +34,8 @@ _SINCE = struct.Struct("!Q")
 
 PATH_COMPLETE = 0x01
 SEVERAL_HUBS = 0x02  # the parent region runs on several hubs: link to each (LIST_HUBS)
+COMPACTION = 0x01  # TOPIC_OPTIONS: the topic is compacted (CREATE_TOPIC's flag)
+_KNOWN_OPTIONS = COMPACTION
 # Topics per REGION_INTEREST frame: 255-byte names keep a frame well under 1 MiB.
 INTEREST_TOPICS_PER_FRAME = 4000
 
@@ -193,3 +197,41 @@ def decode_interest(body) -> tuple[InterestKind, list[tuple[str, int]]]:
     if offset != len(body):
         raise RequestRefused(Status.MALFORMED_REQUEST, "REGION_INTEREST has bytes after its topics")
     return kind, topics
+
+
+# -- TOPIC_OPTIONS ---------------------------------------------------------------------------------
+
+
+def topic_options_of(topic_log) -> int:
+    """The TOPIC_OPTIONS bits of an open topic log."""
+    return COMPACTION if topic_log.compaction else 0
+
+
+def encode_topic_options(topic: str, options: int) -> bytes:
+    return _str8(topic) + _U8.pack(options)
+
+
+def topic_options_frame(topic: str, options: int) -> bytes:
+    """A parent's TOPIC_OPTIONS to a child: request id 0, not answered."""
+    body = encode_topic_options(topic, options)
+    return frame_header(Op.TOPIC_OPTIONS, 0, len(body)) + body
+
+
+def decode_topic_options(body) -> tuple[str, int]:
+    """(topic, options)."""
+    topic, offset = _read_topic(body, 0)
+    if offset + 1 != len(body):
+        raise RequestRefused(Status.MALFORMED_REQUEST, "TOPIC_OPTIONS is a topic and one byte of options")
+    return topic, _options(body[offset])
+
+
+def decode_topic_options_reply(payload) -> int:
+    if len(payload) != 1:
+        raise RequestRefused(Status.MALFORMED_REQUEST, "a TOPIC_OPTIONS reply is one byte of options")
+    return _options(payload[0])
+
+
+def _options(options: int) -> int:
+    if options & ~_KNOWN_OPTIONS:
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown topic option bits {options:#04x}")
+    return options

@@ -61,6 +61,10 @@ class ITopicLog(Interface):
         """Deferred[int]: delete whole closed ledgers every subscriber has consumed, and
         those retention drops; never the open ledger. How many were deleted."""
 
+    def make_compacted():
+        """Deferred[bool]: make the topic a compacted one from now on (its record says so
+        once this fires); whether it was not before."""
+
     def describe():
         """A dict for DESCRIBE_TOPIC: bounds, ledgers, sizes."""
 

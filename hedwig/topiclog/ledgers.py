@@ -146,16 +146,18 @@ class LedgerRoller:
     # -- the ranges ------------------------------------------------------------------------
 
     @inlineCallbacks
-    def change_ranges(self, change, then=None, garbage=()):
+    def change_ranges(self, change, then=None, garbage=(), options=None):
         """Compare-and-set the topic's ranges to change(current), then call then(): at once,
         before the lock passes to the next writer. Call under the lock (`topic_ops`).
         `garbage`: ledgers the change drops, recorded as garbage with it (so a sweep may
-        finish deleting them). Fails TopicFenced when the ranges changed under this hub."""
+        finish deleting them); `options`: the record's options, when they change with it.
+        Fails TopicFenced when the ranges changed under this hub."""
         ranges = change(list(self.ranges))
         extra = (list(garbage),) if garbage else ()
+        options = self._options if options is None else options
         try:
             version = yield self._metadata.put_topic(
-                self.topic, ranges, self.version, *extra, options=self._options
+                self.topic, ranges, self.version, *extra, options=options
             )
         except BadVersion:
             raise TopicFenced(
@@ -164,6 +166,17 @@ class LedgerRoller:
         self._set_ranges(ranges, version)
         if then is not None:
             then()
+
+    def change_options(self, options: dict) -> Deferred:
+        """Write the topic's record with `options` merged into its options (the ranges as
+        they are, compare-and-set), one change at a time with the ranges' (`topic_ops`);
+        the options are the roller's from then on. Fails TopicFenced as change_ranges."""
+
+        def write():
+            merged = {**self._options, **options}
+            return self.change_ranges(lambda ranges: ranges, lambda: self._options.update(merged), (), merged)
+
+        return self._topic_ops.run(self.topic, write)
 
     def describe(self, last_seq: int) -> list:
         """Every range with its size in the store (None: the ledger is lost)."""

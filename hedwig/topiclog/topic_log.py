@@ -654,6 +654,29 @@ class TopicLog:
 
     # -- compaction (a compacted topic's: compaction.py) -----------------------------------
 
+    def make_compacted(self) -> Deferred:
+        """Make this topic a compacted one from now on (a region's copy adopting its
+        origin's compaction: hedwig.region.options): the flag written to its record (with
+        its ranges, compare-and-set), then taken here. Deferred[bool]: whether it changed.
+        Its messages stay as they are (those without a key included: compaction keeps
+        them); consumption and retention delete nothing of it from then on."""
+        if self.compaction:
+            return succeed(False)
+        if self._state != _OPEN:
+            return fail(self._unavailable())
+
+        def written(_):
+            changed = not self.compaction
+            self.compaction = True
+            return changed
+
+        def failed(failure):
+            if failure.check(TopicFenced):
+                self._fail(failure.value)
+            return failure
+
+        return self._roller.change_options({"compaction": True}).addCallbacks(written, failed)
+
     def compact(self, lag_s: float | None = None, explicit: bool = False) -> Deferred:
         """Rewrite the sealed ledgers whose newest entry is older than `lag_s` (None:
         min_compaction_lag_s) keeping the latest message of each key. `explicit` (a

@@ -54,3 +54,16 @@ def test_a_child_with_a_wrong_password_is_refused_and_says_why(tmp_path, root):
         wait_until(lambda: "refused AUTH as leaf" in leaf.output(), "the leaf to report the refusal")
         assert root_stats(root)["children"] == []
         assert "AUTHENTICATION_FAILED" in leaf.output()
+
+
+def test_a_childs_compaction_travels_to_a_parent_with_auth_on(tmp_path, root):
+    """TOPIC_OPTIONS is a region link's request: the child's region user may send it."""
+    with start_leaf(tmp_path, root, "leaf-pw") as leaf:
+        linked = lambda: [c["region"] for c in root_stats(root)["children"]] == ["leaf"]  # noqa: E731
+        wait_until(linked, "the leaf to link")
+        with Client(leaf.address) as at_leaf:
+            at_leaf.create_topic("t.table", compaction=True)
+        with Client(root.address, credentials=Credentials("alice", "alice-pw")) as at_root:
+            at_root.subscribe("t.table", "s")  # (the root's copy: created plain)
+            wait_until(lambda: at_root.describe("t.table")["compaction"], "the root's copy compacted")
+        assert "does not take TOPIC_OPTIONS" not in leaf.output()

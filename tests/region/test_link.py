@@ -46,11 +46,15 @@ class ParentEnd:
         self.transport = StringTransport()
         self.protocol.makeConnection(self.transport)
         self._decoder = FrameDecoder()
+        self.topic_options = []  # TOPIC_OPTIONS requests, set aside by frames()
 
     def frames(self):
+        """What the link sent since last asked, but its TOPIC_OPTIONS (`topic_options`)."""
         data = self.transport.value()
         self.transport.clear()
-        return self._decoder.feed(data)
+        frames = self._decoder.feed(data)
+        self.topic_options += [f for f in frames if f[0] == Op.TOPIC_OPTIONS]
+        return [f for f in frames if f[0] != Op.TOPIC_OPTIONS]
 
     def send(self, *frames):
         self.protocol.dataReceived(b"".join(frames))

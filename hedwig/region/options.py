@@ -163,8 +163,13 @@ class TopicOptions:
         created = hub.create_topic(CreateTopic(topic, True))
 
         def existing(reply):
-            if reply["compaction"]:
-                return reply["created"]  # (created compacted now; or it was already)
+            return reply["created"]  # (created compacted now; or it was already)
+
+        def plain(failure):
+            failure.trap(RequestRefused)
+            if failure.value.status is not Status.TOPIC_EXISTS:
+                return failure
+            # (it exists without compaction: made compacted, as a create never does)
             return hub.topics.acquire(topic).addCallback(lambda topic_log: topic_log.make_compacted())
 
         def changed(did):
@@ -188,7 +193,7 @@ class TopicOptions:
             )
             return failure
 
-        return created.addCallback(existing).addCallbacks(changed, failed)
+        return created.addCallbacks(existing, plain).addCallbacks(changed, failed)
 
     def spread(self, topic: str, source: str) -> None:
         """This hub's options of `topic` changed: tell every neighbour relaying it but

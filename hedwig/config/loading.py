@@ -107,6 +107,8 @@ def _check_request_limits(hub: HubSettings) -> None:
             f" frame, max_frame_bytes ({hub.max_frame_bytes}) plus its 4-byte length and the"
             f" {LINK_FRAME_MARGIN} bytes a region link's RELAY_PUBLISH carries besides"
         )
+    if hub.max_producers < 1:
+        raise ConfigError(f"[hub] max_producers = {hub.max_producers}: expected at least 1")
     for key in ("frame_timeout_s", "hello_timeout_s", "client_error_log_interval_s"):
         value = getattr(hub, key)
         if not 0 < value < float("inf"):

@@ -32,6 +32,9 @@ class HubSettings:
     frame_timeout_s: float = 30.0
     hello_timeout_s: float = 10.0
     client_error_log_interval_s: float = 10.0  # client errors: one line per peer per interval
+    # Idempotent producers remembered per topic and user (per topic with [auth] off): past
+    # it the user's least recently used new producer is forgotten (hedwig/hub/producer_state.py).
+    max_producers: int = 1024
 
 
 @dataclass

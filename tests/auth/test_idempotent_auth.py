@@ -2,7 +2,7 @@
 an authenticated user, IDEMPOTENT_PUBLISH the publish permission on its topic, as
 PUBLISH does (without the gate's entries both would be admins' only)."""
 
-from hedwig.protocol import Op, Status, encode_message_set
+from hedwig.protocol import Op, Status, encode_frame, encode_message_set
 from hedwig.protocol.entry import decode_entry, decode_entry_header
 from hedwig.protocol.producer_requests import decode_producer_id, encode_idempotent_publish
 from hedwig.protocol.requests import (
@@ -78,3 +78,25 @@ def test_another_user_cannot_publish_as_a_users_producer(hub):
     # Her producer is still hers: a repeat of her set 1 is answered, not stored again.
     status, message, payload = alice.request(Op.IDEMPOTENT_PUBLISH, mine)
     assert status is Status.SUCCESS and decode_published(payload) == (2, 2), message
+
+
+def test_another_users_flood_of_producers_does_not_push_out_hers(hub):
+    """Issue 41, point 1: a topic remembered 1,024 producers, whoever owned them; bob's
+    1,100 one-set producers under invented ids pushed alice's out, and her next set was
+    a gap for good. Each user has a share of the table of its own."""
+    topic = "t.idem-flooded"
+    alice = Peer(hub.address, "alice")
+    producer_id = decode_producer_id(alice.request(Op.INIT_PRODUCER, b"")[2])
+    status, message, _ = idempotent_publish(alice, topic, producer_id, 0)
+    assert status is Status.SUCCESS, message
+    bob = Peer(hub.address, "bob")
+    first_id = bob.next_id
+    for invented in range(1, 1101):
+        body = encode_idempotent_publish(topic, invented, 0, encode_message_set([b"b"]), True)
+        bob.send(encode_frame(Op.IDEMPOTENT_PUBLISH, bob.next_id, body))
+        bob.next_id += 1
+    for request_id in range(first_id, first_id + 1100):
+        assert bob.reply(request_id)[0] is Status.SUCCESS
+    status, message, payload = idempotent_publish(alice, topic, producer_id, 1)
+    assert status is Status.SUCCESS, message
+    assert decode_published(payload) == (1102, 1102)

@@ -160,6 +160,25 @@ def test_producers_remembered_per_topic_are_capped_oldest_first(tmp_path):
     assert forgotten is Status.PRODUCER_SEQUENCE_GAP and kept is Status.SUCCESS
 
 
+def test_a_crowd_of_short_lived_producers_does_not_push_out_a_long_lived_one(tmp_path):
+    """Issue 41, point 1, with [auth] off: 1,100 producers of one set each (more than the
+    1,024 a topic remembers) pushed out the producer that had published all along, whose
+    next set was then a gap for good. One heard from again is protected from new ones:
+    the newcomers push out each other."""
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"long"])
+    publish(peer, "t", 1, [b"long"])
+    for producer in range(1, 1101):
+        publish(peer, "t", 0, [b"short"], producer=producer)
+    publish(peer, "t", 2, [b"long"])
+    harness.clock.advance(1)
+    assert len(seq_ids(peer)) == 1103  # the long-lived producer's set 2 was stored, not a gap
+    table = harness.hub.producers.table(harness.topics.get("t"))
+    assert len(table.producers) == 1024 and table.evicted == 1101 - 1024
+    assert PRODUCER in table.producers
+
+
 @pytest.mark.parametrize(
     "body, status",
     [

@@ -11,9 +11,12 @@ to catch up: hedwig/region/highwater.py solves the relays' version of the proble
 
 The scan is lazy and runs backwards from the tail, as HighWater's does: when a producer
 the table does not know publishes, or repeats a set older than what the table holds of
-it, the log is read down (a step of at most SCAN_STEP_BYTES per reactor turn) until the
-producer's sets are known or the retained log ends; every producer met on the way is
-learnt too. The whole log is scanned at most once per opening of the topic.
+it, the log is read down (reads of at most SCAN_STEP_BYTES and SCAN_STEP_ENTRIES, a
+reactor turn apart: hedwig/topiclog/backward.py) until the producer's sets are known or
+the retained log ends; every producer met on the way is learnt too. The whole log is
+scanned at most once per opening of the topic. Only the sets that need the scan wait for
+it (in the order they came): a known producer's next set, or a repeat of a set the table
+holds, is decided at once, as a scan only ever learns sets older than those held.
 
 Bounds (a hostile client may invent producer ids, and INIT_PRODUCER costs nothing): the
 table is shared out by owner, the user whose connection published (None with [auth]
@@ -159,13 +162,11 @@ class ProducerTable:
     ) -> Deferred:
         """Deferred[(first_seq, last_seq)]: the set appended, or the seq-ids it got the
         first time; fails with RequestRefused (PRODUCER_SEQUENCE_GAP, DUPLICATE_SEQUENCE) or
-        the append's failure. Calls are decided in call order, scans included.
+        the append's failure. Calls that need a scan are decided after it, in call order.
         `first_send`: the producer says it never sent this set before; its set 0 is then
         known to be new without a scan (which a new producer's set 0 would otherwise cost,
         down to the bottom of the log, once per opening of the topic). `owner`: the user
         publishing (None with [auth] off), whose share of the table holds the producer."""
-        if self._scan_waiters is not None:  # a scan is under way: decide after it, in order
-            return self._after_scan(message_set, count, producer_id, sequence, first_send, owner)
         producer = self.producers.get(producer_id)
         if producer is None:
             if not self.scanned_all and not (sequence == 0 and first_send):
@@ -305,7 +306,7 @@ class ProducerTable:
         low = max(topic_log.first_seq, floor - self._span + 1)
         window = []  # (entry, header), in log order
         try:
-            yield read_window(topic_log, low, floor, window)
+            yield read_window(topic_log, low, floor, window, self.step_later)
         except SeqNotRetained:
             # Garbage collection removed the bottom meanwhile: nothing below is retained.
             self.entries_scanned += len(window)

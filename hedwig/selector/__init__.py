@@ -36,10 +36,10 @@ class Selector:
 
     __slots__ = ("evaluate", "matches", "properties", "reads_key", "text", "tree")
 
-    def __init__(self, text: str, tree):
+    def __init__(self, text: str, tree, max_like_steps: int | None = DEFAULT_LIMITS.max_like_steps):
         self.text = text
         self.tree = tree
-        compiled = CompiledSelector(tree)
+        compiled = CompiledSelector(tree, max_like_steps)
         self.matches, self.evaluate = compiled.functions()
         self.properties = frozenset(compiled.properties)
         self.reads_key = compiled.reads_key
@@ -89,4 +89,4 @@ def compile_selector(text, limits: SelectorLimits = DEFAULT_LIMITS) -> Selector 
     SelectorError saying where and why it is refused."""
     if text is None or not text.strip(" \t\f\n\r"):
         return None
-    return Selector(text, parse(text, limits))
+    return Selector(text, parse(text, limits), limits.max_like_steps)

@@ -96,6 +96,12 @@ class DeliverySettings:
     # unacknowledged message is bounded by the members' windows).
     shared_window: int = 1000
     max_shared_window: int = 100_000
+    # Selectors (hedwig/delivery/filtering.py), weighed as compiled (~4 KiB + 64 bytes per
+    # character of text): the distinct filters of one user's attached subscriptions (one
+    # connection's with [auth] off) at most this much, and the compiled filters the hub
+    # keeps for later subscriptions at most filter_cache_bytes.
+    max_filter_bytes_per_user: int = 8 * MIB
+    filter_cache_bytes: int = 16 * MIB
 
 
 @dataclass

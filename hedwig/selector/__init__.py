@@ -34,11 +34,10 @@ class Selector:
     selector: one call per message. `properties` names what it reads, `reads_key` says
     whether it reads the key (a caller may skip decoding what no selector reads)."""
 
-    __slots__ = ("evaluate", "matches", "properties", "reads_key", "text", "tree")
+    __slots__ = ("evaluate", "matches", "properties", "reads_key", "text")
 
     def __init__(self, text: str, tree, max_like_steps: int | None = DEFAULT_LIMITS.max_like_steps):
-        self.text = text
-        self.tree = tree
+        self.text = text  # (not the tree: the functions are all a filter needs to keep)
         compiled = CompiledSelector(tree, max_like_steps)
         self.matches, self.evaluate = compiled.functions()
         self.properties = frozenset(compiled.properties)

@@ -10,6 +10,7 @@ and the LIKE is unknown, so the message does not pass (as for a value of the wro
 type). The figures (another user's publish round trip meanwhile) are bench/attack_bench.py's.
 """
 
+from hedwig.delivery.filtering import Filters, compiled_weight
 from hedwig.protocol.auth_request import Credentials
 from hedwig.selector import DEFAULT_LIMITS, compile_selector
 from hedwig.selector.compiler import CompiledSelector
@@ -56,3 +57,54 @@ def test_a_huge_value_under_a_hostile_selector_is_unknown_not_seconds_of_search(
     finally:
         alice.close()
         bob.close()
+
+
+def distinct_hostile(n: int) -> str:
+    text = " OR ".join(f"s LIKE '%a_a_a_a_a_{n:03d}{i:03d}%'" for i in range(200))
+    return text[: text.rfind(" OR ", 0, DEFAULT_LIMITS.max_length)]
+
+
+def test_a_users_filters_are_held_to_a_budget_and_another_users_are_not(hub):
+    """Issue 41, point 3: 300 subscriptions with distinct 4 KB selectors on one
+    connection held +108 MB (a compiled selector weighs ~50 times its text) and cost 1.7 s
+    of compiling back to back. The distinct filters of one user's attached subscriptions
+    weigh at most [delivery] max_filter_bytes_per_user (8 MiB: 30 such selectors), on
+    any of its connections; past it a SUBSCRIBE is refused before anything is compiled.
+    Another user's budget is its own."""
+    from hedwig.client.errors import HedwigError
+
+    text = distinct_hostile(0)
+    weight = compiled_weight(text)
+    fits = (8 << 20) // weight
+    assert 25 <= fits <= 40
+    alice, again, bob = client(hub, "alice"), client(hub, "alice"), client(hub, "bob")
+    try:
+        for n in range(fits):
+            alice.subscribe("t.filters", f"f{n}", filter=distinct_hostile(n))
+        alice.subscribe("t.filters", "same", filter=distinct_hostile(0))  # one she has: free
+        try:
+            again.subscribe("t.filters", "one-more", filter=distinct_hostile(fits))
+        except HedwigError as e:
+            refusal = e
+        else:
+            refusal = None
+        assert refusal is not None and "max_filter_bytes_per_user" in str(refusal), refusal
+        bob.subscribe("t.filters", "bobs", filter=distinct_hostile(fits))  # his own budget
+        alice.close()  # her subscriptions detach: her budget is free again
+        again.subscribe("t.filters", "now", filter=distinct_hostile(fits + 1))
+    finally:
+        again.close()
+        bob.close()
+
+
+def test_the_hub_keeps_compiled_filters_no_one_uses_up_to_a_weight():
+    """The hub-wide cache of compiled filters held 1,024 of them whatever they weighed
+    (+108 MB after the connection that made them closed); it holds [delivery]
+    filter_cache_bytes of them, the least recently asked for dropped first."""
+    filters = Filters(1 << 20)
+    for n in range(40):
+        filters.get(distinct_hostile(n))
+    assert filters.weight <= 1 << 20
+    kept = len(filters._by_text)
+    assert kept == (1 << 20) // compiled_weight(distinct_hostile(0))
+    assert distinct_hostile(39) in filters._by_text and distinct_hostile(0) not in filters._by_text

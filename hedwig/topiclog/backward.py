@@ -13,7 +13,7 @@ from hedwig.protocol.entry import decode_entry_header
 # One read of a scan takes at most this many bytes and entries (the headers of each are
 # decoded in the same turn), and the scan gives the reactor back between two reads.
 SCAN_STEP_BYTES = 4 << 20
-SCAN_STEP_ENTRIES = 4096
+SCAN_STEP_ENTRIES = 1024
 FIRST_SPAN = 4096  # seq-ids per backward step, doubled while what is sought is not found
 MAX_SPAN = 1 << 24
 

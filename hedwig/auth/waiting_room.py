@@ -28,7 +28,7 @@ from hedwig.protocol.status import Status
 
 
 class WaitingRoom:
-    """The unauthenticated connections, oldest first, at most `capacity` of them."""
+    """The unauthenticated connections by source, at most `capacity` of them."""
 
     log = Logger()
 

@@ -12,6 +12,12 @@ checked:
 - a user name that failed `max_failures_per_user` times in the window is refused at once
   from every source except those it authenticated from before (its known-good sources),
   so that a guesser cannot lock the user out of the machines it really uses;
+- from a known-good source, the user is held to neither limit above but to one of its
+  own: `max_failures_per_user` failures for that user from that source in the window.
+  So neither a guesser elsewhere nor one on the same host guessing other users (a
+  shared machine, a NAT) locks the user out there, and that host gets no unthrottled
+  guesses at the user either: the user is refused there only after that many wrong
+  passwords for it from that very host;
 - the check waits in one queue of at most `max_waiting` checks from unknown sources (a
   full queue refuses at once: the hub is busy), and checks from known-good sources wait
   in a lane of their own that goes first;
@@ -90,6 +96,8 @@ class LoginThrottle:
         self._by_user = FailureWindow(clock, window_s, max_tracked)
         self._pending_sources = {}  # source -> checks admitted and not ended
         self._pending_users = {}  # user -> the same
+        self._by_pair = FailureWindow(clock, window_s, max_tracked)  # (user, known-good source)
+        self._pending_pairs = {}  # (user, source) -> the same
         self._max_tracked = max_tracked
         self._known_good = OrderedDict()  # (user, source) -> None, most recent last
         self._good_sources = {}  # source -> how many known-good pairs name it
@@ -98,20 +106,26 @@ class LoginThrottle:
     def admit(self, user: str, source: str) -> str | None:
         """Why a guess for `user` from `source` is refused without a check, or None: then
         it is admitted, and `ended` must follow once its check ended (or never ran)."""
+        pair = (user, source)
         pending_source = self._pending_sources.get(source, 0)
-        if self._by_source.count(source) + pending_source >= self.max_failures_per_source:
+        pending_user = self._pending_users.get(user, 0)
+        pending_pair = self._pending_pairs.get(pair, 0)
+        if pair in self._known_good:
+            if self._by_pair.count(pair) + pending_pair >= self.max_failures_per_user:
+                self.refused += 1
+                wait = max(self._by_pair.seconds_left(pair), 1)
+                return f"too many failed logins for user {user} from {source}; try again in {wait:.0f} s"
+        elif self._by_source.count(source) + pending_source >= self.max_failures_per_source:
             self.refused += 1
             wait = max(self._by_source.seconds_left(source), 1)
             return f"too many failed logins from {source}; try again in {wait:.0f} s"
-        pending_user = self._pending_users.get(user, 0)
-        if (user, source) not in self._known_good and (
-            self._by_user.count(user) + pending_user >= self.max_failures_per_user
-        ):
+        elif self._by_user.count(user) + pending_user >= self.max_failures_per_user:
             self.refused += 1
             wait = max(self._by_user.seconds_left(user), 1)
             return f"too many failed logins for user {user}; try again in {wait:.0f} s"
         self._pending_sources[source] = pending_source + 1
         self._pending_users[user] = pending_user + 1
+        self._pending_pairs[pair] = pending_pair + 1
         return None
 
     def ended(self, user: str, source: str, succeeded: bool | None) -> tuple | None:
@@ -120,9 +134,12 @@ class LoginThrottle:
         ran: the queue was full, or the connection closed while it waited)."""
         _decrement(self._pending_sources, source)
         _decrement(self._pending_users, user)
+        _decrement(self._pending_pairs, (user, source))
         if succeeded:
             self._known(user, source)
         elif succeeded is False:
+            if (user, source) in self._known_good:
+                self._by_pair.add((user, source))
             return self._by_source.add(source), self._by_user.add(user)
         return None
 

@@ -7,6 +7,10 @@ such a user sees the rows of the subscriptions it may use (its own, and those ma
 [auth] off, which have no owner and which any permitted user may attach to: Principal.owns)
 and only the number of the others (`hidden_subscriptions`). An admin sees every row,
 with the user who made each (`user`).
+
+A ledger's `location` (a path on the hub's disk, or a RADOS object name) is the
+operator's business, not a tenant's: a user who is not an admin sees each ledger's id,
+bounds and size only.
 """
 
 
@@ -20,11 +24,18 @@ def visible_rows(rows: list, principal) -> tuple[list, int]:
 
 def narrow_description(description: dict, principal) -> dict:
     """A DESCRIBE_TOPIC reply as `principal` may see it."""
-    shown, hidden = visible_rows(description.get("subscribers", []), principal)
-    if not hidden:
+    if principal is None or principal.admin:
         return description
+    shown, hidden = visible_rows(description.get("subscribers", []), principal)
+    narrowed = {**description, "subscribers": shown}
+    if "ledgers" in description:
+        narrowed["ledgers"] = [
+            {key: value for key, value in row.items() if key != "location"} for row in description["ledgers"]
+        ]
+    if not hidden:
+        return narrowed
+    narrowed["hidden_subscriptions"] = hidden
     names = {row["subscriber_id"] for row in shown}
-    narrowed = {**description, "subscribers": shown, "hidden_subscriptions": hidden}
     if "relays" in description:
         narrowed["relays"] = [row for row in description["relays"] if row.get("subscriber_id") in names]
     return narrowed

@@ -7,7 +7,8 @@ backoff, until `reconnect_timeout` seconds pass without an answer. The hub store
 number once and answers a repeat with the seq-ids of the first time
 (hedwig.hub.producer_state), so nothing is stored twice and nothing is lost; a set
 refused for good (too large, not authorised) was not stored, and its number is used
-again by the next set.
+again by the next set. A producer the hub forgot, with nothing in doubt, is replaced by
+a new one (Kafka's KIP-360): the topic's unanswered sets go on under a new producer id.
 
 The work is written as steps (core.py) and run by the client's IWaiting: an event-loop
 client keeps up to `max_sets_in_flight` sets of a topic on the wire; the blocking
@@ -102,7 +103,8 @@ class IdempotentPublisher:
         the first set that needs it), or a lane's own after a full one."""
         if lane.producer_id is not None:
             return lane.producer_id
-        if lane is not self._first_lanes.setdefault(topic, lane):  # a lane after a full one
+        # A lane after a full one, or one whose producer the hub forgot (idempotent_lane.py).
+        if lane is not self._first_lanes.setdefault(topic, lane) or lane.restarted:
             producer_id = yield from self._new_producer(topic)
             if lane.producer_id is None:  # (its first sets may ask together: the first answer is kept)
                 lane.producer_id = producer_id
@@ -133,9 +135,9 @@ class IdempotentPublisher:
     def _failed(self, topic, lane, item, error) -> None:
         now = self._waiting.now()
         since = self._failing_since.setdefault(topic, now)
-        retryable = isinstance(error, RETRYABLE) and now - since < self.retry_timeout
-        retryable = retryable and not self._core._closed
-        for given_up in lane.failed(item, retryable, isinstance(error, ProducerSequenceGap)):
+        in_time = now - since < self.retry_timeout and not self._core._closed
+        retryable = isinstance(error, RETRYABLE) and in_time
+        for given_up in lane.failed(item, retryable, isinstance(error, ProducerSequenceGap), in_time):
             self._waiting.fail(given_up.waiters, error)
 
     def _next(self, topic: str, lane: PublishLane) -> None:

@@ -16,6 +16,13 @@ after it, refused as gaps or not yet sent, fail with it, and numbering goes on f
 number, so the lane can be used again. At most `max_sets_in_flight` sets are on the wire:
 the hub remembers the seq-ids of a producer's last WINDOW sets, and a resend must find them.
 
+A producer the hub forgot (another producer of the same user, or with [auth] off anyone's,
+pushed it out of the topic's table: hedwig.hub.producer_state) has its next set refused
+as a gap although nothing lower is unanswered. Nothing is in doubt then (every set before
+it was answered, so stored), and the lane starts a new producer, as Kafka's KIP-360
+does: once nothing is on the wire its unanswered sets are numbered again from 0, under a
+producer id of its own (`restarted`), in the same order.
+
 Numbers are u32: a lane that has numbered 2^32 sets is `full`, and the topic's next sets
 go to a new lane `after` it, with a producer id of its own, which sends nothing until the
 full lane is idle (so the publish order holds across the two producers).
@@ -49,6 +56,8 @@ class PublishLane:
         if after is not None:
             after.successor = self
         self.producer_id = None  # its own producer id (a lane after another), else the client's
+        self.forgotten = False  # the hub forgot its producer: a new one at the next rewind
+        self.restarted = 0  # new producers started after the hub forgot one
         self.next_sequence = 0
         self.unsent: deque[LaneSet] = deque()  # in sequence order
         self.on_wire = 0  # sets sent whose answer has not come back
@@ -91,15 +100,19 @@ class PublishLane:
         del self.unanswered[item.sequence]
         return True
 
-    def failed(self, item: LaneSet, retryable: bool, gap: bool) -> list[LaneSet]:
+    def failed(self, item: LaneSet, retryable: bool, gap: bool, may_restart: bool = True) -> list[LaneSet]:
         """`item` failed; the sets to fail now (none when it will be sent again). `gap`:
         the hub refused it as PRODUCER_SEQUENCE_GAP, retryable when a lower set is
-        unanswered (it is being resent)."""
+        unanswered (it is being resent); with none, the hub forgot the producer, and
+        (`may_restart`) the lane goes on as a new one."""
         self.on_wire -= 1
         if item.done:
             return []
-        if gap and any(seq < item.sequence for seq in self.unanswered):
-            retryable = True
+        if gap:
+            if any(seq < item.sequence for seq in self.unanswered):
+                retryable = True
+            elif may_restart and item.sequence > 0 and self.after is None and self.successor is None:
+                self.forgotten = retryable = True
         if retryable:
             self.to_resend.append(item)
             return []
@@ -118,10 +131,26 @@ class PublishLane:
         return bool(self.to_resend) and self.on_wire == 0
 
     def rewind(self) -> None:
-        """Put the failed sets back at the front, lowest first."""
+        """Put the failed sets back at the front, lowest first; after a forgotten
+        producer, every unanswered set numbered again from 0 for a new one."""
         resend = sorted(self.to_resend, key=lambda s: s.sequence)
         self.to_resend = []
         self.unsent.extendleft(reversed(resend))
+        if self.forgotten:
+            self._restart()
+
+    def _restart(self) -> None:
+        """(Nothing on the wire.) A new producer: no id yet, its sets 0, 1, ... the
+        unanswered ones in order, each never sent under it (so its first send says so)."""
+        self.forgotten = False
+        self.restarted += 1
+        self.producer_id = None
+        self.unanswered = {}
+        for number, item in enumerate(self.unsent):
+            item.sequence = number
+            item.attempts = 0
+            self.unanswered[number] = item
+        self.next_sequence = len(self.unsent)
 
     @property
     def idle(self) -> bool:

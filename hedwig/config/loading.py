@@ -95,6 +95,8 @@ _DELIVERY_BOUNDS = [
     ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
     ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
     ("max_shared_window", lambda v: v >= 1, "at least 1"),
+    ("max_filter_bytes_per_user", lambda v: v >= 1, "at least 1 byte"),
+    ("filter_cache_bytes", lambda v: v >= 0, "0 or more bytes"),
 ]
 
 
@@ -114,6 +116,8 @@ def _check_request_limits(hub: HubSettings) -> None:
             f" frame, max_frame_bytes ({hub.max_frame_bytes}) plus its 4-byte length and the"
             f" {LINK_FRAME_MARGIN} bytes a region link's RELAY_PUBLISH carries besides"
         )
+    if hub.max_producers < 1:
+        raise ConfigError(f"[hub] max_producers = {hub.max_producers}: expected at least 1")
     for key in ("frame_timeout_s", "hello_timeout_s", "client_error_log_interval_s"):
         value = getattr(hub, key)
         if not 0 < value < float("inf"):

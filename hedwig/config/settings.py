@@ -32,6 +32,9 @@ class HubSettings:
     frame_timeout_s: float = 30.0
     hello_timeout_s: float = 10.0
     client_error_log_interval_s: float = 10.0  # client errors: one line per peer per interval
+    # Idempotent producers remembered per topic and user (per topic with [auth] off): past
+    # it the user's least recently used new producer is forgotten (hedwig/hub/producer_state.py).
+    max_producers: int = 1024
 
 
 @dataclass
@@ -96,6 +99,12 @@ class DeliverySettings:
     # unacknowledged message is bounded by the members' windows).
     shared_window: int = 1000
     max_shared_window: int = 100_000
+    # Selectors (hedwig/delivery/filtering.py), weighed as compiled (~4 KiB + 64 bytes per
+    # character of text): the distinct filters of one user's attached subscriptions (one
+    # connection's with [auth] off) at most this much, and the compiled filters the hub
+    # keeps for later subscriptions at most filter_cache_bytes.
+    max_filter_bytes_per_user: int = 8 * MIB
+    filter_cache_bytes: int = 16 * MIB
 
 
 @dataclass

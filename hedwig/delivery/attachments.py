@@ -116,6 +116,10 @@ class Attachments:
 
     # -- observation -----------------------------------------------------------------------
 
+    def channels(self):
+        """(channel, its attachments) of every channel holding one."""
+        return self._by_channel.items()
+
     def all(self) -> list:
         """Every attachment held now."""
         return [a for attachments in self._by_channel.values() for a in attachments]

@@ -45,7 +45,7 @@ from hedwig.delivery.bounds import MessageBounds
 from hedwig.delivery.counters import WorkQueueCounters
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.filtered_cursor import FilteredCursor
-from hedwig.delivery.filtering import FILTER_PREFERENCE, NOTHING_PASSES, Filters, PassedOver
+from hedwig.delivery.filtering import FILTER_PREFERENCE, NOTHING_PASSES, Filters, PassedOver, compiled_weight
 from hedwig.delivery.interface import IDeliveryManager, SubscribeError
 from hedwig.delivery.observation import delivery_stats, describe_table
 from hedwig.delivery.ownership import check_owner
@@ -73,7 +73,10 @@ class DeliveryManager:
         self.work = WorkQueueCounters()  # shared and pull subscriptions, message bounds
         self._relaying = Relaying()
         # Large entries are filtered a step at a time, the reactor given back between steps.
-        self._filters = Filters(cooperator=Cooperator(scheduler=lambda work: clock.callLater(0, work)))
+        self._filters = Filters(
+            settings.filter_cache_bytes,
+            cooperator=Cooperator(scheduler=lambda work: clock.callLater(0, work)),
+        )
         self._attachments = Attachments()
         self._tables = SubscriptionTables(metadata, clock, settings, on_loaded=self._loaded)
         self._bounds = MessageBounds(self._tables, clock, self.work)
@@ -150,6 +153,8 @@ class DeliveryManager:
         if not request.deliver:
             window = None
         try:
+            if request.filter is not None and request.deliver:
+                self._check_filter_budget(channel, request.filter, principal)
             self._filters.get(request.filter)  # (refused before anything is loaded or made)
         except SubscribeError as e:
             return fail(e)
@@ -160,6 +165,35 @@ class DeliveryManager:
             )
         )
         return d
+
+    def _check_filter_budget(self, channel, text: str, principal) -> None:
+        """Refuse a filter new to its user (to its connection with [auth] off) that would
+        take the distinct filters of that user's attached subscriptions past [delivery]
+        max_filter_bytes_per_user, weighed as compiled (filtering.compiled_weight), before
+        it is compiled: each costs the hub memory, and its compilation the reactor."""
+        if principal is None:
+            held = [attachments for c, attachments in self._attachments.channels() if c is channel]
+        else:
+            name = principal.name
+            held = [
+                attachments
+                for c, attachments in self._attachments.channels()
+                if getattr(getattr(c, "principal", None), "name", None) == name
+            ]
+        texts = {a.subscription.preferences.get(FILTER_PREFERENCE) for group in held for a in group}
+        texts.discard(None)
+        if text in texts:
+            return
+        budget = self.settings.max_filter_bytes_per_user
+        weight = sum(compiled_weight(t) for t in texts) + compiled_weight(text)
+        if weight > budget:
+            whose = "this connection's" if principal is None else f"user {principal.name}'s"
+            raise SubscribeError(
+                Status.TOO_MANY_SUBSCRIPTIONS,
+                f"{whose} {len(texts)} filters in use and this one would hold about {weight} bytes"
+                f" compiled, over [delivery] max_filter_bytes_per_user ({budget}):"
+                " use fewer or shorter filters",
+            )
 
     def _subscribe(self, table, topic_log, channel, handle, request, window, principal, start):
         subscriber_id, mode = request.subscriber_id, request.mode

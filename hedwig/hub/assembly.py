@@ -144,4 +144,5 @@ def _access_gate(config: Config, reactor):
         allow_anonymous=auth.allow_anonymous,
         throttle=throttle,
     )
-    return AccessGate(authenticator, reactor, auth.failure_delay_s, WaitingRoom(auth.max_unauthenticated))
+    room = WaitingRoom(auth.max_unauthenticated, known_good=throttle.is_known_good)
+    return AccessGate(authenticator, reactor, auth.failure_delay_s, room)

@@ -76,7 +76,9 @@ class Hub:
         self.auth = None  # IAuthorizer (hedwig.auth) with [auth] enabled, set by the assembly
         self.stopping = False
         self.started_at = clock.seconds()
-        self.producers = Producers(self)  # idempotent publishes (hub/producers.py)
+        self.producers = Producers(
+            self, max_producers=config.hub.max_producers
+        )  # idempotent publishes (hub/producers.py)
         # op -> handle(connection, request_id, body, started): every op's handler
         # (hub/handlers.py), and those of ops served beyond the core protocol (register_op).
         self.handlers = request_handlers(self)

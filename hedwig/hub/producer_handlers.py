@@ -47,10 +47,12 @@ class IdempotentPublishHandler:
         request = self.spec.decode(body)
         producer_id = request.producer_id
         principal = connection.principal
-        if principal is not None:  # ([auth] on) the user's own producer: producers.py
-            producer_id = user_producer_id(principal.name, producer_id)
+        owner = None
+        if principal is not None:  # ([auth] on) the user's own producer, in its share: producers.py
+            owner = principal.name
+            producer_id = user_producer_id(owner, producer_id)
         published = self._publish(
-            request.topic, request.message_set, producer_id, request.sequence, request.first_send
+            request.topic, request.message_set, producer_id, request.sequence, request.first_send, owner
         )
         slot = connection.replies.reserve(len(body))
         context = (connection, slot, request_id, started, request.topic)

@@ -11,15 +11,26 @@ to catch up: hedwig/region/highwater.py solves the relays' version of the proble
 
 The scan is lazy and runs backwards from the tail, as HighWater's does: when a producer
 the table does not know publishes, or repeats a set older than what the table holds of
-it, the log is read down (a step of at most SCAN_STEP_BYTES per reactor turn) until the
-producer's sets are known or the retained log ends; every producer met on the way is
-learnt too. The whole log is scanned at most once per opening of the topic.
+it, the log is read down (reads of at most SCAN_STEP_BYTES and SCAN_STEP_ENTRIES, a
+reactor turn apart: hedwig/topiclog/backward.py) until the producer's sets are known or
+the retained log ends; every producer met on the way is learnt too. The whole log is
+scanned at most once per opening of the topic. Only the sets that need the scan wait for
+it (in the order they came): a known producer's next set, or a repeat of a set the table
+holds, is decided at once, as a scan only ever learns sets older than those held.
 
-Bounds (a hostile client may invent producer ids): at most `max_producers` producers per
-topic (default MAX_PRODUCERS), the least recently used forgotten first, and at most
-`window` sets per producer (default WINDOW). A producer forgotten, or whose sets were
-garbage collected, is unknown: its next set is refused with PRODUCER_SEQUENCE_GAP unless
-it starts again at sequence 0 (a client asks for a new producer id then). A repeat older
+Bounds (a hostile client may invent producer ids, and INIT_PRODUCER costs nothing): the
+table is shared out by owner, the user whose connection published (None with [auth]
+off), each owner holding at most `max_producers` producers of the topic (default
+MAX_PRODUCERS; producers learnt from a scan are held apart, under LEARNT, until their
+owner publishes again), so one user's new producers push out only that user's own. Within
+a share a producer that has published more than one set here is protected from new ones
+(a segmented LRU: new producers are on probation, those heard from again are kept in the
+protected part, at most three quarters of the share), so a crowd of short-lived producers
+(one set each, [auth] off or one user's) pushes out each other, not the long-lived ones.
+At most `window` sets are kept per producer (default WINDOW). A producer forgotten, or
+whose sets were garbage collected, is unknown: its next set is refused with
+PRODUCER_SEQUENCE_GAP unless it starts again at sequence 0 (the clients, with nothing in
+doubt, ask for a new producer id then: hedwig/client/idempotent.py). A repeat older
 than the window is refused with DUPLICATE_SEQUENCE (stored once; seq-ids forgotten); the
 clients keep fewer sets than the window in flight per topic, so they never meet it.
 
@@ -45,7 +56,8 @@ from hedwig.topiclog.backward import FIRST_SPAN, MAX_SPAN, read_window
 from hedwig.topiclog.errors import SeqNotRetained
 
 WINDOW = 64  # sets remembered per producer and topic
-MAX_PRODUCERS = 1024  # producers remembered per topic
+MAX_PRODUCERS = 1024  # producers remembered per topic and owner ([hub] max_producers)
+LEARNT = object()  # the owner of producers learnt from the log, until they publish again
 
 
 class ProducerSets:
@@ -53,11 +65,12 @@ class ProducerSets:
     `last_sequence - len(sets) + 1 + i`: a (first_seq, last_seq) tuple once stored, an
     InFlightSet while in flight (or failed in flight)."""
 
-    __slots__ = ("last_sequence", "sets")
+    __slots__ = ("last_sequence", "sets", "owner")
 
-    def __init__(self, last_sequence: int, window: int):
+    def __init__(self, last_sequence: int, window: int, owner=None):
         self.last_sequence = last_sequence
         self.sets = deque(maxlen=window)
+        self.owner = owner
 
     @property
     def lowest_sequence(self) -> int:
@@ -92,6 +105,24 @@ class InFlightSet:
             _pass(outcome, d)
 
 
+class OwnerShare:
+    """One owner's producers of a topic, least recently used first in each part: those on
+    probation (new, one set heard) and the protected ones (heard from again)."""
+
+    __slots__ = ("probation", "protected")
+
+    def __init__(self):
+        self.probation: OrderedDict[int, None] = OrderedDict()
+        self.protected: OrderedDict[int, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self.probation) + len(self.protected)
+
+    def discard(self, producer_id: int) -> None:
+        self.probation.pop(producer_id, None)
+        self.protected.pop(producer_id, None)
+
+
 def _pass(outcome, d: Deferred) -> None:
     if isinstance(outcome, Failure):
         d.errback(outcome)
@@ -109,8 +140,10 @@ class ProducerTable:
         self._on_stored = on_stored  # called with each LogEntry stored through here (the counters)
         self._clock = clock
         self.window = window
-        self.max_producers = max_producers
-        self.producers: OrderedDict[int, ProducerSets] = OrderedDict()  # least recently used first
+        self.max_producers = max_producers  # per owner
+        self.max_protected = max(1, max_producers - max_producers // 4)
+        self.producers: dict[int, ProducerSets] = {}
+        self.shares: dict[object, OwnerShare] = {}  # owner -> its producers
         # Every entry above `floor` is accounted for: appended through here, or scanned.
         self.floor = topic_log.last_seq
         self.evicted = 0
@@ -125,29 +158,28 @@ class ProducerTable:
         return self.floor < self.topic_log.first_seq
 
     def publish(
-        self, message_set, count: int, producer_id: int, sequence: int, first_send: bool = False
+        self, message_set, count: int, producer_id: int, sequence: int, first_send: bool = False, owner=None
     ) -> Deferred:
         """Deferred[(first_seq, last_seq)]: the set appended, or the seq-ids it got the
         first time; fails with RequestRefused (PRODUCER_SEQUENCE_GAP, DUPLICATE_SEQUENCE) or
-        the append's failure. Calls are decided in call order, scans included.
+        the append's failure. Calls that need a scan are decided after it, in call order.
         `first_send`: the producer says it never sent this set before; its set 0 is then
         known to be new without a scan (which a new producer's set 0 would otherwise cost,
-        down to the bottom of the log, once per opening of the topic)."""
-        if self._scan_waiters is not None:  # a scan is under way: decide after it, in order
-            return self._after_scan(message_set, count, producer_id, sequence, first_send)
+        down to the bottom of the log, once per opening of the topic). `owner`: the user
+        publishing (None with [auth] off), whose share of the table holds the producer."""
         producer = self.producers.get(producer_id)
         if producer is None:
             if not self.scanned_all and not (sequence == 0 and first_send):
-                return self._after_scan(message_set, count, producer_id, sequence, first_send)
+                return self._after_scan(message_set, count, producer_id, sequence, first_send, owner)
             if sequence != 0:
                 return _refuse(
                     Status.PRODUCER_SEQUENCE_GAP,
                     f"producer {producer_id} is unknown to topic {self.topic_log.topic} (forgotten, "
                     f"or its sets were collected): set {sequence} cannot follow; start a new producer at 0",
                 )
-            producer = self._add(producer_id, -1)
+            producer = self._add(producer_id, -1, owner)
         else:
-            self.producers.move_to_end(producer_id)
+            self._heard_again(producer_id, producer, owner)
         last = producer.last_sequence
         if sequence == last + 1:
             return self._append(producer, message_set, count, producer_id, sequence)
@@ -161,19 +193,55 @@ class ProducerTable:
         if sequence >= lowest:
             return _answer(producer.sets[sequence - lowest])
         if len(producer.sets) < self.window and not self.scanned_all:
-            return self._after_scan(message_set, count, producer_id, sequence, first_send)
+            return self._after_scan(message_set, count, producer_id, sequence, first_send, owner)
         return _refuse(
             Status.DUPLICATE_SEQUENCE,
             f"producer {producer_id} on topic {self.topic_log.topic}: set {sequence} was stored before "
             f"set {lowest}, the oldest whose seq-ids are remembered",
         )
 
-    def _add(self, producer_id: int, last_sequence: int) -> ProducerSets:
-        producer = self.producers[producer_id] = ProducerSets(last_sequence, self.window)
-        while len(self.producers) > self.max_producers:
-            self.producers.popitem(last=False)
+    def _share(self, owner) -> OwnerShare:
+        share = self.shares.get(owner)
+        if share is None:
+            share = self.shares[owner] = OwnerShare()
+        return share
+
+    def _add(self, producer_id: int, last_sequence: int, owner) -> ProducerSets:
+        """A producer new to the table, on probation in its owner's share; past the share's
+        bound its least recently used producer on probation goes (a protected one when
+        the newcomer is the only one on probation)."""
+        producer = self.producers[producer_id] = ProducerSets(last_sequence, self.window, owner)
+        share = self._share(owner)
+        share.probation[producer_id] = None
+        while len(share) > self.max_producers:
+            part = share.probation if len(share.probation) > 1 else share.protected
+            forgotten, _ = part.popitem(last=False)
+            del self.producers[forgotten]
             self.evicted += 1
         return producer
+
+    def _heard_again(self, producer_id: int, producer: ProducerSets, owner) -> None:
+        """A known producer published: it moves to its owner's share (from LEARNT) and to
+        the protected part's most recent end; the part's least recent overflows back
+        to probation."""
+        if producer.owner is not owner:
+            self.shares[producer.owner].discard(producer_id)
+            producer.owner = owner
+            share = self._share(owner)
+            while len(share) >= self.max_producers:  # (room for it, as _add makes)
+                part = share.probation if share.probation else share.protected
+                forgotten, _ = part.popitem(last=False)
+                del self.producers[forgotten]
+                self.evicted += 1
+        else:
+            share = self.shares[owner]
+            share.probation.pop(producer_id, None)
+        protected = share.protected
+        protected[producer_id] = None
+        protected.move_to_end(producer_id)
+        if len(protected) > self.max_protected:
+            demoted, _ = protected.popitem(last=False)
+            share.probation[demoted] = None
 
     def _append(self, producer, message_set, count, producer_id, sequence) -> Deferred:
         """The publisher's Deferred is the append's own, with one callback: per entry the
@@ -205,14 +273,16 @@ class ProducerTable:
 
     # -- recovery: a backward scan of the log ------------------------------------------------
 
-    def _after_scan(self, message_set, count, producer_id, sequence, first_send) -> Deferred:
+    def _after_scan(self, message_set, count, producer_id, sequence, first_send, owner) -> Deferred:
         start = self._scan_waiters is None
         if start:
             self._scan_waiters = Waiters()
         d = self._scan_waiters.wait()
         if start:  # (after the wait: a step may end at once)
             self._step_down().addBoth(self._scan_done)
-        return d.addCallback(lambda _: self.publish(message_set, count, producer_id, sequence, first_send))
+        return d.addCallback(
+            lambda _: self.publish(message_set, count, producer_id, sequence, first_send, owner)
+        )
 
     def _scan_done(self, result):
         waiters, self._scan_waiters = self._scan_waiters, None
@@ -236,7 +306,7 @@ class ProducerTable:
         low = max(topic_log.first_seq, floor - self._span + 1)
         window = []  # (entry, header), in log order
         try:
-            yield read_window(topic_log, low, floor, window)
+            yield read_window(topic_log, low, floor, window, self.step_later)
         except SeqNotRetained:
             # Garbage collection removed the bottom meanwhile: nothing below is retained.
             self.entries_scanned += len(window)
@@ -255,14 +325,16 @@ class ProducerTable:
     def _learn(self, newest_first) -> None:
         """Prepend what a scan found to each producer's sets (older than all it holds)."""
         producers = self.producers
+        learnt = self._share(LEARNT).probation
         for producer_id, sequence, first_seq, last_seq in newest_first:
             producer = producers.get(producer_id)
             if producer is None:
-                if len(producers) >= self.max_producers:
-                    continue  # full of producers heard since: older ones are not learnt
-                producer = ProducerSets(sequence, self.window)
+                if len(learnt) >= self.max_producers:
+                    continue  # full of producers met higher up: older ones are not learnt
+                producer = ProducerSets(sequence, self.window, LEARNT)
                 producers[producer_id] = producer
-                producers.move_to_end(producer_id, last=False)  # the least recently used
+                learnt[producer_id] = None
+                learnt.move_to_end(producer_id, last=False)  # the least recently used
             elif len(producer.sets) >= self.window or sequence != producer.lowest_sequence - 1:
                 continue
             producer.sets.appendleft((first_seq, last_seq))

@@ -12,7 +12,9 @@ otherwise send the set a producer sends next under its id: stored as that produc
 would make the producer's own set a "repeat", acknowledged and never stored. So a user's
 sets are kept under `user_producer_id(user, id)`, a hash of the two that no other user's
 id maps to (a second preimage of a 63-bit BLAKE2b: 2^63 tries); the same on every hub,
-so a takeover or a restart finds the producer in the log as before.
+so a takeover or a restart finds the producer in the log as before. The user is also
+the producer's owner in the topic's table: each user holds its own share of it
+(producer_state.py), so one user's producers never push out another's.
 """
 
 import hashlib
@@ -56,10 +58,12 @@ class Producers:
         self.ids_issued += 1
         return new_producer_id()
 
-    def publish(self, topic: str, message_set, producer_id: int, sequence: int, first_send=False) -> Deferred:
+    def publish(
+        self, topic: str, message_set, producer_id: int, sequence: int, first_send=False, owner=None
+    ) -> Deferred:
         """Deferred[(first_seq, last_seq)]: stored now, or the seq-ids of the first time
-        (ProducerTable.publish). Raises MessageSetError at once for a set that cannot be
-        stored, as Hub.publish does."""
+        (ProducerTable.publish; `owner`: the publishing user, None with [auth] off). Raises
+        MessageSetError at once for a set that cannot be stored, as Hub.publish does."""
         hub = self.hub
         if hub.stopping:
             return fail(HubStopping())
@@ -69,15 +73,15 @@ class Producers:
         if topic_log is not None:
             if topic_log.compaction:
                 check_keyed(message_set)
-            return self.table(topic_log).publish(message_set, count, producer_id, sequence, first_send)
+            return self.table(topic_log).publish(message_set, count, producer_id, sequence, first_send, owner)
         return hub.topics.acquire(topic).addCallback(
-            self._publish, message_set, count, producer_id, sequence, first_send
+            self._publish, message_set, count, producer_id, sequence, first_send, owner
         )
 
-    def _publish(self, topic_log, message_set, count, producer_id, sequence, first_send):
+    def _publish(self, topic_log, message_set, count, producer_id, sequence, first_send, owner):
         if topic_log.compaction:
             check_keyed(message_set)
-        return self.table(topic_log).publish(message_set, count, producer_id, sequence, first_send)
+        return self.table(topic_log).publish(message_set, count, producer_id, sequence, first_send, owner)
 
     def table(self, topic_log) -> ProducerTable:
         """The table of this topic log: a topic reopened (a restart, a takeover, a failed

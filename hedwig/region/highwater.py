@@ -67,6 +67,9 @@ class HighWater:
                 yield deferLater(self._clock, 0, lambda: None)
             yield self._step_down()
 
+    def _next_turn(self):
+        return deferLater(self._clock, 0, lambda: None)
+
     @inlineCallbacks
     def _step_down(self):
         """Read the entries of seq-ids [floor - span + 1, floor] and learn their origins."""
@@ -76,7 +79,7 @@ class HighWater:
         low = max(topic_log.first_seq, floor - self._span + 1)
         window = []  # (entry, header), in log order
         try:
-            yield read_window(topic_log, low, floor, window)
+            yield read_window(topic_log, low, floor, window, self._next_turn)
         except SeqNotRetained:
             # Garbage collection removed the bottom meanwhile: what is left was read.
             self.floor = topic_log.first_seq - 1

@@ -34,12 +34,11 @@ class Selector:
     selector: one call per message. `properties` names what it reads, `reads_key` says
     whether it reads the key (a caller may skip decoding what no selector reads)."""
 
-    __slots__ = ("evaluate", "matches", "properties", "reads_key", "text", "tree")
+    __slots__ = ("evaluate", "matches", "properties", "reads_key", "text")
 
-    def __init__(self, text: str, tree):
-        self.text = text
-        self.tree = tree
-        compiled = CompiledSelector(tree)
+    def __init__(self, text: str, tree, max_like_steps: int | None = DEFAULT_LIMITS.max_like_steps):
+        self.text = text  # (not the tree: the functions are all a filter needs to keep)
+        compiled = CompiledSelector(tree, max_like_steps)
         self.matches, self.evaluate = compiled.functions()
         self.properties = frozenset(compiled.properties)
         self.reads_key = compiled.reads_key
@@ -89,4 +88,4 @@ def compile_selector(text, limits: SelectorLimits = DEFAULT_LIMITS) -> Selector 
     SelectorError saying where and why it is refused."""
     if text is None or not text.strip(" \t\f\n\r"):
         return None
-    return Selector(text, parse(text, limits))
+    return Selector(text, parse(text, limits), limits.max_like_steps)

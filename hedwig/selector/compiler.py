@@ -241,14 +241,25 @@ def _folded(operands) -> list:
 class CompiledSelector:
     """The source of a selector's two functions and the values they are made with."""
 
-    def __init__(self, tree):
+    def __init__(self, tree, max_like_steps: int | None = None):
         self.constants = {}  # parameter name -> value
         self.properties = {}  # property name -> the local holding its value
         self.reads_key = False
         self._temps = 0
+        self._likes = {}  # (pattern, escape) -> LikePattern: compiled once for both functions
+        self._like_constants = {}  # (pattern, escape, negated) -> the parameter of its evaluate
+        self.like_steps = 0  # per character of a value, all general LIKEs of `matches` together
+        self._counting = True
         matches = self._test(tree, True)
+        self._counting = False
         self._temps = 0
         evaluate = self._condition_value(tree)
+        if max_like_steps is not None and self.like_steps:
+            # (like.py: each general pattern searches values of at most this many characters)
+            limit = max(1, max_like_steps // self.like_steps)
+            for pattern in self._likes.values():
+                if pattern.shape == GENERAL:
+                    pattern.max_value_chars = limit
         fetch = [f"        {local} = P.get({name})" for local, name in self.properties.values()]
         for local, _name in self.properties.values():
             fetch.append(f"        if {local}.__class__ is bytes: {local} = text_of({local})")
@@ -438,12 +449,23 @@ class CompiledSelector:
 
     def _like(self, node, want: str) -> str:
         first, again = self._operand(node.operand)
-        pattern = LikePattern(node.pattern, node.escape)
+        key = (node.pattern, node.escape)
+        pattern = self._likes.get(key)
+        if pattern is None:
+            pattern = self._likes[key] = LikePattern(node.pattern, node.escape)
         shape = pattern.shape
+        if shape == GENERAL:  # three-valued: unknown for a value past its budget (like.py)
+            if self._counting:
+                self.like_steps += pattern.steps_per_char
+            constant = self._like_constants.get((*key, node.negated))
+            if constant is None:
+                function = pattern.evaluate_not if node.negated else pattern.evaluate
+                constant = self._like_constants[(*key, node.negated)] = self._constant(function)
+            if want == "value":
+                return f"({constant}({again}) if {first}.__class__ is str else None)"
+            return f"{first}.__class__ is str and {constant}({again}) is {want == 'true'}"
         if shape == ANYTHING:
             match = "True"
-        elif shape == GENERAL:
-            match = f"{self._constant(pattern.matches)}({again})"
         else:
             literal = self._constant(pattern.literal)
             match = {

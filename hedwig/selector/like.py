@@ -17,6 +17,15 @@ on `%a%a%a%a%b`.
 The common shapes never reach the general matcher: no wildcard is `==`, `abc%` is
 `startswith`, `%abc` `endswith`, `%abc%` `in`, and `%` matches every string; the
 compiler writes those inline.
+
+The general matcher's cost is still the value's length times `steps_per_char` (the
+lengths of its pieces with `_`, 1 for each other piece), and a message's property may
+be a megabyte: a hundred such patterns over it ran for seconds on the reactor. So the
+compiler gives each general pattern of a selector `max_value_chars`, the budget of one
+evaluation (SelectorLimits.max_like_steps) over the steps per character of all of them;
+a longer value is not searched: `evaluate` says unknown (the message does not pass, as
+for a value of the wrong type), and a selector's LIKEs together cost at most the budget
+per message.
 """
 
 import re
@@ -114,7 +123,16 @@ class LikePattern:
     """A compiled pattern: `shape` (EXACT, PREFIX, SUFFIX, CONTAINS, ANYTHING, GENERAL),
     `literal` (the text of the first four shapes), and `matches(value)` for any."""
 
-    __slots__ = ("first", "last", "literal", "middle", "pattern", "shape")
+    __slots__ = (
+        "first",
+        "last",
+        "literal",
+        "max_value_chars",
+        "middle",
+        "pattern",
+        "shape",
+        "steps_per_char",
+    )
 
     def __init__(self, pattern: str, escape: str | None = None):
         self.pattern = pattern
@@ -136,6 +154,22 @@ class LikePattern:
         self.first = _Segment(raw[0])
         self.last = _Segment(raw[-1]) if len(raw) > 1 else None
         self.middle = [_Segment(segment) for segment in raw[1:-1] if segment]
+        self.steps_per_char = max(1, sum(1 if m.literal is not None else m.length for m in self.middle))
+        self.max_value_chars = None  # (None: any length) set by the compiler for GENERAL shapes
+
+    def evaluate(self, value: str):
+        """True or False, or None (unknown) for a value longer than max_value_chars."""
+        limit = self.max_value_chars
+        if limit is not None and len(value) > limit:
+            return None
+        return self.matches(value)
+
+    def evaluate_not(self, value: str):
+        """NOT LIKE: `evaluate` negated (unknown stays unknown)."""
+        limit = self.max_value_chars
+        if limit is not None and len(value) > limit:
+            return None
+        return not self.matches(value)
 
     def matches(self, value: str) -> bool:
         first = self.first

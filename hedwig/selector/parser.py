@@ -57,13 +57,16 @@ class SelectorLimits:
     expressions nest (parentheses, NOT, unary signs, each arithmetic operator of a
     chain), how many strings one IN list holds, the length of one LIKE pattern, and of
     a piece of one between %s that holds a `_` (LIKE costs at most the value's length
-    times that, never more; see like.py)."""
+    times that, never more; see like.py), and the steps (characters of a value times
+    a pattern's steps per character) all general LIKE patterns of one selector may take
+    on one message: a longer value makes them unknown (like.py)."""
 
     max_length: int = 4096
     max_depth: int = 64
     max_in_values: int = 512
     max_like_pattern: int = 256
     max_like_segment: int = 16
+    max_like_steps: int = 1 << 22
 
 
 DEFAULT_LIMITS = SelectorLimits()

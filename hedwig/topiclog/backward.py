@@ -10,21 +10,28 @@ from twisted.internet.defer import inlineCallbacks
 
 from hedwig.protocol.entry import decode_entry_header
 
-# A step reads at most this many bytes, and the scans yield the reactor between steps.
+# One read of a scan takes at most this many bytes and entries (the headers of each are
+# decoded in the same turn), and the scan gives the reactor back between two reads.
 SCAN_STEP_BYTES = 4 << 20
+SCAN_STEP_ENTRIES = 1024
 FIRST_SPAN = 4096  # seq-ids per backward step, doubled while what is sought is not found
 MAX_SPAN = 1 << 24
 
 
 @inlineCallbacks
-def read_window(topic_log, low: int, floor: int, window: list):
+def read_window(topic_log, low: int, floor: int, window: list, next_turn):
     """Append (entry, decoded header) to `window` for each entry starting in [low, floor],
-    in log order; Deferred[None]. SeqNotRetained when garbage collection removed the bottom
-    meanwhile: `window` is filled by the caller's list so that what was read before that
-    is still seen."""
+    in log order; Deferred[None]. Reads of at most SCAN_STEP_BYTES and SCAN_STEP_ENTRIES,
+    each after the first waiting for `next_turn()` (a Deferred fired at a later reactor
+    turn): a mapped ledger answers a read at once, and a window of millions of entries
+    read in one turn would stall every other connection. SeqNotRetained when garbage
+    collection removed the bottom meanwhile: `window` is filled by the caller's list so
+    that what was read before that is still seen."""
     seq = low
     while seq <= floor:
-        entries = yield topic_log.read(seq, floor - seq + 1, SCAN_STEP_BYTES)
+        if seq != low:
+            yield next_turn()
+        entries = yield topic_log.read(seq, min(floor - seq + 1, SCAN_STEP_ENTRIES), SCAN_STEP_BYTES)
         if not entries:
             return
         for entry in entries:

@@ -205,6 +205,22 @@ def test_a_user_who_may_subscribe_sees_its_own_subscriptions_and_only_the_number
     assert {row["subscriber_id"]: row["user"] for row in json.loads(bytes(payload))} == rows
 
 
+def test_a_user_who_is_not_an_admin_sees_ledger_ids_not_paths(hub, owned):
+    """Issue 41, point 6: DESCRIBE_TOPIC gave alice each ledger's path on the hub's disk
+    (the data directory's layout is the operator's); she sees ids, bounds and sizes,
+    an admin the location too."""
+    alice = Peer(hub.address, "alice")
+    status, message, payload = alice.request(Op.DESCRIBE_TOPIC, encode_describe_topic(owned))
+    assert status is Status.SUCCESS, message
+    ledgers = json.loads(bytes(payload))["ledgers"]
+    assert ledgers and all(isinstance(row["ledger_id"], int) and row["bytes"] > 0 for row in ledgers)
+    assert all("location" not in row for row in ledgers), ledgers
+    assert str(hub.data_dir) not in bytes(payload).decode()
+    root = Peer(hub.address, "root")
+    status, message, payload = root.request(Op.DESCRIBE_TOPIC, encode_describe_topic(owned))
+    assert all(row["location"] for row in json.loads(bytes(payload))["ledgers"]), message
+
+
 def test_hedwig_subscriptions_shows_who_made_each_subscription(hub, owned):
     """`hedwig subscriptions TOPIC` as an admin: a USER column naming alice."""
     from hedwig.commands.admin import format_subscriptions

@@ -71,6 +71,28 @@ def test_a_user_past_its_limit_is_refused_except_from_its_known_good_sources():
     assert throttle.is_known_good("10.1.1.1") and not throttle.is_known_good("192.168.0.77")
 
 
+def test_a_flooder_on_a_users_own_host_neither_locks_her_out_nor_guesses_her_password_freely():
+    """Issue 37, point 15: the docs promised that a user is never refused from a source it
+    logged in from before, but a guesser on the same host (a shared machine, a NAT) put
+    the host past its limit and alice was refused there too. From her known-good host she
+    is held to a limit of her own: failures for her from that host."""
+    clock = Clock()
+    throttle = LoginThrottle(clock, window_s=60, max_failures_per_source=3, max_failures_per_user=2)
+    assert throttle.admit("alice", "10.1.1.1") is None
+    throttle.ended("alice", "10.1.1.1", True)
+    for user in ("bob", "carol", "dave"):  # the flooder guesses other users from her host
+        fail_once(throttle, user, "10.1.1.1")
+    assert "from 10.1.1.1" in throttle.admit("erin", "10.1.1.1")  # the host is past its limit
+    assert throttle.admit("alice", "10.1.1.1") is None  # she is not
+    throttle.ended("alice", "10.1.1.1", True)
+    fail_once(throttle, "alice", "10.1.1.1")  # the flooder now guesses hers: two, not more
+    fail_once(throttle, "alice", "10.1.1.1")
+    why = throttle.admit("alice", "10.1.1.1")
+    assert why is not None and "for user alice from 10.1.1.1" in why and "60 s" in why
+    clock.advance(60)
+    assert throttle.admit("alice", "10.1.1.1") is None
+
+
 def test_known_good_pairs_are_bounded_and_the_oldest_forgotten():
     throttle = LoginThrottle(Clock(), max_tracked=50)
     for n in range(500):

@@ -46,7 +46,8 @@ def test_a_gap_is_retried_only_while_a_lower_set_is_unanswered():
     lane.rewind()
     assert sequences(lane.ready()) == [0, 1]
     lane.answered(first)
-    assert lane.failed(second, retryable=False, gap=True) == [second]  # nothing lower: a real gap
+    # Nothing lower: the hub forgot the producer; past the time for resends, it fails.
+    assert lane.failed(second, retryable=False, gap=True, may_restart=False) == [second]
 
 
 def test_a_set_refused_for_good_fails_with_the_sets_behind_it_and_its_number_is_used_again():
@@ -82,3 +83,35 @@ def test_a_full_lane_hands_over_to_one_after_it_once_idle():
     for item in items:
         full.answered(item)
     assert after.ready() == [newer] and after.after is None
+
+
+def test_a_gap_with_nothing_lower_unanswered_starts_a_new_producer_numbered_from_zero():
+    """Issue 41, point 1 (KIP-360): the hub forgot the producer (its next set is a gap
+    although every lower set was answered): nothing is in doubt, so once nothing is on
+    the wire the unanswered sets go on as a new producer's 0, 1, ..., in order, each a
+    first send under it."""
+    lane = PublishLane()
+    lane.producer_id = 7
+    first, second, third = (lane.add(b"%d" % i, 1, None) for i in range(3))
+    lane.ready()
+    assert lane.answered(first)
+    assert lane.failed(second, retryable=False, gap=True) == []  # nothing lower: forgotten
+    assert not lane.rewind_due()  # the third is still out
+    assert lane.failed(third, retryable=False, gap=True) == []  # a gap behind the second
+    newer = lane.add(b"newer", 1, None)
+    assert lane.rewind_due()
+    lane.rewind()
+    assert lane.producer_id is None and lane.restarted == 1
+    sent = lane.ready()
+    assert sent == [second, third, newer] and sequences(sent) == [0, 1, 2]
+    assert [item.attempts for item in sent] == [1, 1, 1]
+    assert lane.add(b"next", 1, None).sequence == 3
+
+
+def test_a_forgotten_producer_is_not_restarted_once_its_time_is_up():
+    lane = PublishLane()
+    first, second = lane.add(b"a", 1, None), lane.add(b"b", 1, None)
+    lane.ready()
+    lane.answered(first)
+    assert lane.failed(second, retryable=False, gap=True, may_restart=False) == [second]
+    assert lane.restarted == 0

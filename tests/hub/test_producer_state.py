@@ -160,6 +160,25 @@ def test_producers_remembered_per_topic_are_capped_oldest_first(tmp_path):
     assert forgotten is Status.PRODUCER_SEQUENCE_GAP and kept is Status.SUCCESS
 
 
+def test_a_crowd_of_short_lived_producers_does_not_push_out_a_long_lived_one(tmp_path):
+    """Issue 41, point 1, with [auth] off: 1,100 producers of one set each (more than the
+    1,024 a topic remembers) pushed out the producer that had published all along, whose
+    next set was then a gap for good. One heard from again is protected from new ones:
+    the newcomers push out each other."""
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"long"])
+    publish(peer, "t", 1, [b"long"])
+    for producer in range(1, 1101):
+        publish(peer, "t", 0, [b"short"], producer=producer)
+    publish(peer, "t", 2, [b"long"])
+    harness.clock.advance(1)
+    assert len(seq_ids(peer)) == 1103  # the long-lived producer's set 2 was stored, not a gap
+    table = harness.hub.producers.table(harness.topics.get("t"))
+    assert len(table.producers) == 1024 and table.evicted == 1101 - 1024
+    assert PRODUCER in table.producers
+
+
 @pytest.mark.parametrize(
     "body, status",
     [
@@ -240,3 +259,73 @@ def test_a_new_producers_first_send_of_set_0_needs_no_scan_of_the_log(tmp_path):
     again.clock.advance(1)
     assert seq_ids(peer) == [(1, 1)]
     assert table.entries_scanned == 3  # (the entries below the one appended through the table)
+
+
+def _log_of_plain_entries(tmp_path, entries: int):
+    """A hub started again over `entries` plain entries below producer PRODUCER's set 0."""
+    harness = HubHarness(tmp_path)
+    peer = harness.connect()
+    publish(peer, "t", 0, [b"mine"])
+    for _ in range(entries):
+        peer.publish("t", [b"x"])
+    harness.clock.advance(1)
+    assert len(answers(peer)) == entries + 1
+    return HubHarness(tmp_path, ledgers=harness.ledgers, metadata=harness.metadata)
+
+
+def test_a_known_producer_is_answered_while_an_unknown_ones_scan_reads_the_log(tmp_path):
+    """Issue 41, point 5: one IDEMPOTENT_PUBLISH of an unknown producer at set 5 made
+    every idempotent publish to the topic wait until the whole log was read. A known
+    producer's next set needs nothing of the scan: it is decided at once."""
+    again = _log_of_plain_entries(tmp_path, 10_000)
+    known, unknown = again.connect(), again.connect()
+    publish(known, "t", 0, [b"k0"], producer=PRODUCER + 1, first_send=True)  # known, no scan
+    again.clock.advance(0)
+    assert seq_ids(known) == [(10_002, 10_002)]
+    publish(unknown, "t", 5, [b"u"], producer=PRODUCER + 2)  # the whole log is read for it
+    publish(known, "t", 1, [b"k1"], producer=PRODUCER + 1)
+    turns = 0
+    while not (got := answers(known)):
+        again.clock.advance(0)
+        turns += 1
+        assert turns < 100
+    assert got[0][0] is Status.SUCCESS
+    assert answers(unknown) == []  # its scan goes on meanwhile
+    while not (refused := answers(unknown)):
+        again.clock.advance(0)
+        turns += 1
+        assert turns < 100
+    [(status, _message)] = refused
+    assert status is Status.PRODUCER_SEQUENCE_GAP
+    table = again.hub.producers.table(again.topics.get("t"))
+    assert table.scanned_all and PRODUCER in table.producers  # learnt on the way down
+
+
+def test_a_scan_reads_a_bounded_number_of_entries_per_reactor_turn(tmp_path):
+    """Issue 41, point 5: read_window read a whole window (up to 16M seq-ids) in one turn
+    from a mapped ledger, whatever SCAN_STEP_BYTES said. Each read takes at most
+    SCAN_STEP_ENTRIES entries, and the next waits for a later turn."""
+    from twisted.internet.defer import Deferred
+
+    from hedwig.topiclog.backward import SCAN_STEP_ENTRIES, read_window
+
+    again = _log_of_plain_entries(tmp_path, 10_000)
+    publish(again.connect(), "t", 0, [b"n"], producer=PRODUCER + 1, first_send=True)  # (opens it)
+    again.clock.advance(1)
+    topic_log = again.topics.get("t")
+    turns = []  # the Deferreds the reading waits on: a reactor turn each
+
+    def next_turn():
+        turns.append(Deferred())
+        return turns[-1]
+
+    window = []
+    done = read_window(topic_log, 1, topic_log.last_seq - 1, window, next_turn)
+    sizes = [len(window)]
+    while not done.called:
+        turns[-1].callback(None)
+        sizes.append(len(window))
+    step = SCAN_STEP_ENTRIES
+    assert step <= 4096 and sizes == [*range(step, 10_001, step), 10_001]
+    assert [entry.first_seq for entry, _head in window] == list(range(1, 10_002))
+    assert window[0][1].producer_id == PRODUCER

@@ -138,6 +138,7 @@ def write_snapshot(spark, settings: DrainSettings) -> int:
     if out.exists():
         raise DrainFailed(f"{out} exists: a snapshot is written once, into a directory of its own")
     partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex}")
+    register(spark)
     table = (
         spark.read.format(SOURCE_NAME)
         .option("hub", ",".join(settings.hubs))

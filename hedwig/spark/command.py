@@ -152,7 +152,9 @@ def run_drain(args) -> int:
     try:
         from hedwig.spark.drain import DrainFailed, drain, write_snapshot
     except ImportError as e:
-        print(f"hedwig drain: needs pyspark and pyarrow (pip install 'hedwig[spark]'): {e}", file=sys.stderr)
+        from hedwig.config.extras import install_hint
+
+        print(f"hedwig drain: needs pyspark and pyarrow ({install_hint('spark')}): {e}", file=sys.stderr)
         return 1
     # SIGTERM (a service manager stopping the job) and Ctrl-C ask the drain to stop: it
     # stops the query and acknowledges what Spark committed (stopping.py says why the

@@ -116,7 +116,8 @@ def add_subscribe(subparsers, client_options):
     parser.add_argument(
         "--replace-filter",
         action="store_true",
-        help="give an existing subscription this --filter (or none) in place of the one it has",
+        help="give an existing subscription this --filter in place of the one it has (without --filter:"
+        " remove its filter; a subscribe without either keeps the filter it has)",
     )
     return parser
 

@@ -1,6 +1,7 @@
 """`hedwig subscribe` (a durable subscription: prints and acknowledges) and `hedwig read`
 (reads a topic without any subscription, like `tail`: nothing is left behind)."""
 
+import sys
 import time
 
 from hedwig.client.errors import (
@@ -175,6 +176,8 @@ def subscribe(args) -> int:
             raise CommandError(f"{e.message} (--replace-filter)") from None
         except SeqOutOfRange as e:
             raise CommandError(f"--from {args.start}: {e}") from None
+        if sub.warning:  # (the filter is kept: it may select nothing, consuming past everything)
+            print(f"hedwig subscribe: warning: --filter: {sub.warning}", file=sys.stderr, flush=True)
         with sub:
             _print_and_acknowledge(sub, args, printer, fmt, stop)
     return 130 if stop.requested else 0

@@ -78,3 +78,22 @@ def test_read_shows_an_int_a_numeric_string_and_bytes_distinctly(hub):
     assert lines(hedwig("read", "typed-14", "--from", "2", "--properties", hub=hub)) == [
         'n=150,s="150",raw:=150,color=red\ty'
     ]
+
+
+# -- 7: a filter that most likely means something else is warned of ---------------------------
+
+
+def test_subscribe_warns_of_a_filter_comparing_the_key_with_a_subtraction(hub):
+    hedwig("publish", "users-7", "hello", "--key", "user-7", hub=hub)
+    result = hedwig("subscribe", "users-7", "s", "--from", "earliest", "--filter", "key=user-7",
+                    "--idle", "0.5", hub=hub)  # fmt: skip
+    assert lines(result) == []  # (it selects nothing: as the grammar says, and now says so)
+    warning = result.stderr.decode().splitlines()
+    assert warning == [
+        "hedwig subscribe: warning: --filter: key is text (the message key) and never equals a number:"
+        " compare it with a quoted string; user-7 (column 5) is user minus 7, not a string:"
+        " a string is quoted ('user-7')"
+    ]
+    quoted = hedwig("subscribe", "users-7", "q", "--from", "earliest", "--filter", "key = 'user-7'",
+                    "--count", "1", hub=hub)  # fmt: skip
+    assert lines(quoted) == ["hello"] and quoted.stderr == b""

@@ -11,7 +11,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # package is installed and the venv's Python can load it (docs/operations.md, "RADOS").
 RADOS_LINK := $(VENV)/.rados-link
 
-.PHONY: run test lint bench clean
+.PHONY: run extras test lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ $(RADOS_LINK): | $(RUN_STAMP)
 # A hub on 127.0.0.1:4080 with its data under ./data (embedded: mmap ledgers + SQLite).
 run: $(RUN_STAMP) $(RADOS_LINK)
 	$(VENV)/bin/hedwig hub --data-dir ./data
+
+# Add optional extras to .venv, keeping the install editable: `make extras EXTRAS=spark`
+# (several: EXTRAS=spark,zk; the extras are setup.cfg's: spark, zk, tls, compression).
+# (The package index's `hedwig` is an unrelated project: extras install from here.)
+extras: $(RUN_STAMP)
+	@test -n "$(EXTRAS)" || { echo "make extras EXTRAS=spark,zk,tls,compression (one or more)"; exit 2; }
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]' --config-settings editable_mode=compat
 
 # Lint, then every test: unit tests and integration tests with real hubs and Spark.
 test: $(TEST_STAMP) $(RADOS_LINK)

@@ -65,6 +65,8 @@ class BaseSubscription:
         self._closed_here = False
         self._detached_at = None  # when its connection went (the blocking client gives up after a while)
         self._ack_call = None  # the flush of a delayed acknowledgement (event-loop clients)
+        # What the hub said its filter most likely did not mean ("": nothing; SUBSCRIBE's reply).
+        self.warning = ""
         if not position.deliver:
             self.on_delivery = self._refuse_delivery  # (acknowledgement only: no hub sends one)
 
@@ -109,6 +111,7 @@ class BaseSubscription:
         self._connection = connection
         self._handle = subscribed.handle
         self._detached_at = None
+        self.warning = getattr(subscribed, "warning", "")
         if self._shared or not self._position.deliver:
             # What was acknowledged while detached goes now (an exclusive subscription's
             # pointer goes with its next acknowledgement, or before it waits).

@@ -1,6 +1,7 @@
 """`hedwig subscribe` (a durable subscription: prints and acknowledges) and `hedwig read`
 (reads a topic without any subscription, like `tail`: nothing is left behind)."""
 
+import sys
 import time
 
 from hedwig.client.errors import (
@@ -116,7 +117,8 @@ def add_subscribe(subparsers, client_options):
     parser.add_argument(
         "--replace-filter",
         action="store_true",
-        help="give an existing subscription this --filter (or none) in place of the one it has",
+        help="give an existing subscription this --filter in place of the one it has (without --filter:"
+        " remove its filter; a subscribe without either keeps the filter it has)",
     )
     return parser
 
@@ -174,6 +176,8 @@ def subscribe(args) -> int:
             raise CommandError(f"{e.message} (--replace-filter)") from None
         except SeqOutOfRange as e:
             raise CommandError(f"--from {args.start}: {e}") from None
+        if sub.warning:  # (the filter is kept: it may select nothing, consuming past everything)
+            print(f"hedwig subscribe: warning: --filter: {sub.warning}", file=sys.stderr, flush=True)
         with sub:
             _print_and_acknowledge(sub, args, printer, fmt, stop)
     return 130 if stop.requested else 0

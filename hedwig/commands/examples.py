@@ -81,7 +81,7 @@ EXAMPLES = {
         (
             "PYSPARK_PYTHON=.venv/bin/python hedwig drain --topics orders --out ./lake"
             " --checkpoint ./lake-cp --once",
-            "needs the spark extra: pip install 'hedwig[spark]'",
+            "needs the spark extra: make extras EXTRAS=spark (in a checkout)",
         ),
         (
             "PYSPARK_PYTHON=.venv/bin/python hedwig drain --topics prices --out ./prices-today --snapshot",

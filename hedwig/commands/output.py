@@ -4,15 +4,20 @@ admin replies (JSON documents, or lines for people).
 A message in JSON: {"topic", "seq", "time" (ISO-8601, UTC), "key", "properties", and
 "payload" when the payload is UTF-8 text, else "payload_base64"}; the key is null for
 none, a string when it is UTF-8, else {"base64": ...}, as a bytes property value is; a
-typed one (a number, a boolean, a string) is that JSON value. Plain: the payload and a
-newline, after "SEQ<TAB>TIME<TAB>" with --show-seq, "KEY<TAB>" with --key and
-"NAME=VALUE,...<TAB>" with --properties.
+typed one (a number, a boolean, a string) is that JSON value, a bytes one always
+{"base64": ...}. Plain: the payload and a newline, after "SEQ<TAB>TIME<TAB>" with
+--show-seq, "KEY<TAB>" with --key and "NAME=VALUE,...<TAB>" with --properties, each
+property in the syntax `hedwig publish --property` takes (n=150 an int, n="150" text,
+raw:=... bytes).
 """
 
 import base64
 import json
+import re
 
+from hedwig.commands.common import CommandError
 from hedwig.commands.numbers import NOTHING, count
+from hedwig.commands.property_arguments import property_argument
 
 
 def _text(value: bytes):
@@ -29,6 +34,12 @@ def _bytes_json(value):
     return shown if is_text else {"base64": shown}
 
 
+def _bytes_property_json(value) -> dict:
+    """A bytes property in JSON: always {"base64": ...}, so that it never reads as the
+    string property it is not (a selector compares the two differently)."""
+    return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+
+
 def message_json(message) -> dict:
     payload = bytes(message.payload)
     is_text, shown = _text(payload)
@@ -37,7 +48,7 @@ def message_json(message) -> dict:
         if not isinstance(value, bytes | bytearray | memoryview):
             properties[key] = value  # typed: str, int, float, bool
             continue
-        properties[key] = _bytes_json(value)
+        properties[key] = _bytes_property_json(value)
     row = {
         "topic": message.topic,
         "seq": message.seq,
@@ -49,18 +60,35 @@ def message_json(message) -> dict:
     return row
 
 
-def _property_text(value) -> str:
+def _property_text(name: str, value) -> str:
+    """One property as `hedwig publish --property` takes it, so that its type shows."""
     if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).decode("utf-8", "backslashreplace")
+        return f"{name}:={bytes(value).decode('utf-8', 'backslashreplace')}"
     if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+        return f"{name}={'true' if value else 'false'}"
+    if isinstance(value, str) and not _reads_back_as_text(value):
+        return f"{name}={json.dumps(value, ensure_ascii=False)}"  # text that would read as another type
+    return f"{name}={value}"
+
+
+_QUOTED = re.compile(r'[,\t\n\r"]|^$')  # text shown as a JSON string whatever it reads as
+
+
+def _reads_back_as_text(value: str) -> bool:
+    """Whether NAME=value, as `--property` reads it, is this text (not 150, true, ...)."""
+    if _QUOTED.search(value):
+        return False
+    try:
+        return property_argument(f"x={value}")[1] == value
+    except CommandError:  # (an int beyond 64 bits)
+        return False
 
 
 def format_properties(properties) -> str:
-    """KEY=VALUE pairs joined by commas (bytes values as UTF-8, undecodable bytes
-    escaped; typed values as their text, booleans true / false)."""
-    return ",".join(f"{key}={_property_text(value)}" for key, value in (properties or {}).items())
+    """NAME=VALUE pairs joined by commas, each in `--property`'s syntax so that its type
+    shows: 150 an int, "150" a string (text that would read as a number, a boolean, or
+    holds a comma, quote or tab, as a JSON string), raw:=... bytes, booleans true / false."""
+    return ",".join(_property_text(key, value) for key, value in (properties or {}).items())
 
 
 class MessageFormat:
@@ -79,7 +107,8 @@ class MessageFormat:
         if self.show_seq:
             prefix = f"{message.seq}\t{message.publish_time.isoformat(timespec='microseconds')}\t"
         if self.key:
-            prefix += ("" if message.key is None else _property_text(message.key)) + "\t"
+            key = b"" if message.key is None else bytes(message.key)
+            prefix += key.decode("utf-8", "backslashreplace") + "\t"
         if self.properties:
             prefix += format_properties(message.properties) + "\t"
         return prefix.encode("utf-8") + bytes(message.payload) + b"\n"

@@ -4,6 +4,12 @@ Standard input streams: a line is sent within --linger-ms of its arrival (`tail 
 hedwig publish logs` publishes as the log grows), and lines are batched into one
 publish only as they arrive together, up to STDIN_BATCH_MESSAGES or STDIN_BATCH_BYTES.
 On a terminal, a long publish shows its count and rate on standard error.
+
+Keys: `--key K` gives every message one key; `--parse-key` reads each message (line or
+argument) as KEY, a separator (`--key-separator`, a tab by default) and the payload, as
+kafka-console-producer's `parse.key=true` / `key.separator` do. A keyed message with an
+empty payload (`K<TAB>` with nothing after, or an empty line with `--key K`) is a
+tombstone: a compacted topic drops the key.
 """
 
 import json
@@ -14,6 +20,7 @@ import time
 
 from hedwig.commands.common import CommandError, client, client_command
 from hedwig.commands.property_arguments import FORMS, property_arguments
+from hedwig.protocol.errors import KeyRequired
 
 STDIN_BATCH_MESSAGES = 1000
 STDIN_BATCH_BYTES = 512 * 1024
@@ -44,7 +51,20 @@ def add_publish(subparsers, client_options):
     parser.add_argument(
         "--key",
         metavar="KEY",
-        help="the key of every message (UTF-8 text; filters read it as `key`)",
+        help="the key of every message (UTF-8 text; filters read it as `key`); a keyed message"
+        " with an empty payload is a tombstone (a compacted topic drops the key)",
+    )
+    parser.add_argument(
+        "--parse-key",
+        action="store_true",
+        help="read each message as KEY, the key separator, then the payload (kafka-console-producer's"
+        " parse.key=true); nothing after the separator: a tombstone",
+    )
+    parser.add_argument(
+        "--key-separator",
+        default="\t",
+        metavar="SEP",
+        help="what separates the key from the payload with --parse-key (default a tab; key.separator)",
     )
     parser.add_argument(
         "--compression",
@@ -98,6 +118,34 @@ def stdin_batches(fd: int, linger_s: float, clock=time.monotonic):
             batch, size, deadline = [], 0, None
 
 
+class KeyParser:
+    """Splits each message into its key and payload at the first separator (--parse-key)."""
+
+    def __init__(self, separator: str):
+        if not separator:
+            raise CommandError("--key-separator '': expected at least one character")
+        self.separator = os.fsencode(separator)
+        self.shown = separator.encode("unicode_escape").decode("ascii")
+        self.count = 0  # messages split so far: a refusal names the line
+
+    def split(self, batch) -> tuple:
+        """([payload...], [key...]) of a batch of messages."""
+        payloads, keys = [], []
+        for message in batch:
+            self.count += 1
+            key, separator, payload = message.partition(self.separator)
+            if not separator:
+                raise CommandError(
+                    f"message {self.count} has no key separator ({self.shown!r}): expected"
+                    f" KEY{self.shown}PAYLOAD (--key-separator to choose another)"
+                )
+            if not key:
+                raise CommandError(f"message {self.count} has an empty key: a key is at least one byte")
+            payloads.append(payload)
+            keys.append(key)
+        return payloads, keys
+
+
 class Progress:
     """Count and rate on standard error, when it is a terminal."""
 
@@ -132,6 +180,9 @@ def publish(args) -> int:
     properties = property_arguments(args.property)
     if args.key is not None and not args.key:
         raise CommandError("--key '': a key is at least one byte (leave --key out for none)")
+    if args.key is not None and args.parse_key:
+        raise CommandError("--key gives every message one key, --parse-key each its own: one of them")
+    keys = KeyParser(args.key_separator) if args.parse_key else None
     if args.messages:
         batches = [[os.fsencode(message) for message in args.messages]]
     else:
@@ -146,16 +197,24 @@ def publish(args) -> int:
     with hub_client as hub:
         try:
             for batch in batches:
+                if keys is not None:
+                    batch, batch_keys = keys.split(batch)
+                else:
+                    batch_keys = None if args.key is None else [args.key] * len(batch)
                 seqs = hub.publish_many(
                     args.topic,
                     batch,
                     None if properties is None else [properties] * len(batch),
-                    None if args.key is None else [args.key] * len(batch),
+                    batch_keys,
                 )
                 first = seqs[0] if first is None else first
                 last = seqs[-1]
                 count += len(seqs)
                 progress.update(count)
+        except KeyRequired as e:
+            raise CommandError(
+                f"{e.message}: give each message a key (--key KEY, or --parse-key for KEY<TAB>MESSAGE lines)"
+            ) from None
         finally:
             progress.done()
     if args.json:

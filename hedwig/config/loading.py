@@ -6,6 +6,9 @@ hedwig.config.tls_settings), which take the setting classes from hedwig.config.s
 so this loader imports them and nothing imports it back.
 """
 
+import dataclasses
+import math
+
 from hedwig.auth.settings import check_auth_settings
 from hedwig.config.files import check_port, read_config_file
 from hedwig.config.rados import check_rados_settings
@@ -26,9 +29,12 @@ from hedwig.config.settings import (
     TlsSettings,
     ZooKeeperSettings,
     check_bounds,
+    shown,
 )
 from hedwig.config.tls_settings import check_tls_settings
 from hedwig.config.zookeeper import check_zookeeper_settings
+from hedwig.ledger.layout import MAX_PAGE_BYTES, RECORD_BYTES
+from hedwig.ledger.mmap_ledger import MIN_PAGE_BYTES
 from hedwig.observe.settings import check_http_settings
 from hedwig.protocol.framing import LINK_FRAME_MARGIN
 from hedwig.region.settings import check_region_settings
@@ -78,9 +84,10 @@ def _load_config(path, overrides) -> Config:
         setattr(settings, key, value)
     if config.ledger.fsync not in ("never", "interval", "always"):
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
+    check_numbers(config)
+    for section, bounds in _BOUNDS.items():
+        check_bounds(section, getattr(config, section), bounds)
     _check_request_limits(config.hub)
-    check_bounds("delivery", config.delivery, _DELIVERY_BOUNDS)
-    check_bounds("log", config.log, _COMPACTION_BOUNDS)
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
@@ -90,20 +97,76 @@ def _load_config(path, overrides) -> Config:
     return config
 
 
-# [delivery] settings a work queue cannot run without (the others' 0 means "off").
-_DELIVERY_BOUNDS = [
-    ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
-    ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
-    ("max_shared_window", lambda v: v >= 1, "at least 1"),
-    ("max_filter_bytes_per_user", lambda v: v >= 1, "at least 1 byte"),
-    ("filter_cache_bytes", lambda v: v >= 0, "0 or more bytes"),
-]
+def check_numbers(config: Config) -> None:
+    """Every number a hub takes is a count, a size or a time: refuse a negative one (or
+    one that is not finite) in every section, so a new setting is checked without a line
+    of its own. Settings that 0 would break are in _BOUNDS (or their section's checks)."""
+    for section in dataclasses.fields(config):
+        settings = getattr(config, section.name)
+        for setting in dataclasses.fields(settings):
+            value = getattr(settings, setting.name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if not 0 <= value < math.inf:
+                raise ConfigError(
+                    f"[{section.name}] {setting.name} = {shown(value)}: expected {_what_number(setting.name)}"
+                )
 
 
-# [log] settings of compaction that have no "off".
-_COMPACTION_BOUNDS = [
-    ("compaction_key_map_bytes", lambda v: v >= 1, "a positive number of bytes (a compaction's key map)"),
-]
+def _what_number(key: str) -> str:
+    """What a setting named `key` holds, as the error for a negative one says it."""
+    if key.endswith(("_s", "_secs")):
+        return "0 or more seconds"
+    if key.endswith("_ms"):
+        return "0 or more milliseconds"
+    if key.endswith("_bytes"):
+        return "0 or more bytes"
+    return "0 or more"
+
+
+_POSITIVE_SECONDS = (lambda v: v > 0, "a positive number of seconds")
+
+# Settings for which 0 means nothing that could work (the others' 0 means "off" or "no limit").
+_BOUNDS = {
+    "hub": [
+        ("max_frame_bytes", lambda v: v >= 64 * KIB, "at least 65536 bytes"),
+        ("max_message_bytes", lambda v: v >= 1, "at least 1 byte"),
+        ("max_subscriptions_per_connection", lambda v: v >= 1, "at least 1"),
+        ("shutdown_timeout_s", *_POSITIVE_SECONDS),
+    ],
+    "ledger": [
+        (
+            "page_bytes",
+            lambda v: MIN_PAGE_BYTES <= v <= MAX_PAGE_BYTES,
+            f"{MIN_PAGE_BYTES} to {MAX_PAGE_BYTES} bytes",
+        ),
+        (
+            "index_page_records",
+            lambda v: 1 <= v * RECORD_BYTES <= MAX_PAGE_BYTES,
+            f"1 to {MAX_PAGE_BYTES // RECORD_BYTES} records",
+        ),
+        ("max_mapped_pages", lambda v: v >= 2, "at least 2 (a data and an index page)"),
+        ("max_open_ledgers", lambda v: v >= 1, "at least 1"),
+        ("fsync_interval_ms", lambda v: v >= 1, "at least 1 millisecond"),
+    ],
+    "log": [
+        ("max_ledger_bytes", lambda v: v >= 1, "at least 1 byte"),
+        ("gc_interval_s", *_POSITIVE_SECONDS),
+        ("compaction_key_map_bytes", lambda v: v >= 1, "a positive number of bytes (a compaction's key map)"),
+    ],
+    "cache": [
+        ("readahead_count", lambda v: v >= 1, "at least 1"),
+        ("readahead_bytes", lambda v: v >= 1, "at least 1 byte"),
+        ("cache_bytes", lambda v: v >= 1, "at least 1 byte"),
+    ],
+    # (a work queue cannot run without these)
+    "delivery": [
+        ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
+        ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
+        ("max_shared_window", lambda v: v >= 1, "at least 1"),
+        ("max_filter_bytes_per_user", lambda v: v >= 1, "at least 1 byte"),
+    ],
+}
 
 
 def _check_request_limits(hub: HubSettings) -> None:

@@ -242,7 +242,14 @@ def check_bounds(section: str, settings, bounds) -> None:
     for key, within, expected in bounds:
         value = getattr(settings, key)
         if not within(value):
-            raise ConfigError(f"[{section}] {key} = {value}: expected {expected}")
+            raise ConfigError(f"[{section}] {key} = {shown(value)}: expected {expected}")
+
+
+def shown(value) -> str:
+    """A setting's value as a user would have written it (5 seconds as 5, not 5.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def read_password_file(setting: str, path: str) -> str:

@@ -17,7 +17,9 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-INSTALL_HINT = "TLS needs pyOpenSSL and service_identity: pip install 'hedwig[tls]'"
+from hedwig.config.extras import install_hint
+
+INSTALL_HINT = f"TLS needs pyOpenSSL and service_identity: {install_hint('tls')}"
 
 _PEM_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
 

@@ -355,9 +355,12 @@ class DeliveryManager:
     def _filter_change(self, subscription, request):
         """The filter text an existing subscription takes from `request` (None: none),
         _UNCHANGED when it keeps its own (an acknowledgement-only attachment always
-        does); RESUBSCRIBE_EXCEPTION when the request names
+        does, and so does a request naming no filter that does not replace it: resuming
+        needs no copy of the filter); RESUBSCRIBE_EXCEPTION when the request names
         another without saying it replaces it."""
         if not request.deliver:  # (an acknowledgement-only attachment is sent nothing to filter)
+            return _UNCHANGED
+        if request.filter is None and not request.replace_filter:
             return _UNCHANGED
         wanted = self._filters.get(request.filter)
         wanted = None if wanted is None else wanted.text

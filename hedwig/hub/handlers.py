@@ -95,9 +95,10 @@ class SubscribeHandler:
         subscribed = maybeDeferred(self._subscribe, connection, handle, request)
         slot = connection.replies.reserve()
         context = (connection, slot, request_id, handle, key, started)
-        subscribed.addCallbacks(self._subscribed, self._failed, context, None, context)
+        warning = filter_warning(getattr(request, "filter", None))
+        subscribed.addCallbacks(self._subscribed, self._failed, (*context, warning), None, context)
 
-    def _subscribed(self, result, connection, slot, request_id, handle, key, started):
+    def _subscribed(self, result, connection, slot, request_id, handle, key, started, warning=""):
         self._stats.record(True, self._seconds() - started)
         if not connection.is_open:
             # The client left while the topic was being acquired: the attachment made
@@ -105,7 +106,7 @@ class SubscribeHandler:
             closing = self._close_subscription(*key, connection)
             closing.addErrback(lambda f: self.log.failure("detaching {key} failed", f, key=key))
             return
-        payload = self.spec.encode_reply(handle, result["consumed_seq"], result["next_seq"])
+        payload = self.spec.encode_reply(handle, result["consumed_seq"], result["next_seq"], warning)
         connection.replies.fill(
             slot,
             response_frame(request_id, Op.SUBSCRIBE, payload=payload),
@@ -265,3 +266,18 @@ def request_handlers(hub) -> dict:
         (Op.FETCH, FetchHandler(delivery)),
     )
     return {op: handler.handle for op, handler in handlers}
+
+
+def filter_warning(text) -> str:
+    """What a SUBSCRIBE's filter most likely did not mean, for its reply ("" when nothing,
+    or when the filter is refused: the refusal says why)."""
+    if not text or not text.strip(" \t\f\n\r"):
+        return ""
+    from hedwig.selector import SelectorError, parse
+    from hedwig.selector.warnings import selector_warnings
+
+    try:
+        tree = parse(text)  # (parsed only: the delivery manager compiles it, once per text)
+    except SelectorError:
+        return ""
+    return "; ".join(selector_warnings(text, tree))

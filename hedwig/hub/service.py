@@ -18,12 +18,14 @@ bounded by `[hub] shutdown_timeout_s`; a step that fails is logged and the rest 
 
 import fcntl
 import os
+import shutil
 from pathlib import Path
 
 from twisted.application.service import MultiService, Service
 from twisted.internet.defer import DeferredList, gatherResults, inlineCallbacks, maybeDeferred, succeed
 from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from hedwig.config.rados import on_rados
 from hedwig.config.settings import Config
@@ -107,6 +109,9 @@ class HubService(MultiService):
         self.balancer = None  # hedwig.hub.zk_balance.Balancer, in a region of several hubs
         self.forwarding = None  # hedwig.hub.forwarding.OwnerPublishing, likewise
         self._rados_holds_ledgers = False  # the RADOS namespace held ledgers when the hub started
+        # The data directory this start made (None: it was there), removed again by a
+        # shutdown before the hub ever listened: a start that failed leaves nothing behind.
+        self._new_data_dir = None
 
     # -- start ------------------------------------------------------------------------------
 
@@ -117,7 +122,10 @@ class HubService(MultiService):
             connecting = self.ledgers.connect().addCallback(self._rados_connected)
             self.listening = connecting.addCallback(lambda _: self._start_built())
             return
-        self._build()
+        refused = self._build_or_give_up()
+        if refused is not None:  # (fails once what _build took is released)
+            self.listening = refused
+            return
         Service.startService(self)  # the children (listeners, GC) start once the sweep is done
         # Fires once every listener listens, or fails with the first error (`hedwig hub` exits).
         self.listening = self._start_built()
@@ -128,7 +136,9 @@ class HubService(MultiService):
 
         def known(holds):
             self._rados_holds_ledgers = holds
-            self._build()
+            refused = self._build_or_give_up()
+            if refused is not None:
+                return refused
             Service.startService(self)
 
         return self.ledgers.holds_ledgers().addCallback(known)
@@ -178,6 +188,22 @@ class HubService(MultiService):
         started.addErrback(lambda f: self.log.failure("starting region relays failed", f))
         return port
 
+    def _build_or_give_up(self) -> None:
+        """_build; None when built, or when a part refuses to be built, a Deferred failing
+        with why once what _build took is released (the metadata store's thread would
+        otherwise keep the process alive after `could not start`)."""
+        metadata = self.metadata
+        try:
+            self._build()
+        except Exception:
+            refusal = Failure()
+            closed = succeed(None)
+            if metadata is None and self.metadata is not None:  # (ours: opened by _build)
+                closed = self.metadata.close()
+            self._give_up()
+            return closed.addBoth(lambda _: refusal)
+        return None
+
     def _build(self) -> None:
         config, reactor = self.config, self.reactor
         own_data_dir = None
@@ -202,6 +228,7 @@ class HubService(MultiService):
                 self.metadata = self.zk.store
         elif self.ledgers is None or self.metadata is None:
             data_dir = Path(config.hub.data_dir)
+            self._new_data_dir = None if data_dir.exists() else data_dir
             data_dir.mkdir(parents=True, exist_ok=True)
             self._lock(data_dir)
             own_data_dir = str(data_dir)
@@ -474,7 +501,9 @@ class HubService(MultiService):
         hub = self.hub
         hub.stopping = True
         timeout = self.config.hub.shutdown_timeout_s
-        self.log.info("hedwig hub {name} shutting down", name=hub.name)
+        # (a hub is named by the address it listens on: one that never listened has none)
+        name = hub.name or f"for {self.config.hub.host}:{self.config.hub.port} (it never listened)"
+        self.log.info("hedwig hub {name} shutting down", name=name)
         yield self._step(
             "stop accepting connections",
             DeferredList([maybeDeferred(s.stopService) for s in self.listeners], consumeErrors=True),
@@ -514,7 +543,10 @@ class HubService(MultiService):
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
-        self.log.info("hedwig hub {name} stopped", name=hub.name)
+        if not hub.name and self._new_data_dir is not None:  # no client ever reached it
+            shutil.rmtree(self._new_data_dir, ignore_errors=True)
+            self.log.info("removed {dir}, made by this start", dir=str(self._new_data_dir))
+        self.log.info("hedwig hub {name} stopped", name=name)
 
     @inlineCallbacks
     def _step(self, what: str, deferred, timeout: float | None = None):

@@ -40,7 +40,9 @@ def kazoo_client(servers: str, session_timeout_ms: int, **options):
     try:
         from kazoo.client import KazooClient
     except ImportError:  # (the zk extra)
-        raise MetadataError("a region on ZooKeeper needs kazoo: pip install 'hedwig[zk]'") from None
+        from hedwig.config.extras import install_hint
+
+        raise MetadataError(f"a region on ZooKeeper needs kazoo: {install_hint('zk')}") from None
     import logging
 
     quiet = logging.getLogger("hedwig.kazoo")  # kazoo's chatter: warnings and up only

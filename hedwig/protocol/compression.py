@@ -25,8 +25,9 @@ decode it.
 
 The codecs are C libraries behind optional extras: gzip is the standard library's zlib;
 zstd needs `zstandard` and lz4 `lz4`, both in the `compression` extra
-(`pip install 'hedwig[compression]'`). A missing one is CompressionUnavailable, an
-ImportError naming the extra, raised where the codec is first asked for.
+(`make extras EXTRAS=compression` in a checkout; hedwig.config.extras). A missing one is
+CompressionUnavailable, an ImportError naming the extra, raised where the codec is first
+asked for.
 """
 
 import struct
@@ -86,9 +87,11 @@ def _library(codec: Codec):
 
         return lz4.frame
     except ImportError:
+        from hedwig.config.extras import install_hint
+
         raise CompressionUnavailable(
             f"{CODEC_NAMES[codec]} compression needs the {_MODULES[codec]!r} package: "
-            f"install hedwig's {COMPRESSION_EXTRA!r} extra (pip install 'hedwig[{COMPRESSION_EXTRA}]')"
+            f"install hedwig's {COMPRESSION_EXTRA!r} extra ({install_hint(COMPRESSION_EXTRA)})"
         ) from None
 
 

@@ -199,6 +199,7 @@ class Subscribed(NamedTuple):
     handle: int  # channel-local: deliveries and CONSUME name the subscription by it
     consumed_seq: int
     next_seq: int  # the first seq-id the hub will deliver
+    warning: str = ""  # what the request's filter most likely did not mean (hedwig.selector.warnings)
 
 
 def _start_fields(start):
@@ -311,12 +312,18 @@ def decode_subscribe(body) -> Subscribe:
     )
 
 
-def encode_subscribed(handle: int, consumed_seq: int, next_seq: int) -> bytes:
-    return SUBSCRIBED.pack(handle, consumed_seq, next_seq)
+def encode_subscribed(handle: int, consumed_seq: int, next_seq: int, warning: str = "") -> bytes:
+    """The reply; a warning (if any) follows as a str16, which a client that knows none ignores."""
+    reply = SUBSCRIBED.pack(handle, consumed_seq, next_seq)
+    return reply + str16(warning) if warning else reply
 
 
 def decode_subscribed(payload) -> Subscribed:
-    return Subscribed(*unpack_field(SUBSCRIBED, payload, 0, "SUBSCRIBE reply"))
+    fields = unpack_field(SUBSCRIBED, payload, 0, "SUBSCRIBE reply")
+    if len(payload) == SUBSCRIBED.size:
+        return Subscribed(*fields)
+    raw, _ = read_str16(payload, SUBSCRIBED.size, "warning")
+    return Subscribed(*fields, bytes(raw).decode("utf-8", "replace"))
 
 
 # -- CONSUME, CLOSE_SUBSCRIPTION, UNSUBSCRIBE ---------------------------------------------------

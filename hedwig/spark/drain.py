@@ -138,6 +138,7 @@ def write_snapshot(spark, settings: DrainSettings) -> int:
     if out.exists():
         raise DrainFailed(f"{out} exists: a snapshot is written once, into a directory of its own")
     partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex}")
+    register(spark)
     table = (
         spark.read.format(SOURCE_NAME)
         .option("hub", ",".join(settings.hubs))
@@ -247,7 +248,9 @@ def _run(
     if stop.requested:  # asked to stop while the run was getting ready: start nothing
         say(f"{stop.reason}: stopped before the query started")
         return report(stopped=True)
+    began = time.monotonic()
     query = start_query(spark, settings, starting)
+    say(f"query started in {time.monotonic() - began:.1f} s (the source's schema and offsets planned)")
     batches.query = query
     try:
         failure = _follow(query, settings.progress_interval_s, tick, stop)

@@ -55,8 +55,8 @@ def test_a_message_with_typed_properties_prints_them_as_their_values():
         "ok": True,
         "color": "red",
         "raw": {"base64": "/w=="},
-        "text": "hi",
+        "text": {"base64": "aGk="},  # (bytes, never to be read as the string "hi")
     }
-    assert format_properties(properties) == "n=150,price=9.5,ok=true,color=red,raw=\\xff,text=hi"
+    assert format_properties(properties) == "n=150,price=9.5,ok=true,color=red,raw:=\\xff,text:=hi"
     line = MessageFormat(Namespace(json=False, show_seq=False, properties=True)).line(message)
-    assert line == b"n=150,price=9.5,ok=true,color=red,raw=\\xff,text=hi\tpayload\n"
+    assert line == b"n=150,price=9.5,ok=true,color=red,raw:=\\xff,text:=hi\tpayload\n"

@@ -35,9 +35,15 @@ def test_publish_with_a_key_and_typed_properties_reads_back_typed(hub):
     assert message.properties == {"n": 150, "price": 9.5, "ok": True, "color": "red", "raw": b"bytes"}
     [row] = [json.loads(line) for line in lines(hedwig("read", "cli-typed", "--json", hub=hub))]
     assert row["key"] == "user-7"
-    assert row["properties"] == {"n": 150, "price": 9.5, "ok": True, "color": "red", "raw": "bytes"}
+    assert row["properties"] == {
+        "n": 150,
+        "price": 9.5,
+        "ok": True,
+        "color": "red",
+        "raw": {"base64": "Ynl0ZXM="},
+    }
     plain = lines(hedwig("read", "cli-typed", "--key", "--properties", hub=hub))
-    assert plain == ["user-7\tn=150,price=9.5,ok=true,color=red,raw=bytes\thello"]
+    assert plain == ["user-7\tn=150,price=9.5,ok=true,color=red,raw:=bytes\thello"]
 
 
 def test_a_message_without_a_key_shows_null_and_an_empty_key_column(hub):

@@ -55,3 +55,4 @@ def test_the_spark_section_says_what_drain_needs_before_using_it():
     section = README[README.index("## Analytics with Spark") :]
     before_drain = section[: section.index("hedwig drain --topics")]
     assert "make run` does not install" in before_drain and "'.[spark]'" in before_drain
+    assert "make extras EXTRAS=spark" in before_drain  # (adding the extra keeps `make run`'s install)

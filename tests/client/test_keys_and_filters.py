@@ -137,8 +137,9 @@ def test_another_filter_needs_a_subscribe_that_replaces_it(connect):
     with pytest.raises(ResubscribeRequired) as refused:
         client.subscribe(topic, "s", filter="n > 20")
     assert "n > 10" in str(refused.value)
-    with pytest.raises(ResubscribeRequired):
-        client.subscribe(topic, "s")  # (no filter is another filter too)
+    kept = client.subscribe(topic, "s")  # (naming no filter resumes with the one it has)
+    assert _subscriber_row(client, topic, "s")["filter"] == "n > 10"
+    kept.close()
     replaced = client.subscribe(topic, "s", filter="n > 20", replace_filter=True)
     assert _subscriber_row(client, topic, "s")["filter"] == "n > 20"
     client.call("publish_many", topic, [b"a", b"b", b"c"], [{"n": 15}, {"n": 25}, {"n": 5}])
@@ -200,7 +201,7 @@ def test_a_filter_is_kept_across_a_hub_restart(own_hub):
     with Client(own_hub.address) as client:
         assert client.subscriptions(topic)[0]["filter"] == "color = 'red'"
         with pytest.raises(ResubscribeRequired):
-            client.subscribe(topic, "s")
-        subscription = client.subscribe(topic, "s", filter="color = 'red'")
+            client.subscribe(topic, "s", filter="color = 'blue'")
+        subscription = client.subscribe(topic, "s")  # (resumed with the filter it has)
         client.publish_many(topic, [b"blue", b"red"], [{"color": "blue"}, {"color": "red"}])
         assert subscription.receive(timeout=30).payload == b"red"

@@ -41,6 +41,18 @@ CONF_ERRORS = [
     ("[tls]\nenabled = maybe\n", ": [tls] enabled = maybe: expected true or false"),
     ("[hub]\nport = 1\nport = 2\n", ", line 3: [hub] port is set twice"),
     ("[hubs]\nport = 1\n", ": unknown section [hubs] (did you mean hub?)"),
+    # A setting the hub's parts would refuse is refused here, before anything starts (the
+    # cache's used to fail the start and leave the process hanging, even on SIGTERM) ...
+    ("[cache]\ncache_bytes = 0\n", ": [cache] cache_bytes = 0: expected at least 1 byte"),
+    ("[cache]\ncache_bytes = -100\n", ": [cache] cache_bytes = -100: expected 0 or more bytes"),
+    ("[ledger]\nmax_open_ledgers = 0\n", ": [ledger] max_open_ledgers = 0: expected at least 1"),
+    # ... and no time is negative.
+    ("[log]\ngc_interval_s = -5\n", ": [log] gc_interval_s = -5: expected 0 or more seconds"),
+    ("[log]\nmax_ledger_age_s = -1\n", ": [log] max_ledger_age_s = -1: expected 0 or more seconds"),
+    (
+        "[delivery]\nconsume_flush_ms = -1\n",
+        ": [delivery] consume_flush_ms = -1: expected 0 or more milliseconds",
+    ),
 ]
 
 
@@ -92,6 +104,12 @@ def test_a_hub_that_cannot_listen_ends_with_the_cause_as_its_last_line(tmp_path,
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"{launcher}: could not start: "), result.stdout + result.stderr
     assert f"127.0.0.1:{port}" in last and "address already in use" in last.lower(), last
+    # It never served: the data directory it made is gone again, and its shutdown names
+    # the address it was to listen on (it said "hedwig hub  shutting down", no name).
+    assert not (tmp_path / "d").exists()
+    assert (
+        f"hedwig hub for 127.0.0.1:{port} (it never listened) shutting down" in result.stdout + result.stderr
+    )
 
 
 def test_paths_in_a_conf_file_are_relative_to_the_file(tmp_path):

@@ -17,6 +17,7 @@ bounded by `[hub] shutdown_timeout_s`; a step that fails is logged and the rest 
 """
 
 import fcntl
+import json
 import os
 from pathlib import Path
 
@@ -45,6 +46,12 @@ class MetadataLost(RuntimeError):
 class LedgersMoved(RuntimeError):
     """`hedwig migrate` moved this data directory's ledgers into a RADOS pool: a hub on
     its page files would serve topics without their ledgers."""
+
+
+class MigrationUnfinished(RuntimeError):
+    """`hedwig migrate` was cut short over this data directory: its ledgers are partly in
+    the page files, partly in a pool, and a hub on either store would serve (and write)
+    half of them."""
 
 
 class ListenerService(Service):
@@ -111,6 +118,8 @@ class HubService(MultiService):
     # -- start ------------------------------------------------------------------------------
 
     def startService(self):
+        if self._embedded_ledgers:
+            self._refuse_unfinished_migration(Path(self.config.hub.data_dir))
         if self.ledgers is None and on_rados(self.config):
             # The pool first (or give up: one line, exit 1): the hub is built over it.
             self.ledgers = ledger_store(self.config, self.reactor, "")
@@ -220,6 +229,7 @@ class HubService(MultiService):
             zk_region=self.zk,
         )
         self.hub, self._logs, self.regions = parts.hub, parts.topic_logs, parts.relays
+        self.hub.ledger_place = self._ledger_place(own_data_dir)
         self.forwarding = parts.forwarding
         factory = HubFactory(self.hub)
         endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
@@ -285,6 +295,40 @@ class HubService(MultiService):
                 f" Restore {path.name} from a backup, or {aside} to start an empty hub"
                 " (docs/operations.md, 'Damaged or lost metadata')"
             ) from None
+
+    def _ledger_place(self, data_dir) -> str | None:
+        """Where the hub's ledgers are, as its start line and STATS say it: the pool (and
+        namespace) on RADOS, the page files' directory otherwise."""
+        ledgers = self.ledgers
+        if on_rados(self.config):
+            namespace = getattr(ledgers, "namespace", "")
+            return f"RADOS pool {getattr(ledgers, 'pool', self.config.rados.pool)}" + (
+                f"/{namespace}" if namespace else ""
+            )
+        if data_dir is not None and self._embedded_ledgers:
+            return f"page files in {Path(data_dir) / 'ledgers'}"
+        return None
+
+    def _refuse_unfinished_migration(self, data_dir: Path) -> None:
+        """A data directory `hedwig migrate` is copying (or was, cut short) is served by no
+        hub, whatever its store: over the pool, its topics would open ledgers not copied
+        yet; over the page files, its publishes would miss the copy. The run, again,
+        finishes it (hedwig.commands.migrate)."""
+        from hedwig.ledger.migration import MIGRATING_MARKER
+
+        marker = data_dir / MIGRATING_MARKER
+        if not marker.is_file():
+            return
+        try:
+            where = json.loads(marker.read_text(encoding="utf-8"))
+            pool = f"pool {where['pool']}" + (f"/{where['namespace']}" if where.get("namespace") else "")
+        except (OSError, ValueError, KeyError, TypeError):
+            pool = "a RADOS pool"
+        raise MigrationUnfinished(
+            f"a migration of {data_dir}'s ledgers into {pool} was begun and not finished ({marker} says so):"
+            " run hedwig migrate again with the same settings to finish it, then start the hub with"
+            " --ledger-store rados (docs/operations.md, 'Moving to RADOS')"
+        )
 
     def _refuse_moved_ledgers(self, data_dir: Path) -> None:
         """A data directory whose ledgers `hedwig migrate` moved into a pool is served
@@ -395,11 +439,13 @@ class HubService(MultiService):
         return port
 
     def _serving(self, where: str = "") -> None:
+        place = self.hub.ledger_place
         self.log.info(
-            "hedwig hub {name} (region {region}{where}) serving {data_dir}",
+            "hedwig hub {name} (region {region}{where}{ledgers}) serving {data_dir}",
             name=self.hub.name,
             region=self.hub.region,
             where=where,
+            ledgers=f", ledgers in {place}" if place else "",
             data_dir=self.config.hub.data_dir,
         )
 

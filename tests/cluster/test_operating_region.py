@@ -1,0 +1,53 @@
+"""Operating a region of several hubs as a new operator does (issue 37): `hedwig stats`
+counts redirects apart from failures; `hedwig top` on one hub shows the region."""
+
+import json
+import subprocess
+import sys
+
+from hedwig.testing.hubprocess import hub_environment
+from tests.cli.test_cli import hedwig, lines
+from tests.cluster.test_region_views import subscribe_each
+
+
+def test_stats_counts_redirects_apart_from_failures(region):
+    hubs = region(2)
+    first, second = hubs.hubs
+    subscribe_each(hubs, [f"redirected-{i}" for i in range(6)])  # (through both: some redirected)
+    counters = json.loads(hedwig("stats", "--json", hub=first).stdout)
+    redirected = (
+        counters["redirected"] + json.loads(hedwig("stats", "--json", hub=second).stdout)["redirected"]
+    )
+    assert redirected > 0
+    for hub in hubs.hubs:
+        counters = json.loads(hedwig("stats", "--json", hub=hub).stdout)
+        ops = counters["ops"]
+        assert sum(op["redirected"] for op in ops.values()) == counters["redirected"]
+        assert all(op["failed"] == 0 for op in ops.values()), ops
+        if counters["redirected"]:
+            shown = lines(hedwig("stats", hub=hub))
+            heading = next(line for line in shown if line.startswith("OPERATION"))
+            assert heading.split()[:4] == ["OPERATION", "OK", "REDIRECTED", "FAILED"]
+            table = shown[shown.index(heading) + 1 :]
+            table = table[: table.index("")]
+            assert sum(int(line.split()[2].replace(",", "")) for line in table) == counters["redirected"]
+            assert all(line.split()[3] == "0" for line in table), table
+
+
+def test_top_on_a_regions_hub_shows_the_regions_hubs_and_topics(region):
+    hubs = region(0, http=True)
+    first, second = hubs.add(), hubs.add()
+    subscribe_each(hubs, [f"seen-{i}" for i in range(4)])
+    owners = json.loads(hedwig("topics", "--json", hub=first).stdout)
+    assert {row["owner"] for row in owners} == {first.address, second.address}
+    shown = subprocess.run(
+        [sys.executable, "-m", "hedwig", "--hub", first.address, "top", "--count", "1"],
+        capture_output=True, text=True, timeout=60, env=hub_environment(),
+    ).stdout.splitlines()  # fmt: skip
+    heading = shown.index(next(line for line in shown if line.startswith("HUB ")))
+    assert shown[heading - 1].startswith("region of 2 hubs on ZooKeeper ")
+    assert {line.split()[0] for line in shown[heading + 1 : heading + 3]} == {first.address, second.address}
+    assert any(line.split()[:2] == [first.address, "*"] for line in shown[heading + 1 : heading + 3])
+    start = shown.index(next(line for line in shown if line.startswith("REGION TOPIC")))
+    listed = {line.split()[0]: line.split()[1] for line in shown[start + 1 : start + 5]}
+    assert listed == {row["topic"]: row["owner"] for row in owners}

@@ -51,3 +51,32 @@ def test_top_on_a_regions_hub_shows_the_regions_hubs_and_topics(region):
     start = shown.index(next(line for line in shown if line.startswith("REGION TOPIC")))
     listed = {line.split()[0]: line.split()[1] for line in shown[start + 1 : start + 5]}
     assert listed == {row["topic"]: row["owner"] for row in owners}
+
+
+def test_a_hub_gone_quiet_is_shown_at_0_messages_per_s_by_the_other_hubs(region):
+    from hedwig.client import Client
+    from hedwig.testing.polling import wait_until
+
+    hubs = region(2)
+    first, second = hubs.hubs
+
+    def rate_of_first() -> float:
+        rows = json.loads(hedwig("hubs", "--json", hub=second).stdout)
+        return next(row["messages_per_s"] for row in rows if row["hub"] == first.address)
+
+    with Client(first.address) as client:
+        names = (f"quiet-{i}" for i in range(100))
+
+        def claim_on_first() -> str:  # (a new topic the first hub claims: its load written at once)
+            for topic in names:
+                client.publish(topic, b"m")
+                if client.owners()[topic] == first.address:
+                    return topic
+            raise AssertionError("the first hub claimed no topic")
+
+        busy = claim_on_first()
+        for _ in range(40):
+            client.publish_many(busy, [b"m"] * 50)
+        claim_on_first()  # (its load, with the rate of the burst, written now)
+    wait_until(lambda: rate_of_first() > 0, "the first hub's rate shown by the second", 30)
+    wait_until(lambda: rate_of_first() == 0, "the first hub, quiet, shown at 0 msg/s", 30)

@@ -390,7 +390,9 @@ class Hub:
         def unanswered(failure):
             rows = self.topics.unowned_subscription_rows(topic)
             why = f"{owner} did not answer: {failure.getErrorMessage()}"
-            return rows.addCallback(lambda rows: [{**row, "owner": owner, "state": why} for row in rows])
+            return rows.addCallback(
+                lambda rows: [{**row, "owner": owner, "state": "unknown", "error": why} for row in rows]
+            )
 
         return client.subscriptions(topic).addErrback(unanswered)
 

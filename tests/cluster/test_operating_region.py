@@ -80,3 +80,34 @@ def test_a_hub_gone_quiet_is_shown_at_0_messages_per_s_by_the_other_hubs(region)
         claim_on_first()  # (its load, with the rate of the burst, written now)
     wait_until(lambda: rate_of_first() > 0, "the first hub's rate shown by the second", 30)
     wait_until(lambda: rate_of_first() == 0, "the first hub, quiet, shown at 0 msg/s", 30)
+
+
+def test_during_a_takeover_the_cli_publishes_through_a_live_hub_and_lists_subscriptions_with_a_short_state(
+    region,
+):
+    from hedwig.client import Client
+
+    hubs = region(2, session_timeout_ms=10000)  # (the dead owner's claim lasts up to 10 s)
+    first, second = hubs.hubs
+    with Client(hubs.addresses) as client:
+        topic = next(f"d-{i}" for i in range(100) if _published_on(client, f"d-{i}", first.address))
+        client.subscribe(topic, "reader", start="earliest").close()
+        last = client.describe(topic)["last_seq"]
+    first.kill()
+    listed = hedwig("subscriptions", hub=second)
+    assert listed.returncode == 0, listed.stderr
+    shown = lines(listed)
+    state = shown[0].split().index("STATE")
+    row = next(line.split() for line in shown if line.startswith(topic + " "))
+    assert row[state] == "unknown"
+    assert any(line.startswith(f"{first.address} did not answer: ") for line in shown), shown
+    published = hedwig("publish", topic, "x", hub=second)  # (the owner named is dead: ridden out)
+    assert published.returncode == 0, published.stderr
+    with Client(second.address) as client:
+        assert client.describe(topic)["last_seq"] == last + 1
+        assert client.owners()[topic] == second.address
+
+
+def _published_on(client, topic: str, address: str) -> bool:
+    client.publish(topic, b"m")
+    return client.owners()[topic] == address

@@ -112,6 +112,7 @@ class HubService(MultiService):
         self._embedded_ledgers = ledgers is None
         self.zk = None  # hedwig.hub.zk_region.ZkRegion, in a region of several hubs
         self.balancer = None  # hedwig.hub.zk_balance.Balancer, in a region of several hubs
+        self.orphans = None  # hedwig.hub.zk_orphans.OrphanLedgers, in a region on RADOS
         self.forwarding = None  # hedwig.hub.forwarding.OwnerPublishing, likewise
         self._rados_holds_ledgers = False  # the RADOS namespace held ledgers when the hub started
 
@@ -254,6 +255,8 @@ class HubService(MultiService):
                 parts.topics, self.zk.registry, parts.delivery, config.zookeeper, reactor
             )
             self.balancer.setServiceParent(self)
+            if on_rados(config):  # (the region's shared namespace: its orphans, deleted when safe)
+                self._look_for_orphans(config)
         if http_listen_port(config) is not None:
             from hedwig.observe.listener import HttpObserver
 
@@ -266,6 +269,22 @@ class HubService(MultiService):
             self.observer.history.setServiceParent(self)
             self.http_listener = ListenerService(self.observer.endpoint(), self.observer.site)
             self.http_listener.setServiceParent(self)
+
+    def _look_for_orphans(self, config) -> None:
+        from hedwig.hub.zk_orphans import OrphanLedgers
+        from hedwig.meta.zk_layout import decode_name
+
+        zk = self.zk
+
+        def live_hubs():
+            listed = zk.session.call("get_children", zk.store.layout.branch("hubs"))
+            return listed.addCallback(lambda names: {decode_name(name) for name in names})
+
+        # Several session and ledger operation timeouts: an acquire under way when its
+        # hub's session ended has failed by then (hedwig.hub.zk_orphans).
+        grace_s = 3 * (config.zookeeper.session_timeout_ms / 1000 + config.rados.op_timeout_s)
+        self.orphans = OrphanLedgers(self.ledgers, zk.store, live_hubs, self.reactor, grace_s)
+        self.orphans.setServiceParent(self)
 
     def _open_metadata(self, data_dir: Path):
         """The embedded metadata store, refused when it cannot describe the ledgers: with

@@ -53,37 +53,7 @@ def blocking_one_worker(address, topic, count, out):
 
 def pipelined_one_worker(address, topic, count, out):
     """`count` one-message publish() calls of the Twisted client, OUTSTANDING_ONE unanswered."""
-    from twisted.internet import reactor
-
-    from hedwig.client.twisted import Client
-
-    client = Client(reactor, address, max_in_flight=OUTSTANDING_ONE * 2)
-    state = {"issued": 0, "done": 0, "error": None}
-
-    def failed(failure):
-        state["error"] = failure.getErrorMessage()
-        reactor.stop()
-
-    def issue():
-        state["issued"] += 1
-        client.publish(topic, PAYLOAD).addCallbacks(published, failed)
-
-    def published(_seq):
-        state["done"] += 1
-        if state["issued"] < count:
-            issue()
-        elif state["done"] == count:
-            state["seconds"] = time.perf_counter() - state["started"]
-            client.close().addBoth(lambda _: reactor.stop())
-
-    def run(_):
-        state["started"] = time.perf_counter()
-        for _ in range(min(OUTSTANDING_ONE, count)):
-            issue()
-
-    client.connect().addCallbacks(run, failed)
-    reactor.run()
-    out.put({"messages": count, "seconds": state.get("seconds"), "error": state["error"]})
+    pipelined_publish_worker(address, topic, count, out, set_size=1, in_flight=OUTSTANDING_ONE)
 
 
 def measure(ctx, hub, worker, *args) -> float:

@@ -28,6 +28,7 @@ from twisted.internet.defer import inlineCallbacks
 from twisted.logger import Logger
 
 from hedwig.ledger.interface import LedgerError, NoSuchLedger
+from hedwig.ledger.migration import named_ledgers
 
 
 class OrphanLedgers(Service):
@@ -109,14 +110,10 @@ class OrphanLedgers(Service):
         conditions); the others no topic names go to `kept`, with why."""
         live = yield self.live_hubs()  # (first: a writer absent now made no write after)
         listed = yield self.store.list_pool_ledgers()
-        named = set()
-        for topic in (yield self.metadata.list_topics()):
-            versioned = yield self.metadata.get_topic(topic)
-            if versioned is not None:
-                named.update(r[0] for r in versioned.value)
+        named = yield named_ledgers(self.metadata)
         garbage = yield self.metadata.list_garbage()
         orphans = set()
-        for ledger_id in sorted(listed - named - set(garbage)):
+        for ledger_id in sorted(listed - set(named) - set(garbage)):
             try:
                 writer, entries = yield self.store.peek(ledger_id)
             except NoSuchLedger:

@@ -46,15 +46,7 @@ def test_top_on_a_terminal_redraws_in_place(tmp_path):
             env=hub_environment(),
         )
         os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: top ended
-                break
-            if not chunk:
-                break
-            seen += chunk
+        seen = read_until(leader, b"\x1b[?1049l")
         assert process.wait(30) == 0, process.stderr.read()
         os.close(leader)
     screen = seen.decode()

@@ -13,17 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hedwig.client import Client
 from hedwig.testing.hubprocess import HubProcess, hub_environment
+from tests.cli.test_help import hedwig
 from tests.rados.test_migrate import KILL_AT, migrate
-
-
-def hedwig(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hedwig", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=hub_environment(),
-    )
 
 
 def fetch(url: str) -> tuple[int, bytes]:

@@ -69,21 +69,20 @@ class OrphanLedgers(Service):
     def run(self):
         """Both looks, `grace_s` apart, then the deletions: Deferred[list of ids deleted]."""
         first = yield self.candidates()
-        if not first or not self.running:
-            return []
-        yield self._sleep(self.grace_s)
-        if not self.running:
-            return []
-        second = yield self.candidates()
-        for ledger_id in sorted(first & second):
-            try:
-                yield self.store.delete(ledger_id)
-            except NoSuchLedger:
-                continue  # (another hub's look deleted it)
-            except LedgerError as e:
-                self.log.warn("could not delete orphan ledger {id}: {error}", id=ledger_id, error=e)
-                continue
-            self.deleted.append(ledger_id)
+        if first and self.running:
+            yield self._sleep(self.grace_s)
+            if not self.running:
+                return []
+            second = yield self.candidates()
+            for ledger_id in sorted(first & second):
+                try:
+                    yield self.store.delete(ledger_id)
+                except NoSuchLedger:
+                    continue  # (another hub's look deleted it)
+                except LedgerError as e:
+                    self.log.warn("could not delete orphan ledger {id}: {error}", id=ledger_id, error=e)
+                    continue
+                self.deleted.append(ledger_id)
         if self.deleted:
             self.log.info(
                 "deleted {count} orphan ledger(s) of the region (empty, named by no topic, made by a hub"
@@ -113,6 +112,7 @@ class OrphanLedgers(Service):
         named = yield named_ledgers(self.metadata)
         garbage = yield self.metadata.list_garbage()
         orphans = set()
+        self.kept = {}  # (the last look's)
         for ledger_id in sorted(listed - set(named) - set(garbage)):
             try:
                 writer, entries = yield self.store.peek(ledger_id)
@@ -123,6 +123,5 @@ class OrphanLedgers(Service):
             elif writer in live:
                 self.kept[ledger_id] = f"empty, made by {writer}, which is in the region"
             else:
-                self.kept.pop(ledger_id, None)
                 orphans.add(ledger_id)
         return orphans

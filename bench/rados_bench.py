@@ -92,15 +92,16 @@ def raw_sync_appends(cluster, count: int) -> dict:
 # -- client processes -------------------------------------------------------------------------
 
 
-def pipelined_publish_worker(address, topic, batches, out):
-    """The Twisted client publishing `batches` sets of SET_SIZE payloads, IN_FLIGHT sets
-    outstanding (after a warm-up of 100 sets on another topic)."""
+def pipelined_publish_worker(address, topic, batches, out, set_size=SET_SIZE, in_flight=IN_FLIGHT):
+    """The Twisted client publishing `batches` sets of `set_size` payloads (1: one
+    message per publish() call), `in_flight` of them outstanding (after a warm-up of 100
+    on another topic)."""
     from twisted.internet import reactor
 
     from hedwig.client.twisted import Client
 
-    client = Client(reactor, address, max_in_flight=IN_FLIGHT * SET_SIZE * 2)
-    payloads = [PAYLOAD] * SET_SIZE
+    client = Client(reactor, address, max_in_flight=in_flight * set_size * 2)
+    payloads = [PAYLOAD] * set_size
     state = {"issued": 0, "done": 0, "error": None}
 
     def failed(failure):
@@ -109,7 +110,10 @@ def pipelined_publish_worker(address, topic, batches, out):
 
     def issue():
         state["issued"] += 1
-        client.publish_many(topic, payloads).addCallbacks(published, failed)
+        if set_size == 1:
+            client.publish(topic, PAYLOAD).addCallbacks(published, failed)
+        else:
+            client.publish_many(topic, payloads).addCallbacks(published, failed)
 
     def published(_seqs):
         state["done"] += 1
@@ -129,12 +133,12 @@ def pipelined_publish_worker(address, topic, batches, out):
     def run(_):
         state["cpu"] = own_cpu_seconds()
         state["started"] = time.perf_counter()
-        for _ in range(min(IN_FLIGHT, batches)):
+        for _ in range(min(in_flight, batches)):
             issue()
 
     client.connect().addCallback(warm).addCallbacks(run, failed)
     reactor.run()
-    out.put({"messages": batches * SET_SIZE, "seconds": state.get("seconds"), "error": state["error"]})
+    out.put({"messages": batches * set_size, "seconds": state.get("seconds"), "error": state["error"]})
 
 
 def blocking_latency_worker(address, topic, count, out):

@@ -51,6 +51,9 @@ from hedwig.protocol.redirects import Routes
 REATTACH_RETRYABLE = (*RETRYABLE, TopicBusy)
 REATTACH_BACKOFF_FIRST = 0.05
 REATTACH_BACKOFF_MAX = 2.0
+# A request redirected to an owner that cannot be reached is asked again after these.
+TAKEOVER_BACKOFF_FIRST = 0.1
+TAKEOVER_BACKOFF_MAX = 1.0
 
 
 class IConnections(Interface):
@@ -182,6 +185,7 @@ class ClientCore(ClientOperations):
             connection = yield from self._connection_for(topic)
         asked = []
         retried = False
+        takeover = None  # (deadline, pause) once an owner we were sent to could not be reached
         while True:
             if response is None:
                 try:
@@ -196,8 +200,26 @@ class ClientCore(ClientOperations):
                 return response.value
             asked.append(connection.address)
             owner = self._routes.follow(topic, response, asked, self.config.max_redirects)
-            connection = yield self._connections.get(owner)
             response = None
+            try:
+                connection = yield self._connections.get(owner)
+                continue
+            except CouldNotConnect:
+                # The owner named is gone and its region has not taken the topic over yet
+                # (its ZooKeeper session has still to expire): nothing was sent to it, so
+                # the request is asked again of the hubs we know, after a pause, until
+                # the client's timeout has passed (as a Kafka producer rides out a
+                # leader's election).
+                waiting = self._waiting
+                now = waiting.now()
+                deadline, pause = takeover or (now + self.config.timeout, TAKEOVER_BACKOFF_FIRST)
+                if now + pause > deadline:
+                    raise
+                takeover = (deadline, min(pause * 2, TAKEOVER_BACKOFF_MAX))
+            self._routes.forget(topic)
+            yield self._waiting.sleep(pause)
+            connection = yield from self._connection_for(topic)
+            asked = []
 
     # -- publishing ------------------------------------------------------------------------
 

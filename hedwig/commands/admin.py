@@ -186,7 +186,9 @@ def format_subscriptions(rows, topic) -> list[str]:
         columns = [*columns, OWNER_COLUMN]
     if any(row.get("user") for row in rows):
         columns = [*columns[:2], USER_COLUMN, *columns[2:]]
-    return table(rows, columns)
+    # Why a state is "unknown" (the topic's owner did not answer), once per cause, below.
+    errors = sorted({row["error"] for row in rows if row.get("error")})
+    return table(rows, columns) + (["", *errors] if errors else [])
 
 
 def add_reset(subparsers, client_options):

@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 
 from hedwig.ledger.migration import MIGRATED_DIR, MIGRATED_TO
-
-MARKER = "migrating.json"
+from hedwig.ledger.migration import MIGRATING_MARKER as MARKER
 
 
 def add_migrate(subparsers, client_options=None) -> None:

@@ -197,6 +197,8 @@ def format_stats(counters: dict, hubs=None) -> list[str]:
         f"hub {hub.get('name')}, region {hub.get('region')}, up {duration(hub.get('uptime_s'))},"
         f" {plural(hub.get('topics_open') or 0, 'topic')} open{state}"
     ]
+    if hub.get("ledgers"):
+        lines.append(f"ledgers in {hub['ledgers']}")
     if hub.get("http"):
         lines.append(f"status page {hub['http']}")
     published = counters.get("published") or {}
@@ -210,13 +212,25 @@ def format_stats(counters: dict, hubs=None) -> list[str]:
     if hubs:
         lines += ["", "hubs of the region:"]
         lines += ["  " + line for line in table(hubs, HUB_COLUMNS)]
-    ops = {name: op for name, op in (counters.get("ops") or {}).items() if op.get("ok") or op.get("failed")}
+    ops = {
+        name: op
+        for name, op in (counters.get("ops") or {}).items()
+        if op.get("ok") or op.get("failed") or op.get("redirected")
+    }
     if ops:
         rows = [
-            {"op": name, "ok": op.get("ok"), "failed": op.get("failed"), **(op.get("latency_us") or {})}
+            {
+                "op": name,
+                "ok": op.get("ok"),
+                "redirected": op.get("redirected") or 0,
+                "failed": op.get("failed"),
+                **(op.get("latency_us") or {}),
+            }
             for name, op in sorted(ops.items())
         ]
-        lines += ["", *table(rows, _OP_COLUMNS)]
+        redirects = any(row["redirected"] for row in rows)  # (a hub of a region's: a column of its own)
+        columns = [c for c in _OP_COLUMNS if redirects or c[0] != "redirected"]
+        lines += ["", *table(rows, columns)]
     for section in sorted(set(counters) - {"hub", "ops", "published", "delivered", "redirected"}):
         value = counters[section]
         lines.append("")
@@ -231,6 +245,7 @@ def format_stats(counters: dict, hubs=None) -> list[str]:
 _OP_COLUMNS = [
     ("op", "operation"),
     ("ok", "ok"),
+    ("redirected", "redirected"),
     ("failed", "failed"),
     ("p50", "p50 us"),
     ("p99", "p99 us"),

@@ -18,6 +18,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import ssl
 import sys
 import time
@@ -65,10 +66,10 @@ def listener_of(args) -> str:
     return url
 
 
-def fetch_status(url: str, ca_file: str = "", credentials=None) -> dict:
-    """The hub's /api/status; CommandError (one line) when it cannot be had."""
+def fetch_status(url: str, ca_file: str = "", credentials=None, part: str = "status") -> dict:
+    """The hub's /api/status (or /api/`part`); CommandError (one line) when it cannot be had."""
     context = ssl.create_default_context(cafile=ca_file or None) if url.startswith("https:") else None
-    target = url.rstrip("/") + "/api/status"
+    target = url.rstrip("/") + "/api/" + part
     request = urllib.request.Request(target)
     if credentials is not None:  # ([auth] on: the listener takes an admin's Basic credentials)
         pair = f"{credentials.user}:{credentials.password}".encode()
@@ -86,6 +87,15 @@ def fetch_status(url: str, ca_file: str = "", credentials=None) -> dict:
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
         raise CommandError(f"could not read {target}: {reason}") from None
+
+
+def fetch_region(url: str, ca_file: str = "", credentials=None) -> dict | None:
+    """The region's topics with their owners (/api/region, which asks the region's other
+    hubs); None when that cannot be had now (the hub's own view is shown all the same)."""
+    try:
+        return fetch_status(url, ca_file, credentials, "region")
+    except CommandError:
+        return None
 
 
 def _table(headers, rows, width: int) -> list:
@@ -111,8 +121,37 @@ def _subscription_row(r: dict) -> tuple:
     return r["topic"], r["subscriber_id"], count(r["backlog"]), r["consumed_seq"], r["state"]
 
 
-def render(status: dict, rows: int = 20, width: int = 120) -> list:
-    """The lines of one refresh."""
+def _region_lines(zk: dict, region: dict | None, rows: int, width: int) -> list:
+    """A region's hubs (the one asked marked) and, when /api/region answered, its topics
+    with their owners: what the status page's region view shows."""
+    owned = {}
+    for row in (region or {}).get("topics") or ():
+        if row.get("owner"):
+            owned[row["owner"]] = owned.get(row["owner"], 0) + 1
+    hubs = [
+        (
+            h["hub"] + (" *" if h.get("here") else ""),
+            count(owned.get(h["hub"], 0) if region else h.get("topics") or 0),
+            count(round(h.get("messages_per_s") or 0)),
+            h.get("http") or "-",
+        )
+        for h in zk["hubs"]
+    ]
+    where = f"ZooKeeper {zk['zookeeper']['servers']}{zk['zookeeper']['root']}"
+    lines = [f"region of {len(hubs)} hubs on {where} (* this hub)"[:width]]
+    lines += _table(("HUB", "TOPICS", "MSG/S", "STATUS PAGE"), hubs, width)
+    if region is not None:
+        topics = region.get("topics") or []
+        lines.append("")
+        shown = [(r["topic"], r.get("owner") or "-") for r in topics[:rows]]
+        lines += _table(("REGION TOPIC", "OWNER"), shown, width)
+        if len(topics) > rows:
+            lines.append(f"... and {count(len(topics) - rows)} more")
+    return [*lines, ""]
+
+
+def render(status: dict, rows: int = 20, width: int = 120, region: dict | None = None) -> list:
+    """The lines of one refresh (`region`: /api/region, for a hub of a region of several)."""
     hub, totals = status["hub"], status["totals"]
     last = status["history"][-1] if status["history"] else {}
     publish, deliver = last.get("publish_rate", 0), last.get("delivery_rate", 0)
@@ -125,6 +164,8 @@ def render(status: dict, rows: int = 20, width: int = 120) -> list:
         f"  cache {size(totals['cache_bytes'])}",
     ]
     lines = [line[:width] for line in lines] + [""]
+    if status.get("region"):
+        lines += _region_lines(status["region"], region, rows, width)
     topics = sorted(status["topics"], key=lambda r: (-r["rate"], r["topic"]))[:rows]
     headers = ("TOPIC", "MSG/S", "SEQ-IDS", "MESSAGES", "SIZE", "SUBS")
     lines += _table(headers, [_topic_row(r) for r in topics], width)
@@ -149,12 +190,17 @@ def top(args) -> int:
     credentials = credentials_from(args)
     shown = 0
     status = fetch_status(url, ca_file, credentials)  # (a hub that is not there: before the screen)
+    region_url = url if status.get("region") else None  # (a region's hub: the region's topics too)
     if on_terminal:
+        # SIGTERM ends it as Ctrl-C does, through the `finally` below: the terminal gets its
+        # screen and cursor back (Python's default for SIGTERM exits without unwinding).
+        previous = signal.signal(signal.SIGTERM, _interrupted)
         out.write(_ENTER)
     try:
         while True:
             width = shutil.get_terminal_size().columns if on_terminal else 200
-            lines = render(status, args.rows, width)
+            region = fetch_region(region_url, ca_file, credentials) if region_url else None
+            lines = render(status, args.rows, width, region)
             if on_terminal:
                 out.write(_HOME_CLEAR + "\n".join(lines) + "\n")
             else:
@@ -169,3 +215,8 @@ def top(args) -> int:
         if on_terminal:
             out.write(_LEAVE)
             out.flush()
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt

@@ -58,9 +58,10 @@ class Answerer:
         status, message, expected = status_for(failure.value)
         name = op_name(op)
         stats = self._stats
-        stats.record(name, False, self._seconds() - started)
+        redirect = status is Status.NOT_RESPONSIBLE_FOR_TOPIC  # a region's routine: the client follows
+        stats.record(name, False, self._seconds() - started, redirected=redirect)
         connection = self._connection
-        if status is Status.NOT_RESPONSIBLE_FOR_TOPIC:  # a region's routine: the client follows
+        if redirect:
             stats.redirected += 1
             connection.log.debug(
                 "{peer}: {op} request {request_id} redirected to {owner}",

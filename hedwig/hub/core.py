@@ -55,6 +55,9 @@ class Hub:
         self.clock = clock
         self.name = name  # "host:port" once listening
         self.http_url = None  # the HTTP listener's "http://host:port/" once it listens (hedwig.observe)
+        self.ledger_place = (
+            None  # where its ledgers are ("RADOS pool P/NS", "page files in DIR"): said by the service
+        )
         self.region = config.region.name
         self.max_frame_bytes = config.hub.max_frame_bytes
         self.max_message_bytes = config.hub.max_message_bytes
@@ -410,7 +413,9 @@ class Hub:
         def unanswered(failure):
             rows = self.topics.unowned_subscription_rows(topic)
             why = f"{owner} did not answer: {failure.getErrorMessage()}"
-            return rows.addCallback(lambda rows: [{**row, "owner": owner, "state": why} for row in rows])
+            return rows.addCallback(
+                lambda rows: [{**row, "owner": owner, "state": "unknown", "error": why} for row in rows]
+            )
 
         return client.subscriptions(topic).addErrback(unanswered)
 
@@ -460,6 +465,7 @@ class Hub:
             "topics_open": len(self.topics.open_topics()),
             "stopping": self.stopping,
             "http": self.http_url,
+            "ledgers": self.ledger_place,
         }
         snapshot["intake"] = self.intake.stats()
         snapshot["intake"]["client_error_lines_left_out"] = self.client_errors.lines_left_out

@@ -17,6 +17,7 @@ bounded by `[hub] shutdown_timeout_s`; a step that fails is logged and the rest 
 """
 
 import fcntl
+import json
 import os
 import shutil
 from pathlib import Path
@@ -47,6 +48,12 @@ class MetadataLost(RuntimeError):
 class LedgersMoved(RuntimeError):
     """`hedwig migrate` moved this data directory's ledgers into a RADOS pool: a hub on
     its page files would serve topics without their ledgers."""
+
+
+class MigrationUnfinished(RuntimeError):
+    """`hedwig migrate` was cut short over this data directory: its ledgers are partly in
+    the page files, partly in a pool, and a hub on either store would serve (and write)
+    half of them."""
 
 
 class ListenerService(Service):
@@ -107,6 +114,7 @@ class HubService(MultiService):
         self._embedded_ledgers = ledgers is None
         self.zk = None  # hedwig.hub.zk_region.ZkRegion, in a region of several hubs
         self.balancer = None  # hedwig.hub.zk_balance.Balancer, in a region of several hubs
+        self.orphans = None  # hedwig.hub.zk_orphans.OrphanLedgers, in a region on RADOS
         self.forwarding = None  # hedwig.hub.forwarding.OwnerPublishing, likewise
         self._rados_holds_ledgers = False  # the RADOS namespace held ledgers when the hub started
         # The data directory this start made (None: it was there), removed again by a
@@ -116,6 +124,8 @@ class HubService(MultiService):
     # -- start ------------------------------------------------------------------------------
 
     def startService(self):
+        if self._embedded_ledgers:
+            self._refuse_unfinished_migration(Path(self.config.hub.data_dir))
         if self.ledgers is None and on_rados(self.config):
             # The pool first (or give up: one line, exit 1): the hub is built over it.
             self.ledgers = ledger_store(self.config, self.reactor, "")
@@ -247,6 +257,7 @@ class HubService(MultiService):
             zk_region=self.zk,
         )
         self.hub, self._logs, self.regions = parts.hub, parts.topic_logs, parts.relays
+        self.hub.ledger_place = self._ledger_place(own_data_dir)
         self.forwarding = parts.forwarding
         factory = HubFactory(self.hub)
         endpoint = TCP4ServerEndpoint(reactor, config.hub.port, interface=config.hub.host)
@@ -271,6 +282,8 @@ class HubService(MultiService):
                 parts.topics, self.zk.registry, parts.delivery, config.zookeeper, reactor
             )
             self.balancer.setServiceParent(self)
+            if on_rados(config):  # (the region's shared namespace: its orphans, deleted when safe)
+                self._look_for_orphans(config)
         if http_listen_port(config) is not None:
             from hedwig.observe.listener import HttpObserver
 
@@ -283,6 +296,22 @@ class HubService(MultiService):
             self.observer.history.setServiceParent(self)
             self.http_listener = ListenerService(self.observer.endpoint(), self.observer.site)
             self.http_listener.setServiceParent(self)
+
+    def _look_for_orphans(self, config) -> None:
+        from hedwig.hub.zk_orphans import OrphanLedgers
+        from hedwig.meta.zk_layout import decode_name
+
+        zk = self.zk
+
+        def live_hubs():
+            listed = zk.session.call("get_children", zk.store.layout.branch("hubs"))
+            return listed.addCallback(lambda names: {decode_name(name) for name in names})
+
+        # Several session and ledger operation timeouts: an acquire under way when its
+        # hub's session ended has failed by then (hedwig.hub.zk_orphans).
+        grace_s = 3 * (config.zookeeper.session_timeout_ms / 1000 + config.rados.op_timeout_s)
+        self.orphans = OrphanLedgers(self.ledgers, zk.store, live_hubs, self.reactor, grace_s)
+        self.orphans.setServiceParent(self)
 
     def _open_metadata(self, data_dir: Path):
         """The embedded metadata store, refused when it cannot describe the ledgers: with
@@ -312,6 +341,40 @@ class HubService(MultiService):
                 f" Restore {path.name} from a backup, or {aside} to start an empty hub"
                 " (docs/operations.md, 'Damaged or lost metadata')"
             ) from None
+
+    def _ledger_place(self, data_dir) -> str | None:
+        """Where the hub's ledgers are, as its start line and STATS say it: the pool (and
+        namespace) on RADOS, the page files' directory otherwise."""
+        ledgers = self.ledgers
+        if on_rados(self.config):
+            namespace = getattr(ledgers, "namespace", "")
+            return f"RADOS pool {getattr(ledgers, 'pool', self.config.rados.pool)}" + (
+                f"/{namespace}" if namespace else ""
+            )
+        if data_dir is not None and self._embedded_ledgers:
+            return f"page files in {Path(data_dir) / 'ledgers'}"
+        return None
+
+    def _refuse_unfinished_migration(self, data_dir: Path) -> None:
+        """A data directory `hedwig migrate` is copying (or was, cut short) is served by no
+        hub, whatever its store: over the pool, its topics would open ledgers not copied
+        yet; over the page files, its publishes would miss the copy. The run, again,
+        finishes it (hedwig.commands.migrate)."""
+        from hedwig.ledger.migration import MIGRATING_MARKER
+
+        marker = data_dir / MIGRATING_MARKER
+        if not marker.is_file():
+            return
+        try:
+            where = json.loads(marker.read_text(encoding="utf-8"))
+            pool = f"pool {where['pool']}" + (f"/{where['namespace']}" if where.get("namespace") else "")
+        except (OSError, ValueError, KeyError, TypeError):
+            pool = "a RADOS pool"
+        raise MigrationUnfinished(
+            f"a migration of {data_dir}'s ledgers into {pool} was begun and not finished ({marker} says so):"
+            " run hedwig migrate again with the same settings to finish it, then start the hub with"
+            " --ledger-store rados (docs/operations.md, 'Moving to RADOS')"
+        )
 
     def _refuse_moved_ledgers(self, data_dir: Path) -> None:
         """A data directory whose ledgers `hedwig migrate` moved into a pool is served
@@ -431,11 +494,13 @@ class HubService(MultiService):
         return port
 
     def _serving(self, where: str = "") -> None:
+        place = self.hub.ledger_place
         self.log.info(
-            "hedwig hub {name} (region {region}{where}) serving {data_dir}",
+            "hedwig hub {name} (region {region}{where}{ledgers}) serving {data_dir}",
             name=self.hub.name,
             region=self.hub.region,
             where=where,
+            ledgers=f", ledgers in {place}" if place else "",
             data_dir=self.config.hub.data_dir,
         )
 

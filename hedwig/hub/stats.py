@@ -24,20 +24,24 @@ def op_name(op: int) -> str:
 
 
 class OpStats:
-    """Counts and latencies of one operation."""
+    """Counts and latencies of one operation: answered, failed, or redirected to the
+    topic's owner (a region's routine, which the client follows: not a failure)."""
 
-    __slots__ = ("ok", "failed", "buckets", "total_us", "max_us")
+    __slots__ = ("ok", "failed", "redirected", "buckets", "total_us", "max_us")
 
     def __init__(self):
         self.ok = 0
         self.failed = 0
+        self.redirected = 0
         self.buckets = [0] * (len(LATENCY_BUCKETS_US) + 1)
         self.total_us = 0
         self.max_us = 0
 
-    def record(self, ok: bool, latency_s: float) -> None:
+    def record(self, ok: bool, latency_s: float, redirected: bool = False) -> None:
         if ok:
             self.ok += 1
+        elif redirected:
+            self.redirected += 1
         else:
             self.failed += 1
         latency_us = int(latency_s * 1e6)
@@ -49,7 +53,7 @@ class OpStats:
     def percentile_us(self, fraction: float) -> int:
         """The bucket bound under which `fraction` of the requests finished (max_us for
         the last bucket): an upper estimate, exact to the bucket."""
-        count = self.ok + self.failed
+        count = self.ok + self.failed + self.redirected
         if not count:
             return 0
         wanted = fraction * count
@@ -61,10 +65,11 @@ class OpStats:
         return self.max_us
 
     def snapshot(self) -> dict:
-        count = self.ok + self.failed
+        count = self.ok + self.failed + self.redirected
         return {
             "ok": self.ok,
             "failed": self.failed,
+            "redirected": self.redirected,
             "latency_us": {
                 "count": count,
                 "mean": round(self.total_us / count, 1) if count else 0,
@@ -167,11 +172,11 @@ class HubStats:
         self.publish_ops.record(True, latency_s)
         self.entry_published(topic, entry)
 
-    def record(self, name: str, ok: bool, latency_s: float) -> None:
+    def record(self, name: str, ok: bool, latency_s: float, redirected: bool = False) -> None:
         stats = self.ops.get(name)
         if stats is None:  # an op registered beyond the core protocol
             stats = self.ops[name] = OpStats()
-        stats.record(ok, latency_s)
+        stats.record(ok, latency_s, redirected)
 
     def snapshot(self) -> dict:
         return {

@@ -27,6 +27,7 @@ from twisted.internet.defer import DeferredList, inlineCallbacks
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from hedwig.meta.interface import MetadataError
 from hedwig.meta.zk_session import CONNECTED
 
 JOIN_SETTLE_S = 1.0  # a joined hub's first load is in ZooKeeper by then
@@ -112,49 +113,62 @@ class Balancer(Service):
 
     @inlineCallbacks
     def rebalance(self):
-        """One round: shed what this hub owns beyond its share (see the module docstring)."""
+        """One round: shed what this hub owns beyond its share (see the module docstring).
+        It never fails: ZooKeeper lost meanwhile (a routine of a region) skips the round
+        with a line saying so, and the next round comes as planned."""
         if self._balancing or not self.running:
             return
         if self.topics.session.state != CONNECTED or not self.registry.registered:
             return
         self._balancing = True
         try:
-            hubs = len(set(self.registry.hubs) | {self.registry.name})
-            if hubs < 2:
-                return
-            region_topics = len((yield self.topics.list_topics()))
-            share = math.ceil(region_topics / hubs)
-            mine = self.topics.owned_topics()
-            if len(mine) <= max(share + 1, share * (1 + self.settings.rebalance_tolerance)):
-                return
-            settled = self.clock.seconds() - MIN_OWNED_S
-            movable = [topic for topic in mine if self.topics.claimed_at(topic) <= settled]
-            if len(movable) < len(mine) - share:  # some are too new yet: look again then
-                self._again(MIN_OWNED_S)
-            count = min(len(mine) - share, len(movable), self.settings.rebalance_max_shed)
-            if count <= 0:
-                return
-            chosen = sorted(movable, key=lambda t: (self.delivery.attached(t), _order(t, self.registry.name)))
-            chosen = chosen[:count]
-            targets = {}
-            for topic in chosen:  # (each counted at its hub as it is chosen: spread over them)
-                targets[topic] = self.registry.place_elsewhere(topic)
-                self.registry.sent(targets[topic])
-            self.log.info(
-                "rebalancing: {mine} topics owned, the share of {hubs} hubs is {share} of {total}:"
-                " releasing {count}",
-                mine=len(mine),
-                hubs=hubs,
-                share=share,
-                total=region_topics,
-                count=count,
-            )
-            self.shed += count
-            why = f"rebalancing: {len(mine)} of the region's {region_topics} topics were there, {hubs} hubs"
-            handing = [self.topics.hand_over(topic, targets[topic], why) for topic in chosen]
-            yield DeferredList(handing, consumeErrors=True)
+            yield self._rebalance()
+        except Exception as e:
+            from kazoo.exceptions import KazooException
+
+            if isinstance(e, MetadataError | KazooException):
+                self.log.warn("rebalancing skipped this round: {error!r}", error=e)
+            else:
+                self.log.failure("rebalancing failed this round")
         finally:
             self._balancing = False
+
+    @inlineCallbacks
+    def _rebalance(self):
+        hubs = len(set(self.registry.hubs) | {self.registry.name})
+        if hubs < 2:
+            return
+        region_topics = len((yield self.topics.list_topics()))
+        share = math.ceil(region_topics / hubs)
+        mine = self.topics.owned_topics()
+        if len(mine) <= max(share + 1, share * (1 + self.settings.rebalance_tolerance)):
+            return
+        settled = self.clock.seconds() - MIN_OWNED_S
+        movable = [topic for topic in mine if self.topics.claimed_at(topic) <= settled]
+        if len(movable) < len(mine) - share:  # some are too new yet: look again then
+            self._again(MIN_OWNED_S)
+        count = min(len(mine) - share, len(movable), self.settings.rebalance_max_shed)
+        if count <= 0:
+            return
+        chosen = sorted(movable, key=lambda t: (self.delivery.attached(t), _order(t, self.registry.name)))
+        chosen = chosen[:count]
+        targets = {}
+        for topic in chosen:  # (each counted at its hub as it is chosen: spread over them)
+            targets[topic] = self.registry.place_elsewhere(topic)
+            self.registry.sent(targets[topic])
+        self.log.info(
+            "rebalancing: {mine} topics owned, the share of {hubs} hubs is {share} of {total}:"
+            " releasing {count}",
+            mine=len(mine),
+            hubs=hubs,
+            share=share,
+            total=region_topics,
+            count=count,
+        )
+        self.shed += count
+        why = f"rebalancing: {len(mine)} of the region's {region_topics} topics were there, {hubs} hubs"
+        handing = [self.topics.hand_over(topic, targets[topic], why) for topic in chosen]
+        yield DeferredList(handing, consumeErrors=True)
 
 
 def _order(topic: str, hub: str) -> bytes:

@@ -24,7 +24,7 @@ from hedwig.concurrency.deferreds import Waiters
 from hedwig.meta.zk_session import CONNECTED, LOST
 from hedwig.meta.zk_store import translate
 
-LOAD_REFRESH_S = 5.0  # the load in the hub's znode is rewritten this often when it changed
+LOAD_REFRESH_S = 5.0  # the load in the hub's znode is looked at this often, rewritten if it changed
 LOAD_SOON_S = 0.2  # ... and this soon after the topics it owns changed
 EXPECTED_S = 2 * LOAD_REFRESH_S  # a topic sent to a hub whose load has not counted it by then went unclaimed
 
@@ -117,6 +117,7 @@ class HubRegistry:
         self._registered.fire()
         self._written = data
         self.log.info("registered as {hub} under {path}", hub=self.name, path=self.layout.branch("hubs"))
+        self.load_changed(soon=False)  # (and every LOAD_REFRESH_S from then on: _write_load)
         yield self.refresh()
 
     def when_registered(self, timeout_s: float, clock):
@@ -159,11 +160,17 @@ class HubRegistry:
 
     def _write_load(self) -> None:
         self._timer = None
-        if not self.registered or self._stopped or self.session.state != CONNECTED:
+        if not self.registered or self._stopped:
+            return
+        if self.session.state != CONNECTED:  # (looked at again later: the load is written once back)
+            self.load_changed(soon=False)
             return
         if self._writing:
             self.load_changed()
             return
+        # Looked at again every LOAD_REFRESH_S, changed or not: a hub gone quiet writes its
+        # rate falling to 0 (the other hubs' tables showed its last burst's rate for good).
+        self.load_changed(soon=False)
         data = self._encode(self.info())
         if data == self._written:
             return

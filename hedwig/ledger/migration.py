@@ -34,6 +34,9 @@ _KILL_AT = "HEDWIG_TEST_MIGRATE_KILL_AT"
 # names the pool. A hub on page files refuses a directory that has it and no ledgers.
 MIGRATED_DIR = "ledgers.migrated"
 MIGRATED_TO = "MIGRATED"
+# Where a run is copying a data directory's ledgers to, written before the first ledger
+# and removed once all are copied: while it is there, no hub serves the directory.
+MIGRATING_MARKER = "migrating.json"
 
 
 class MigrationError(Exception):

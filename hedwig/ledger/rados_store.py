@@ -212,17 +212,30 @@ class RadosLedgerStore:
         heads, listed): for a hub that alone uses its namespace, whose start-up sweep
         then deletes the garbage and reports the ledgers no topic names, as over page
         files. A listing of the pool: once, at start."""
+        return self.list_pool_ledgers().addCallback(self._scanned.update)
+
+    def list_pool_ledgers(self):
+        """Deferred[set]: the ids of every ledger whose head is in the namespace now (a
+        listing of the pool), this store's knowledge left as it is."""
         if self._closed:
             return fail(LedgerError("the ledger store is closed"))
 
         def found(names):
-            self._scanned.update(i for i in map(layout.parse_head_name, names) if i is not None)
+            return {i for i in map(layout.parse_head_name, names) if i is not None}
 
         def failed(failure):
             failure.trap(RadosOpError)
             raise self._error(failure.value, "listing the ledgers")
 
         return self._client.list_objects("listing the ledgers").addCallbacks(found, failed)
+
+    def peek(self, ledger_id):
+        """Deferred[(writer, entries)]: the hub that created the ledger (its head says)
+        and the entries it holds, as the pool has them now, without this store knowing
+        the ledger afterwards (NoSuchLedger when it is gone)."""
+        if self._closed:
+            return fail(LedgerError("the ledger store is closed"))
+        return load_ledger(self._client, ledger_id).addCallback(lambda ledger: (ledger.writer, ledger.count))
 
     def load(self, ledger_id):
         return self._known(ledger_id).addCallback(lambda _: None)

@@ -33,7 +33,10 @@ METRICS = {
         "histogram",
         "From an entry's publish to its delivery to a subscriber.",
     ),
-    "hedwig_requests": ("counter", "Requests answered, by op and outcome (ok or failed)."),
+    "hedwig_requests": (
+        "counter",
+        "Requests answered, by op and outcome (ok, redirected to the topic's owner, or failed).",
+    ),
     "hedwig_messages_delivered": ("counter", "Messages delivered to subscribers (each subscriber counts)."),
     "hedwig_entries_delivered": ("counter", "Entries (message sets) delivered to subscribers."),
     "hedwig_subscription_backlog_messages": (
@@ -76,7 +79,14 @@ METRICS = {
     "hedwig_cache_misses": ("counter", "Cache lookups that read from the ledgers."),
     "hedwig_cache_evictions": ("counter", "Entries dropped from the cache, by reason (consumed or fifo)."),
     "hedwig_ledgers": ("gauge", "Ledgers in the ledger store."),
-    "hedwig_ledger_bytes": ("gauge", "Bytes of entry data in the ledger store."),
+    "hedwig_ledger_bytes": (
+        "gauge",
+        "Bytes of entry data in the ledger store (of the ledgers whose size it knows).",
+    ),
+    "hedwig_ledgers_unsized": (
+        "gauge",
+        "Ledgers listed in the store whose size is not known yet (on RADOS: not loaded since the start).",
+    ),
     "hedwig_ledger_append_latency_seconds": (
         "histogram",
         "From a write of entries to the ledger store until every replica acknowledged it (RADOS store only).",
@@ -169,6 +179,7 @@ class HubCollector:
         for op, op_stats in sorted(stats.ops.items()):
             requests.add_metric([op, "ok"], op_stats.ok)
             requests.add_metric([op, "failed"], op_stats.failed)
+            requests.add_metric([op, "redirected"], op_stats.redirected)
         yield requests
         yield _counter("hedwig_messages_delivered", stats.messages_delivered)
         yield _counter("hedwig_entries_delivered", stats.entries_delivered)
@@ -187,6 +198,7 @@ class HubCollector:
         ledgers = view.ledger_totals()
         yield _gauge("hedwig_ledgers", ledgers["count"])
         yield _gauge("hedwig_ledger_bytes", ledgers["bytes"])
+        yield _gauge("hedwig_ledgers_unsized", ledgers["unsized"])
         yield from self._ledger_writes(getattr(view.ledgers, "write_stats", None))
         gc = view.gc
         yield _counter("hedwig_gc_runs", gc.runs)

@@ -9,6 +9,7 @@ longer than a walk over the open topics and their subscriptions.
 """
 
 from hedwig import __version__
+from hedwig.ledger.interface import NoSuchLedger
 from hedwig.region.settings import relay_peer
 
 # Rows a table of /api/status lists at most (the busiest first): a hub with very many
@@ -157,9 +158,19 @@ class HubView:
         return stored
 
     def ledger_totals(self) -> dict:
+        """The ledgers the store lists and the bytes of those whose size it knows. A store
+        on RADOS lists a pool's ledgers at start without loading them (a load is a read
+        of the pool, which a scrape must not wait on): those are `unsized` until a topic
+        opens them, and `bytes` counts the others."""
         store = self.ledgers
         ids = store.list_ledgers()
-        return {"count": len(ids), "bytes": sum(store.ledger_bytes(i) for i in ids)}
+        sized = unsized = 0
+        for ledger_id in ids:
+            try:
+                sized += store.ledger_bytes(ledger_id)
+            except NoSuchLedger:
+                unsized += 1
+        return {"count": len(ids), "bytes": sized, "unsized": unsized}
 
     def counters(self) -> dict:
         """The hub's STATS counters with the cache's and delivery's, as STATS has them."""

@@ -428,3 +428,106 @@ class CephCluster:
         self._logs.clear()
         if not keep:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+# -- a cluster for people to try: `python -m hedwig.testing.ceph start DIR` ---------------------
+
+
+def _daemon_of(directory: Path, pid: int, name: str) -> bool:
+    """Whether `pid` is still the daemon `name` of the cluster in `directory` (its command
+    line names its binary and the cluster's ceph.conf: a PID reused since is left alone)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    binary = "ceph-osd" if name.startswith("osd.") else "ceph-mon"
+    return (
+        any(arg.endswith(binary.encode()) for arg in argv) and str(directory / "ceph.conf").encode() in argv
+    )
+
+
+def stop_directory(directory, keep: bool = False) -> list:
+    """Stop the daemons a cluster started by `start` in `directory` recorded in its `pids`
+    (the OSDs, then the monitor; SIGKILL after STOP_GRACE_S), then remove the directory
+    (`keep`: leave it). The names of the daemons stopped."""
+    directory = Path(directory).resolve()
+    recorded = {}  # name -> its latest PID
+    for line in (directory / "pids").read_text().splitlines():
+        pid, _, name = line.partition(" ")
+        recorded[name] = int(pid)
+    running = {name: pid for name, pid in recorded.items() if _daemon_of(directory, pid, name)}
+    for group in (
+        [n for n in running if n.startswith("osd.")],
+        [n for n in running if not n.startswith("osd.")],
+    ):
+        for name in group:
+            try:
+                os.kill(running[name], signal.SIGCONT)
+                os.kill(running[name], signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for name in group:
+            while _daemon_of(directory, running[name], name):
+                if time.monotonic() > deadline:
+                    os.kill(running[name], signal.SIGKILL)
+                time.sleep(0.05)  # (the pace of looking: the daemon's exit is not ours to wait on)
+    if not keep:
+        shutil.rmtree(directory, ignore_errors=True)
+    return sorted(running)
+
+
+def main(argv=None) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m hedwig.testing.ceph",
+        description="A throw-away Ceph cluster on this host (1 monitor, 3 OSDs on sparse files, a"
+        " replicated pool of size 3) to try hedwig's replicated ledgers ([ledger] store = rados):"
+        " `start DIR` prints the settings a hub needs, `stop DIR` ends it and removes DIR."
+        " Needs Debian's ceph-mon, ceph-osd, ceph-common and python3-rados.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("start", help="start a cluster in DIR (new or empty) and print its settings")
+    start.add_argument("directory", metavar="DIR")
+    start.add_argument("--pool", default="hedwig", help="the pool to create (default hedwig)")
+    start.add_argument("--osds", type=int, default=3, help="OSDs to run (default 3; the pool's size is 3)")
+    stop = commands.add_parser("stop", help="stop the cluster started in DIR and remove DIR")
+    stop.add_argument("directory", metavar="DIR")
+    stop.add_argument("--keep", action="store_true", help="leave DIR (its logs) in place")
+    args = parser.parse_args(argv)
+    directory = Path(args.directory).resolve()
+    if args.command == "stop":
+        if not (directory / "pids").is_file():
+            print(
+                f"{parser.prog}: {directory} holds no cluster started by `start` (no pids file)",
+                file=sys.stderr,
+            )
+            return 1
+        stopped = stop_directory(directory, keep=args.keep)
+        print(f"stopped {', '.join(stopped) or 'nothing (no daemon was running)'}")
+        return 0
+    cluster = CephCluster(directory, osds=args.osds, pool=args.pool)
+    try:
+        cluster.start()
+    except (CephMissing, RuntimeError, TimeoutError) as e:
+        print(f"{parser.prog}: {e}", file=sys.stderr)
+        return 1
+    # The daemons run on in sessions of their own; this process leaves them to `stop`.
+    atexit.unregister(cluster.stop)
+    cluster._admin.shutdown()
+    for log in cluster._logs:
+        log.close()
+    print(
+        f"Ceph cluster in {directory}: monitor 127.0.0.1:{cluster.port}, {args.osds} OSDs, pool {args.pool}\n"
+        f"[rados] conf_file = {cluster.conf_file}\n"
+        f"[rados] pool = {args.pool}\n"
+        f"hedwig hub --ledger-store rados --rados-conf {cluster.conf_file} --rados-pool {args.pool}\n"
+        f"stop it with: {parser.prog} stop {directory}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -30,6 +30,7 @@ ZOOKEEPER_JAR = Path(os.environ.get("HEDWIG_ZOOKEEPER_JAR", "/usr/share/java/zoo
 SLF4J_JAR = ZOOKEEPER_JAR.parent / "slf4j-simple.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 START_TIMEOUT_S = 30.0
+PID_FILE = "zookeeper.pid"
 
 
 class ZooKeeperMissing(RuntimeError):
@@ -53,11 +54,17 @@ def find_zookeeper() -> list:
 class ZooKeeperServer:
     """One standalone ZooKeeper under `directory` (its zoo.cfg, data and log)."""
 
-    def __init__(self, directory, tick_ms: int = 100, max_ticks: int = 100):
+    def __init__(
+        self, directory, tick_ms: int = 100, max_ticks: int = 100, port: int = 0, detach: bool = False
+    ):
+        """`port` 0: a free one; `detach`: the server runs on in a session of its own after
+        this process ends (`python -m hedwig.testing.zookeeper start`), its PID in
+        DIR/zookeeper.pid for `stop`."""
         self.directory = Path(directory)
         self.tick_ms = tick_ms
         self.max_ticks = max_ticks
-        self.port = free_port()
+        self.port = port or free_port()
+        self.detach = detach
         self.process = None
         self._log = None
 
@@ -91,8 +98,13 @@ class ZooKeeperServer:
         command = [*find_zookeeper(), str(self._write_config())]
         self._log = open(self.directory / "zookeeper.log", "ab")  # noqa: SIM115 - the server's
         self.process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=self.detach,
         )
+        (self.directory / PID_FILE).write_text(f"{self.process.pid}\n")
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self.healthy():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -145,3 +157,71 @@ class ZooKeeperServer:
 
     def __exit__(self, *exc_info):
         self.stop()
+
+
+# -- a server for people to try a region: `python -m hedwig.testing.zookeeper start DIR` ----------
+
+
+def stop_directory(directory) -> bool:
+    """SIGTERM the server `start` left running in `directory` (its PID file's, when that
+    process still runs this directory's zoo.cfg: a PID reused since is left alone), then
+    wait for it to end; whether one was running."""
+    directory = Path(directory).resolve()
+    try:
+        pid = int((directory / PID_FILE).read_text().strip())
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return False
+    if MAIN_CLASS.encode() not in argv or str(directory / "zoo.cfg").encode() not in argv:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{pid}/cmdline").exists() and Path(f"/proc/{pid}/cmdline").read_bytes():
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)  # (the pace of looking: the server is not our child to wait on)
+    (directory / PID_FILE).unlink(missing_ok=True)
+    return True
+
+
+def main(argv=None) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m hedwig.testing.zookeeper",
+        description="A standalone ZooKeeper server on 127.0.0.1 to try a region of several hubs"
+        " (docs/operations.md, 'Regions of several hubs'): `start DIR` prints its address, `stop"
+        " DIR` ends it (DIR keeps its data). Needs java and Debian's `zookeeper` package.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("start", help="start a server with its data in DIR and print its address")
+    start.add_argument("directory", metavar="DIR")
+    start.add_argument("--port", type=int, default=0, help="its client port (default: a free one)")
+    stop = commands.add_parser("stop", help="stop the server started in DIR")
+    stop.add_argument("directory", metavar="DIR")
+    args = parser.parse_args(argv)
+    directory = Path(args.directory).resolve()
+    if args.command == "stop":
+        if not stop_directory(directory):
+            print(f"{parser.prog}: no server started in {directory} is running", file=sys.stderr)
+            return 1
+        print(f"stopped the ZooKeeper server of {directory}")
+        return 0
+    # Ticks of 200 ms granting sessions of 0.4-20 s: a hub's default 10 s session fits.
+    server = ZooKeeperServer(directory, tick_ms=200, max_ticks=100, port=args.port, detach=True)
+    try:
+        server.start()
+    except (ZooKeeperMissing, RuntimeError) as e:
+        print(f"{parser.prog}: {e}", file=sys.stderr)
+        return 1
+    print(
+        f"ZooKeeper on {server.address} (data in {directory})\n"
+        f"hedwig hub --conf conf/region.conf --zookeeper {server.address} --port 4080\n"
+        f"stop it with: {parser.prog} stop {directory}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

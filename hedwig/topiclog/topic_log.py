@@ -50,7 +50,7 @@ from zope.interface import implementer
 from hedwig.concurrency.deferreds import OpQueue, SharedResult, Waiters, as_deferred
 from hedwig.config.settings import LogSettings
 from hedwig.ledger.interface import LedgerClosed, LedgerError, LedgerFenced, LedgerStoreFull, NoSuchLedger
-from hedwig.meta.interface import LedgerRange
+from hedwig.meta.interface import LedgerRange, MetadataError, MetadataUnavailable
 from hedwig.protocol.entry import ENTRY_HEADER_FIXED_SIZE, LocalEntryHeaders, encode_entry_header
 from hedwig.topiclog.ack_gate import AckGate
 from hedwig.topiclog.compaction import Compactor
@@ -584,16 +584,20 @@ class TopicLog:
             if result.check(TopicFenced):
                 self._fail(result.value)
             else:
-                (_logger.warn if result.check(LedgerStoreFull) else _logger.error)(
+                (_logger.warn if result.check(LedgerStoreFull, MetadataUnavailable) else _logger.error)(
                     "topic {topic}: rolling to a new ledger failed: {error}",
                     topic=self.topic,
                     error=result.value,
                 )
-                # The waiting appends fail with the cause; the next append tries the roll again.
+                # The waiting appends fail with the cause, its type kept (the metadata store
+                # unreachable is SERVICE_DOWN to a publisher, not a storage error); the next
+                # append tries the roll again.
                 while self._waiting:
                     op = self._waiting.popleft()
                     op.failure = (
-                        result if result.check(LedgerError) else Failure(LedgerError(str(result.value)))
+                        result
+                        if result.check(LedgerError, MetadataError)
+                        else Failure(LedgerError(str(result.value)))
                     )
                     op.done = True
                     self._inflight.append(op)

@@ -46,15 +46,7 @@ def test_top_on_a_terminal_redraws_in_place(tmp_path):
             env=hub_environment(),
         )
         os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: top ended
-                break
-            if not chunk:
-                break
-            seen += chunk
+        seen = read_until(leader, b"\x1b[?1049l")
         assert process.wait(30) == 0, process.stderr.read()
         os.close(leader)
     screen = seen.decode()
@@ -76,3 +68,38 @@ def test_top_without_a_hub_says_so_in_one_line():
     assert result.returncode == 1
     assert result.stderr.startswith("hedwig top: could not read http://127.0.0.1:")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def read_until(leader: int, wanted: bytes, seen: bytes = b"") -> bytes:
+    """What the terminal shows, read until `wanted` is in it (or the terminal closed)."""
+    while wanted not in seen:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: top ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def test_top_stopped_by_sigterm_gives_the_terminal_its_screen_and_cursor_back(tmp_path):
+    import signal
+
+    with HubProcess(tmp_path / "data", http=True) as hub:
+        leader, follower = pty.openpty()
+        process = subprocess.Popen(
+            [*TOP, "--url", hub.http_url, "--interval", "0.2"],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            env=hub_environment(),
+        )
+        os.close(follower)
+        seen = read_until(leader, b"\x1b[H\x1b[2J")  # (on the alternate screen, drawn once)
+        process.send_signal(signal.SIGTERM)
+        seen = read_until(leader, b"\x1b[?25h\x1b[?1049l", seen)
+        process.wait(30)
+        os.close(leader)
+    assert seen.startswith(b"\x1b[?1049h\x1b[?25l")
+    assert seen.rstrip().endswith(b"\x1b[?25h\x1b[?1049l")  # the cursor shown, the screen left
+    assert process.returncode == 130

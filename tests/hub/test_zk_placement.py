@@ -68,3 +68,44 @@ def test_a_hub_that_left_takes_its_guess_along():
     region.sent("127.0.0.1:2")
     region.take_view({"127.0.0.1:3": hub("127.0.0.1:3", 0)})
     assert "127.0.0.1:2" not in region._expected
+
+
+class _LostTopics:
+    """A topic manager whose ZooKeeper connection is lost as a round asks for the region's
+    topics (kazoo's ConnectionLoss, as ZkMetadataStore translates it)."""
+
+    session = type("Session", (), {"state": "CONNECTED"})()
+
+    def list_topics(self):
+        from kazoo.exceptions import ConnectionLoss
+        from twisted.internet.defer import fail
+        from twisted.python.failure import Failure
+
+        from hedwig.meta.zk_store import translate
+
+        return fail(Failure(ConnectionLoss())).addErrback(translate)
+
+
+def test_a_rebalancing_round_that_loses_zookeeper_is_skipped_with_a_line_not_an_unhandled_error():
+    from twisted.logger import globalLogPublisher
+
+    from hedwig.config.settings import ZooKeeperSettings
+    from hedwig.hub.zk_balance import Balancer
+
+    clock = Clock()
+    region = registry(clock, **{"127.0.0.1:2": 0})
+    region.registered = True
+    balancer = Balancer(_LostTopics(), region, delivery=None, settings=ZooKeeperSettings(), clock=clock)
+    balancer.running = True
+    seen = []
+    globalLogPublisher.addObserver(seen.append)
+    try:
+        outcome = []
+        balancer.rebalance().addBoth(outcome.append)
+    finally:
+        globalLogPublisher.removeObserver(seen.append)
+    assert outcome == [None]  # (a failure here is what logged "Unhandled error in Deferred")
+    (line,) = [e for e in seen if e.get("log_namespace", "").endswith("Balancer")]
+    assert line["log_format"].startswith("rebalancing skipped this round")
+    assert "ZooKeeper is not reachable now (ConnectionLoss)" in repr(line["error"])
+    assert not balancer._balancing  # (the next round runs)

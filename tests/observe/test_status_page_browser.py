@@ -191,6 +191,13 @@ def test_a_region_of_several_hubs_shows_its_hubs_and_every_subscription_with_its
     wait.until(lambda d: len(texts(d, rows)) == 6)
     shown = dict(zip(texts(browser, rows, "data-topic"), texts(browser, rows, "data-owner"), strict=True))
     assert shown == owners
+    # "Topics owned by this hub (the region's are listed below)": and they are, with their owners.
+    topics = "#region-topics tr[data-topic]"
+    wait.until(lambda d: len(texts(d, topics)) == 6)
+    listed = dict(
+        zip(texts(browser, topics, "data-topic"), texts(browser, topics, "data-owner"), strict=True)
+    )
+    assert listed == owners
     assert "ZooKeeper connected" in "".join(texts(browser, "#zookeeper"))
     _no_errors(browser)
     assert browser.save_screenshot(str(tmp_path / "region-of-hubs.png"))

@@ -160,3 +160,30 @@ def test_close_waits_for_accepted_appends_then_refuses_more(memory_stack):
     assert failure_of(stack, refused).check(LogClosed)
     settle(stack, closed)
     assert stack.ledgers.is_closed(topic_log.open_ledger_id)
+
+
+def test_a_roll_that_cannot_reach_the_metadata_store_fails_its_appends_as_service_down(memory_stack):
+    """ZooKeeper gone (or the hub's session expired) while a ledger rolls: the appends
+    waiting on the roll fail with MetadataUnavailable, which a publisher is answered
+    SERVICE_DOWN for (it retries), not STORAGE_ERROR; the next append rolls again."""
+    from hedwig.hub.errors import status_for
+    from hedwig.meta.interface import MetadataUnavailable
+    from hedwig.protocol.status import Status
+
+    stack = memory_stack(LogSettings(max_ledger_entries=1))
+    topic_log = settle(stack, stack.manager().open("t"))
+    settle(stack, topic_log.append(message_set(1), 1))  # full: the roll ran
+    real_put = stack.metadata.put_topic
+
+    def put_fails(*args, **kwargs):
+        raise MetadataUnavailable("ZooKeeper is not reachable now (SessionExpiredError)")
+
+    stack.metadata.put_topic = put_fails
+    try:
+        settle(stack, topic_log.append(message_set(1), 1))  # fills ledger 2, its roll fails
+        failure = failure_of(stack, topic_log.append(message_set(1), 1))
+    finally:
+        stack.metadata.put_topic = real_put
+    assert failure.check(MetadataUnavailable)
+    assert status_for(failure.value)[0] is Status.SERVICE_DOWN
+    assert settle(stack, topic_log.append(message_set(1), 1)).first_seq == 3

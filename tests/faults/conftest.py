@@ -4,7 +4,9 @@ iptables are missing."""
 
 import pytest
 
+from hedwig.testing.faults.ensemble import ZooKeeperEnsemble
 from hedwig.testing.faults.network import Network, NetworkMissing
+from hedwig.testing.zookeeper import ZooKeeperMissing
 
 
 @pytest.fixture
@@ -17,3 +19,17 @@ def network():
         yield made
     finally:
         made.close()
+
+
+@pytest.fixture
+def ensemble(network, tmp_path):
+    """A ZooKeeper ensemble of three servers (zk1..zk3 of `network`), serving."""
+    made = ZooKeeperEnsemble(network, tmp_path / "ensemble")
+    try:
+        made.start()
+    except ZooKeeperMissing as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield made
+    finally:
+        made.stop()

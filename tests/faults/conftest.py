@@ -6,6 +6,7 @@ import pytest
 
 from hedwig.testing.faults.ensemble import ZooKeeperEnsemble
 from hedwig.testing.faults.network import Network, NetworkMissing
+from hedwig.testing.faults.schedule import Stage
 from hedwig.testing.zookeeper import ZooKeeperMissing
 
 
@@ -33,3 +34,33 @@ def ensemble(network, tmp_path):
         yield made
     finally:
         made.stop()
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory):
+    """A network with a ZooKeeper ensemble, a clients' node and two hubs' nodes, shared by
+    a module's scenarios (each runs a region of its own on it, and leaves it healed)."""
+    try:
+        made = Stage(tmp_path_factory.mktemp("stage"))
+    except (NetworkMissing, ZooKeeperMissing) as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def trial(stage):
+    """trial(**options) -> a Trial on the stage: a region of two hubs under load; its
+    hubs stopped and the stage restored at the end."""
+    made = []
+
+    def make(**options):
+        made.append(stage.trial(**options))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.stop()
+    stage.restore()

@@ -5,5 +5,5 @@ checker of what clients saw (tests/faults and bench/faults_bench.py use them).
     ensemble.py   a ZooKeeper ensemble of three servers, each on a node of its own
     history.py    what producers and subscribers saw, and the checker of it
     workload.py   producers and subscribers that record a history while faults happen
-    region.py     a region of hubs on the ensemble, each hub on a node of its own
+    schedule.py   a region of hubs on nodes of their own under load, the faults, schedules
 """

@@ -191,23 +191,24 @@ class Network:
         node.iptables("-I", "INPUT", *rule)
         self._rules.append((node, rule))
 
-    def partition(self, senders, receivers, *, one_way: bool = False) -> None:
+    def partition(self, senders, receivers, *, one_way: bool = False, record: bool = True) -> None:
         """What `senders` send `receivers` is dropped (and the other way too, unless
-        `one_way`)."""
+        `one_way`); `record` False leaves it out of `faults` (one of many flaps)."""
         senders, receivers = self._nodes(senders), self._nodes(receivers)
         for sender in senders:
             for receiver in receivers:
                 self._add_rule(receiver, "-s", sender.address, "-j", "DROP")
                 if not one_way:
                     self._add_rule(sender, "-s", receiver.address, "-j", "DROP")
-        self.faults.append(
-            {
-                "kind": "partition",
-                "nodes": [node.name for node in senders],
-                "from": [node.name for node in receivers],
-                "one_way": one_way,
-            }
-        )
+        if record:
+            self.faults.append(
+                {
+                    "kind": "partition",
+                    "nodes": [node.name for node in senders],
+                    "from": [node.name for node in receivers],
+                    "one_way": one_way,
+                }
+            )
 
     def isolate(self, nodes) -> None:
         """`nodes` cut off from every other node, both ways."""

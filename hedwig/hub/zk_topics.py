@@ -386,6 +386,13 @@ class ZkTopicManager:
         if self.on_release is not None:
             try:
                 yield self.on_release(topic)
+            except MetadataUnavailable as e:  # (a lost session's, cut off: expected, no traceback)
+                self.log.warn(
+                    "releasing topic {topic}: its consume pointers not written ({why}); its next"
+                    " owner delivers from the last ones written",
+                    topic=topic,
+                    why=e,
+                )
             except Exception:
                 self.log.failure("releasing topic {topic}: its subscriptions", topic=topic)
         try:

@@ -56,6 +56,16 @@ def test_the_zookeeper_leader_killed(trial):
     _valid(run.finish())
 
 
+def test_a_lost_zookeeper_quorum_stops_the_region_and_loses_nothing(trial):
+    """Two servers of three killed for three session timeouts: nothing can be claimed or
+    acknowledged meanwhile (the hubs take their sessions for lost and release their
+    topics); once the quorum is back, the hubs register again and serve on."""
+    run = trial()
+    run.apply("quorum-lost", 3 * SESSION_S)
+    _valid(run.finish())
+    assert any(hub.wait_for_log("taken for lost") for hub in run.region.hubs)
+
+
 def test_a_flapping_link_between_the_owner_and_zookeeper(trial):
     run = trial()
     run.apply("flapping", 4 * SESSION_S)

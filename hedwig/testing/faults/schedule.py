@@ -12,7 +12,8 @@ Faults (FAULTS), each named for what it does to the owner of the trial's first t
 owner-from-zookeeper (partitioned from the ensemble only), owner-isolated (from every
 node), zookeeper-split (the owner and the ensemble's leader on one side, the rest of the
 ensemble, the other hub and the clients on the other), clients-from-owner, leader-killed
-(the ensemble's leader SIGKILLed, restarted at heal), owner-paused (SIGSTOP past its
+(the ensemble's leader SIGKILLed, restarted at heal), quorum-lost (two of the three
+servers SIGKILLed, restarted at heal), owner-paused (SIGSTOP past its
 session), owner-killed (SIGKILL, restarted at heal), flapping (the owner cut off from
 the ensemble and healed every 0.3-0.8 s), lossy-owner (20% of its packets dropped).
 """
@@ -209,6 +210,22 @@ def leader_killed(trial, _rng):
     return heal
 
 
+def quorum_lost(trial, _rng):
+    """Two servers of three SIGKILLed (the leader one of them): no quorum, nothing served."""
+    leader = trial.ensemble.leader()
+    victims = [leader, next(server for server in trial.ensemble.servers if server is not leader)]
+    for server in victims:
+        server.stop(signal.SIGKILL)
+    trial.network.note("kill", [server.node for server in victims])
+
+    def heal():
+        for server in victims:
+            server.start()
+        trial.ensemble.wait_serving(trial.ensemble.servers)
+
+    return heal
+
+
 def owner_paused(trial, _rng):
     owner = trial.owner()
     hub = trial.hub_on(owner)
@@ -262,6 +279,7 @@ FAULTS = {
     "zookeeper-split": zookeeper_split,
     "clients-from-owner": clients_from_owner,
     "leader-killed": leader_killed,
+    "quorum-lost": quorum_lost,
     "owner-paused": owner_paused,
     "owner-killed": owner_killed,
     "flapping": flapping,

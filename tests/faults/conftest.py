@@ -4,6 +4,7 @@ iptables are missing."""
 
 import pytest
 
+from hedwig.testing.ceph import CephMissing
 from hedwig.testing.faults.ensemble import ZooKeeperEnsemble
 from hedwig.testing.faults.network import Network, NetworkMissing
 from hedwig.testing.faults.schedule import Stage
@@ -64,3 +65,16 @@ def trial(stage):
     for one in made:
         one.stop()
     stage.restore()
+
+
+@pytest.fixture(scope="module")
+def rados_stage(tmp_path_factory):
+    """A stage whose regions keep their ledgers in a Ceph cluster on a node of its own."""
+    try:
+        made = Stage(tmp_path_factory.mktemp("rados-stage"), rados=True)
+    except (NetworkMissing, ZooKeeperMissing, CephMissing) as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield made
+    finally:
+        made.close()

@@ -27,10 +27,3 @@ def test_the_faults_bench_runs_a_schedule_and_reports_it(tmp_path):
     (step,) = result["runs"][0]["steps"]
     assert result["stalls_by_fault"][step["fault"]]["count"] == 1
     assert result["unavailable_s"] == step["stall_s"]
-
-
-def test_the_faults_bench_refuses_rados_saying_why():
-    command = [sys.executable, "bench/faults_bench.py", "--store", "rados"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
-    assert "--store rados is not supported" in done.stderr

@@ -35,15 +35,23 @@ RECOVERY_TIMEOUT_S = 120.0
 
 
 class Stage:
-    """A network with a ZooKeeper ensemble, a clients' node and `hubs` hubs' nodes."""
+    """A network with a ZooKeeper ensemble, a clients' node and `hubs` hubs' nodes; with
+    `rados`, a Ceph cluster on a node of its own ("rados"), whose pool the regions keep
+    their ledgers in (else mmap ledgers on a storage root the hubs share)."""
 
-    def __init__(self, directory, hubs: int = 2):
+    def __init__(self, directory, hubs: int = 2, *, rados: bool = False):
         self.directory = Path(directory)
         self.network = Network()
+        self.ceph = None
         try:
             self.ensemble = ZooKeeperEnsemble(self.network, self.directory / "ensemble")
             self.client_node = self.network.add_node("client")
             self.hub_nodes = [self.network.add_node(f"hub{number}") for number in range(1, hubs + 1)]
+            if rados:
+                from hedwig.testing.ceph import CephCluster
+
+                self.ceph = CephCluster(self.directory / "ceph", node=self.network.add_node("rados"))
+                self.ceph.start()
             self.ensemble.start()
         except BaseException:
             self.close()
@@ -61,11 +69,15 @@ class Stage:
     def trial(self, topics=("faults-0", "faults-1"), *, session_timeout_ms: int = 2000, conf: str = ""):
         """A region of a hub on each hub node, under load (its workload started)."""
         self._trials += 1
+        if self.ceph is not None:
+            conf = self.ceph.hub_conf_text(f"trial{self._trials}") + conf
         return Trial(self, self.directory / f"trial{self._trials}", topics, session_timeout_ms, conf)
 
     def close(self) -> None:
         if hasattr(self, "ensemble"):
             self.ensemble.stop()
+        if self.ceph is not None:
+            self.ceph.stop()
         self.network.close()
 
     def __enter__(self):
@@ -136,7 +148,7 @@ class Trial:
         {fault, stall_s} (the longest time any topic went without an acknowledgement
         from the fault to its recovery)."""
         start = time.monotonic()
-        heal = FAULTS[name](self, rng or random.Random(0))
+        heal = {**FAULTS, **RADOS_FAULTS}[name](self, rng or random.Random(0))
         try:
             time.sleep(hold_s)  # (the schedule: the fault lasts this long)
         finally:
@@ -268,6 +280,12 @@ def flapping(trial, rng):
     return heal
 
 
+def rados_from_owner(trial, _rng):
+    """The owner cut off from the Ceph cluster (it keeps ZooKeeper and its clients)."""
+    trial.network.partition([trial.owner()], [trial.network["rados"]])
+    return trial.network.heal
+
+
 def lossy_owner(trial, _rng):
     trial.network.lose([trial.owner()], 0.2)
     return trial.network.heal
@@ -285,10 +303,12 @@ FAULTS = {
     "flapping": flapping,
     "lossy-owner": lossy_owner,
 }
+RADOS_FAULTS = {"rados-from-owner": rados_from_owner}
 
 
-def random_schedule(rng: random.Random, length: int, session_timeout_s: float) -> list:
+def random_schedule(rng: random.Random, length: int, session_timeout_s: float, rados: bool = False) -> list:
     """`length` (fault, hold_s) steps drawn from `rng`: holds from half to three session
-    timeouts (short ones heal before the session expires, long ones after)."""
-    names = sorted(FAULTS)
+    timeouts (short ones heal before the session expires, long ones after); `rados`: the
+    faults of a Ceph cluster too."""
+    names = sorted({**FAULTS, **RADOS_FAULTS} if rados else FAULTS)
     return [(rng.choice(names), round(rng.uniform(0.5, 3.0) * session_timeout_s, 2)) for _ in range(length)]

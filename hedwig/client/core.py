@@ -128,8 +128,9 @@ class ClientCore(ClientOperations):
 
     def _ask_elsewhere(self, topic, address) -> None:
         """The hub at `address` said SERVICE_DOWN for `topic` (cut off from ZooKeeper, it
-        claims nothing): its next attempt goes to the next hub of the list, which may own
-        the topic or claim it (a client of one hub asks that one again)."""
+        claims nothing), or an idempotent publish to it timed out: the next attempt goes
+        to the next hub of the list, which may own the topic or claim it (a client of one
+        hub asks that one again)."""
         addresses = self._addresses
         if address in addresses and len(addresses) > 1:
             self._routes.send(topic, addresses[(addresses.index(address) + 1) % len(addresses)])

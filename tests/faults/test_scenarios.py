@@ -72,6 +72,24 @@ def test_a_flapping_link_between_the_owner_and_zookeeper(trial):
     _valid(run.finish())
 
 
+def test_an_owner_paused_past_its_session_loses_its_topics_while_paused(trial):
+    """SIGSTOP of the owner: its connections stay open, so each publish to it times out;
+    the idempotent client sends it again to the next hub of its list, which takes the
+    topic over once the paused owner's session expired: publishing goes on during the
+    pause (it stalled for the whole pause before), and the woken owner acknowledges
+    nothing more."""
+    run = trial()
+    owner = run.owner()
+    hub = run.hub_on(owner)
+    hub.pause()
+    try:
+        run.recovered("acknowledgements while the owner is paused")
+    finally:
+        hub.resume()
+    run.recovered("acknowledgements after the owner woke")
+    _valid(run.finish())
+
+
 @pytest.mark.parametrize("fault", ["owner-isolated", "owner-paused", "lossy-owner"])
 def test_more_faults_of_the_owner(trial, fault):
     run = trial()

@@ -8,15 +8,6 @@ import pytest
 SESSION_S = 2.0
 
 
-@pytest.fixture
-def rados_trial(rados_stage):
-    made = []
-    yield lambda: made.append(rados_stage.trial()) or made[-1]
-    for one in made:
-        one.stop()
-    rados_stage.restore()
-
-
 @pytest.mark.parametrize("fault", ["owner-from-zookeeper", "rados-from-owner", "owner-paused"])
 def test_a_region_on_rados_under_a_fault_of_the_owner(rados_trial, fault):
     run = rados_trial()

@@ -239,19 +239,22 @@ def quorum_lost(trial, _rng):
 
 
 def owner_paused(trial, _rng):
-    owner = trial.owner()
-    hub = trial.hub_on(owner)
-    hub.pause()
-    trial.network.note("pause", [owner])
+    hub = _signal_owner(trial, "pause")
     return hub.resume
 
 
 def owner_killed(trial, _rng):
+    hub = _signal_owner(trial, "kill")
+    return hub.restart
+
+
+def _signal_owner(trial, kind: str):
+    """The owner's hub paused (SIGSTOP) or killed (SIGKILL); that hub."""
     owner = trial.owner()
     hub = trial.hub_on(owner)
-    hub.kill()
-    trial.network.note("kill", [owner])
-    return hub.restart
+    getattr(hub, kind)()
+    trial.network.note(kind, [owner])
+    return hub
 
 
 def flapping(trial, rng):

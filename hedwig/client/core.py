@@ -129,6 +129,15 @@ class ClientCore(ClientOperations):
             return connection
         raise CouldNotConnect(message="no hub reachable: " + "; ".join(reasons))
 
+    def _ask_elsewhere(self, topic, address) -> None:
+        """The hub at `address` said SERVICE_DOWN for `topic` (cut off from ZooKeeper, it
+        claims nothing), or an idempotent publish to it timed out: the next attempt goes
+        to the next hub of the list, which may own the topic or claim it (a client of one
+        hub asks that one again)."""
+        addresses = self._addresses
+        if address in addresses and len(addresses) > 1:
+            self._routes.send(topic, addresses[(addresses.index(address) + 1) % len(addresses)])
+
     def _connection_for(self, topic):
         """Steps: the connection to the hub of `topic` (its owner when known, else the
         default hub, else any of the list that answers)."""
@@ -199,6 +208,8 @@ class ClientCore(ClientOperations):
             if response.status is Status.SUCCESS:
                 return response.value
             asked.append(connection.address)
+            if response.status is Status.SERVICE_DOWN and topic is not None:
+                self._ask_elsewhere(topic, connection.address)
             owner = self._routes.follow(topic, response, asked, self.config.max_redirects)
             response = None
             try:

@@ -133,6 +133,11 @@ class IdempotentPublisher:
         return (yield from self._core._request_steps(topic, send, retry=True))
 
     def _failed(self, topic, lane, item, error) -> None:
+        if isinstance(error, RequestTimeout):
+            # (a hub that does not answer may be paused or cut off, its topics owned by
+            # another hub by now: the resend asks the next hub of the list, which
+            # redirects it back if the topic has not moved)
+            self._core._ask_elsewhere(topic, self._core._routes.address(topic))
         now = self._waiting.now()
         since = self._failing_since.setdefault(topic, now)
         in_time = now - since < self.retry_timeout and not self._core._closed

@@ -49,7 +49,7 @@ owner's recovery keeps it).
 import time
 from collections import deque
 
-from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred, succeed
+from twisted.internet.defer import DeferredList, fail, inlineCallbacks, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -215,6 +215,11 @@ class ZkTopicManager:
         """Own the topic (claiming it, or failing with the owner to redirect to), then
         open_(*args)."""
         releasing = self._releasing.wait(topic)
+        if releasing is not None and self.session.state != CONNECTED:
+            # (the release writes to ZooKeeper, out of reach: a request waiting on it would
+            # wait as long as the partition lasts, where another hub may own the topic now)
+            why = f"has its ZooKeeper connection {self.session.state.lower()} and is releasing {topic}"
+            return fail(HubUnavailable(f"this hub {why}: it claims no topic meanwhile; try again"))
         if releasing is not None:
             return releasing.addBoth(lambda _: self._owned_then(topic, open_, *args, place=place))
         if topic in self._epochs:
@@ -381,6 +386,13 @@ class ZkTopicManager:
         if self.on_release is not None:
             try:
                 yield self.on_release(topic)
+            except MetadataUnavailable as e:  # (a lost session's, cut off: expected, no traceback)
+                self.log.warn(
+                    "releasing topic {topic}: its consume pointers not written ({why}); its next"
+                    " owner delivers from the last ones written",
+                    topic=topic,
+                    why=e,
+                )
             except Exception:
                 self.log.failure("releasing topic {topic}: its subscriptions", topic=topic)
         try:

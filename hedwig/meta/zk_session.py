@@ -14,6 +14,15 @@ held, no topic is claimed); LOST is a session that expired or closed (its epheme
 znodes are gone: every topic is released). kazoo reconnects by itself, with a new
 session after a LOST.
 
+kazoo says LOST only when a server tells it the session expired: cut off from every
+server (a partition), it stays SUSPENDED for as long as the partition lasts, while the
+servers expired the session one timeout after they last heard from it and another hub
+took the topics over. So a session SUSPENDED for a whole session timeout is LOST here
+(as Curator's connection state does since 3.0): the hub releases its topics, and its
+clients go to the hubs that can own them. Should the servers still hold the session when
+the connection comes back (a quorum lost meanwhile keeps sessions), the next CONNECTED
+is handled as a new session: the hub registers again and claims its topics anew.
+
 Nothing here imports the reactor: it comes in as an argument (IReactorFromThreads, and
 for `start`/`stop` IReactorThreads and IReactorTime).
 """
@@ -74,6 +83,8 @@ class ZkSession:
         self.state_changes = {CONNECTED: 0, SUSPENDED: 0, LOST: 0}
         self._listeners = []
         self._stopped = False
+        self._expiry = None  # the timer that takes a SUSPENDED session for LOST
+        self.presumed_lost = 0  # sessions taken for LOST after a timeout SUSPENDED
         client.add_listener(self._from_kazoo)
 
     # -- states ---------------------------------------------------------------------------
@@ -93,11 +104,32 @@ class ZkSession:
             self.sessions += 1
         self.state = state
         self.state_changes[state] = self.state_changes.get(state, 0) + 1
+        self._cancel_expiry()
+        if state == SUSPENDED:
+            self._expiry = self._reactor.callLater(self.timeout_s, self._presume_expired)
         for listener in list(self._listeners):
             try:
                 listener(state)
             except Exception:
                 self.log.failure("a ZooKeeper state listener failed")
+
+    def _cancel_expiry(self) -> None:
+        if self._expiry is not None and self._expiry.active():
+            self._expiry.cancel()
+        self._expiry = None
+
+    def _presume_expired(self) -> None:
+        """SUSPENDED for a whole session timeout: the servers have expired the session."""
+        self._expiry = None
+        if self.state != SUSPENDED or self._stopped:
+            return
+        self.presumed_lost += 1
+        self.log.warn(
+            "no ZooKeeper server reached for {timeout:g} s, the session timeout: the session"
+            " has expired on the servers, and is taken for lost",
+            timeout=self.timeout_s,
+        )
+        self._changed(LOST)
 
     @property
     def timeout_s(self) -> float:
@@ -196,6 +228,7 @@ class ZkSession:
         if self._stopped:
             return in_thread(self._reactor, lambda: None)
         self._stopped = True
+        self._cancel_expiry()
 
         def close():
             try:

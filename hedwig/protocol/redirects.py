@@ -70,6 +70,10 @@ class Routes:
             return self.default
         return self._owners.get(topic, self.default)
 
+    def send(self, topic, address) -> None:
+        """Ask `address` about `topic` next (the hub asked said it is down)."""
+        self._owners[topic] = address
+
     def forget(self, topic) -> None:
         """Ask the default hub again (the owner is gone, or the topic moved)."""
         self._owners.pop(topic, None)

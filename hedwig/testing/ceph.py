@@ -1,4 +1,5 @@
-"""A throw-away Ceph cluster on 127.0.0.1, for tests and benchmarks of replicated ledgers.
+"""A throw-away Ceph cluster on 127.0.0.1 (or a fault suite's node), for tests and
+benchmarks of replicated ledgers.
 
 One monitor and three OSDs (bluestore on sparse files in the OSDs' directories), no
 manager, cephx on, all under one directory of the cluster's own, with one replicated pool
@@ -70,10 +71,10 @@ def free_port() -> int:
 
 CONF_TEMPLATE = """[global]
 fsid = {fsid}
-mon host = [v2:127.0.0.1:{port}]
+mon host = [v2:{host}:{port}]
 mon initial members = a
-public addr = 127.0.0.1
-cluster addr = 127.0.0.1
+public addr = {host}
+cluster addr = {host}
 ms bind msgr1 = false
 ms bind msgr2 = true
 auth cluster required = cephx
@@ -139,8 +140,14 @@ class CephCluster:
         pg_num: int = 16,
         block_bytes: int = 4 << 30,
         extra_conf: str = "",
+        node=None,
     ):
+        """`node`: a hedwig.testing.faults node to run the daemons (and this process's
+        admin handle) on, at its address (None: 127.0.0.1 of this namespace)."""
         self.directory = Path(directory)
+        self.node = node
+        self.host = node.address if node is not None else "127.0.0.1"
+        self._prefix = node.command() if node is not None else []
         self.osd_count = osds
         self.pool = pool
         self.pg_num = pg_num
@@ -190,6 +197,7 @@ class CephCluster:
         Path(self.conf_file).write_text(
             CONF_TEMPLATE.format(
                 fsid=fsid,
+                host=self.host,
                 port=self.port,
                 dir=self.directory,
                 block_bytes=self.block_bytes,
@@ -217,7 +225,7 @@ class CephCluster:
             self._run("ceph-authtool", keyring, "--gen-key", "-n", f"osd.{i}", *osd_caps)
         monmap = str(self.directory / "monmap")
         self._run(
-            "monmaptool", "--create", "--fsid", fsid, "--addv", "a", f"[v2:127.0.0.1:{self.port}]", monmap
+            "monmaptool", "--create", "--fsid", fsid, "--addv", "a", f"[v2:{self.host}:{self.port}]", monmap
         )
         self._run(
             "ceph-mon", "-c", self.conf_file, "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", keyring
@@ -231,7 +239,17 @@ class CephCluster:
             self._logs.append(log)
             mkfs.append(
                 subprocess.Popen(
-                    ["ceph-osd", "-c", self.conf_file, "-i", str(i), "--mkfs", "--osd-uuid", osd_uuid],
+                    [
+                        *self._prefix,
+                        "ceph-osd",
+                        "-c",
+                        self.conf_file,
+                        "-i",
+                        str(i),
+                        "--mkfs",
+                        "--osd-uuid",
+                        osd_uuid,
+                    ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
@@ -269,7 +287,7 @@ class CephCluster:
         log = open(self.directory / "log" / f"{name}.stdout", "ab")  # noqa: SIM115 - closed at stop
         self._logs.append(log)
         process = subprocess.Popen(
-            [binary, "-c", self.conf_file, *args, "-f"],
+            [*self._prefix, binary, "-c", self.conf_file, *args, "-f"],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -282,21 +300,26 @@ class CephCluster:
     def admin(self, deadline: float | None = None):
         """A connected librados handle with the admin's key (made once)."""
         if self._admin is None:
-            import rados
-
             deadline = deadline or time.monotonic() + 30
-            while True:
-                handle = rados.Rados(conffile=self.conf_file, conf={"rados_mon_op_timeout": "10"})
-                try:
-                    handle.connect(timeout=2)
-                    break
-                except rados.Error:
-                    handle.shutdown()
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
-            self._admin = handle
+            if self.node is not None:  # (librados's threads, made as it connects, live there)
+                self._admin = self.node.call(self._connect_admin, deadline)
+            else:
+                self._admin = self._connect_admin(deadline)
         return self._admin
+
+    def _connect_admin(self, deadline: float):
+        import rados
+
+        while True:
+            handle = rados.Rados(conffile=self.conf_file, conf={"rados_mon_op_timeout": "10"})
+            try:
+                handle.connect(timeout=2)
+                return handle
+            except rados.Error:
+                handle.shutdown()
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)  # (the pace of polling a starting monitor)
 
     def mon_command(self, **command) -> dict | None:
         """Run a monitor command (as `ceph` would); its JSON answer, if any."""

@@ -56,7 +56,9 @@ class RegionHubs:
         """Every started hub's address, "a:1,b:2" (clients try them in turn)."""
         return ",".join(hub.address for hub in self.hubs)
 
-    def add(self, *extra_args: str) -> HubProcess:
+    def add(self, *extra_args: str, launcher=None, host: str = "127.0.0.1") -> HubProcess:
+        """One more hub started; `launcher` and `host` as HubProcess takes them (a hub run
+        in a network namespace of its own, on its address: hedwig.testing.faults)."""
         hub = HubProcess(
             self.data_dir,
             0,
@@ -67,6 +69,8 @@ class RegionHubs:
             *extra_args,
             http=self.http,
             tls=self.tls,
+            launcher=launcher,
+            host=host,
         )
         self.hubs.append(hub)
         return hub.start()

@@ -37,8 +37,9 @@ class ZooKeeperMissing(RuntimeError):
     """No ZooKeeper server can be started here: the message says what to install."""
 
 
-def find_zookeeper() -> list:
-    """The command prefix that runs a ZooKeeper server, or ZooKeeperMissing."""
+def find_zookeeper(main_class: str = MAIN_CLASS) -> list:
+    """The command prefix that runs a ZooKeeper server (`main_class`: QuorumPeerMain for
+    a server of an ensemble), or ZooKeeperMissing."""
     java = shutil.which("java")
     needed = (("java", java), (str(ZOOKEEPER_JAR), ZOOKEEPER_JAR.exists()))
     missing = [what for what, there in needed if not there]
@@ -48,11 +49,13 @@ def find_zookeeper() -> list:
             " `zookeeper` package (apt-get install zookeeper; .ci/run does), or point"
             " HEDWIG_ZOOKEEPER_JAR at a zookeeper.jar"
         )
-    return [java, "-Xmx256m", "-cp", f"{ZOOKEEPER_JAR}:{SLF4J_JAR}", MAIN_CLASS]
+    return [java, "-Xmx256m", "-cp", f"{ZOOKEEPER_JAR}:{SLF4J_JAR}", main_class]
 
 
 class ZooKeeperServer:
     """One standalone ZooKeeper under `directory` (its zoo.cfg, data and log)."""
+
+    host = "127.0.0.1"
 
     def __init__(
         self, directory, tick_ms: int = 100, max_ticks: int = 100, port: int = 0, detach: bool = False
@@ -70,7 +73,7 @@ class ZooKeeperServer:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def max_session_timeout_ms(self) -> int:
@@ -85,7 +88,7 @@ class ZooKeeperServer:
             f"tickTime={self.tick_ms}\n"
             f"dataDir={data}\n"
             f"clientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\n"
+            f"clientPortAddress={self.host}\n"
             "admin.enableServer=false\n"
             "4lw.commands.whitelist=ruok,srvr,mntr\n"
             f"minSessionTimeout={2 * self.tick_ms}\n"
@@ -94,8 +97,12 @@ class ZooKeeperServer:
         )
         return config
 
+    def command(self) -> list:
+        """The command line that runs this server (its configuration written)."""
+        return [*find_zookeeper(), str(self._write_config())]
+
     def start(self) -> "ZooKeeperServer":
-        command = [*find_zookeeper(), str(self._write_config())]
+        command = self.command()
         self._log = open(self.directory / "zookeeper.log", "ab")  # noqa: SIM115 - the server's
         self.process = subprocess.Popen(
             command,
@@ -119,7 +126,7 @@ class ZooKeeperServer:
 
     def four_letters(self, word: str) -> str:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
+            with socket.create_connection((self.host, self.port), timeout=2) as sock:
                 sock.sendall(word.encode("ascii"))
                 sock.shutdown(socket.SHUT_WR)
                 chunks = []

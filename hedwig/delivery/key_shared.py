@@ -1,0 +1,212 @@
+"""Key_Shared routing: which member of a key_shared subscription each message goes to.
+
+Every key hashes to one of SLOTS slots (CRC-32 of its bytes, its low 16 bits, as Pulsar
+hashes a sticky key into 0..65535), and the members own ranges of slots: the first
+member owns all of them; one that joins takes the upper half of the largest range (its
+owner keeps the rest, as Pulsar's auto-split mode does); one that leaves gives its
+ranges to the member owning the range before each (after it, for the first). So every
+message of a key goes to one member, and a change of members moves as few keys as it can.
+
+Order per key. A message of a slot is held back (parked: queued again, in seq-id order,
+and tried again on the dispatcher's next turn) while
+- an earlier message of the same slot is held back in this turn (no member's window, or
+  the slot is moving): a later one never overtakes it; a redelivery, taken back from a
+  member that NACKed it, timed out or left, goes out before anything later of its slot;
+- its slot moved to a member that joined, and a lease made before the join is still
+  held: the slot's earlier messages may be in flight at its old owner, and a key moves
+  only once they are acknowledged (or taken back). A member leaving moves its slots at
+  once: everything it held is taken back and goes out again first.
+Messages without a key go to the members in turn, a run of an entry at a time.
+
+The work is per entry where it can be: an entry's slots are hashed once (kept for the
+last few entries), an entry without keys goes whole as a shared subscription's does,
+and the messages of a run that go to one member go as one slice of the entry. Parked
+runs are bounded (MAX_PARKED_RUNS): beyond them the dispatcher reads nothing new until
+the members take what waits.
+"""
+
+import zlib
+from itertools import pairwise, repeat
+
+from hedwig.protocol.compression import plain_message_set
+from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.messageset import parse_message_set
+
+SLOTS = 1 << 16
+KEYLESS = -1
+# Runs held back at most before a key_shared subscription reads no new seq-ids (memory
+# bound; the members' windows are what normally bounds them).
+MAX_PARKED_RUNS = 4096
+_KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry again)
+
+
+def entry_slots(data):
+    """The slot of every message of a stored entry (KEYLESS for a message without a key),
+    or None when no message of it has a key, or it is compacted (sparse: it goes whole)."""
+    header = decode_entry_header(data)
+    if header.sparse:
+        return None
+    message_set, offset = plain_message_set(data, header.body_offset)
+    key_offsets = parse_message_set(message_set, offset).key_offsets
+    if key_offsets is None:
+        return None
+    view = message_set if isinstance(message_set, bytes) else bytes(message_set)
+    crc = zlib.crc32
+    return [crc(view[start:end]) & 0xFFFF if end > start else KEYLESS for start, end in pairwise(key_offsets)]
+
+
+class KeyRouting:
+    """The slot ranges of a key_shared subscription's members, the slots moving, and the
+    split of each run of an entry among the members (SharedDispatcher's part)."""
+
+    def __init__(self):
+        self.ranges = []  # [(lo, hi, member)], sorted, covering 0..SLOTS-1 (none: no member)
+        self.owners = []  # slot -> member
+        self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
+        self.moving = None  # bytearray: 1 for a slot of a pending move (None: none pending)
+        self._slots = {}  # entry's first seq-id -> (its data, its slots)
+        self._room = {}  # member -> messages it may still be given in this turn
+        self._blocked = set()  # slots with a message held back in this turn
+        self._turn = 0  # the next member in turn for messages without a key
+        self._keyless_to = None  # the member the current keyless run goes to
+
+    # -- members -----------------------------------------------------------------------------
+
+    def join(self, member, serial: int) -> None:
+        """`member` joined; `serial`: the last lease made so far."""
+        ranges = self.ranges
+        if not ranges:
+            ranges.append((0, SLOTS - 1, member))
+        else:
+            i = max(range(len(ranges)), key=lambda k: ranges[k][1] - ranges[k][0])
+            lo, hi, owner = ranges[i]
+            if hi == lo:  # (as many members as slots: it owns none)
+                return
+            middle = (lo + hi + 1) // 2
+            ranges[i : i + 1] = [(lo, middle - 1, owner), (middle, hi, member)]
+            self.moves.append((serial, middle, hi))
+            self._mark()
+        self._rebuild()
+
+    def leave(self, member) -> None:
+        """`member` left: its ranges go to their neighbours."""
+        ranges = [(lo, hi, None if owner is member else owner) for lo, hi, owner in self.ranges]
+        heirs = [owner for _lo, _hi, owner in ranges if owner is not None]
+        kept = []
+        for lo, hi, owner in ranges if heirs else ():
+            if owner is None:  # (to the owner of the range before it; the first's to the next)
+                owner = kept[-1][2] if kept else heirs[0]
+            if kept and kept[-1][2] is owner:
+                kept[-1] = (kept[-1][0], hi, owner)
+            else:
+                kept.append((lo, hi, owner))
+        self.ranges = kept
+        self._room.pop(member, None)
+        if self._keyless_to is member:
+            self._keyless_to = None
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        owners = []
+        for lo, hi, owner in self.ranges:
+            owners.extend(repeat(owner, hi - lo + 1))
+        self.owners = owners
+
+    def settle(self, oldest_held) -> None:
+        """Moves end once every lease made before them is done; `oldest_held`: the serial
+        of the oldest lease still held (None: none is)."""
+        moves = self.moves
+        if moves and (oldest_held is None or moves[0][0] < oldest_held):
+            self.moves = [m for m in moves if oldest_held is not None and m[0] >= oldest_held]
+            self._mark()
+
+    def _mark(self) -> None:
+        if not self.moves:
+            self.moving = None
+            return
+        moving = bytearray(SLOTS)
+        for _serial, lo, hi in self.moves:
+            moving[lo : hi + 1] = b"\x01" * (hi - lo + 1)
+        self.moving = moving
+
+    def slots_held(self, member) -> int:
+        """How many slots `member` owns."""
+        return sum(hi - lo + 1 for lo, hi, owner in self.ranges if owner is member)
+
+    # -- a turn ------------------------------------------------------------------------------
+
+    def begin(self, members) -> None:
+        """A dispatcher's turn begins: what each member may take now."""
+        self._room = {member: member.room for member in members}
+        self._blocked = set()
+        self._keyless_to = None
+
+    def any_room(self) -> bool:
+        return any(left > 0 for left in self._room.values())
+
+    def slots(self, entry):
+        """The slots of `entry`'s messages (entry_slots), hashed once while it is kept."""
+        kept = self._slots.get(entry.first_seq)
+        if kept is not None and kept[0] is entry.data:
+            return kept[1]
+        slots = entry_slots(entry.data)
+        if len(self._slots) >= _KEPT_ENTRIES:
+            del self._slots[next(iter(self._slots))]
+        self._slots[entry.first_seq] = (entry.data, slots)
+        return slots
+
+    def split(self, entry, first: int, last: int) -> list:
+        """Seq-ids first..last of `entry`, as runs [(member or None, first, last)]: each
+        to go to that member, or (None) to be held back."""
+        slots = self.slots(entry)
+        if slots is None:
+            return self._keyless(first, last)
+        owners, moving, blocked, room = self.owners, self.moving, self._blocked, self._room
+        base = entry.first_seq
+        runs = []
+        run_to = run_from = None
+        seq = first
+        for slot in slots[first - base : last - base + 1]:
+            if slot == KEYLESS:
+                to = self._keyless_to
+                if to is None or room[to] <= 0:
+                    to = self._keyless_to = self._next_in_turn()
+            elif slot in blocked or (moving is not None and moving[slot]) or not owners:
+                to = None
+                blocked.add(slot)
+            else:
+                to = owners[slot]
+                if room.get(to, 0) <= 0:
+                    to = None
+                    blocked.add(slot)
+            if to is not None:
+                room[to] -= 1
+            if to is not run_to or run_from is None:
+                if run_from is not None:
+                    runs.append((run_to, run_from, seq - 1))
+                run_to, run_from = to, seq
+            seq += 1
+        runs.append((run_to, run_from, last))
+        return runs
+
+    def _keyless(self, first: int, last: int) -> list:
+        """A run without keys: to the next member in turn, as much as it has room for."""
+        to = self._next_in_turn()
+        if to is None:
+            return [(None, first, last)]
+        end = min(last, first + self._room[to] - 1)
+        self._room[to] -= end - first + 1
+        runs = [(to, first, end)]
+        if end < last:
+            runs += self._keyless(end + 1, last)
+        return runs
+
+    def _next_in_turn(self):
+        members = list(self._room)
+        count = len(members)
+        for k in range(count):
+            member = members[(self._turn + k) % count]
+            if self._room[member] > 0:
+                self._turn = (self._turn + k + 1) % count
+                return member
+        return None

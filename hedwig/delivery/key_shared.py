@@ -26,6 +26,7 @@ the members take what waits.
 """
 
 import zlib
+from heapq import heappush
 from itertools import pairwise, repeat
 
 from hedwig.protocol.compression import plain_message_set
@@ -66,14 +67,23 @@ class KeyRouting:
         self.moving = None  # bytearray: 1 for a slot of a pending move (None: none pending)
         self._slots = {}  # entry's first seq-id -> (its data, its slots)
         self._room = {}  # member -> messages it may still be given in this turn
-        self._blocked = set()  # slots with a message held back in this turn
+        # Parked runs (first, last, delivery count), heaps in seq-id order: per member
+        # whose window was full, of slots moving, of messages without a key.
+        self.parked = {}
+        self.moving_parked = []
+        self.keyless_parked = []
+        self._taken_out = []  # (home, heap): parked runs taken out for this turn
+        self._moved = False  # a move ended: the moving slots' parked runs are to be taken again
         self._turn = 0  # the next member in turn for messages without a key
         self._keyless_to = None  # the member the current keyless run goes to
 
     # -- members -----------------------------------------------------------------------------
 
-    def join(self, member, serial: int) -> None:
-        """`member` joined; `serial`: the last lease made so far."""
+    def join(self, member, serial: int, queue) -> None:
+        """`member` joined; `serial`: the last lease made so far; what was parked goes
+        back to `queue` (the dispatcher's: some of it may be the new member's now)."""
+        self.park_all(queue)
+        self.parked[member] = []
         ranges = self.ranges
         if not ranges:
             ranges.append((0, SLOTS - 1, member))
@@ -88,8 +98,11 @@ class KeyRouting:
             self._mark()
         self._rebuild()
 
-    def leave(self, member) -> None:
-        """`member` left: its ranges go to their neighbours."""
+    def leave(self, member, queue) -> None:
+        """`member` left: its ranges go to their neighbours; what was parked goes back to
+        `queue` (the dispatcher's)."""
+        self.park_all(queue)
+        self.parked.pop(member, None)
         ranges = [(lo, hi, None if owner is member else owner) for lo, hi, owner in self.ranges]
         heirs = [owner for _lo, _hi, owner in ranges if owner is not None]
         kept = []
@@ -112,13 +125,15 @@ class KeyRouting:
             owners.extend(repeat(owner, hi - lo + 1))
         self.owners = owners
 
-    def settle(self, oldest_held) -> None:
+    def settle(self, oldest_held) -> bool:
         """Moves end once every lease made before them is done; `oldest_held`: the serial
-        of the oldest lease still held (None: none is)."""
+        of the oldest lease still held (None: none is). Whether one ended."""
         moves = self.moves
         if moves and (oldest_held is None or moves[0][0] < oldest_held):
             self.moves = [m for m in moves if oldest_held is not None and m[0] >= oldest_held]
             self._mark()
+            return True
+        return False
 
     def _mark(self) -> None:
         if not self.moves:
@@ -133,13 +148,69 @@ class KeyRouting:
         """How many slots `member` owns."""
         return sum(hi - lo + 1 for lo, hi, owner in self.ranges if owner is member)
 
+    # -- parked runs --------------------------------------------------------------------------
+
+    def park_all(self, queue) -> None:
+        """Members changed (a key may have another owner): every parked run goes back to
+        `queue` (the dispatcher's), to be split again in seq-id order."""
+        for heap in (*self.parked.values(), self.moving_parked, self.keyless_parked):
+            for piece in heap:
+                heappush(queue, piece)
+            heap.clear()
+
+    def clear_parked(self) -> None:
+        for heap in (*self.parked.values(), self.moving_parked, self.keyless_parked):
+            heap.clear()
+
+    def parked_runs(self) -> int:
+        return len(self.moving_parked) + len(self.keyless_parked) + sum(map(len, self.parked.values()))
+
+    def parked_messages(self) -> int:
+        heaps = (*self.parked.values(), self.moving_parked, self.keyless_parked)
+        return sum(last - first + 1 for heap in heaps for first, last, _count in heap)
+
     # -- a turn ------------------------------------------------------------------------------
 
-    def begin(self, members) -> None:
-        """A dispatcher's turn begins: what each member may take now."""
+    def begin(self, members, queue, settled: bool) -> list:
+        """A dispatcher's turn begins: what each member may take now; the heaps of runs to
+        take from, as (heap, the member it waits for or None): the dispatcher's queue,
+        each member's parked runs, and those of moving slots once a move ended and of
+        messages without a key (taken out for this turn: what is parked again waits for
+        the next)."""
         self._room = {member: member.room for member in members}
-        self._blocked = set()
         self._keyless_to = None
+        sources = [(queue, None)]
+        sources += [(heap, member) for member, heap in self.parked.items() if heap]
+        self._taken_out = []
+        self._moved = self._moved or settled
+        if self._moved and not self.moving_parked:
+            self._moved = False
+        elif self._moved:
+            self._taken_out.append((self.moving_parked, self.moving_parked.copy()))
+            self.moving_parked.clear()
+        if self.keyless_parked:
+            self._taken_out.append((self.keyless_parked, self.keyless_parked.copy()))
+            self.keyless_parked.clear()
+        sources += [(heap, None) for _home, heap in self._taken_out]
+        return sources
+
+    def end(self) -> None:
+        """The turn ends: what it took out and did not take goes back where it waits."""
+        for home, heap in self._taken_out:
+            if home is self.moving_parked and not heap:  # (all taken: the move is through)
+                self._moved = False
+            for piece in heap:
+                heappush(home, piece)
+        self._taken_out = []
+
+    def next_source(self, sources):
+        """The heap whose first run comes first, of those whose member has room; None."""
+        room = self._room
+        best = None
+        for heap, member in sources:
+            if heap and (member is None or room.get(member, 0) > 0) and (best is None or heap[0] < best[0]):
+                best = heap
+        return best
 
     def any_room(self) -> bool:
         return any(left > 0 for left in self._room.values())
@@ -156,12 +227,13 @@ class KeyRouting:
         return slots
 
     def split(self, entry, first: int, last: int) -> list:
-        """Seq-ids first..last of `entry`, as runs [(member or None, first, last)]: each
-        to go to that member, or (None) to be held back."""
+        """Seq-ids first..last of `entry`, as runs [(to, first, last)]: `to` a member to
+        deliver the run to, or (a list) the heap it is parked on: its owner's (no room),
+        the moving slots' or the keyless messages' (no member has room)."""
         slots = self.slots(entry)
         if slots is None:
             return self._keyless(first, last)
-        owners, moving, blocked, room = self.owners, self.moving, self._blocked, self._room
+        owners, moving, room, parked = self.owners, self.moving, self._room, self.parked
         base = entry.first_seq
         runs = []
         run_to = run_from = None
@@ -171,15 +243,15 @@ class KeyRouting:
                 to = self._keyless_to
                 if to is None or room[to] <= 0:
                     to = self._keyless_to = self._next_in_turn()
-            elif slot in blocked or (moving is not None and moving[slot]) or not owners:
-                to = None
-                blocked.add(slot)
+                    if to is None:
+                        to = self.keyless_parked
+            elif moving is not None and moving[slot]:
+                to = self.moving_parked
             else:
                 to = owners[slot]
                 if room.get(to, 0) <= 0:
-                    to = None
-                    blocked.add(slot)
-            if to is not None:
+                    to = parked[to]
+            if type(to) is not list:
                 room[to] -= 1
             if to is not run_to or run_from is None:
                 if run_from is not None:
@@ -193,7 +265,7 @@ class KeyRouting:
         """A run without keys: to the next member in turn, as much as it has room for."""
         to = self._next_in_turn()
         if to is None:
-            return [(None, first, last)]
+            return [(self.keyless_parked, first, last)]
         end = min(last, first + self._room[to] - 1)
         self._room[to] -= end - first + 1
         runs = [(to, first, end)]

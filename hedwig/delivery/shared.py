@@ -106,7 +106,7 @@ class SharedDispatcher(AckBook):
         self.members[member.channel] = member
         self._order.append(member)
         if self.keys is not None:
-            self.keys.join(member, self.leases_made)
+            self.keys.join(member, self.leases_made, self.queue)
 
     def remove(self, member) -> None:
         """The member left (closed, disconnected, forced out): what it holds goes back,
@@ -127,7 +127,7 @@ class SharedDispatcher(AckBook):
             else:
                 self.give_back(start, end, lease.count)
         if self.keys is not None:
-            self.keys.leave(member)
+            self.keys.leave(member, self.queue)
         self.pump_soon()  # (the next turn: a hub detaching everyone redelivers to nobody)
 
     def member_of(self, channel):
@@ -279,61 +279,65 @@ class SharedDispatcher(AckBook):
 
     def _pump_keyed(self):
         """A key_shared subscription's turn: each run split by key among the members
-        (key_shared.py); what a member cannot take now is parked, in seq-id order."""
+        (key_shared.py); what a member cannot take now is parked for it, in seq-id order,
+        and taken again only when it has room."""
         keys = self.keys
         log = self.table.topic_log
         self._drop_collected(log)
-        keys.settle(self._oldest_held())
-        keys.begin(self._order)
-        parked = []
+        settled = keys.settle(self._oldest_held())
+        sources = keys.begin(self._order, self.queue, settled)
         budget = self.max_burst
         try:
             while True:
                 if not keys.any_room():
                     return _SETTLE
-                piece, queued = self._take_keyed(log, len(parked))
+                piece, heap = self._take_keyed(log, sources)
                 if piece is None:
                     return _SETTLE
                 first, last, count = piece
                 found = log.get(first)
                 if type(found) is Deferred:
-                    if queued:
-                        heappush(self.queue, piece)
+                    if heap is not None:
+                        heappush(heap, piece)
                     self._reading = found
                     found.addCallbacks(self._read, self._read_failed)
                     return _WAIT
                 end = min(last, found.last_seq)
-                if queued and end < last:
-                    heappush(self.queue, (end + 1, last, count))
-                if not queued:
+                if heap is not None and end < last:
+                    heappush(heap, (end + 1, last, count))
+                if heap is None:
                     self.next_seq = end + 1
                 delivered = False
-                for member, start, stop in keys.split(found, first, end):
-                    if member is None:
-                        parked.append((start, stop, count))
-                    elif self._deliver(member, found, start, stop, count):
+                for to, start, stop in keys.split(found, first, end):
+                    if type(to) is list:
+                        heappush(to, (start, stop, count))
+                    elif self._deliver(to, found, start, stop, count):
                         delivered = True
                     elif count == 1:
-                        parked.append((start, stop, count))  # (a redelivery went back to the queue)
-                # (only what is delivered counts: a turn that parks everything ends once it
-                # has tried each run queued, at most MAX_PARKED_RUNS of them, never to repeat)
+                        heappush(self.queue, (start, stop, count))  # (a redelivery is queued already)
+                # (only what is delivered counts: a turn takes each parked run at most once)
                 budget -= delivered
                 if not budget:
                     self.pump_soon()
                     return _WAIT
         finally:
-            for piece in parked:
-                heappush(self.queue, piece)
+            keys.end()
 
-    def _take_keyed(self, log, parked: int):
-        """(the next run to deliver, whether it was queued): _take's, except that new
-        seq-ids are not read while MAX_PARKED_RUNS runs wait."""
-        piece = self._take_queued()
-        if piece is not None:
-            return piece, True
-        if parked >= MAX_PARKED_RUNS:
-            return None, False
-        return self._take_new(log), False
+    def _take_keyed(self, log, sources):
+        """(the next run to deliver, the heap it came from): the first of the heaps whose
+        member has room (key_shared.KeyRouting.begin), else new seq-ids (heap None)
+        unless MAX_PARKED_RUNS runs are parked; (None, None) when there is none."""
+        keys = self.keys
+        while True:
+            heap = keys.next_source(sources)
+            if heap is None:
+                break
+            piece = self._take_queued(heap)
+            if piece is not None:
+                return piece, heap
+        if keys.parked_runs() >= MAX_PARKED_RUNS:
+            return None, None
+        return self._take_new(log), None
 
     def _oldest_held(self):
         """The serial of the oldest lease still held (None: none is)."""
@@ -346,12 +350,12 @@ class SharedDispatcher(AckBook):
         """(first, last, delivery count) of the next run to deliver: a redelivery first,
         else new seq-ids (skipping those acknowledged already); None when there is none
         (the dispatcher then waits for the next publish)."""
-        return self._take_queued() or self._take_new(log)
+        return self._take_queued(self.queue) or self._take_new(log)
 
-    def _take_queued(self):
-        """(first, last, delivery count) of the first run queued that is not acknowledged
-        (what was acknowledged meanwhile is done), or None."""
-        queue, acked = self.queue, self.acked
+    def _take_queued(self, queue):
+        """(first, last, delivery count) of the first run of `queue` (a heap of runs) that
+        is not acknowledged (what was acknowledged meanwhile is done), or None."""
+        acked = self.acked
         floor = self.subscription.consumed_seq
         while queue:
             first, last, count = heappop(queue)

@@ -274,16 +274,16 @@ def test_key_ranges_cover_every_slot_through_joins_and_leaves():
     routing = KeyRouting()
     members = [object() for _ in range(7)]
     for i, member in enumerate(members):
-        routing.join(member, i)
+        routing.join(member, i, [])
         assert sum(hi - lo + 1 for lo, hi, _ in routing.ranges) == SLOTS
         assert len(routing.owners) == SLOTS
     assert {routing.slots_held(m) for m in members} <= {SLOTS // 8, SLOTS // 4}
     for member in members[::2]:
-        routing.leave(member)
+        routing.leave(member, [])
         assert sum(hi - lo + 1 for lo, hi, _ in routing.ranges) == SLOTS
         assert member not in routing.owners
     for member in members[1::2]:
-        routing.leave(member)
+        routing.leave(member, [])
     assert routing.ranges == [] and routing.owners == []
 
 
@@ -314,3 +314,28 @@ def test_entry_slots_hash_each_key_and_mark_keyless_messages(compressed):
     slots = entry_slots(data)
     assert slots[0] == slots[2] != -1 and slots[1] == -1
     assert entry_slots(encode_entry_header(1, 1, 0, b"", 0, b"") + encode_message_set([b"a"])) is None
+
+
+def test_a_backlog_of_many_keys_goes_out_whole_as_members_join_with_no_timer_firing(tmp_path):
+    """Members joining one after another over a backlog of entries of 1,000 keys: the
+    moved keys' messages, parked over many turns, all go out once the moves end (a turn
+    cut short by its burst must not leave them parked), with no ack timeout involved."""
+    world = KeyOrder(tmp_path, max_burst_entries=5)
+    rng = random.Random(3)
+    for _ in range(10):
+        world.publish([b"key-%d" % rng.randrange(1000) for _ in range(1000)])
+    members = []
+    for _ in range(3):
+        members.append(world.member(window=1000, start="earliest"))
+        world.turn()
+    for _ in range(200):
+        for channel in members:
+            held = list(world.held[channel])
+            for k in range(0, len(held), 100):
+                world.ack(channel, held[k : k + 100])
+        world.turn()
+        if world.row()["consumed_seq"] == 10_000:
+            break
+    assert world.row()["consumed_seq"] == 10_000 and world.row()["queued"] == 0
+    assert all(len(channel.seqs()) > 1000 for channel in members), "every member took a share"
+    assert world.row()["redeliveries"] == 0

@@ -92,8 +92,7 @@ def main(argv=None) -> int:
         hub.stop(timeout=120)
         shutil.rmtree(directory, ignore_errors=True)
     rate = {
-        kind: median([t["messages_per_s"] for t in report["turns"] if t["kind"] == kind])
-        for kind in KINDS
+        kind: median([t["messages_per_s"] for t in report["turns"] if t["kind"] == kind]) for kind in KINDS
     }
     ratio = rate["key_shared"] / rate["shared"]
     report["figures"] = {

@@ -30,8 +30,9 @@ from heapq import heappush
 from itertools import pairwise, repeat
 
 from hedwig.protocol.compression import plain_message_set
-from hedwig.protocol.entry import decode_entry_header
+from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, EntrySlices, decode_entry_header
 from hedwig.protocol.messageset import parse_message_set
+from hedwig.topiclog.entry import LogEntry
 
 SLOTS = 1 << 16
 KEYLESS = -1
@@ -66,6 +67,7 @@ class KeyRouting:
         self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
         self.moving = None  # bytearray: 1 for a slot of a pending move (None: none pending)
         self._slots = {}  # entry's first seq-id -> (its data, its slots)
+        self._cutting = None  # (the entry runs were last cut from, its EntrySlices)
         self._room = {}  # member -> messages it may still be given in this turn
         # Parked runs (first, last, delivery count), heaps in seq-id order: per member
         # whose window was full, of slots moving, of messages without a key.
@@ -225,6 +227,19 @@ class KeyRouting:
             del self._slots[next(iter(self._slots))]
         self._slots[entry.first_seq] = (entry.data, slots)
         return slots
+
+    def cut(self, entry, first: int, last: int):
+        """The entry to send for seq-ids first..last of `entry`: the entry itself when
+        they are more than half of it, else an entry of their own (EntrySlices, as a
+        filtered subscriber is sent), so that a member is not sent a whole entry's bytes
+        for every run of its keys in it."""
+        if 2 * (last - first + 1) > entry.last_seq - entry.first_seq + 1 or entry.data[1] & ENTRY_FLAG_SPARSE:
+            return entry
+        if self._cutting is None or self._cutting[0] is not entry:
+            self._cutting = (entry, EntrySlices(entry.data))
+        base = entry.first_seq
+        data = self._cutting[1].cut(first - base, last - base + 1)
+        return LogEntry(first, last, data, entry.publish_time_us)
 
     def split(self, entry, first: int, last: int) -> list:
         """Seq-ids first..last of `entry`, as runs [(to, first, last)]: `to` a member to

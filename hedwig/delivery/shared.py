@@ -311,7 +311,7 @@ class SharedDispatcher(AckBook):
                 for to, start, stop in keys.split(found, first, end):
                     if type(to) is list:
                         heappush(to, (start, stop, count))
-                    elif self._deliver(to, found, start, stop, count):
+                    elif self._deliver(to, keys.cut(found, start, stop), start, stop, count):
                         delivered = True
                     elif count == 1:
                         heappush(self.queue, (start, stop, count))  # (a redelivery is queued already)

@@ -31,8 +31,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.client_processes import PAYLOAD, PAYLOAD_BYTES
-from bench.figures import RESULTS_DIR, emit, load, median
-from bench.shared_bench import SET, turn
+from bench.figures import RESULTS_DIR, emit, load
+from bench.shared_bench import SET, alternate, medians
 from hedwig.testing.hubprocess import HubProcess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,20 +86,20 @@ def main(argv=None) -> int:
         "turns": [],
     }
     try:
-        for n in range(rounds):
-            for kind in KINDS:
-                topic = f"{kind}-{n}"
-                prepare(hub, topic, total, kind, args.keys, args.run)
-                before = load()
-                figures = turn(ctx, hub, topic, "s", kind, WORKERS, total)
-                report["turns"].append({"kind": kind, "load": f"{before} -> {load()}", **figures})
-                print(f"{kind} turn {n + 1}: {figures['messages_per_s']:,} msg/s", file=sys.stderr)
+        kinds = [(kind, WORKERS) for kind in KINDS]
+        alternate(
+            ctx,
+            hub,
+            report,
+            rounds,
+            kinds,
+            total,
+            lambda topic, kind: prepare(hub, topic, total, kind, args.keys, args.run),
+        )
     finally:
         hub.stop(timeout=120)
         shutil.rmtree(directory, ignore_errors=True)
-    rate = {
-        kind: median([t["messages_per_s"] for t in report["turns"] if t["kind"] == kind]) for kind in KINDS
-    }
+    rate = medians(report, KINDS)
     ratio = rate["key_shared"] / rate["shared"]
     report["figures"] = {
         "shared_msgs_per_s": rate["shared"],

@@ -2,9 +2,10 @@
 
 Every key hashes to one of SLOTS slots (CRC-32 of its bytes, its low 16 bits, as Pulsar
 hashes a sticky key into 0..65535), and the members own ranges of slots: the first
-member owns all of them; one that joins takes the upper half of the largest range (its
-owner keeps the rest, as Pulsar's auto-split mode does); one that leaves gives its
-ranges to the member owning the range before each (after it, for the first). So every
+member owns all of them; one that joins takes the top 1/n of every member's slots (n
+members now: they stay even, and only the keys it takes move, as with Pulsar's
+consistent hashing); one that leaves gives its ranges to the member owning the range
+before each (after it, for the first). So every
 message of a key goes to one member, and a change of members moves as few keys as it can.
 
 Order per key. A message of a slot is held back (parked: queued again, in seq-id order,
@@ -86,19 +87,38 @@ class KeyRouting:
         back to `queue` (the dispatcher's: some of it may be the new member's now)."""
         self.park_all(queue)
         self.parked[member] = []
-        ranges = self.ranges
-        if not ranges:
-            ranges.append((0, SLOTS - 1, member))
+        if not self.ranges:
+            self.ranges = [(0, SLOTS - 1, member)]
         else:
-            i = max(range(len(ranges)), key=lambda k: ranges[k][1] - ranges[k][0])
-            lo, hi, owner = ranges[i]
-            if hi == lo:  # (as many members as slots: it owns none)
-                return
-            middle = (lo + hi + 1) // 2
-            ranges[i : i + 1] = [(lo, middle - 1, owner), (middle, hi, member)]
-            self.moves.append((serial, middle, hi))
-            self._mark()
+            self._take_share(member, serial)
         self._rebuild()
+
+    def _take_share(self, member, serial: int) -> None:
+        """`member` takes from each member the top 1/n of its slots (n members now): the
+        members stay even, and only the keys it takes move."""
+        held = {}
+        for lo, hi, owner in self.ranges:
+            held[owner] = held.get(owner, 0) + hi - lo + 1
+        members = len(held) + 1
+        wanted = {owner: count // members for owner, count in held.items()}
+        ranges = []
+        for lo, hi, owner in reversed(self.ranges):
+            take = min(wanted[owner], hi - lo + 1)
+            if take:
+                wanted[owner] -= take
+                ranges.append((hi - take + 1, hi, member))
+                self.moves.append((serial, hi - take + 1, hi))
+                hi -= take
+            if lo <= hi:
+                ranges.append((lo, hi, owner))
+        merged = []
+        for lo, hi, owner in reversed(ranges):
+            if merged and merged[-1][2] is owner:
+                merged[-1] = (merged[-1][0], hi, owner)
+            else:
+                merged.append((lo, hi, owner))
+        self.ranges = merged
+        self._mark()
 
     def leave(self, member, queue) -> None:
         """`member` left: its ranges go to their neighbours; what was parked goes back to

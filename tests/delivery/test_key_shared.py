@@ -277,7 +277,8 @@ def test_key_ranges_cover_every_slot_through_joins_and_leaves():
         routing.join(member, i, [])
         assert sum(hi - lo + 1 for lo, hi, _ in routing.ranges) == SLOTS
         assert len(routing.owners) == SLOTS
-    assert {routing.slots_held(m) for m in members} <= {SLOTS // 8, SLOTS // 4}
+    held = [routing.slots_held(m) for m in members]
+    assert max(held) - min(held) <= len(members), f"even: {held}"
     for member in members[::2]:
         routing.leave(member, [])
         assert sum(hi - lo + 1 for lo, hi, _ in routing.ranges) == SLOTS

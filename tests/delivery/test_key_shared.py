@@ -340,3 +340,25 @@ def test_a_backlog_of_many_keys_goes_out_whole_as_members_join_with_no_timer_fir
     assert world.row()["consumed_seq"] == 10_000 and world.row()["queued"] == 0
     assert all(len(channel.seqs()) > 1000 for channel in members), "every member took a share"
     assert world.row()["redeliveries"] == 0
+
+
+def test_a_pull_member_of_a_key_shared_subscription_fetches_its_own_keys_in_order(tmp_path):
+    world = KeyOrder(tmp_path)
+    a = world.member(window=100, pull=True)
+    b = world.member(window=100, pull=True)
+    world.turn()
+    keys = [b"k%d" % (i % 10) for i in range(40)]
+    world.publish(keys)
+    assert a.seqs() == [] and b.seqs() == [], "nothing is pushed"
+    world.h.manager.fetch("t", "w", a, 5, 1.0)
+    world.turn()
+    assert len(a.seqs()) == 5 and b.seqs() == []
+    world.h.manager.fetch("t", "w", b, 100, 1.0)
+    world.turn()
+    of_a = {world.key_of[s] for s in a.seqs()}
+    assert not of_a & {world.key_of[s] for s in b.seqs()}, "each key on one member"
+    world.ack_all(a)
+    world.ack_all(b)
+    world.h.manager.fetch("t", "w", a, 100, 1.0)
+    world.turn()
+    assert sorted(a.seqs() + b.seqs()) == list(range(1, 41))

@@ -41,6 +41,7 @@ KEYLESS = -1
 # bound; the members' windows are what normally bounds them).
 MAX_PARKED_RUNS = 4096
 _KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry again)
+_NOT_KEPT = object()
 
 
 def entry_slots(data):
@@ -67,7 +68,7 @@ class KeyRouting:
         self.owners = []  # slot -> member
         self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
         self.moving = None  # bytearray: 1 for a slot of a pending move (None: none pending)
-        self._slots = {}  # entry's first seq-id -> (its data, its slots)
+        self._slots = {}  # (entry's first seq-id, last seq-id, size) -> its slots
         self._cutting = None  # (the entry runs were last cut from, its EntrySlices)
         self._room = {}  # member -> messages it may still be given in this turn
         # Parked runs (first, last, delivery count), heaps in seq-id order: per member
@@ -238,14 +239,16 @@ class KeyRouting:
         return any(left > 0 for left in self._room.values())
 
     def slots(self, entry):
-        """The slots of `entry`'s messages (entry_slots), hashed once while it is kept."""
-        kept = self._slots.get(entry.first_seq)
-        if kept is not None and kept[0] is entry.data:
-            return kept[1]
+        """The slots of `entry`'s messages (entry_slots), hashed once while it is kept
+        (by its seq-ids and size: the entry's bytes are not held here)."""
+        known = (entry.first_seq, entry.last_seq, len(entry.data))
+        kept = self._slots.get(known, _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            return kept
         slots = entry_slots(entry.data)
         if len(self._slots) >= _KEPT_ENTRIES:
             del self._slots[next(iter(self._slots))]
-        self._slots[entry.first_seq] = (entry.data, slots)
+        self._slots[known] = slots
         return slots
 
     def cut(self, entry, first: int, last: int):

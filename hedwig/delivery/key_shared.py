@@ -5,25 +5,27 @@ hashes a sticky key into 0..65535), and the members own ranges of slots: the fir
 member owns all of them; one that joins takes the top 1/n of every member's slots (n
 members now: they stay even, and only the keys it takes move, as with Pulsar's
 consistent hashing); one that leaves gives its ranges to the member owning the range
-before each (after it, for the first). So every
-message of a key goes to one member, and a change of members moves as few keys as it can.
+before each (after it, for the first). So every message of a key goes to one member,
+and a change of members moves as few keys as it can.
 
-Order per key. A message of a slot is held back (parked: queued again, in seq-id order,
-and tried again on the dispatcher's next turn) while
-- an earlier message of the same slot is held back in this turn (no member's window, or
-  the slot is moving): a later one never overtakes it; a redelivery, taken back from a
-  member that NACKed it, timed out or left, goes out before anything later of its slot;
-- its slot moved to a member that joined, and a lease made before the join is still
-  held: the slot's earlier messages may be in flight at its old owner, and a key moves
-  only once they are acknowledged (or taken back). A member leaving moves its slots at
-  once: everything it held is taken back and goes out again first.
+Order per key. A message is held back (parked, on a heap in seq-id order) while its
+slot's owner has no room (on that member's heap, taken again once it has room), or its
+slot moved to a member that joined and a lease made before the join is still held (on
+the moving slots' heap, taken again once a move ends): the slot's earlier messages may
+be in flight at its old owner, and a key moves only once they are acknowledged (or
+taken back). A member leaving moves its slots at once: everything it held is taken
+back and goes out again first. A turn takes runs from the dispatcher's queue and the
+heaps whose members have room, always the lowest seq-id first, and reads new seq-ids
+only after them: a later message of a slot never overtakes an earlier one, and a
+redelivery (NACK, ack timeout, a member leaving) goes out before anything later of its
+slot. When members change, every parked run goes back to the queue to be split again.
 Messages without a key go to the members in turn, a run of an entry at a time.
 
 The work is per entry where it can be: an entry's slots are hashed once (kept for the
 last few entries), an entry without keys goes whole as a shared subscription's does,
-and the messages of a run that go to one member go as one slice of the entry. Parked
-runs are bounded (MAX_PARKED_RUNS): beyond them the dispatcher reads nothing new until
-the members take what waits.
+and the messages of a run that go to one member go as one delivery (as an entry of its
+own when it is under half of its entry). Parked runs are bounded (MAX_PARKED_RUNS):
+beyond them the dispatcher reads nothing new until the members take what waits.
 """
 
 import zlib

@@ -102,6 +102,27 @@ def turn(ctx, hub, topic, subscriber_id, kind, members, total) -> dict:
     }
 
 
+def alternate(ctx, hub, report, rounds, kinds, total, prepare_turn) -> None:
+    """`rounds` turns of each (kind, members) of `kinds`, alternating (so that load drift
+    hits all), each over the backlog `prepare_turn(topic, kind)` makes for subscription
+    "s"; their figures appended to report["turns"]."""
+    for n in range(rounds):
+        for kind, members in kinds:
+            topic = f"{kind}-{n}"
+            prepare_turn(topic, kind)
+            before = load()
+            figures = turn(ctx, hub, topic, "s", kind, members, total)
+            report["turns"].append({"kind": kind, "load": f"{before} -> {load()}", **figures})
+            print(f"{kind} turn {n + 1}: {figures['messages_per_s']:,} msg/s", file=sys.stderr)
+
+
+def medians(report, kinds) -> dict:
+    """kind -> the median messages_per_s of its turns."""
+    return {
+        kind: median([t["messages_per_s"] for t in report["turns"] if t["kind"] == kind]) for kind in kinds
+    }
+
+
 def prepare(hub, topic, total, subscriber_ids) -> None:
     """The backlog, and each subscription created at its start (the earliest)."""
     from hedwig.client import Client
@@ -139,21 +160,20 @@ def main(argv=None) -> int:
         "turns": [],
     }
     try:
-        for n in range(rounds):
-            for kind, members in (("exclusive", 1), ("shared", WORKERS)):
-                topic = f"{kind}-{n}"
-                prepare(hub, topic, total, [("s", kind)])
-                before = load()
-                figures = turn(ctx, hub, topic, "s", kind, members, total)
-                report["turns"].append({"kind": kind, "load": f"{before} -> {load()}", **figures})
-                print(f"{kind} turn {n + 1}: {figures['messages_per_s']:,} msg/s", file=sys.stderr)
+        kinds = (("exclusive", 1), ("shared", WORKERS))
+        alternate(
+            ctx,
+            hub,
+            report,
+            rounds,
+            kinds,
+            total,
+            lambda topic, kind: prepare(hub, topic, total, [("s", kind)]),
+        )
     finally:
         hub.stop(timeout=120)
         shutil.rmtree(directory, ignore_errors=True)
-    rate = {
-        kind: median([t["messages_per_s"] for t in report["turns"] if t["kind"] == kind])
-        for kind in ("exclusive", "shared")
-    }
+    rate = medians(report, ("exclusive", "shared"))
     ratio = rate["shared"] / rate["exclusive"]
     report["figures"] = {
         "exclusive_msgs_per_s": rate["exclusive"],

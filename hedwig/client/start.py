@@ -11,7 +11,7 @@ from datetime import datetime
 
 from hedwig.protocol.position import SubscriptionPosition
 from hedwig.protocol.shared_position import SharedPosition
-from hedwig.protocol.work_requests import SubscribeOptions, check_options
+from hedwig.protocol.work_requests import SubscribeOptions, check_options, per_message
 
 
 def wire_start(start):
@@ -71,7 +71,7 @@ def position_as_asked(
     """The position of a subscription as an application asks any client for it (`config`:
     the client's ClientConfig): `start` in any form wire_start takes, `window` None for
     the client's own; `deliver` True (or "push"), "pull", or False (acknowledgement only);
-    `kind` "exclusive" or "shared"; `options`: ack_timeout (seconds), max_deliveries,
+    `kind` "exclusive", "shared" or "key_shared"; `options`: ack_timeout (seconds), max_deliveries,
     dead_letter_topic, message_bound, filter (a message selector's text; None or blank:
     every message) and replace_filter (True: an existing subscription takes this filter
     in place of its own; without it a different filter is refused, ResubscribeRequired).
@@ -101,7 +101,7 @@ def position_as_asked(
     )
     check_options(wanted, deliver is not False)
     window = config.window if window is None else window
-    if kind == "shared" or wanted.pull:
+    if per_message(kind, wanted.pull):
         return SharedPosition(
             topic, subscriber_id, mode, wire_start(start), window, force_attach, wanted, config.ack_every
         )

@@ -88,6 +88,12 @@ def add_subscribe(subparsers, client_options):
         " member and is acknowledged by itself (run several to share the work)",
     )
     work.add_argument(
+        "--key-shared",
+        action="store_true",
+        help="as --shared, and every message of a key goes to one member, in publish order"
+        " (a key_shared subscription: messages without a key go to any member)",
+    )
+    work.add_argument(
         "--ack-timeout",
         type=positive_seconds,
         metavar="SECONDS",
@@ -125,8 +131,13 @@ def add_subscribe(subparsers, client_options):
 
 def _subscribe_options(args) -> dict:
     """The work-queue options and message bound the command line gives (only those given)."""
-    if not args.shared and (args.ack_timeout or args.max_deliveries or args.dead_letter_topic):
-        raise CommandError("--ack-timeout, --max-deliveries and --dead-letter-topic need --shared")
+    if args.shared and args.key_shared:
+        raise CommandError("--shared and --key-shared: choose one")
+    work_options = args.ack_timeout or args.max_deliveries or args.dead_letter_topic
+    if not (args.shared or args.key_shared) and work_options:
+        raise CommandError(
+            "--ack-timeout, --max-deliveries and --dead-letter-topic need --shared or --key-shared"
+        )
     options = {
         "ack_timeout": args.ack_timeout,
         "max_deliveries": args.max_deliveries,
@@ -140,10 +151,16 @@ def _subscribe_options(args) -> dict:
     return options
 
 
+def _kind(args) -> str:
+    if args.key_shared:
+        return "key_shared"
+    return "shared" if args.shared else "exclusive"
+
+
 def subscribe(args) -> int:
     """print a durable subscription's messages, one per line, acknowledging each once its
     line is printed (the subscription resumes after it); the topic must exist unless --create;
-    --shared joins a shared subscription as one of its members"""
+    --shared joins a shared subscription as one of its members, --key-shared a key_shared one"""
     start = _start(args.start)
     options = _subscribe_options(args)
     if args.window is not None and args.window < 0:
@@ -165,7 +182,7 @@ def subscribe(args) -> int:
                 args.subscriber_id,
                 start=start,
                 window=args.window,
-                kind="shared" if args.shared else "exclusive",
+                kind=_kind(args),
                 **options,
             )
         except (ValueError, WrongSubscriptionKind) as e:
@@ -188,7 +205,7 @@ def _print_and_acknowledge(sub, args, printer, fmt, stop) -> int:
     acknowledge what was printed (Printer: once the reader took it), until --count,
     --idle, a signal or the reader going away; how many were printed."""
     received = 0
-    shared = args.shared
+    shared = args.shared or args.key_shared
     deadline = None if args.idle is None else time.monotonic() + args.idle
     while (args.count is None or received < args.count) and not stop.requested:
         wait = STOP_CHECK_S if deadline is None else min(STOP_CHECK_S, deadline - time.monotonic())

@@ -99,7 +99,7 @@ def _work_queue_lines(sub: dict) -> list[str]:
     letters and settings), what a message bound skipped, and its filter, as an indented
     line each."""
     lines = []
-    if sub.get("kind") == "shared" or sub.get("delivery") == "pull":
+    if sub.get("kind") in ("shared", "key_shared") or sub.get("delivery") == "pull":
         lines.append(
             f"    {sub.get('kind')} {sub.get('delivery')}: {sub.get('members')} member(s), "
             f"pending {sub.get('pending')}, queued {sub.get('queued')}, "

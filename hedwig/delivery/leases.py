@@ -16,10 +16,11 @@ from bisect import bisect_left, bisect_right
 class Lease:
     """One delivery: `held` seq-ids of it are still unacknowledged and not taken back."""
 
-    __slots__ = ("count", "deadline", "first", "held", "last", "member")
+    __slots__ = ("count", "deadline", "first", "held", "last", "member", "serial")
 
-    def __init__(self, member, first: int, last: int, count: int, deadline: float):
+    def __init__(self, member, first: int, last: int, count: int, deadline: float, serial: int = 0):
         self.member = member
+        self.serial = serial  # its place among the subscription's leases, in the order made
         self.first = first
         self.last = last
         self.count = count  # the how-manieth delivery of these seq-ids this is

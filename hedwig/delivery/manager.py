@@ -55,6 +55,7 @@ from hedwig.delivery.start import consumed_for_start, resolve_time
 from hedwig.delivery.topic_table import SubscriptionTables
 from hedwig.meta.interface import NEW, SubscriptionState
 from hedwig.protocol.status import Status, SubscriptionEvent
+from hedwig.protocol.work_requests import per_message
 
 MODES = ("create", "attach", "create_or_attach")
 _UNCHANGED = object()  # (a SUBSCRIBE that keeps the subscription's filter)
@@ -100,7 +101,7 @@ class DeliveryManager:
         """A topic's subscriptions were loaded: shared and pull ones get their dispatchers
         (with their acknowledgements as written), bounds are checked."""
         for sid, subscription in table.subscriptions.items():
-            if subscription.kind == "shared" or subscription.pull:
+            if per_message(subscription.kind, subscription.pull):
                 dispatcher = self._queues.share(subscription, table, records[sid].value.acked)
                 try:
                     dispatcher.message_filter = self._message_filter(subscription)

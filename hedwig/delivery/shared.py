@@ -31,6 +31,7 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
 from hedwig.delivery.interface import SubscribeError
+from hedwig.delivery.key_shared import MAX_PARKED_RUNS, KeyRouting
 from hedwig.delivery.leases import Holdings, Lease
 from hedwig.delivery.shared_acks import AckBook
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
@@ -82,6 +83,9 @@ class SharedDispatcher(AckBook):
         self.dead_letter_topic = None
         # The subscription's MessageFilter (filtering.py; the manager sets it), or None.
         self.message_filter = None
+        # A key_shared subscription's routing of keys to members (key_shared.py), else None.
+        self.keys = KeyRouting() if subscription.kind == "key_shared" else None
+        self.leases_made = 0  # (each lease's serial: the moves of keys wait on those before them)
         self._evaluated = None  # (filter, entry, runs) of the last entry evaluated in steps
         self.configure(settings)
 
@@ -101,6 +105,8 @@ class SharedDispatcher(AckBook):
     def add(self, member) -> None:
         self.members[member.channel] = member
         self._order.append(member)
+        if self.keys is not None:
+            self.keys.join(member, self.leases_made, self.queue)
 
     def remove(self, member) -> None:
         """The member left (closed, disconnected, forced out): what it holds goes back,
@@ -120,6 +126,8 @@ class SharedDispatcher(AckBook):
                 heappush(self.queue, (start, end, lease.count + 1))
             else:
                 self.give_back(start, end, lease.count)
+        if self.keys is not None:
+            self.keys.leave(member, self.queue)
         self.pump_soon()  # (the next turn: a hub detaching everyone redelivers to nobody)
 
     def member_of(self, channel):
@@ -218,6 +226,8 @@ class SharedDispatcher(AckBook):
             self._settle_fetches()
 
     def _pump(self):
+        if self.keys is not None:
+            return self._pump_keyed()
         budget = self.max_burst
         log = self.table.topic_log
         self._drop_collected(log)
@@ -267,15 +277,89 @@ class SharedDispatcher(AckBook):
                 self.pump_soon()
                 return _WAIT
 
+    def _pump_keyed(self):
+        """A key_shared subscription's turn: each run split by key among the members
+        (key_shared.py); what a member cannot take now is parked for it, in seq-id order,
+        and taken again only when it has room."""
+        keys = self.keys
+        log = self.table.topic_log
+        self._drop_collected(log)
+        settled = keys.settle(self._oldest_held())
+        sources = keys.begin(self._order, self.queue, settled)
+        budget = self.max_burst
+        try:
+            while True:
+                if not keys.any_room():
+                    return _SETTLE
+                piece, heap = self._take_keyed(log, sources)
+                if piece is None:
+                    return _SETTLE
+                first, last, count = piece
+                found = log.get(first)
+                if type(found) is Deferred:
+                    if heap is not None:
+                        heappush(heap, piece)
+                    self._reading = found
+                    found.addCallbacks(self._read, self._read_failed)
+                    return _WAIT
+                end = min(last, found.last_seq)
+                if heap is not None and end < last:
+                    heappush(heap, (end + 1, last, count))
+                if heap is None:
+                    self.next_seq = end + 1
+                delivered = False
+                for to, start, stop in keys.split(found, first, end):
+                    if type(to) is list:
+                        heappush(to, (start, stop, count))
+                    elif self._deliver(to, keys.cut(found, start, stop), start, stop, count):
+                        delivered = True
+                    elif count == 1:
+                        heappush(self.queue, (start, stop, count))  # (a redelivery is queued already)
+                # (only what is delivered counts: a turn takes each parked run at most once)
+                budget -= delivered
+                if not budget:
+                    self.pump_soon()
+                    return _WAIT
+        finally:
+            keys.end()
+
+    def _take_keyed(self, log, sources):
+        """(the next run to deliver, the heap it came from): the first of the heaps whose
+        member has room (key_shared.KeyRouting.begin), else new seq-ids (heap None)
+        unless MAX_PARKED_RUNS runs are parked; (None, None) when there is none."""
+        keys = self.keys
+        while True:
+            heap = keys.next_source(sources)
+            if heap is None:
+                break
+            piece = self._take_queued(heap)
+            if piece is not None:
+                return piece, heap
+        if keys.parked_runs() >= MAX_PARKED_RUNS:
+            return None, None
+        return self._take_new(log), None
+
+    def _oldest_held(self):
+        """The serial of the oldest lease still held (None: none is)."""
+        expiry = self.expiry
+        while expiry and not expiry[0].held:
+            expiry.popleft()
+        return expiry[0].serial if expiry else None
+
     def _take(self, log):
         """(first, last, delivery count) of the next run to deliver: a redelivery first,
         else new seq-ids (skipping those acknowledged already); None when there is none
         (the dispatcher then waits for the next publish)."""
-        queue, acked = self.queue, self.acked
+        return self._take_queued(self.queue) or self._take_new(log)
+
+    def _take_queued(self, queue):
+        """(first, last, delivery count) of the first run of `queue` (a heap of runs) that
+        is not acknowledged (what was acknowledged meanwhile is done), or None."""
+        acked = self.acked
         floor = self.subscription.consumed_seq
         while queue:
             first, last, count = heappop(queue)
-            start = acked.next_gap(max(first, floor + 1))  # (what was acknowledged meanwhile is done)
+            start = acked.next_gap(max(first, floor + 1))
             if start > last:
                 continue
             following = acked.next_start(start)
@@ -283,6 +367,12 @@ class SharedDispatcher(AckBook):
             if end < last:
                 heappush(queue, (end + 1, last, count))
             return start, end, count
+        return None
+
+    def _take_new(self, log):
+        """(first, last, 1) of the seq-ids from the first never delivered, or None (the
+        dispatcher waits for the next publish)."""
+        acked = self.acked
         seq = acked.next_gap(self.next_seq)
         self.next_seq = seq
         if seq > log.last_seq:
@@ -317,7 +407,9 @@ class SharedDispatcher(AckBook):
         if self.subscription.consumed_seq + 1 < log.first_seq:
             self.skipped_by_retention += self.skip_through(log.first_seq - 1)
 
-    def _deliver(self, member, entry, first: int, last: int, count: int) -> None:
+    def _deliver(self, member, entry, first: int, last: int, count: int) -> bool:
+        """Send first..last of `entry` to `member` (count: the delivery's); False when its
+        channel failed (the member is detached; a redelivery goes back to the queue)."""
         base = entry.first_seq
         try:
             if count == 1:
@@ -329,9 +421,11 @@ class SharedDispatcher(AckBook):
             if count > 1:
                 heappush(self.queue, (first, last, count))
             self.hooks.channel_error(member)
-            return
+            return False
         n = last - first + 1
-        lease = Lease(member, first, last, count, self.clock.seconds() + self.ack_timeout_s)
+        self.leases_made += 1
+        deadline = self.clock.seconds() + self.ack_timeout_s
+        lease = Lease(member, first, last, count, deadline, self.leases_made)
         self.holdings.add(lease)
         member.held += n
         member.delivered_entries += 1
@@ -340,12 +434,14 @@ class SharedDispatcher(AckBook):
             member.credit -= n
             member.fetched += n
         if count == 1:
-            self.next_seq = last + 1
+            if last >= self.next_seq:  # (a key_shared run parked earlier is behind it)
+                self.next_seq = last + 1
         else:
             member.redelivered_messages += n
             self.redelivered += n
             self.counters.redelivered += n
         self.lease_made(lease)
+        return True
 
     def _wait_for_publish(self, log, seq: int) -> None:
         if self._tail is not None:

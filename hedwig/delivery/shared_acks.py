@@ -162,6 +162,8 @@ class AckBook:
         self.acked.drop_through(2**63)
         self.holdings.release_where(lambda lease: False)
         self.queue = []
+        if self.keys is not None:
+            self.keys.clear_parked()
         self.next_seq = seq + 1
         self.subscription.acks_changed(0)
 
@@ -176,8 +178,10 @@ class AckBook:
 
     @property
     def queued(self) -> int:
-        """Messages waiting to be delivered again (some may be acknowledged meanwhile)."""
-        return sum(last - first + 1 for first, last, _ in self.queue)
+        """Messages waiting to be delivered again (some may be acknowledged meanwhile),
+        and a key_shared subscription's held back."""
+        queued = sum(last - first + 1 for first, last, _ in self.queue)
+        return queued if self.keys is None else queued + self.keys.parked_messages()
 
     # -- dead letters ------------------------------------------------------------------------
 

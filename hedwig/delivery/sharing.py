@@ -3,7 +3,7 @@ dispatchers (shared.py), members (members.py), what the requests that act on the
 (ACK, NACK, FETCH, CONSUME of an exclusive pull one) find, the dead letters they publish
 and the hooks the dispatchers call.
 
-A subscription is made shared or pull when it is created, and stays so: its kind and
+A subscription is made shared, key_shared or pull when it is created, and stays so: its kind and
 delivery are kept in its preferences, and a SUBSCRIBE that asks for another is refused
 (WRONG_SUBSCRIPTION_KIND) rather than given what it did not ask for. Its members are
 attachments as cursors are (attachments.py), so pausing, resuming and losing a
@@ -69,6 +69,8 @@ class WorkQueues:
             raise SubscribeError(
                 Status.MALFORMED_REQUEST, "this connection takes no shared or pull subscription"
             )
+        if request.kind == "key_shared" and request.filter is not None:
+            raise SubscribeError(Status.MALFORMED_REQUEST, "a key_shared subscription takes no filter")
         if request.max_deliveries is not None:
             dead_letters = request.dead_letter_topic or f"{topic}.dlq"
             if dead_letters == topic:
@@ -200,7 +202,7 @@ class WorkQueues:
         """CONSUME of a shared or pull subscription: an exclusive pull one acknowledges
         every seq-id up to `seq` it was sent; a shared one refuses (its members' acks are
         their own, never each other's)."""
-        if subscription.kind == "shared":
+        if subscription.kind != "exclusive":
             raise SubscribeError(
                 Status.WRONG_SUBSCRIPTION_KIND,
                 f"{subscription.subscriber_id} on {subscription.topic} is shared: acknowledge with ACK",

@@ -59,7 +59,13 @@ from hedwig.protocol.layouts import (
 )
 from hedwig.protocol.ops import PROTOCOL_VERSION
 from hedwig.protocol.status import Status
-from hedwig.protocol.work_requests import SubscribeOptions, check_filter, decode_options, encode_options
+from hedwig.protocol.work_requests import (
+    SubscribeOptions,
+    check_filter,
+    decode_options,
+    encode_options,
+    per_message,
+)
 
 # -- HELLO ------------------------------------------------------------------------------------
 
@@ -170,7 +176,7 @@ class Subscribe(NamedTuple):
     deliver: bool = True  # False: acknowledgement only (no deliveries; CONSUME up to the last seq-id)
     # Shared and pull subscriptions, and message bounds (work_requests.SubscribeOptions;
     # None: not given, the subscription's own or the hub's default).
-    kind: str = "exclusive"  # "exclusive" | "shared": one attached subscriber, or any number
+    kind: str = "exclusive"  # "exclusive" | "shared" | "key_shared" (work_requests.KINDS)
     pull: bool = False  # True: nothing is pushed; FETCH asks for messages
     ack_timeout_ms: int | None = None  # a delivery not acknowledged this long goes out again
     max_deliveries: int | None = None  # deliveries of a message before it is dead-lettered
@@ -187,8 +193,8 @@ class Subscribe(NamedTuple):
 
     @property
     def per_message(self) -> bool:
-        """Shared or pull: acknowledged message by message, delivered again when not."""
-        return self.kind == "shared" or self.pull
+        """Shared, key_shared or pull: acknowledged message by message, delivered again when not."""
+        return per_message(self.kind, self.pull)
 
 
 _OPTIONS_AT = Subscribe._fields.index("kind")

@@ -21,7 +21,10 @@ from hedwig.protocol.names import InvalidName, check_topic
 from hedwig.protocol.ops import Op
 from hedwig.protocol.status import Status
 
-KINDS = ("exclusive", "shared")
+# A subscription's kind, by its code in SUBSCRIBE's options block: exclusive (one attached
+# subscriber), shared (any number of members, each message to one of them) and
+# key_shared (shared, every message of a key to one member, in seq-id order).
+KINDS = ("exclusive", "shared", "key_shared")
 # kind, delivery (0 push, 1 pull), ack_timeout_ms, max_deliveries, message_bound; then
 # str8 dead_letter_topic. 0 (or empty) means "not given".
 SUBSCRIBE_OPTIONS = struct.Struct("!BBIIQ")
@@ -66,15 +69,20 @@ _BLOCK_FIELDS = SubscribeOptions._fields.index("filter")  # the fields the optio
 MAX_FILTER_BYTES = 0xFFFF
 
 
+def per_message(kind: str, pull: bool) -> bool:
+    """Whether a subscription of `kind` and delivery is acknowledged message by message
+    (shared, key_shared or pull), and delivered again when it is not."""
+    return kind != "exclusive" or pull
+
+
 def check_options(options: SubscribeOptions, deliver: bool) -> None:
     """Refuse options that mean nothing together (a client raises ValueError at once; the
     hub answers MALFORMED_REQUEST)."""
     if options.kind not in KINDS:
-        raise ValueError(f"kind is 'exclusive' or 'shared', not {options.kind!r}")
-    per_message = options.kind == "shared" or options.pull
-    if per_message and not deliver:
+        raise ValueError(f"kind is one of {', '.join(KINDS)}, not {options.kind!r}")
+    if per_message(options.kind, options.pull) and not deliver:
         raise ValueError("an acknowledgement-only attachment (deliver=False) is exclusive and pushed")
-    if not per_message and (
+    if not per_message(options.kind, options.pull) and (
         options.ack_timeout_ms is not None
         or options.max_deliveries is not None
         or options.dead_letter_topic is not None

@@ -80,3 +80,20 @@ def test_workers_started_at_the_same_moment_both_run_and_share_the_first_small_p
         assert len(out.splitlines()) == 2  # two jobs each
     printed = sorted(line for out, _ in outcomes for line in out.decode().splitlines())
     assert printed == ["job-1", "job-2", "job-3", "job-4"]
+
+
+def test_key_shared_members_on_the_command_line_each_take_whole_keys(hub):
+    for key in ("a", "b", "c", "d"):
+        hedwig("publish", "cli-key-shared", f"{key}1", f"{key}2", f"{key}3", "--key", key, hub=hub)
+    member = ["subscribe", "cli-key-shared", "workers", "--key-shared", "--key", "--idle", "2"]
+    first = lines(hedwig(*member, "--from", "earliest", "--count", "6", hub=hub))
+    second = lines(hedwig(*member, hub=hub))
+    assert sorted(first + second) == sorted(f"{k}\t{k}{n}" for k in "abcd" for n in (1, 2, 3))
+    for taken in (first, second):
+        for key in {line.split("\t")[0] for line in taken}:
+            of_key = [line for line in taken if line.startswith(key)]
+            assert of_key == [f"{key}\t{key}{n}" for n in (1, 2, 3)], "a key whole, in order"
+    [row] = json.loads(hedwig("subscriptions", "cli-key-shared", "--json", hub=hub).stdout)
+    assert (row["kind"], row["consumed_seq"], row["pending"]) == ("key_shared", 12, 0)
+    both = hedwig("subscribe", "cli-key-shared", "workers", "--key-shared", "--shared", hub=hub)
+    assert both.returncode != 0 and b"choose one" in both.stderr

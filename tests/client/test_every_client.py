@@ -118,6 +118,35 @@ def test_members_of_a_shared_subscription_split_the_messages_each_acknowledged_o
     assert (row["kind"], row["consumed_seq"], row["pending"], row["members"]) == ("shared", 40, 0, 0)
 
 
+def test_members_of_a_key_shared_subscription_take_each_key_whole_and_in_order(connect):
+    topic = f"every-key-shared-{connect.kind}"
+    first, second = connect(), connect()
+    members = [
+        first.subscribe(topic, "workers", kind="key_shared", start="earliest", window=50),
+        second.subscribe(topic, "workers", kind="key_shared", window=50),
+    ]
+    keys = [f"k{i % 20}" for i in range(200)]
+    first.call("publish_many", topic, [b"%d" % i for i in range(200)], keys=keys)
+    got = [[], []]
+    while sum(map(len, got)) < 200:
+        for i, member in enumerate(members):
+            message = member.receive(timeout=0.2)
+            if message is not None:
+                got[i].append((message.key, message.seq))
+                member.ack(message)
+    of_member = [{key for key, _ in taken} for taken in got]
+    assert of_member[0] and of_member[1], "both members took keys"
+    assert not of_member[0] & of_member[1], "each key on one member"
+    for taken in got:
+        for key in {key for key, _ in taken}:
+            seqs = [seq for k, seq in taken if k == key]
+            assert seqs == sorted(seqs), f"{key!r} in seq-id order"
+    for member in members:
+        member.close()
+    [row] = first.call("describe", topic)["subscribers"]
+    assert (row["kind"], row["consumed_seq"], row["pending"]) == ("key_shared", 200, 0)
+
+
 def test_a_nacked_or_timed_out_message_comes_again_with_its_delivery_count(connect):
     topic = f"every-redeliver-{connect.kind}"
     client = connect()

@@ -45,6 +45,7 @@ def test_a_subscribe_without_options_is_the_body_of_old():
     "request_",
     [
         Subscribe("t", "s", kind="shared"),
+        Subscribe("t", "s", kind="key_shared", max_deliveries=3),
         Subscribe("t", "s", kind="shared", pull=True, window=5, ack_timeout_ms=1500, max_deliveries=4),
         Subscribe("t", "s", pull=True, dead_letter_topic="dead.letters", max_deliveries=1),
         Subscribe("t", "s", message_bound=1000),
@@ -68,7 +69,7 @@ def options_body(kind=1, delivery=0, ack_timeout=0, max_deliveries=0, bound=0, d
 @pytest.mark.parametrize(
     "body, status, match",
     [
-        (options_body(kind=2), Status.MALFORMED_REQUEST, "kind"),
+        (options_body(kind=3), Status.MALFORMED_REQUEST, "kind"),
         (options_body(delivery=2), Status.MALFORMED_REQUEST, "delivery"),
         (options_body(dlq=b"bad topic"), Status.INVALID_TOPIC, "dead-letter topic"),
         (options_body(kind=0, ack_timeout=10), Status.MALFORMED_REQUEST, "shared or pull"),

@@ -1,0 +1,324 @@
+"""Key_Shared routing: which member of a key_shared subscription each message goes to.
+
+Every key hashes to one of SLOTS slots (CRC-32 of its bytes, its low 16 bits, as Pulsar
+hashes a sticky key into 0..65535), and the members own ranges of slots: the first
+member owns all of them; one that joins takes the top 1/n of every member's slots (n
+members now: they stay even, and only the keys it takes move, as with Pulsar's
+consistent hashing); one that leaves gives its ranges to the member owning the range
+before each (after it, for the first). So every message of a key goes to one member,
+and a change of members moves as few keys as it can.
+
+Order per key. A message is held back (parked, on a heap in seq-id order) while its
+slot's owner has no room (on that member's heap, taken again once it has room), or its
+slot moved to a member that joined and a lease made before the join is still held (on
+the moving slots' heap, taken again once a move ends): the slot's earlier messages may
+be in flight at its old owner, and a key moves only once they are acknowledged (or
+taken back). A member leaving moves its slots at once: everything it held is taken
+back and goes out again first. A turn takes runs from the dispatcher's queue and the
+heaps whose members have room, always the lowest seq-id first, and reads new seq-ids
+only after them: a later message of a slot never overtakes an earlier one, and a
+redelivery (NACK, ack timeout, a member leaving) goes out before anything later of its
+slot. When members change, every parked run goes back to the queue to be split again.
+Messages without a key go to the members in turn, a run of an entry at a time.
+
+The work is per entry where it can be: an entry's slots are hashed once (kept for the
+last few entries), an entry without keys goes whole as a shared subscription's does,
+and the messages of a run that go to one member go as one delivery (as an entry of its
+own when it is under half of its entry). Parked runs are bounded (MAX_PARKED_RUNS):
+beyond them the dispatcher reads nothing new until the members take what waits.
+"""
+
+import zlib
+from heapq import heappush
+from itertools import pairwise, repeat
+
+from hedwig.protocol.compression import plain_message_set
+from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, EntrySlices, decode_entry_header
+from hedwig.protocol.messageset import parse_message_set
+from hedwig.topiclog.entry import LogEntry
+
+SLOTS = 1 << 16
+KEYLESS = -1
+# Runs held back at most before a key_shared subscription reads no new seq-ids (memory
+# bound; the members' windows are what normally bounds them).
+MAX_PARKED_RUNS = 4096
+_KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry again)
+_NOT_KEPT = object()
+
+
+def entry_slots(data):
+    """The slot of every message of a stored entry (KEYLESS for a message without a key),
+    or None when no message of it has a key, or it is compacted (sparse: it goes whole)."""
+    header = decode_entry_header(data)
+    if header.sparse:
+        return None
+    message_set, offset = plain_message_set(data, header.body_offset)
+    key_offsets = parse_message_set(message_set, offset).key_offsets
+    if key_offsets is None:
+        return None
+    view = message_set if isinstance(message_set, bytes) else bytes(message_set)
+    crc = zlib.crc32
+    return [crc(view[start:end]) & 0xFFFF if end > start else KEYLESS for start, end in pairwise(key_offsets)]
+
+
+class KeyRouting:
+    """The slot ranges of a key_shared subscription's members, the slots moving, and the
+    split of each run of an entry among the members (SharedDispatcher's part)."""
+
+    def __init__(self):
+        self.ranges = []  # [(lo, hi, member)], sorted, covering 0..SLOTS-1 (none: no member)
+        self.owners = []  # slot -> member
+        self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
+        self.moving = None  # bytearray: 1 for a slot of a pending move (None: none pending)
+        self._slots = {}  # (entry's first seq-id, last seq-id, size) -> its slots
+        self._cutting = None  # (the entry runs were last cut from, its EntrySlices)
+        self._room = {}  # member -> messages it may still be given in this turn
+        # Parked runs (first, last, delivery count), heaps in seq-id order: per member
+        # whose window was full, of slots moving, of messages without a key.
+        self.parked = {}
+        self.moving_parked = []
+        self.keyless_parked = []
+        self._taken_out = []  # (home, heap): parked runs taken out for this turn
+        self._moved = False  # a move ended: the moving slots' parked runs are to be taken again
+        self._turn = 0  # the next member in turn for messages without a key
+        self._keyless_to = None  # the member the current keyless run goes to
+
+    # -- members -----------------------------------------------------------------------------
+
+    def join(self, member, serial: int, queue) -> None:
+        """`member` joined; `serial`: the last lease made so far; what was parked goes
+        back to `queue` (the dispatcher's: some of it may be the new member's now)."""
+        self.park_all(queue)
+        self.parked[member] = []
+        if not self.ranges:
+            self.ranges = [(0, SLOTS - 1, member)]
+        else:
+            self._take_share(member, serial)
+        self._rebuild()
+
+    def _take_share(self, member, serial: int) -> None:
+        """`member` takes from each member the top 1/n of its slots (n members now): the
+        members stay even, and only the keys it takes move."""
+        held = {}
+        for lo, hi, owner in self.ranges:
+            held[owner] = held.get(owner, 0) + hi - lo + 1
+        members = len(held) + 1
+        wanted = {owner: count // members for owner, count in held.items()}
+        ranges = []
+        for lo, hi, owner in reversed(self.ranges):
+            take = min(wanted[owner], hi - lo + 1)
+            if take:
+                wanted[owner] -= take
+                ranges.append((hi - take + 1, hi, member))
+                self.moves.append((serial, hi - take + 1, hi))
+                hi -= take
+            if lo <= hi:
+                ranges.append((lo, hi, owner))
+        merged = []
+        for lo, hi, owner in reversed(ranges):
+            if merged and merged[-1][2] is owner:
+                merged[-1] = (merged[-1][0], hi, owner)
+            else:
+                merged.append((lo, hi, owner))
+        self.ranges = merged
+        self._mark()
+
+    def leave(self, member, queue) -> None:
+        """`member` left: its ranges go to their neighbours; what was parked goes back to
+        `queue` (the dispatcher's)."""
+        self.park_all(queue)
+        self.parked.pop(member, None)
+        ranges = [(lo, hi, None if owner is member else owner) for lo, hi, owner in self.ranges]
+        heirs = [owner for _lo, _hi, owner in ranges if owner is not None]
+        kept = []
+        for lo, hi, owner in ranges if heirs else ():
+            if owner is None:  # (to the owner of the range before it; the first's to the next)
+                owner = kept[-1][2] if kept else heirs[0]
+            if kept and kept[-1][2] is owner:
+                kept[-1] = (kept[-1][0], hi, owner)
+            else:
+                kept.append((lo, hi, owner))
+        self.ranges = kept
+        self._room.pop(member, None)
+        if self._keyless_to is member:
+            self._keyless_to = None
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        owners = []
+        for lo, hi, owner in self.ranges:
+            owners.extend(repeat(owner, hi - lo + 1))
+        self.owners = owners
+
+    def settle(self, oldest_held) -> bool:
+        """Moves end once every lease made before them is done; `oldest_held`: the serial
+        of the oldest lease still held (None: none is). Whether one ended."""
+        moves = self.moves
+        if moves and (oldest_held is None or moves[0][0] < oldest_held):
+            self.moves = [m for m in moves if oldest_held is not None and m[0] >= oldest_held]
+            self._mark()
+            return True
+        return False
+
+    def _mark(self) -> None:
+        if not self.moves:
+            self.moving = None
+            return
+        moving = bytearray(SLOTS)
+        for _serial, lo, hi in self.moves:
+            moving[lo : hi + 1] = b"\x01" * (hi - lo + 1)
+        self.moving = moving
+
+    def slots_held(self, member) -> int:
+        """How many slots `member` owns."""
+        return sum(hi - lo + 1 for lo, hi, owner in self.ranges if owner is member)
+
+    # -- parked runs --------------------------------------------------------------------------
+
+    def park_all(self, queue) -> None:
+        """Members changed (a key may have another owner): every parked run goes back to
+        `queue` (the dispatcher's), to be split again in seq-id order."""
+        for heap in (*self.parked.values(), self.moving_parked, self.keyless_parked):
+            for piece in heap:
+                heappush(queue, piece)
+            heap.clear()
+
+    def clear_parked(self) -> None:
+        for heap in (*self.parked.values(), self.moving_parked, self.keyless_parked):
+            heap.clear()
+
+    def parked_runs(self) -> int:
+        return len(self.moving_parked) + len(self.keyless_parked) + sum(map(len, self.parked.values()))
+
+    def parked_messages(self) -> int:
+        heaps = (*self.parked.values(), self.moving_parked, self.keyless_parked)
+        return sum(last - first + 1 for heap in heaps for first, last, _count in heap)
+
+    # -- a turn ------------------------------------------------------------------------------
+
+    def begin(self, members, queue, settled: bool) -> list:
+        """A dispatcher's turn begins: what each member may take now; the heaps of runs to
+        take from, as (heap, the member it waits for or None): the dispatcher's queue,
+        each member's parked runs, and those of moving slots once a move ended and of
+        messages without a key (taken out for this turn: what is parked again waits for
+        the next)."""
+        self._room = {member: member.room for member in members}
+        self._keyless_to = None
+        sources = [(queue, None)]
+        sources += [(heap, member) for member, heap in self.parked.items() if heap]
+        self._taken_out = []
+        self._moved = self._moved or settled
+        if self._moved and not self.moving_parked:
+            self._moved = False
+        elif self._moved:
+            self._taken_out.append((self.moving_parked, self.moving_parked.copy()))
+            self.moving_parked.clear()
+        if self.keyless_parked:
+            self._taken_out.append((self.keyless_parked, self.keyless_parked.copy()))
+            self.keyless_parked.clear()
+        sources += [(heap, None) for _home, heap in self._taken_out]
+        return sources
+
+    def end(self) -> None:
+        """The turn ends: what it took out and did not take goes back where it waits."""
+        for home, heap in self._taken_out:
+            if home is self.moving_parked and not heap:  # (all taken: the move is through)
+                self._moved = False
+            for piece in heap:
+                heappush(home, piece)
+        self._taken_out = []
+
+    def next_source(self, sources):
+        """The heap whose first run comes first, of those whose member has room; None."""
+        room = self._room
+        best = None
+        for heap, member in sources:
+            if heap and (member is None or room.get(member, 0) > 0) and (best is None or heap[0] < best[0]):
+                best = heap
+        return best
+
+    def any_room(self) -> bool:
+        return any(left > 0 for left in self._room.values())
+
+    def slots(self, entry):
+        """The slots of `entry`'s messages (entry_slots), hashed once while it is kept
+        (by its seq-ids and size: the entry's bytes are not held here)."""
+        known = (entry.first_seq, entry.last_seq, len(entry.data))
+        kept = self._slots.get(known, _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            return kept
+        slots = entry_slots(entry.data)
+        if len(self._slots) >= _KEPT_ENTRIES:
+            del self._slots[next(iter(self._slots))]
+        self._slots[known] = slots
+        return slots
+
+    def cut(self, entry, first: int, last: int):
+        """The entry to send for seq-ids first..last of `entry`: the entry itself when
+        they are more than half of it, else an entry of their own (EntrySlices, as a
+        filtered subscriber is sent), so that a member is not sent a whole entry's bytes
+        for every run of its keys in it."""
+        if 2 * (last - first + 1) > entry.last_seq - entry.first_seq + 1 or entry.data[1] & ENTRY_FLAG_SPARSE:
+            return entry
+        if self._cutting is None or self._cutting[0] is not entry:
+            self._cutting = (entry, EntrySlices(entry.data))
+        base = entry.first_seq
+        data = self._cutting[1].cut(first - base, last - base + 1)
+        return LogEntry(first, last, data, entry.publish_time_us)
+
+    def split(self, entry, first: int, last: int) -> list:
+        """Seq-ids first..last of `entry`, as runs [(to, first, last)]: `to` a member to
+        deliver the run to, or (a list) the heap it is parked on: its owner's (no room),
+        the moving slots' or the keyless messages' (no member has room)."""
+        slots = self.slots(entry)
+        if slots is None:
+            return self._keyless(first, last)
+        owners, moving, room, parked = self.owners, self.moving, self._room, self.parked
+        base = entry.first_seq
+        runs = []
+        run_to = run_from = None
+        seq = first
+        for slot in slots[first - base : last - base + 1]:
+            if slot == KEYLESS:
+                to = self._keyless_to
+                if to is None or room[to] <= 0:
+                    to = self._keyless_to = self._next_in_turn()
+                    if to is None:
+                        to = self.keyless_parked
+            elif moving is not None and moving[slot]:
+                to = self.moving_parked
+            else:
+                to = owners[slot]
+                if room.get(to, 0) <= 0:
+                    to = parked[to]
+            if type(to) is not list:
+                room[to] -= 1
+            if to is not run_to or run_from is None:
+                if run_from is not None:
+                    runs.append((run_to, run_from, seq - 1))
+                run_to, run_from = to, seq
+            seq += 1
+        runs.append((run_to, run_from, last))
+        return runs
+
+    def _keyless(self, first: int, last: int) -> list:
+        """A run without keys: to the next member in turn, as much as it has room for."""
+        to = self._next_in_turn()
+        if to is None:
+            return [(self.keyless_parked, first, last)]
+        end = min(last, first + self._room[to] - 1)
+        self._room[to] -= end - first + 1
+        runs = [(to, first, end)]
+        if end < last:
+            runs += self._keyless(end + 1, last)
+        return runs
+
+    def _next_in_turn(self):
+        members = list(self._room)
+        count = len(members)
+        for k in range(count):
+            member = members[(self._turn + k) % count]
+            if self._room[member] > 0:
+                self._turn = (self._turn + k + 1) % count
+                return member
+        return None

@@ -29,6 +29,7 @@ from hedwig.config.settings import (
 )
 from hedwig.config.tls_settings import check_tls_settings
 from hedwig.config.zookeeper import check_zookeeper_settings
+from hedwig.kafka.settings import check_kafka_settings
 from hedwig.observe.settings import check_http_settings
 from hedwig.protocol.framing import LINK_FRAME_MARGIN
 from hedwig.region.settings import check_region_settings
@@ -83,6 +84,7 @@ def _load_config(path, overrides) -> Config:
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
+    check_kafka_settings(config)
     check_auth_settings(config)
     check_zookeeper_settings(config)
     check_rados_settings(config)

@@ -183,7 +183,7 @@ def test_a_fetch_waiting_at_the_end_is_answered_by_the_next_publish(kafka_hub):
 
 def test_a_tombstone_and_an_unkeyed_record_in_a_compacted_topic(kafka_hub):
     with KafkaPeer(kafka_hub.kafka_port) as peer:
-        cid = peer.request(
+        peer.request(
             19,
             7,
             topics=[

@@ -5,11 +5,17 @@ and a timestamp; what a Kafka producer writes a native client reads, and the rev
 The mapping asserted (docs/kafka.md): offset = seq-id - 1, key = message key, headers
 = properties, timestamp = publish time (ms)."""
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from hedwig.client import Client
-from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.hubprocess import HubProcess, hub_environment
 from tests.kafka.clients import CLIENTS, CODECS
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +110,23 @@ def test_a_kafka_producer_and_a_native_subscriber_share_a_topic(kafka_hub, kafka
     assert [(m.seq, m.key, m.payload, m.properties) for m in got] == [
         (i + 1, key, value, dict(headers)) for i, (key, value, headers) in enumerate(records)
     ]
+
+
+def test_the_readmes_kafka_commands_run_as_written(kafka_hub, tmp_path):
+    """README's "Kafka clients" commands, in its order, through a shell, with the hub's
+    Kafka port for 9092 and its native address for the CLI's default."""
+    section = README[README.index("## Kafka clients") : README.index("## Analytics with Spark")]
+    commands = [line.strip() for line in section.splitlines() if line.startswith("    ")]
+    assert len(commands) == 3, commands
+    env = hub_environment()
+    env["HEDWIG_HUB"] = kafka_hub.address
+    outputs = []
+    for command in commands:
+        command = command.replace("127.0.0.1:9092", f"127.0.0.1:{kafka_hub.kafka_port}")
+        done = subprocess.run(
+            ["bash", "-c", command], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT
+        )
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+        outputs.append(done.stdout)
+    assert outputs[1].strip() == "k1 hello"
+    assert "hello" in outputs[2]

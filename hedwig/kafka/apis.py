@@ -16,6 +16,7 @@ from functools import partial
 
 from twisted.internet.defer import DeferredList, gatherResults, maybeDeferred, succeed
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from hedwig.hub.errors import status_for
 from hedwig.kafka.records import RecordsError, entry_batch, read_batches
@@ -23,7 +24,7 @@ from hedwig.kafka.sequences import KafkaSequences
 from hedwig.kafka.waits import FetchWait
 from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.messageset import MessageSetError
-from hedwig.protocol.names import check_topic
+from hedwig.protocol.names import InvalidName, check_topic, printable
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 
@@ -97,6 +98,8 @@ def kafka_error(failure_or_error) -> tuple:
     error = getattr(failure_or_error, "value", failure_or_error)
     if isinstance(error, RecordsError):
         return error.code, str(error), True
+    if isinstance(error, InvalidName):
+        return INVALID_TOPIC_EXCEPTION, str(error), True
     status, message, expected = status_for(error)
     return _ERRORS.get(status, UNKNOWN_SERVER_ERROR), message, expected
 
@@ -230,6 +233,8 @@ class KafkaApis:
         def refused(failure):
             code, message, expected = kafka_error(failure)
             if not expected:
+                if not isinstance(failure, Failure):
+                    failure = Failure(failure)
                 self.log.failure("Kafka produce to {topic} failed", failure, topic=topic)
             else:
                 self.hub.client_errors.warn(
@@ -237,7 +242,7 @@ class KafkaApis:
                     peer.host,
                     "Kafka client {peer}: produce to {topic} refused: {why}",
                     peer=f"{peer.host}:{peer.port}",
-                    topic=topic,
+                    topic=printable(topic),
                     why=message,
                 )
             return {"index": index, "error_code": code, "error_message": message, "base_offset": -1}

@@ -113,8 +113,10 @@ def decode_request(frame: bytes, header: RequestHeader):
         body, size = reader(frame, offset)
     except RequestError:
         raise
-    except (DecodeError, ValueError, TypeError, IndexError, OverflowError, UnicodeDecodeError) as e:
+    except DecodeError as e:
         raise RequestError(f"the body does not decode: {e}") from None
+    except Exception as e:  # kio's other refusals of a peer's bytes (KeyError: an unknown tag, ...)
+        raise RequestError(f"the body does not decode: {type(e).__name__}: {e}") from None
     if offset + size != len(frame):
         raise RequestError(f"{len(frame) - offset - size} bytes follow the body")
     return body

@@ -210,3 +210,70 @@ def test_a_tombstone_and_an_unkeyed_record_in_a_compacted_topic(kafka_hub):
     assert [(m.key, m.payload) for m in messages] == [(b"k", b"v"), (b"k", b"")]
     with Client(kafka_hub.address) as client:
         assert client.describe("compacted-wire")["compaction"] is True
+
+
+def test_mutated_requests_get_an_answer_or_a_closed_connection_and_the_hub_serves_on(kafka_hub):
+    """Fuzz: 300 mutations (bytes flipped, cut, repeated) of valid Produce, Fetch and
+    Metadata frames, each on a connection of its own; each is answered or closes the
+    connection, nothing stored is lost, and the hub serves afterwards."""
+    import random
+
+    rng = random.Random(35)
+    with Client(kafka_hub.address) as client:
+        client.publish_many("fuzz-kept", [b"a", b"b", b"c"])
+    peer = KafkaPeer(kafka_hub.kafka_port)
+    peer.close()
+    frames = []
+    for request in (
+        lambda: _produce(peer, "fuzzed", record_batch([(b"k", b"v" * 50, [("h", b"x")])], codec=1)),
+        lambda: peer.request(
+            FETCH,
+            12,
+            max_wait=0,
+            min_bytes=0,
+            topics=[
+                {
+                    "topic": "fuzz-kept",
+                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 4096}],
+                }
+            ],
+        ),
+        lambda: peer.request(3, 12, topics=[{"name": "fuzz-kept"}], allow_auto_topic_creation=False),
+    ):
+        peer.sock = _Captured()  # (the frame kept, not sent)
+        request()
+        frames.append(peer.sock.sent)
+    for _ in range(300):
+        frame = bytearray(rng.choice(frames))
+        for _ in range(rng.randint(1, 4)):
+            if len(frame) <= 5:
+                break
+            at = rng.randrange(4, len(frame))
+            kind = rng.random()
+            if kind < 0.6:
+                frame[at] = rng.randrange(256)
+            elif kind < 0.8:
+                del frame[at:]
+                frame[0:4] = struct.pack("!i", len(frame) - 4)
+            else:
+                frame[at:at] = frame[at : at + rng.randint(1, 8)]
+                frame[0:4] = struct.pack("!i", len(frame) - 4)
+        with KafkaPeer(kafka_hub.kafka_port, timeout=5, source="127.0.0.20") as fuzzed:
+            fuzzed.sock.sendall(bytes(frame))
+            fuzzed.sock.shutdown(1)  # (a frame cut short is all it will get)
+            try:
+                fuzzed.read_frame()  # an answer, or the hub's close
+            except TimeoutError:
+                raise AssertionError(f"neither answered nor closed: {bytes(frame)!r}") from None
+    assert [m.payload for m in _stored(kafka_hub, "fuzz-kept")] == [b"a", b"b", b"c"]
+    assert "Traceback" not in kafka_hub.output(), kafka_hub.output()[
+        kafka_hub.output().index("Traceback") - 600 :
+    ][:3000]
+    assert _serves(kafka_hub, kafka_hub.kafka_port)
+
+
+class _Captured:
+    sent = None
+
+    def sendall(self, data):
+        self.sent = data

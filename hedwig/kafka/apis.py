@@ -39,6 +39,7 @@ API_VERSIONS = {
     20: ("DeleteTopics", 1, 6),
     22: ("InitProducerId", 0, 4),
     32: ("DescribeConfigs", 1, 4),
+    37: ("CreatePartitions", 0, 3),
 }
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) hedwig answers.
@@ -125,6 +126,7 @@ class KafkaApis:
             20: self.delete_topics,
             22: self.init_producer_id,
             32: self.describe_configs,
+            37: self.create_partitions,
         }
 
     # -- ApiVersions, Metadata ---------------------------------------------------------------
@@ -500,6 +502,32 @@ class KafkaApis:
 
         return gatherResults([deleted(n) for n in names], consumeErrors=True).addCallback(
             lambda rows: {"throttle_time": 0, "responses": rows}
+        )
+
+    def create_partitions(self, _version, request, _peer):
+        """A hedwig topic is one partition: asking for more is INVALID_PARTITIONS (a topic
+        that does not exist: UNKNOWN_TOPIC_OR_PARTITION), nothing changed."""
+
+        def result(topic):
+            def known(exists):
+                if not exists:
+                    return {
+                        "name": topic.name,
+                        "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_message": None,
+                    }
+                return {
+                    "name": topic.name,
+                    "error_code": INVALID_PARTITIONS,
+                    "error_message": "a hedwig topic is one partition (docs/kafka.md)",
+                }
+
+            return self.hub.topics.exists(topic.name).addCallbacks(
+                known, lambda f: {"name": topic.name, "error_code": kafka_error(f)[0], "error_message": None}
+            )
+
+        return gatherResults([result(t) for t in request.topics], consumeErrors=True).addCallback(
+            lambda results: {"throttle_time": 0, "results": results}
         )
 
     def describe_configs(self, _version, request, _peer):

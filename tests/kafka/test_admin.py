@@ -5,7 +5,7 @@ DeleteTopics deletes; an idempotent producer's batches are stored once."""
 
 import confluent_kafka
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
 from hedwig.client import Client
 from hedwig.client.errors import NoSuchTopic
@@ -49,6 +49,15 @@ def test_create_topics_with_cleanup_policy_compact_makes_a_compacted_topic(kafka
         many.result(TIMEOUT_S)
     with Client(kafka_hub.address) as client, pytest.raises(NoSuchTopic):
         client.describe("kafka-many")
+
+
+def test_create_partitions_is_refused_as_a_topic_is_one_partition(kafka_hub, admin):
+    with Client(kafka_hub.address) as client:
+        client.publish("kafka-one-partition", b"x")
+    (future,) = admin.create_partitions([NewPartitions("kafka-one-partition", 3)]).values()
+    with pytest.raises(confluent_kafka.KafkaException) as refused:
+        future.result(TIMEOUT_S)
+    assert refused.value.args[0].code() == confluent_kafka.KafkaError.INVALID_PARTITIONS
 
 
 def test_describe_configs_tells_cleanup_policy_and_retention(kafka_hub, admin):

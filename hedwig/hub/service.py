@@ -243,7 +243,7 @@ class HubService(MultiService):
         if config.kafka.port:
             from hedwig.kafka.listener import kafka_listener
 
-            self.kafka_listener = kafka_listener(self.hub, config, reactor)
+            self.kafka_listener = ListenerService(*kafka_listener(self.hub, config, reactor))
             self.kafka_listener.setServiceParent(self)
         self.gc = parts.gc
         self.gc.setServiceParent(self)

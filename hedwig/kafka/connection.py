@@ -21,7 +21,7 @@ from twisted.logger import Logger
 from hedwig.kafka.apis import API_VERSIONS, UNSUPPORTED_VERSION, api_versions_answer
 from hedwig.kafka.envelope import (
     API_VERSIONS_KEY,
-    RequestError,
+    KafkaRequestError,
     decode_request,
     encode_error_only,
     encode_response,
@@ -81,7 +81,7 @@ class KafkaConnection(Protocol):
     def _request(self, frame: bytes) -> None:
         try:
             header = read_header(frame)
-        except RequestError as e:
+        except KafkaRequestError as e:
             self._refuse(str(e))
             return
         key, version = header.api_key, header.api_version
@@ -91,7 +91,7 @@ class KafkaConnection(Protocol):
             return
         try:
             request = decode_request(frame, header)
-        except RequestError as e:
+        except KafkaRequestError as e:
             self._refuse(f"{served[0]} v{version}: {e}")
             return
         slot = [None]

@@ -31,7 +31,7 @@ _I32 = struct.Struct("!i")
 _ZERO_UUID = UUID(int=0)
 
 
-class RequestError(ValueError):
+class KafkaRequestError(ValueError):
     """A request that does not decode: the connection is closed (Kafka's brokers do the same)."""
 
 
@@ -47,17 +47,17 @@ def read_header(frame: bytes) -> RequestHeader:
     """The request header v1 fields; the body starts at body_offset, past the flexible
     versions' tagged fields (read_tagged_fields) when the caller knows the API is one."""
     if len(frame) < _HEADER.size:
-        raise RequestError(f"a request of {len(frame)} bytes has no header")
+        raise KafkaRequestError(f"a request of {len(frame)} bytes has no header")
     api_key, api_version, correlation_id, length = _HEADER.unpack_from(frame)
     offset = _HEADER.size
     client_id = None
     if length >= 0:
         if offset + length > len(frame):
-            raise RequestError("the request header's client id runs past the request")
+            raise KafkaRequestError("the request header's client id runs past the request")
         client_id = frame[offset : offset + length].decode("utf-8", "replace")
         offset += length
     elif length != -1:
-        raise RequestError(f"the request header's client id has length {length}")
+        raise KafkaRequestError(f"the request header's client id has length {length}")
     return RequestHeader(api_key, api_version, correlation_id, client_id, offset)
 
 
@@ -65,7 +65,7 @@ def _uvarint(frame: bytes, offset: int) -> tuple:
     value = shift = 0
     while True:
         if offset >= len(frame) or shift > 28:
-            raise RequestError("a varint runs past the request")
+            raise KafkaRequestError("a varint runs past the request")
         byte = frame[offset]
         offset += 1
         value |= (byte & 0x7F) << shift
@@ -82,7 +82,7 @@ def skip_tagged_fields(frame: bytes, offset: int) -> int:
         size, offset = _uvarint(frame, offset)
         offset += size
         if offset > len(frame):
-            raise RequestError("a tagged field runs past the request")
+            raise KafkaRequestError("a tagged field runs past the request")
     return offset
 
 
@@ -104,21 +104,21 @@ def response_codec(api_key: int, version: int):
 
 
 def decode_request(frame: bytes, header: RequestHeader):
-    """The request body as kio's entity. RequestError when it does not decode."""
+    """The request body as kio's entity. KafkaRequestError when it does not decode."""
     _request_type, reader, flexible = request_codec(header.api_key, header.api_version)
     offset = header.body_offset
     try:
         if flexible:
             offset = skip_tagged_fields(frame, offset)
         body, size = reader(frame, offset)
-    except RequestError:
+    except KafkaRequestError:
         raise
     except DecodeError as e:
-        raise RequestError(f"the body does not decode: {e}") from None
+        raise KafkaRequestError(f"the body does not decode: {e}") from None
     except Exception as e:  # kio's other refusals of a peer's bytes (KeyError: an unknown tag, ...)
-        raise RequestError(f"the body does not decode: {type(e).__name__}: {e}") from None
+        raise KafkaRequestError(f"the body does not decode: {type(e).__name__}: {e}") from None
     if offset + size != len(frame):
-        raise RequestError(f"{len(frame) - offset - size} bytes follow the body")
+        raise KafkaRequestError(f"{len(frame) - offset - size} bytes follow the body")
     return body
 
 

@@ -1,6 +1,6 @@
 """The Kafka listener of a hub: [kafka] port on [kafka] host (plain TCP), serving
-KafkaApis over the hub. HubService starts it beside the native listener when [kafka]
-port is not 0."""
+KafkaApis over the hub. HubService listens on it beside the native listener when
+[kafka] port is not 0."""
 
 from twisted.internet.endpoints import TCP4ServerEndpoint
 
@@ -9,12 +9,10 @@ from hedwig.kafka.connection import KafkaFactory
 from hedwig.kafka.settings import listen_host, max_request_bytes
 
 
-def kafka_listener(hub, config, reactor):
-    """A ListenerService (hedwig.hub.service) for the Kafka port; its factory's `apis`
-    learn the address Metadata names once it listens."""
-    from hedwig.hub.service import ListenerService
-
+def kafka_listener(hub, config, reactor) -> tuple:
+    """(endpoint, factory) of the Kafka port; the factory's `apis` learn the address
+    Metadata names once it listens."""
     host = listen_host(config)
     apis = KafkaApis(hub, reactor, broker=(host, config.kafka.port))
     factory = KafkaFactory(apis, max_request_bytes(config), hub.client_errors)
-    return ListenerService(TCP4ServerEndpoint(reactor, config.kafka.port, interface=host), factory)
+    return TCP4ServerEndpoint(reactor, config.kafka.port, interface=host), factory

@@ -39,13 +39,17 @@ _NO_ANSWER = object()
 class KafkaConnection(Protocol):
     log = Logger()
 
-    def __init__(self, apis, max_request_bytes: int, client_errors):
+    def __init__(self, apis, max_request_bytes: int, client_errors, intake=None):
+        """`intake`: the hub's budget of partial-request bytes (hedwig.hub.intake), which
+        a request in progress holds its size of, as a native frame does."""
         self.apis = apis
         self.max_request_bytes = max_request_bytes
         self.client_errors = client_errors
+        self.intake = intake
         self._buffer = bytearray()
         self._answers = deque()  # per request in order: [bytes or None (pending) or _NO_ANSWER]
-        self._paused = False
+        self._paused = False  # past MAX_IN_FLIGHT
+        self._awaiting_intake = False  # the budget cannot hold its request in progress yet
         self.closed = False
         self.peer = None
 
@@ -55,6 +59,20 @@ class KafkaConnection(Protocol):
     def connectionLost(self, reason=None):
         self.closed = True
         self._answers.clear()
+        self._buffer.clear()
+        if self.intake is not None:
+            self.intake.release(self)
+
+    def intake_granted(self) -> None:
+        """The hub's budget holds this connection's request in progress now: read on."""
+        self._awaiting_intake = False
+        if not self._paused and not self.closed:
+            self.transport.resumeProducing()
+
+    def _hold(self, size: int) -> None:
+        if self.intake is not None and not self.intake.hold(self, size):
+            self._awaiting_intake = True
+            self.transport.pauseProducing()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -69,6 +87,7 @@ class KafkaConnection(Protocol):
                 )
                 return
             if len(buffer) < 4 + size:
+                self._hold(4 + size)
                 return
             frame = bytes(buffer[4 : 4 + size])
             del buffer[: 4 + size]
@@ -76,7 +95,9 @@ class KafkaConnection(Protocol):
             if len(self._answers) >= MAX_IN_FLIGHT and not self._paused:
                 self._paused = True
                 self.transport.pauseProducing()
-                return
+                break
+        if not self.closed and len(buffer) < 4:
+            self._hold(0)
 
     def _request(self, frame: bytes) -> None:
         try:
@@ -130,7 +151,8 @@ class KafkaConnection(Protocol):
                 self.transport.write(answer)
         if self._paused and len(answers) < MAX_IN_FLIGHT // 2 and not self.closed:
             self._paused = False
-            self.transport.resumeProducing()
+            if not self._awaiting_intake:
+                self.transport.resumeProducing()
             if self._buffer:
                 self.dataReceived(b"")
 
@@ -179,10 +201,11 @@ class KafkaFactory(Factory):
 
     noisy = False
 
-    def __init__(self, apis, max_request_bytes: int, client_errors):
+    def __init__(self, apis, max_request_bytes: int, client_errors, intake=None):
         self.apis = apis
         self.max_request_bytes = max_request_bytes
         self.client_errors = client_errors
+        self.intake = intake
 
     def buildProtocol(self, addr):
-        return KafkaConnection(self.apis, self.max_request_bytes, self.client_errors)
+        return KafkaConnection(self.apis, self.max_request_bytes, self.client_errors, self.intake)

@@ -14,5 +14,5 @@ def kafka_listener(hub, config, reactor) -> tuple:
     Metadata names once it listens."""
     host = listen_host(config)
     apis = KafkaApis(hub, reactor, broker=(host, config.kafka.port))
-    factory = KafkaFactory(apis, max_request_bytes(config), hub.client_errors)
+    factory = KafkaFactory(apis, max_request_bytes(config), hub.client_errors, hub.intake)
     return TCP4ServerEndpoint(reactor, config.kafka.port, interface=host), factory

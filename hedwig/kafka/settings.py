@@ -20,6 +20,11 @@ def check_kafka_settings(config: Config) -> None:
             f"[kafka] max_request_bytes = {kafka.max_request_bytes}: expected 0 ([hub] max_frame_bytes)"
             f" or at least {MIN_REQUEST_BYTES}"
         )
+    if max_request_bytes(config) + 4 > config.hub.max_partial_request_bytes:
+        raise ConfigError(
+            f"[kafka] max_request_bytes = {kafka.max_request_bytes}: a request must fit [hub]"
+            f" max_partial_request_bytes ({config.hub.max_partial_request_bytes})"
+        )
 
 
 def max_request_bytes(config: Config) -> int:

@@ -9,6 +9,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
+from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
 from hedwig.kafka.connection import MAX_IN_FLIGHT, KafkaConnection
 from tests.kafka.wire import KafkaPeer
@@ -84,3 +85,28 @@ def test_past_max_in_flight_it_stops_reading_until_answers_leave():
     for d in apis.pending[MAX_IN_FLIGHT:]:
         d.callback({"brokers": [], "topics": []})
     assert _answered(transport) == list(range(MAX_IN_FLIGHT + 10))
+
+
+def test_requests_in_progress_share_the_hubs_partial_request_budget():
+    intake = RequestIntake(1000)
+    apis = _Apis()
+    first, second = (KafkaConnection(apis, 1 << 20, PeerLog(Clock(), 10), intake) for _ in range(2))
+    transports = [StringTransport(), StringTransport()]
+    first.makeConnection(transports[0])
+    second.makeConnection(transports[1])
+    frame = _metadata_frame(1)
+    big_head = struct.pack("!i", 800)  # a request of 800 bytes, only begun
+    first.dataReceived(big_head + b"\0" * 10)
+    assert intake.held_by(first) == 804
+    second.dataReceived(big_head)
+    # The budget holds one of them: the second stops reading until the first is done.
+    assert transports[1].producerState == "paused" and intake.is_waiting(second)
+    first.connectionLost()
+    assert transports[1].producerState == "producing" and intake.held_by(second) == 804
+    second.dataReceived(b"\0" * 800)  # (a request that does not decode: refused, closed)
+    second.connectionLost()
+    assert intake.reserved == 0
+    third = KafkaConnection(apis, 1 << 20, PeerLog(Clock(), 10), intake)
+    third.makeConnection(StringTransport())
+    third.dataReceived(frame)
+    assert intake.reserved == 0 and len(apis.pending) == 1

@@ -39,9 +39,16 @@ _NO_ANSWER = object()
 class KafkaConnection(Protocol):
     log = Logger()
 
-    def __init__(self, apis, max_request_bytes: int, client_errors, intake=None):
+    def __init__(
+        self, apis, max_request_bytes: int, client_errors, intake=None, clock=None, frame_timeout_s=None
+    ):
         """`intake`: the hub's budget of partial-request bytes (hedwig.hub.intake), which
-        a request in progress holds its size of, as a native frame does."""
+        a request in progress holds its size of, as a native frame does; a request that
+        stops arriving for `frame_timeout_s` ([hub] frame_timeout_s, on `clock`) closes
+        the connection."""
+        self.clock = clock
+        self.frame_timeout_s = frame_timeout_s
+        self._frame_timer = None
         self.apis = apis
         self.max_request_bytes = max_request_bytes
         self.client_errors = client_errors
@@ -60,6 +67,7 @@ class KafkaConnection(Protocol):
         self.closed = True
         self._answers.clear()
         self._buffer.clear()
+        self._stop_timer()
         if self.intake is not None:
             self.intake.release(self)
 
@@ -69,7 +77,22 @@ class KafkaConnection(Protocol):
         if not self._paused and not self.closed:
             self.transport.resumeProducing()
 
+    def _stop_timer(self) -> None:
+        if self._frame_timer is not None and self._frame_timer.active():
+            self._frame_timer.cancel()
+        self._frame_timer = None
+
+    def _frame_timed_out(self) -> None:
+        self._frame_timer = None
+        self._refuse(f"a request stopped arriving for {self.frame_timeout_s:g} s")
+
     def _hold(self, size: int) -> None:
+        if self.clock is not None and not self.closed:
+            if size:  # (each read that brings more of it starts the wait again)
+                self._stop_timer()
+                self._frame_timer = self.clock.callLater(self.frame_timeout_s, self._frame_timed_out)
+            elif self._frame_timer is not None:
+                self._stop_timer()
         if self.intake is not None and not self.intake.hold(self, size):
             self._awaiting_intake = True
             self.transport.pauseProducing()
@@ -201,11 +224,22 @@ class KafkaFactory(Factory):
 
     noisy = False
 
-    def __init__(self, apis, max_request_bytes: int, client_errors, intake=None):
+    def __init__(
+        self, apis, max_request_bytes: int, client_errors, intake=None, clock=None, frame_timeout_s=None
+    ):
         self.apis = apis
         self.max_request_bytes = max_request_bytes
         self.client_errors = client_errors
         self.intake = intake
+        self.clock = clock
+        self.frame_timeout_s = frame_timeout_s
 
     def buildProtocol(self, addr):
-        return KafkaConnection(self.apis, self.max_request_bytes, self.client_errors, self.intake)
+        return KafkaConnection(
+            self.apis,
+            self.max_request_bytes,
+            self.client_errors,
+            self.intake,
+            self.clock,
+            self.frame_timeout_s,
+        )

@@ -14,5 +14,7 @@ def kafka_listener(hub, config, reactor) -> tuple:
     Metadata names once it listens."""
     host = listen_host(config)
     apis = KafkaApis(hub, reactor, broker=(host, config.kafka.port))
-    factory = KafkaFactory(apis, max_request_bytes(config), hub.client_errors, hub.intake)
+    factory = KafkaFactory(
+        apis, max_request_bytes(config), hub.client_errors, hub.intake, reactor, config.hub.frame_timeout_s
+    )
     return TCP4ServerEndpoint(reactor, config.kafka.port, interface=host), factory

@@ -110,3 +110,26 @@ def test_requests_in_progress_share_the_hubs_partial_request_budget():
     third.makeConnection(StringTransport())
     third.dataReceived(frame)
     assert intake.reserved == 0 and len(apis.pending) == 1
+
+
+def test_a_request_that_stops_arriving_closes_the_connection_after_the_frame_timeout():
+    clock = Clock()
+    intake = RequestIntake(1 << 20)
+    connection = KafkaConnection(_Apis(), 1 << 20, PeerLog(clock, 10), intake, clock, 30.0)
+    transport = StringTransport()
+    connection.makeConnection(transport)
+    frame = _metadata_frame(1)
+    connection.dataReceived(frame[:6])
+    clock.advance(20)
+    connection.dataReceived(frame[6:8])  # more of it: the wait starts again
+    clock.advance(20)
+    assert not transport.disconnecting
+    clock.advance(10)
+    assert transport.disconnecting
+    # A whole request leaves no timer behind.
+    other = KafkaConnection(_Apis(), 1 << 20, PeerLog(clock, 10), intake, clock, 30.0)
+    other_transport = StringTransport()
+    other.makeConnection(other_transport)
+    other.dataReceived(frame)
+    clock.advance(60)
+    assert not other_transport.disconnecting

@@ -29,9 +29,10 @@ $(RADOS_LINK): | $(RUN_STAMP)
 	$(PY) -m hedwig.ledger.rados_binding --link
 	touch $(RADOS_LINK)
 
-# A hub on 127.0.0.1:4080 with its data under ./data (embedded: mmap ledgers + SQLite).
+# A hub on 127.0.0.1:4080 with its data under ./data (embedded: mmap ledgers + SQLite),
+# serving Kafka clients on 127.0.0.1:9092 too (docs/kafka.md).
 run: $(RUN_STAMP) $(RADOS_LINK)
-	$(VENV)/bin/hedwig hub --data-dir ./data
+	$(VENV)/bin/hedwig hub --data-dir ./data --kafka-port 9092
 
 # Add optional extras to .venv, keeping the install editable: `make extras EXTRAS=spark`
 # (several: EXTRAS=spark,zk; the extras are setup.cfg's: spark, zk, tls, compression).

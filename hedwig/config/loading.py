@@ -33,6 +33,7 @@ from hedwig.config.settings import (
 )
 from hedwig.config.tls_settings import check_tls_settings
 from hedwig.config.zookeeper import check_zookeeper_settings
+from hedwig.kafka.settings import check_kafka_settings
 from hedwig.ledger.layout import MAX_PAGE_BYTES, RECORD_BYTES
 from hedwig.ledger.mmap_ledger import MIN_PAGE_BYTES
 from hedwig.observe.settings import check_http_settings
@@ -91,6 +92,7 @@ def _load_config(path, overrides) -> Config:
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
+    check_kafka_settings(config)
     check_auth_settings(config)
     check_zookeeper_settings(config)
     check_rados_settings(config)

@@ -2,8 +2,8 @@
 
 Sections mirror the packages: [hub], [ledger], [log], [cache], [delivery], [region],
 [tls] for the TLS listener and region links, [auth] for users and permissions, [http]
-for the status page and metrics, [zookeeper] for a region of several hubs, and [rados]
-for replicated ledgers in a Ceph cluster. This
+for the status page and metrics, [kafka] for the Kafka listener, [zookeeper] for a region
+of several hubs, and [rados] for replicated ledgers in a Ceph cluster. This
 module imports nothing of hedwig, so every layer can take its settings from here without
 depending on the loader (hedwig.config.loading), which checks sections with the region, TLS, HTTP
 and ZooKeeper code.
@@ -152,6 +152,20 @@ class HttpSettings:
 
 
 @dataclass
+class KafkaSettings:
+    # A listener speaking Kafka's wire protocol over the hub's topics (hedwig/kafka;
+    # docs/kafka.md). 0: none (the default; `make run` serves it on 9092).
+    port: int = 0
+    host: str = ""  # the address it listens on (empty: [hub] host)
+    # The host Kafka clients are told to reach this hub at in Metadata answers (empty: the
+    # address it listens on, or [zookeeper] advertised_host in a region of several hubs).
+    advertised_host: str = ""
+    # A request larger than this is refused as it starts (the connection is closed);
+    # 0: [hub] max_frame_bytes.
+    max_request_bytes: int = 0
+
+
+@dataclass
 class AuthSettings:
     enabled: bool = False  # off: every connection may do everything (the embedded default)
     users_file: str = ""  # JSON, written by `hedwig user` (hedwig/auth/users.py)
@@ -227,6 +241,7 @@ class Config:
     tls: TlsSettings = field(default_factory=TlsSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     rados: RadosSettings = field(default_factory=RadosSettings)
 

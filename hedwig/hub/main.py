@@ -98,6 +98,13 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
         " in --port each get their own",
     )
     parser.add_argument(
+        "--kafka-port",
+        type=int,
+        metavar="PORT",
+        help="serve Kafka clients (librdkafka, kcat, the Java client, kafka-python) on this port"
+        " (overrides [kafka] port; default 0: none; docs/kafka.md)",
+    )
+    parser.add_argument(
         "--zookeeper",
         metavar="HOST:PORT[,...]",
         help="run in a region of several hubs coordinated by these ZooKeeper servers (overrides"
@@ -146,6 +153,7 @@ def config_from_args(args) -> Config:
         ("port", "hub.port"),
         ("data_dir", "hub.data_dir"),
         ("http_port", "http.port"),
+        ("kafka_port", "kafka.port"),
         ("zookeeper", "zookeeper.servers"),
         ("ledger_store", "ledger.store"),
         ("rados_conf", "rados.conf_file"),

@@ -103,6 +103,7 @@ class HubService(MultiService):
         self.listener = None
         self.tls_listener = None  # with [tls] enabled
         self.http_listener = None  # with [http] port set
+        self.kafka_listener = None  # with [kafka] port set (hedwig.kafka)
         self.observer = None  # hedwig.observe.listener.HttpObserver, with [http] port set
         self.http_guard = http_guard
         self.listening = None  # see startService
@@ -178,6 +179,8 @@ class HubService(MultiService):
             self.tls_listener.listening.addCallback(self._listening_tls)
         if self.http_listener is not None:
             self.http_listener.listening.addCallbacks(self._listening_http, self._http_not_listening)
+        if self.kafka_listener is not None:
+            self.kafka_listener.listening.addCallback(self._listening_kafka)
         listening = gatherResults([s.listening for s in self.listeners], consumeErrors=True)
         listening.addErrback(lambda f: f.value.subFailure)
         if self.zk is not None:  # registered once it listens, before it relays
@@ -191,7 +194,11 @@ class HubService(MultiService):
 
     @property
     def listeners(self) -> list:
-        return [s for s in (self.listener, self.tls_listener, self.http_listener) if s is not None]
+        return [
+            s
+            for s in (self.listener, self.tls_listener, self.http_listener, self.kafka_listener)
+            if s is not None
+        ]
 
     def _start_regions(self, port):
         started = self.regions.start()
@@ -271,6 +278,11 @@ class HubService(MultiService):
             )
             self.tls_listener = ListenerService(tls_endpoint, factory)
             self.tls_listener.setServiceParent(self)
+        if config.kafka.port:
+            from hedwig.kafka.listener import kafka_listener
+
+            self.kafka_listener = ListenerService(*kafka_listener(self.hub, config, reactor))
+            self.kafka_listener.setServiceParent(self)
         self.gc = parts.gc
         self.gc.setServiceParent(self)
         self.compaction = parts.compaction
@@ -515,6 +527,22 @@ class HubService(MultiService):
             host=address.host,
             port=address.port,
             client_certificates=client_certificates,
+        )
+        return port
+
+    def _listening_kafka(self, port):
+        address = port.getHost()
+        apis = self.kafka_listener.factory.apis
+        host = self.config.kafka.advertised_host.strip()
+        if not host:
+            host = advertised_host(self.config) if self.zk is not None else address.host
+        apis.broker = (host, address.port)
+        self.log.info(
+            "hedwig hub {name}: Kafka on {host}:{port} (advertised as {advertised})",
+            name=self.hub.name,
+            host=address.host,
+            port=address.port,
+            advertised=f"{host}:{address.port}",
         )
         return port
 

@@ -23,6 +23,7 @@ import threading
 SERVING = re.compile(r"hedwig hub (\S+):(\d+) .*serving")
 TLS_LISTENING = re.compile(r"hedwig hub \S+: TLS on (\S+):(\d+) ")
 HTTP_LISTENING = re.compile(r"hedwig hub \S+: HTTP on https?://(\S+):(\d+)/")
+KAFKA_LISTENING = re.compile(r"hedwig hub \S+: Kafka on (\S+):(\d+) ")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 LOG_LINES = 10_000
@@ -43,6 +44,7 @@ class HubProcess:
         log_on_stdout: bool = False,
         tls: bool = False,
         http: bool = False,
+        kafka: bool = False,
     ):
         """`extra_args` follow the standard options (e.g. "--conf", path); `host` None
         leaves --host out (the hub's default); `log_on_stdout` for a launcher that logs
@@ -50,7 +52,8 @@ class HubProcess:
         (`tls_port`, 0 in the configuration: a free one) is read from the log too; `http`:
         serve the status page and /metrics on a free port (`http_port`, read from the log;
         without it the hub runs with --http-port 0, so hubs never contend for a port);
-        `http="auto"`: no --http-port at all, the hub's default (its port + 1)."""
+        `http="auto"`: no --http-port at all, the hub's default (its port + 1); `kafka`:
+        serve Kafka clients on a free port (`kafka_port`, kept for restarts)."""
         self.data_dir = str(data_dir)
         self.port = port
         self.extra_args = list(extra_args)
@@ -63,6 +66,7 @@ class HubProcess:
         self.tls_port = None
         self.http = http
         self.http_port = free_port() if http is True else 0
+        self.kafka_port = free_port() if kafka else 0
         self.log_on_stdout = log_on_stdout
         self.process = None
         self.log = collections.deque(maxlen=LOG_LINES)
@@ -88,7 +92,17 @@ class HubProcess:
         if self._host_option is not None:
             command += ["--host", self._host_option]
         http = [] if self.http == "auto" else ["--http-port", str(self.http_port)]
-        return [*command, "--port", str(self.port), "--data-dir", self.data_dir, *http, *self.extra_args]
+        kafka = ["--kafka-port", str(self.kafka_port)] if self.kafka_port else []
+        return [
+            *command,
+            "--port",
+            str(self.port),
+            "--data-dir",
+            self.data_dir,
+            *http,
+            *kafka,
+            *self.extra_args,
+        ]
 
     def start(self) -> "HubProcess":
         """Start the hub and wait until it serves; RuntimeError with its log if it does not."""
@@ -98,6 +112,7 @@ class HubProcess:
         found = []  # (host, port), once the hub said it serves
         tls_found = []  # its TLS port, once it said it listens for TLS
         http_found = []  # its HTTP port, once it said it listens for HTTP
+        kafka_found = []  # its Kafka port, once it said it listens for Kafka clients
         self.process = subprocess.Popen(
             self.command(),
             cwd=self.cwd,
@@ -127,7 +142,14 @@ class HubProcess:
                 http_match = HTTP_LISTENING.search(line)
                 if http_match and not http_found:
                     http_found.append(int(http_match.group(2)))
-                if found and (tls_found or not self.tls) and (http_found or not self.http):
+                if KAFKA_LISTENING.search(line):
+                    kafka_found.append(line)
+                if (
+                    found
+                    and (tls_found or not self.tls)
+                    and (http_found or not self.http)
+                    and (kafka_found or not self.kafka_port)
+                ):
                     serving.set()
             serving.set()  # the process ended: wake the starter to see that
             with logged:

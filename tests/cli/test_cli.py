@@ -162,7 +162,9 @@ def test_the_readme_make_run_command_serves_the_cli(tmp_path):
     command = make_run_command()
     assert command[1:3] == ["hub", "--data-dir"], command
     # Its options, then a free port and a scratch directory (later options win).
-    process = HubProcess(tmp_path / "data", launcher=command, host=None, cwd=ROOT, env=hub_environment())
+    process = HubProcess(
+        tmp_path / "data", launcher=command, host=None, cwd=ROOT, env=hub_environment(), kafka=True
+    )
     with process:
         env = hub_environment()
         env["HEDWIG_HUB"] = process.address

@@ -238,7 +238,7 @@ def test_make_run_starts_a_hub_that_serves_and_stops_on_ctrl_c(tmp_path):
     command = make_run_command()
     assert command[:2] == [".venv/bin/hedwig", "hub"], command
     # The command make runs, on a free port and a scratch directory (later options win).
-    with HubProcess(tmp_path / "data", launcher=command, host=None, cwd=ROOT) as process:
+    with HubProcess(tmp_path / "data", launcher=command, host=None, cwd=ROOT, kafka=True) as process:
         cli = [sys.executable, "-m", "hedwig", "--hub", process.address]
         published = subprocess.run(
             [*cli, "publish", "readme", "hello"], capture_output=True, text=True, timeout=30
@@ -251,6 +251,15 @@ def test_make_run_starts_a_hub_that_serves_and_stops_on_ctrl_c(tmp_path):
             timeout=30,
         )
         assert read.stdout.strip() == "hello", read.stderr
+        # It serves Kafka clients too (on 9092; here on a free port, given after make's).
+        assert "--kafka-port" in command
+        kcat = subprocess.run(
+            ["kcat", "-b", f"127.0.0.1:{process.kafka_port}", "-t", "readme", "-C", "-o", "beginning", "-e"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert kcat.stdout.strip() == "hello", kcat.stderr
         assert process.stop(signal.SIGINT) == 0
         assert "stopped" in process.output()
 

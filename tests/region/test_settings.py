@@ -36,7 +36,7 @@ def test_the_defaults_are_a_root_region():
         ({"retry_backoff_ms": 0}, "retry_backoff_ms = 0"),
         ({"retry_backoff_ms": 900, "max_retry_backoff_ms": 100}, "is below retry_backoff_ms"),
         ({"relay_inflight_bytes": 1000}, "relay_inflight_bytes = 1000"),
-        ({"link_timeout_s": 0.0}, "link_timeout_s = 0.0"),
+        ({"link_timeout_s": 0.0}, "link_timeout_s = 0: expected > 0"),
     ],
 )
 def test_an_impossible_region_is_refused_naming_the_setting(region, said):

@@ -11,28 +11,21 @@ Per selector (`selectors`; flat in `figures` as NAME_FIGURE): `chars`, `held_byt
 `held_per_char`, `compile_ms`; the bytes are exact for a Python build, the milliseconds
 move with the machine (compare two checkouts in one session: bench/before_after.py).
 Prints JSON; writes
-bench/results/selector_compile_bench.json.
+bench/results/selector_compile_bench.json. (A checkout from before the compact form
+lacks hedwig/testing/compiled_size.py: copy it there with this script.)
 """
 
 import argparse
-import gc
 import os
 import re
 import sys
 import time
-import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.figures import RESULTS_DIR, emit, report_start
 from hedwig.selector import DEFAULT_LIMITS, compile_selector
-
-try:  # (the shared patterns: absent before they were shared)
-    from hedwig.selector.like import forget_shared_patterns
-except ImportError:
-
-    def forget_shared_patterns():
-        pass
+from hedwig.testing.compiled_size import compiled_selector_bytes, forget_shared_patterns
 
 
 def within_limit(text: str, joiner: str) -> str:
@@ -52,22 +45,6 @@ SELECTORS = {
         " OR ".join(f"s LIKE '%a_a_a_a_a_{i:03d}%'" for i in range(200)), " OR "
     ),
 }
-
-
-def held_bytes(text: str) -> int:
-    compile_selector(text)
-    forget_shared_patterns()
-    re.purge()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        selector = compile_selector(text)
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-        del selector
 
 
 def compile_ms(text: str, repeat: int) -> float:
@@ -90,7 +67,7 @@ def main(argv=None):
     report = report_start("selector_compile_bench", argv)
     figures = {}
     for name, text in SELECTORS.items():
-        held = held_bytes(text)
+        held = compiled_selector_bytes(text)
         figures[name] = {
             "chars": len(text),
             "held_bytes": held,

@@ -13,10 +13,6 @@ Point 3: what a user's filters hold (weighed as compiled, a budget per user), an
 often it may make the hub compile one (a share of the reactor per user).
 """
 
-import gc
-import re
-import tracemalloc
-
 import pytest
 
 from hedwig.delivery.filtering import Filters, compiled_weight
@@ -25,8 +21,8 @@ from hedwig.protocol.auth_request import Credentials
 from hedwig.protocol.requests import encode_subscribe
 from hedwig.selector import DEFAULT_LIMITS, compile_selector
 from hedwig.selector.compiler import CompiledSelector
-from hedwig.selector.like import forget_shared_patterns
 from hedwig.selector.parser import parse
+from hedwig.testing.compiled_size import compiled_selector_bytes
 from hedwig.testing.hubprocess import HubProcess
 from hedwig.testing.polling import wait_until
 from tests.auth.peers import USERS, Peer, write_conf, write_users
@@ -131,27 +127,6 @@ def issue_selector() -> str:
     return text[: text.rfind(" OR ", 0, DEFAULT_LIMITS.max_length)]
 
 
-def compiled_bytes(text: str) -> int:
-    """What compiling `text` leaves allocated while its Selector lives (tracemalloc),
-    the shared compiled patterns included (they are counted for the first selector
-    that has them). Compiled once before, so that the names of the generated code are
-    the interpreter's already (interned, shared by every selector)."""
-    compile_selector(text)
-    forget_shared_patterns()
-    re.purge()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        selector = compile_selector(text)
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert selector.matches({"s": "b"}) in (True, False)
-    return held
-
-
 TYPICAL = [
     "color = 'red' AND n > 1",
     "region IN ('eu', 'us') AND (priority >= 5 OR kind LIKE 'alert%') AND amount BETWEEN 10 AND 1000",
@@ -173,11 +148,11 @@ def test_a_compiled_selector_weighs_about_what_its_text_does():
     regular expression each, ~30 bytes a character of text) included."""
     text = issue_selector()
     assert text.count("LIKE") >= 130 and len(text) <= DEFAULT_LIMITS.max_length
-    assert compiled_bytes(text) <= 4 * len(text)
+    assert compiled_selector_bytes(text) <= 4 * len(text)
     for typical in TYPICAL:
-        assert compiled_bytes(typical) <= 4096 + 8 * len(typical), typical
+        assert compiled_selector_bytes(typical) <= 4096 + 8 * len(typical), typical
     for worst in (text, *TYPICAL, *DISTINCT_UNDERSCORES):
-        assert compiled_bytes(worst) <= compiled_weight(worst), worst
+        assert compiled_selector_bytes(worst) <= compiled_weight(worst), worst
 
 
 def test_one_users_compiles_wait_their_turn_while_the_hub_serves_another(hub):

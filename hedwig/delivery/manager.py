@@ -164,6 +164,8 @@ class DeliveryManager:
         else:  # (compiled in the user's turn: refused before anything is loaded or made)
 
             def compile_filter():
+                if not getattr(channel, "is_open", True):  # (it left while this waited: not run)
+                    raise SubscribeError(Status.SERVICE_DOWN, "the connection closed")
                 self._check_filter_budget(channel, request, principal)  # (again: it waited)
                 self._filters.get(request.filter)
 

@@ -30,6 +30,7 @@ together cost at most the budget per message.
 
 import re
 from collections import OrderedDict
+from threading import Lock
 
 EXACT = "exact"
 PREFIX = "prefix"
@@ -179,6 +180,7 @@ def _segment(items: list) -> _Segment:
 
 
 _shared = OrderedDict()  # (pattern, escape) -> general LikePattern, least recently asked first
+_sharing = Lock()  # (a selector may be compiled off the reactor: a client, a test's thread)
 
 
 def like_pattern(pattern: str, escape: str | None = None) -> LikePattern:
@@ -187,18 +189,21 @@ def like_pattern(pattern: str, escape: str | None = None) -> LikePattern:
     `%a_b%`) hold one compiled pattern and its regular expression, not one each. (The
     other shapes are compiled inline: their pattern is not kept.)"""
     key = (pattern, escape)
-    found = _shared.get(key)
-    if found is not None:
-        _shared.move_to_end(key)
-        return found
+    with _sharing:
+        found = _shared.get(key)
+        if found is not None:
+            _shared.move_to_end(key)
+            return found
     made = LikePattern(pattern, escape)
     if made.shape == GENERAL:
-        _shared[key] = made
-        if len(_shared) > LIKE_PATTERNS_KEPT:
-            _shared.popitem(last=False)
+        with _sharing:
+            _shared[key] = made
+            if len(_shared) > LIKE_PATTERNS_KEPT:
+                _shared.popitem(last=False)
     return made
 
 
 def forget_shared_patterns() -> None:
     """Drop the shared patterns (a test measuring what a selector holds)."""
-    _shared.clear()
+    with _sharing:
+        _shared.clear()

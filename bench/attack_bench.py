@@ -15,7 +15,14 @@ seconds, carol's p50/p99/max (ms) measured while the attack runs:
   of an unknown producer at set 5 (the hub reads the whole topic down for it), and
   alice's known producer publishing to that topic meanwhile (her p50/p99 too);
 - filters (point 3): alice subscribing with distinct 4 KB selectors back to back on one
-  connection (each compiled on the reactor), until the hub refuses (her budget) or 300.
+  connection (each compiled on the reactor), until the hub refuses (her budget) or 300;
+- churn (point 3): alice's subscribe churn with new 4 KB selectors: `--churn-rounds`
+  times, a new connection sends 30 SUBSCRIBEs with new selectors at once (within her
+  filter budget), reads the replies and closes (her subscriptions detach, her budget is
+  free again); each selector is compiled on the reactor, in her turn
+  ([delivery] max_filter_compile_ms_per_user) where the hub has one.
+
+`--only CASE...` runs those cases alone (and quiet).
 
 Prints JSON; writes bench/results/attack_bench.json. Run through bench/before_after.py
 for the change's before and after.
@@ -39,7 +46,7 @@ from hedwig.client import Client
 from hedwig.protocol import FrameDecoder, Op, Status, encode_frame, encode_message_set
 from hedwig.protocol.auth_request import Credentials, encode_auth
 from hedwig.protocol.producer_requests import encode_idempotent_publish
-from hedwig.protocol.requests import encode_hello, encode_publish
+from hedwig.protocol.requests import encode_hello, encode_publish, encode_subscribe
 from hedwig.protocol.responses import split_response
 from hedwig.testing.hubprocess import HubProcess
 
@@ -215,9 +222,31 @@ def filters_attack(address, carol, count: int):
     return {"carol": carol.between(start, end), "subscribed": made, "refused": refused}
 
 
+def churn_attack(address, carol, rounds: int, batch: int = 30):
+    start = time.perf_counter_ns()
+    statuses = {}
+    for round_ in range(rounds):
+        alice = RawPeer(address, "alice")
+        for n in range(batch):
+            selector = distinct_selector(500 + round_ * batch + n)
+            alice.send(Op.SUBSCRIBE, encode_subscribe("attack.churn", f"c{round_}-{n}", filter=selector))
+        for _ in range(batch):
+            status = alice.reply()[0].name
+            statuses[status] = statuses.get(status, 0) + 1
+        alice.close()
+    end = time.perf_counter_ns()
+    attack_s = round((end - start) / 1e9, 2)
+    return {"carol": carol.between(start, end), "subscribes": statuses, "attack_s": attack_s}
+
+
+CASES = ("selector", "unknown_producer", "filters", "churn")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--churn-rounds", type=int, default=3)
+    parser.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     report = report_start("attack_bench", argv, entries=args.entries)
@@ -227,15 +256,20 @@ def main(argv=None):
             carol = Victim(hub.address, "carol", "attack.carol")
             try:
                 report["quiet"] = quiet(hub.address, carol, 2.0)
-                report["selector"] = selector_attack(hub.address, carol, 3)
-                report["unknown_producer"] = unknown_producer_attack(hub.address, carol, args.entries)
-                report["filters"] = filters_attack(hub.address, carol, 300)
+                if "selector" in args.only:
+                    report["selector"] = selector_attack(hub.address, carol, 3)
+                if "unknown_producer" in args.only:
+                    report["unknown_producer"] = unknown_producer_attack(hub.address, carol, args.entries)
+                if "filters" in args.only:
+                    report["filters"] = filters_attack(hub.address, carol, 300)
+                if "churn" in args.only:
+                    report["churn"] = churn_attack(hub.address, carol, args.churn_rounds)
             finally:
                 carol.stop()
-    report["figures"] = {
-        f"{case}_p99_ms": report[case]["carol"]["p99_ms"]
-        for case in ("quiet", "selector", "unknown_producer", "filters")
-    }
+    report["figures"] = {}
+    for case in ("quiet", *args.only):
+        report["figures"][f"{case}_p99_ms"] = report[case]["carol"]["p99_ms"]
+        report["figures"][f"{case}_max_ms"] = report[case]["carol"]["max_ms"]
     emit(report, RESULTS, save=not args.no_save)
 
 

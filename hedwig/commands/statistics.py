@@ -69,6 +69,7 @@ LABELS = {
         "fetches": "fetches (pull)",
         "filtering_entries": "large entries being filtered, a step at a time",
         "filtered_in_steps": "large entries filtered a step at a time",
+        "filter_compiles_waiting": "new filters waiting for their user's turn to be compiled",
     },
     "intake": {
         "max_bytes": "budget for requests still arriving",

@@ -167,6 +167,7 @@ _BOUNDS = {
         ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
         ("max_shared_window", lambda v: v >= 1, "at least 1"),
         ("max_filter_bytes_per_user", lambda v: v >= 1, "at least 1 byte"),
+        ("max_filter_compile_ms_per_user", lambda v: 1 <= v <= 1000, "milliseconds from 1 to 1000"),
     ],
 }
 

@@ -99,12 +99,16 @@ class DeliverySettings:
     # unacknowledged message is bounded by the members' windows).
     shared_window: int = 1000
     max_shared_window: int = 100_000
-    # Selectors (hedwig/delivery/filtering.py), weighed as compiled (~4 KiB + 64 bytes per
-    # character of text): the distinct filters of one user's attached subscriptions (one
-    # connection's with [auth] off) at most this much, and the compiled filters the hub
-    # keeps for later subscriptions at most filter_cache_bytes.
+    # Selectors (hedwig/delivery/filtering.py), weighed as compiled (3 KiB + 32 bytes per
+    # character of text, at most): the distinct filters of one user's attached
+    # subscriptions (one connection's with [auth] off) at most this much, and the compiled
+    # filters the hub keeps for later subscriptions at most filter_cache_bytes.
     max_filter_bytes_per_user: int = 8 * MIB
     filter_cache_bytes: int = 16 * MIB
+    # Compiling a selector new to the hub runs on the reactor: one user (one source host
+    # with [auth] off) compiles at most this many milliseconds a second, its SUBSCRIBEs
+    # waiting their turn past it (hedwig/delivery/compile_turns.py).
+    max_filter_compile_ms_per_user: int = 100
 
 
 @dataclass

@@ -252,15 +252,19 @@ NOTHING_PASSES = _NothingPasses()
 
 
 def compiled_weight(text: str) -> int:
-    """About what the compiled selector of `text` holds (bytes): its functions' code, a
-    compiled pattern per LIKE, the constants. Measured: ~5 KB for `color = 'red' AND n >
-    1`, ~210 KB for 4,096 characters of LIKE patterns with `_`; counted from the text, so
-    a budget is checked before anything is compiled."""
+    """About what the compiled selector of `text` holds (bytes), at most: its `matches`
+    function (code a few times its text's size; see hedwig.selector.compiler), and a
+    compiled pattern per distinct LIKE with `_` (a regular expression, a few hundred
+    bytes: the costliest text, ~32 bytes a character when every LIKE differs; 132 copies
+    of one pattern are one). Measured (tests/auth/test_selector_budget.py): ~2.6 KB for
+    `color = 'red' AND n > 1`, ~9 KB for 4,096 characters of one LIKE pattern repeated,
+    ~131 KB for 4,096 characters of distinct ones. Counted from the text, so a budget is
+    checked before anything is compiled."""
     return COMPILED_BYTES_BASE + COMPILED_BYTES_PER_CHAR * len(text)
 
 
-COMPILED_BYTES_BASE = 4096
-COMPILED_BYTES_PER_CHAR = 64
+COMPILED_BYTES_BASE = 3072
+COMPILED_BYTES_PER_CHAR = 32
 
 
 class Filters:
@@ -277,6 +281,10 @@ class Filters:
         self._cooperator = cooperator  # evaluates large entries in steps (MessageFilter)
         self._step = step
         self.counters = FilterCounters()
+
+    def compiled(self, text) -> bool:
+        """Whether `get(text)` compiles nothing: no filter, or one kept."""
+        return text is None or text in self._by_text or not text.strip(" \t\f\n\r")
 
     def get(self, text):
         """The MessageFilter of `text` (None for no filter: None or blank text); a

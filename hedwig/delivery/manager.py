@@ -42,6 +42,7 @@ from hedwig.delivery.ack_only import AckOnlyAttachment
 from hedwig.delivery.administration import reset_subscription
 from hedwig.delivery.attachments import Attachments
 from hedwig.delivery.bounds import MessageBounds
+from hedwig.delivery.compile_turns import CompileTurns
 from hedwig.delivery.counters import WorkQueueCounters
 from hedwig.delivery.cursor import Cursor
 from hedwig.delivery.filtered_cursor import FilteredCursor
@@ -78,6 +79,7 @@ class DeliveryManager:
             settings.filter_cache_bytes,
             cooperator=Cooperator(scheduler=lambda work: clock.callLater(0, work)),
         )
+        self._compile_turns = CompileTurns(clock, settings.max_filter_compile_ms_per_user / 1000)
         self._attachments = Attachments()
         self._tables = SubscriptionTables(metadata, clock, settings, on_loaded=self._loaded)
         self._bounds = MessageBounds(self._tables, clock, self.work)
@@ -154,12 +156,21 @@ class DeliveryManager:
         if not request.deliver:
             window = None
         try:
-            if request.filter is not None and request.deliver:
-                self._check_filter_budget(channel, request.filter, principal)
-            self._filters.get(request.filter)  # (refused before anything is loaded or made)
+            self._check_filter_budget(channel, request, principal)
         except SubscribeError as e:
             return fail(e)
-        d = resolve_time(topic_log, request.start)
+        if self._filters.compiled(request.filter):
+            d = succeed(None)
+        else:  # (compiled in the user's turn: refused before anything is loaded or made)
+
+            def compile_filter():
+                if not getattr(channel, "is_open", True):  # (it left while this waited: not run)
+                    raise SubscribeError(Status.SERVICE_DOWN, "the connection closed")
+                self._check_filter_budget(channel, request, principal)  # (again: it waited)
+                self._filters.get(request.filter)
+
+            d = self._compile_turns.run(self._compiler_of(channel, principal), compile_filter)
+        d.addCallback(lambda _: resolve_time(topic_log, request.start))
         d.addCallback(
             lambda start: self._tables.load(topic_log).addCallback(
                 self._subscribe, topic_log, channel, handle, request, window, principal, start
@@ -167,11 +178,22 @@ class DeliveryManager:
         )
         return d
 
-    def _check_filter_budget(self, channel, text: str, principal) -> None:
+    @staticmethod
+    def _compiler_of(channel, principal):
+        """Whose share of compiling a SUBSCRIBE takes (CompileTurns): its user's, or with
+        [auth] off its source host's (a connection is free to make)."""
+        if principal is not None:
+            return ("user", principal.name)
+        return ("host", getattr(channel, "peer_host", None) or id(channel))
+
+    def _check_filter_budget(self, channel, request, principal) -> None:
         """Refuse a filter new to its user (to its connection with [auth] off) that would
         take the distinct filters of that user's attached subscriptions past [delivery]
         max_filter_bytes_per_user, weighed as compiled (filtering.compiled_weight), before
         it is compiled: each costs the hub memory, and its compilation the reactor."""
+        text = request.filter
+        if text is None or not request.deliver:
+            return
         if principal is None:
             held = [attachments for c, attachments in self._attachments.channels() if c is channel]
         else:
@@ -583,6 +605,7 @@ class DeliveryManager:
         filters = self._filters.counters
         stats["filtering_entries"] = filters.evaluating
         stats["filtered_in_steps"] = filters.evaluated_in_steps
+        stats["filter_compiles_waiting"] = self._compile_turns.waiting()
         return stats
 
     def stop(self) -> Deferred:

@@ -34,14 +34,23 @@ class Selector:
     selector: one call per message. `properties` names what it reads, `reads_key` says
     whether it reads the key (a caller may skip decoding what no selector reads)."""
 
-    __slots__ = ("evaluate", "matches", "properties", "reads_key", "text")
+    __slots__ = ("_evaluate", "_limits", "matches", "properties", "reads_key", "text")
 
-    def __init__(self, text: str, tree, max_like_steps: int | None = DEFAULT_LIMITS.max_like_steps):
-        self.text = text  # (not the tree: the functions are all a filter needs to keep)
-        compiled = CompiledSelector(tree, max_like_steps)
-        self.matches, self.evaluate = compiled.functions()
+    def __init__(self, text: str, tree, limits: SelectorLimits = DEFAULT_LIMITS):
+        self.text = text  # (not the tree: `matches` is all a filter needs to keep)
+        self._limits = limits
+        compiled = CompiledSelector(tree, limits.max_like_steps)
+        self.matches = compiled.function("matches")
+        self._evaluate = None  # (compiled when first asked for: delivery never does)
         self.properties = frozenset(compiled.properties)
         self.reads_key = compiled.reads_key
+
+    def evaluate(self, properties, key=None):
+        """True, False or None (unknown) of a message (as `matches`)."""
+        if self._evaluate is None:
+            compiled = CompiledSelector(parse(self.text, self._limits), self._limits.max_like_steps)
+            self._evaluate = compiled.function("evaluate")
+        return self._evaluate(properties, key)
 
     def select(self, message_set, offset: int = 0) -> list:
         """The indexes (0-based) of the messages of a plain (decompressed) message set
@@ -88,4 +97,4 @@ def compile_selector(text, limits: SelectorLimits = DEFAULT_LIMITS) -> Selector 
     SelectorError saying where and why it is refused."""
     if text is None or not text.strip(" \t\f\n\r"):
         return None
-    return Selector(text, parse(text, limits), limits.max_like_steps)
+    return Selector(text, parse(text, limits), limits)

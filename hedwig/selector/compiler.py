@@ -17,7 +17,15 @@ properties the selector names are looked up once, at the top, then
   exactly when x is FALSE, AND is TRUE when all are and FALSE when one is, OR the
   other way round, so each condition compiles to a test of TRUE or of FALSE and Python's
   own `and` / `or` short-circuit them;
-- what has no inline form (arithmetic, comparing two properties) calls a small helper.
+- what has no inline form (arithmetic, comparing two properties, a general LIKE: `like`
+  with the pattern, shared by every selector that has it, and the selector's longest
+  value to search) calls a small helper.
+
+What a hub keeps of a compiled selector is `matches` (`evaluate` is compiled when first
+asked for), and `matches` is kept small: its constants and helpers are its own defaults
+(fast locals, one tuple), and its table of source positions, which Python keeps for
+tracebacks and which weighed twice the bytecode, says "no position" in a byte per 8
+code units (the code raises nothing).
 
 The semantics (Jakarta Messaging's, with hedwig's choices where brokers differ; see
 docs/selectors.md): a missing property is NULL and makes a comparison, arithmetic, IN,
@@ -28,8 +36,10 @@ set without typed properties, and the key) are strings when they are UTF-8, and 
 of no type otherwise (every test on them is unknown, IS NULL is false).
 """
 
+import re
+
 from hedwig.selector import syntax
-from hedwig.selector.like import ANYTHING, CONTAINS, EXACT, GENERAL, PREFIX, SUFFIX, LikePattern
+from hedwig.selector.like import ANYTHING, CONTAINS, EXACT, GENERAL, PREFIX, SUFFIX, like_pattern
 
 NUMBER_TYPES = frozenset((int, float))
 NOT3 = {True: False, False: True, None: None}
@@ -135,6 +145,18 @@ def plus(a):
     return a if a.__class__ in NUMBER_TYPES else None
 
 
+def like(pattern, value, limit):
+    if value.__class__ is not str or len(value) > limit:  # (past the budget: unknown, like.py)
+        return None
+    return pattern.matches(value)
+
+
+def not_like(pattern, value, limit):
+    if value.__class__ is not str or len(value) > limit:
+        return None
+    return not pattern.matches(value)
+
+
 HELPERS = {  # (the only names the code knows: it runs without builtins)
     "bytes": bytes,
     "str": str,
@@ -154,7 +176,34 @@ HELPERS = {  # (the only names the code knows: it runs without builtins)
     "divide": divide,
     "negate": negate,
     "plus": plus,
+    "like": like,
+    "not_like": not_like,
 }
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")  # (in the compiler's own text: no strings in it)
+
+
+def _by_number(name: str):
+    return (0, int(name[1:])) if name[0] == "c" and name[1:].isdigit() else (1, name)
+
+
+NO_LIMIT = 1 << 62  # (LIKE_LIMIT of a selector with no budget: longer than any str)
+
+
+def _without_positions(code):
+    """`code` with a line table that says "no position" for every instruction. The
+    compiler's table gives each instruction its line and columns in the generated source
+    (one long line: its widest form), over twice the bytecode itself, for tracebacks of
+    code that raises nothing; this one is a byte per 8 code units (CPython 3.11+'s
+    format, Objects/locations.md: entries of code 15)."""
+    units = len(code.co_code) // 2
+    table = bytearray()
+    while units > 0:
+        length = min(8, units)
+        table.append(0x80 | (15 << 3) | (length - 1))
+        units -= length
+    return code.replace(co_linetable=bytes(table))
+
+
 _ARITHMETIC = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
 _COMPARISON = {
     "=": "equal",
@@ -239,44 +288,79 @@ def _folded(operands) -> list:
 
 
 class CompiledSelector:
-    """The source of a selector's two functions and the values they are made with."""
+    """The source of a selector's two functions and the values they are made with.
+
+    `matches` is written at once (it is what delivery calls); `evaluate` only when asked
+    for (`function("evaluate")`): a hub keeps thousands of compiled selectors and calls
+    `evaluate` on none of them."""
 
     def __init__(self, tree, max_like_steps: int | None = None):
         self.constants = {}  # parameter name -> value
         self.properties = {}  # property name -> the local holding its value
         self.reads_key = False
+        self._tree = tree
         self._temps = 0
-        self._likes = {}  # (pattern, escape) -> LikePattern: compiled once for both functions
-        self._like_constants = {}  # (pattern, escape, negated) -> the parameter of its evaluate
+        self._likes = {}  # (pattern, escape) -> LikePattern: one for every use in the selector
+        self._like_constants = {}  # (pattern, escape) -> the parameter of its LikePattern
         self.like_steps = 0  # per character of a value, all general LIKEs of `matches` together
         self._counting = True
-        matches = self._test(tree, True)
+        self._bodies = {"matches": self._test(tree, True)}
         self._counting = False
-        self._temps = 0
-        evaluate = self._condition_value(tree)
+        # (like.py: each general pattern searches values of at most this many characters)
+        self.like_limit = NO_LIMIT
         if max_like_steps is not None and self.like_steps:
-            # (like.py: each general pattern searches values of at most this many characters)
-            limit = max(1, max_like_steps // self.like_steps)
-            for pattern in self._likes.values():
-                if pattern.shape == GENERAL:
-                    pattern.max_value_chars = limit
+            self.like_limit = max(1, max_like_steps // self.like_steps)
+
+    def _body(self, name: str) -> str:
+        body = self._bodies.get(name)
+        if body is None:  # (evaluate: its temporaries numbered from 1 again)
+            self._temps = 0
+            body = self._bodies[name] = self._condition_value(self._tree)
+        return body
+
+    def source_of(self, *names) -> str:
+        """The source of a factory `make` of the functions `names` ("matches",
+        "evaluate"), which it returns in that order."""
+        bodies = [(name, self._body(name)) for name in names]
         fetch = [f"        {local} = P.get({name})" for local, name in self.properties.values()]
         for local, _name in self.properties.values():
             fetch.append(f"        if {local}.__class__ is bytes: {local} = text_of({local})")
         if self.reads_key:
             fetch.append("        k = None if K is None else text_of(K)")
-        parameters = ", ".join([*self.constants, *HELPERS])
+        parameters = ", ".join([*self.constants, "LIKE_LIMIT", *HELPERS])
         lines = [f"def make({parameters}):"]
-        for name, body in (("matches", matches), ("evaluate", evaluate)):
-            lines += [f"    def {name}(P, K=None):", *fetch, f"        return {body}"]
-        lines.append("    return matches, evaluate")
-        self.source = "\n".join(lines) + "\n"
+        for name, body in bodies:
+            code = [*fetch, f"        return {body}"]
+            # (what it uses of make's parameters as its own defaults: read as fast locals,
+            # and held in one tuple, not a cell each)
+            used = sorted(set(_NAME.findall("\n".join(code))) & self._parameters(), key=_by_number)
+            defaults = "".join(f", {used_name}={used_name}" for used_name in used)
+            lines += [f"    def {name}(P, K=None{defaults}):", *code]
+        lines.append(f"    return ({', '.join(names)},)")
+        return "\n".join(lines) + "\n"
 
-    def functions(self):
-        """(matches, evaluate): the source compiled and run without builtins."""
+    def _parameters(self) -> set:
+        return {*self.constants, "LIKE_LIMIT", *HELPERS}
+
+    @property
+    def source(self) -> str:
+        return self.source_of("matches", "evaluate")
+
+    def functions(self, names=("matches", "evaluate")):
+        """The functions `names`, their source compiled and run without builtins, and
+        without positions in their source (_without_positions)."""
+        source = self.source_of(*names)
         namespace = {"__builtins__": {}}
-        exec(compile(self.source, "<selector>", "exec"), namespace)  # the compiler's own text
-        return namespace["make"](**self.constants, **HELPERS)
+        exec(compile(source, "<selector>", "exec"), namespace)  # the compiler's own text
+        # (popped: the functions' globals are `namespace`, and `make` holds their first code)
+        made = namespace.pop("make")(**self.constants, LIKE_LIMIT=self.like_limit, **HELPERS)
+        for function in made:
+            function.__code__ = _without_positions(function.__code__)
+        return made
+
+    def function(self, name: str):
+        """One of the functions: "matches" or "evaluate"."""
+        return self.functions((name,))[0]
 
     # -- names -------------------------------------------------------------------------------
 
@@ -452,18 +536,16 @@ class CompiledSelector:
         key = (node.pattern, node.escape)
         pattern = self._likes.get(key)
         if pattern is None:
-            pattern = self._likes[key] = LikePattern(node.pattern, node.escape)
+            pattern = self._likes[key] = like_pattern(node.pattern, node.escape)
         shape = pattern.shape
         if shape == GENERAL:  # three-valued: unknown for a value past its budget (like.py)
             if self._counting:
                 self.like_steps += pattern.steps_per_char
-            constant = self._like_constants.get((*key, node.negated))
+            constant = self._like_constants.get(key)
             if constant is None:
-                function = pattern.evaluate_not if node.negated else pattern.evaluate
-                constant = self._like_constants[(*key, node.negated)] = self._constant(function)
-            if want == "value":
-                return f"({constant}({again}) if {first}.__class__ is str else None)"
-            return f"{first}.__class__ is str and {constant}({again}) is {want == 'true'}"
+                constant = self._like_constants[key] = self._constant(pattern)
+            call = f"{'not_like' if node.negated else 'like'}({constant}, {first}, LIKE_LIMIT)"
+            return call if want == "value" else f"{call} is {want == 'true'}"
         if shape == ANYTHING:
             match = "True"
         else:

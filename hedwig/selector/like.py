@@ -21,14 +21,16 @@ compiler writes those inline.
 The general matcher's cost is still the value's length times `steps_per_char` (the
 lengths of its pieces with `_`, 1 for each other piece), and a message's property may
 be a megabyte: a hundred such patterns over it ran for seconds on the reactor. So the
-compiler gives each general pattern of a selector `max_value_chars`, the budget of one
-evaluation (SelectorLimits.max_like_steps) over the steps per character of all of them;
-a longer value is not searched: `evaluate` says unknown (the message does not pass, as
-for a value of the wrong type), and a selector's LIKEs together cost at most the budget
-per message.
+compiler gives the general patterns of a selector a longest value (its `like_limit`),
+the budget of one evaluation (SelectorLimits.max_like_steps) over the steps per
+character of all of them; a longer value is not searched: the LIKE is unknown (the
+message does not pass, as for a value of the wrong type), and a selector's LIKEs
+together cost at most the budget per message.
 """
 
 import re
+from collections import OrderedDict
+from threading import Lock
 
 EXACT = "exact"
 PREFIX = "prefix"
@@ -36,6 +38,8 @@ SUFFIX = "suffix"
 CONTAINS = "contains"
 ANYTHING = "anything"
 GENERAL = "general"
+# How many general patterns like_pattern keeps for the next selector that has one.
+LIKE_PATTERNS_KEPT = 512
 
 _ANY_ONE = object()  # `_` in a segment
 
@@ -121,18 +125,11 @@ class _Segment:
 
 class LikePattern:
     """A compiled pattern: `shape` (EXACT, PREFIX, SUFFIX, CONTAINS, ANYTHING, GENERAL),
-    `literal` (the text of the first four shapes), and `matches(value)` for any."""
+    `literal` (the text of the first four shapes), and `matches(value)` for any. It holds
+    nothing of the selector it is in (the selector's budget is the compiler's), so one
+    serves every selector with the same pattern (like_pattern)."""
 
-    __slots__ = (
-        "first",
-        "last",
-        "literal",
-        "max_value_chars",
-        "middle",
-        "pattern",
-        "shape",
-        "steps_per_char",
-    )
+    __slots__ = ("first", "last", "literal", "middle", "pattern", "shape", "steps_per_char")
 
     def __init__(self, pattern: str, escape: str | None = None):
         self.pattern = pattern
@@ -151,25 +148,10 @@ class LikePattern:
             self.shape, self.literal = CONTAINS, "".join(raw[1])
         else:
             self.shape = GENERAL
-        self.first = _Segment(raw[0])
-        self.last = _Segment(raw[-1]) if len(raw) > 1 else None
-        self.middle = [_Segment(segment) for segment in raw[1:-1] if segment]
+        self.first = _segment(raw[0])
+        self.last = _segment(raw[-1]) if len(raw) > 1 else None
+        self.middle = tuple(_segment(segment) for segment in raw[1:-1] if segment)
         self.steps_per_char = max(1, sum(1 if m.literal is not None else m.length for m in self.middle))
-        self.max_value_chars = None  # (None: any length) set by the compiler for GENERAL shapes
-
-    def evaluate(self, value: str):
-        """True or False, or None (unknown) for a value longer than max_value_chars."""
-        limit = self.max_value_chars
-        if limit is not None and len(value) > limit:
-            return None
-        return self.matches(value)
-
-    def evaluate_not(self, value: str):
-        """NOT LIKE: `evaluate` negated (unknown stays unknown)."""
-        limit = self.max_value_chars
-        if limit is not None and len(value) > limit:
-            return None
-        return not self.matches(value)
 
     def matches(self, value: str) -> bool:
         first = self.first
@@ -188,3 +170,40 @@ class LikePattern:
 
     def __repr__(self) -> str:
         return f"LikePattern({self.pattern!r}, shape={self.shape})"
+
+
+_EMPTY = _Segment([])  # (the piece before a leading % and after a trailing one)
+
+
+def _segment(items: list) -> _Segment:
+    return _Segment(items) if items else _EMPTY
+
+
+_shared = OrderedDict()  # (pattern, escape) -> general LikePattern, least recently asked first
+_sharing = Lock()  # (a selector may be compiled off the reactor: a client, a test's thread)
+
+
+def like_pattern(pattern: str, escape: str | None = None) -> LikePattern:
+    """The LikePattern of `pattern`; a general one shared: the selectors of a hub's
+    subscriptions (a user's hundred copies of one pattern, or a thousand subscriptions'
+    `%a_b%`) hold one compiled pattern and its regular expression, not one each. (The
+    other shapes are compiled inline: their pattern is not kept.)"""
+    key = (pattern, escape)
+    with _sharing:
+        found = _shared.get(key)
+        if found is not None:
+            _shared.move_to_end(key)
+            return found
+    made = LikePattern(pattern, escape)
+    if made.shape == GENERAL:
+        with _sharing:
+            _shared[key] = made
+            if len(_shared) > LIKE_PATTERNS_KEPT:
+                _shared.popitem(last=False)
+    return made
+
+
+def forget_shared_patterns() -> None:
+    """Drop the shared patterns (a test measuring what a selector holds)."""
+    with _sharing:
+        _shared.clear()

@@ -109,6 +109,8 @@ class DeliverySettings:
 
 @dataclass
 class RegionSettings:
+    # (Not set in hub.conf: "standalone", or in a region of several hubs on ZooKeeper the
+    # last part of [zookeeper] root: hedwig.region.settings.region_name_by_default.)
     name: str = "standalone"
     parent: str = ""  # the parent region's name; empty for the root
     parent_address: str = ""  # host:port[,host:port...]

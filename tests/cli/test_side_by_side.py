@@ -101,10 +101,11 @@ def test_the_docs_two_hub_region_commands_work_as_written_on_one_machine(zookeep
     """docs/operations.md's two `hedwig hub ... --port 4080` / `--port 4090` lines, run as
     they are (the ZooKeeper servers and the ports moved to free ones, nothing added)."""
     text = (ROOT / "docs" / "operations.md").read_text()
-    commands = re.findall(r"^    (hedwig hub --conf region\.conf --zookeeper \S+ --port 4080)$", text, re.M)
-    commands += re.findall(r"^    (hedwig hub --conf region\.conf --zookeeper \S+ --port 4090)$", text, re.M)
+    line = r"^    (hedwig hub --conf conf/region\.conf --zookeeper \S+ --port {})$"
+    commands = re.findall(line.format(4080), text, re.M) + re.findall(line.format(4090), text, re.M)
     assert len(commands) == 2, commands
-    (tmp_path / "region.conf").write_text(
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "region.conf").write_text(
         f"[hub]\ndata_dir = shared\n[zookeeper]\nroot = /docs-{free_port()}\nsession_timeout_ms = 2000\n"
     )
     base = free_ports(0, 1, 10, 11)

@@ -412,6 +412,7 @@ def test_ops_beyond_the_core_protocol_plug_in_with_register_op(harness):
     assert harness.hub.stats.snapshot()["ops"]["region_link"] | {"latency_us": None} == {
         "ok": 1,
         "failed": 1,
+        "redirected": 0,
         "latency_us": None,
     }
 

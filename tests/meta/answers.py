@@ -6,12 +6,17 @@ the reactor thread, and nothing is slept on: each get() wakes when the worker an
 
 import queue
 
+from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 
 
 class ThreadAnswers:
     def __init__(self):
         self._calls = queue.Queue()
+        # Timers (a session's SUSPENDED expiry) on a clock of the test's: they fire only
+        # when a test advances it.
+        self.clock = Clock()
+        self.callLater = self.clock.callLater
 
     def callFromThread(self, f, *args, **kwargs):
         self._calls.put((f, args, kwargs))

@@ -50,7 +50,7 @@ def test_a_region_on_zookeeper_is_named_after_its_root_unless_named():
         ({"retry_backoff_ms": 0}, "retry_backoff_ms = 0"),
         ({"retry_backoff_ms": 900, "max_retry_backoff_ms": 100}, "is below retry_backoff_ms"),
         ({"relay_inflight_bytes": 1000}, "relay_inflight_bytes = 1000"),
-        ({"link_timeout_s": 0.0}, "link_timeout_s = 0.0"),
+        ({"link_timeout_s": 0.0}, "link_timeout_s = 0: expected > 0"),
     ],
 )
 def test_an_impossible_region_is_refused_naming_the_setting(region, said):

@@ -38,7 +38,7 @@ from hedwig.ledger.layout import MAX_PAGE_BYTES, RECORD_BYTES
 from hedwig.ledger.mmap_ledger import MIN_PAGE_BYTES
 from hedwig.observe.settings import check_http_settings
 from hedwig.protocol.framing import LINK_FRAME_MARGIN
-from hedwig.region.settings import check_region_settings
+from hedwig.region.settings import check_region_settings, region_name_by_default
 
 __all__ = [
     "GIB",
@@ -73,6 +73,7 @@ def load_config(path=None, overrides=None) -> Config:
 
 def _load_config(path, overrides) -> Config:
     config = Config()
+    config.region.name = ""  # (unless the file or an option names it: region_name_by_default)
     if path is not None:
         read_config_file(config, path)  # hedwig.config.files: its errors name file, key and value
     for dotted, value in (overrides or {}).items():
@@ -89,12 +90,13 @@ def _load_config(path, overrides) -> Config:
     for section, bounds in _BOUNDS.items():
         check_bounds(section, getattr(config, section), bounds)
     _check_request_limits(config.hub)
+    check_zookeeper_settings(config)  # (before the region's name, which may be its root's)
+    config.region.name = config.region.name or region_name_by_default(config)
     check_region_settings(config)
     check_tls_settings(config)
     check_http_settings(config)
     check_kafka_settings(config)
     check_auth_settings(config)
-    check_zookeeper_settings(config)
     check_rados_settings(config)
     return config
 

@@ -113,6 +113,8 @@ class DeliverySettings:
 
 @dataclass
 class RegionSettings:
+    # (Not set in hub.conf: "standalone", or in a region of several hubs on ZooKeeper the
+    # last part of [zookeeper] root: hedwig.region.settings.region_name_by_default.)
     name: str = "standalone"
     parent: str = ""  # the parent region's name; empty for the root
     parent_address: str = ""  # host:port[,host:port...]
@@ -203,7 +205,7 @@ class ZooKeeperSettings:
     servers: str = ""  # host:port[,host:port...] of the ZooKeeper ensemble
     session_timeout_ms: int = 10000
     root: str = "/hedwig"  # the region's znodes live under it: one root per region
-    connect_timeout_s: float = 15.0  # at start: no ZooKeeper server answers this long: exit
+    connect_timeout_s: float = 5.0  # at start: no ZooKeeper server answers this long: exit
     # The host clients and other hubs reach this hub at, named in redirects (empty: [hub] host).
     advertised_host: str = ""
     # A topic with no publish and no attached subscriber this long is released (Hedwig's

@@ -139,9 +139,18 @@ class ZkRegion:
                 raise RootTaken(
                     f"ZooKeeper root {self.root} belongs to region {region!r}, not {self.region!r}:"
                     " two regions cannot share a root; give each its own [zookeeper] root"
+                    + self._unnamed_hint(region)
                 )
             return
         raise RootTaken(f"ZooKeeper root {self.root} kept changing while this hub read it")
+
+    def _unnamed_hint(self, recorded: str) -> str:
+        """For a hub named after its root ([region] name not set), how to join the region
+        that root records (one whose hubs were named otherwise, or before names were
+        taken from roots: "standalone")."""
+        if self.region != self.root.rsplit("/", 1)[-1]:
+            return ""
+        return f" (a hub of region {recorded!r} on this root: set [region] name = {recorded})"
 
     def joined(self, hub, name: str, tls_port=None):
         """The hub listens as `name` ("host:port"): register it. Deferred."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from twisted.internet.defer import gatherResults, inlineCallbacks, succeed
 
 from hedwig.ledger.interface import NoSuchLedger
+from hedwig.meta.interface import ledger_ids
 
 _CHUNK_ENTRIES = 256
 _CHUNK_BYTES = 4 << 20
@@ -80,8 +81,8 @@ def named_ledgers(metadata):
         versioned = yield metadata.get_topic(topic)
         if versioned is None:  # (deleted meanwhile: no hub runs, so only by a crash's leftovers)
             continue
-        for r in versioned.value:
-            named[r[0]] = topic
+        for ledger_id in ledger_ids(versioned.value):
+            named[ledger_id] = topic
     return named
 
 

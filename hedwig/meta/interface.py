@@ -56,6 +56,17 @@ class LedgerRange(NamedTuple):
     last_seq: int | None
 
 
+# The ledger id of an open range that names no ledger yet: a topic acquired for reading
+# records where its next seq-id begins, and its first append creates the ledger (a read
+# never creates one). Ledger ids start at 1, so this names none.
+NO_LEDGER = 0
+
+
+def ledger_ids(ranges) -> list[int]:
+    """The ids of the ledgers `ranges` name (an open range of NO_LEDGER names none)."""
+    return [r[0] for r in ranges if r[0] != NO_LEDGER]
+
+
 # The most bytes a subscription's `acked` field may hold: a store refuses more (BadRecord).
 # (A ZooKeeper znode holds 1 MiB with its JSON; the delivery layer stays far below.)
 MAX_ACKED_BYTES = 256 * 1024

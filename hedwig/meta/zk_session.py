@@ -27,6 +27,8 @@ Nothing here imports the reactor: it comes in as an argument (IReactorFromThread
 for `start`/`stop` IReactorThreads and IReactorTime).
 """
 
+import logging
+
 from twisted.internet.defer import Deferred, fail
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -52,8 +54,6 @@ def kazoo_client(servers: str, session_timeout_ms: int, **options):
         from hedwig.config.extras import install_hint
 
         raise MetadataError(f"a region on ZooKeeper needs kazoo: {install_hint('zk')}") from None
-    import logging
-
     quiet = logging.getLogger("hedwig.kazoo")  # kazoo's chatter: warnings and up only
     quiet.setLevel(logging.WARNING)
     retry = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_jitter": 0.2, "max_delay": 1.0}
@@ -65,6 +65,23 @@ def kazoo_client(servers: str, session_timeout_ms: int, **options):
         logger=quiet,
         **options,
     )
+
+
+class _LastFailure(logging.Handler):
+    """What kazoo last said of a connection attempt that failed ("Connection dropped:
+    socket connection error: Connection refused"), for the line a start that gives up
+    writes: nobody listening and a server that does not answer call for different fixes."""
+
+    _SAID = ("Connection dropped: ", "Connection time-out: ", "Cannot resolve ")
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.said = ""
+
+    def emit(self, record) -> None:
+        message = record.getMessage()
+        if message.startswith(self._SAID):
+            self.said = message.removeprefix("Connection dropped: ").removeprefix("socket connection error: ")
 
 
 class ZkSession:
@@ -199,18 +216,30 @@ class ZkSession:
                 timer.cancel()
                 connected.callback(self)
 
+        failures = _LastFailure()
+        kazoo_log = getattr(self.client, "logger", None)
+
         def give_up():
             self._listeners.remove(listen)
+            last = f"; the last attempt: {failures.said}" if failures.said else ""
             stopped = self.stop()
             stopped.addBoth(
                 lambda _: connected.errback(
                     ZooKeeperUnreachable(
                         f"cannot reach ZooKeeper at {self.servers} (no server answered within "
-                        f"{timeout_s:g} s)"
+                        f"{timeout_s:g} s, [zookeeper] connect_timeout_s{last})"
                     )
                 )
             )
 
+        def forget(result):
+            if kazoo_log is not None:
+                kazoo_log.removeHandler(failures)
+            return result
+
+        if kazoo_log is not None:
+            kazoo_log.addHandler(failures)
+        connected.addBoth(forget)
         self.add_listener(listen)
         timer = reactor.callLater(timeout_s, give_up)
 

@@ -10,6 +10,7 @@ refuses those (see path.py).
 import re
 
 from hedwig.config.settings import Config, ConfigError, check_bounds, read_password_file
+from hedwig.config.zookeeper import on_zookeeper
 from hedwig.protocol.addresses import parse_addresses
 
 # Relay subscriptions: the neighbour region N relays a topic from this hub as `__region__N`.
@@ -42,6 +43,22 @@ def relay_peer(subscriber_id: str) -> str | None:
 
 def is_region_name(name: str) -> bool:
     return bool(_REGION_NAME.fullmatch(name)) and len(name.encode("utf-8")) <= MAX_REGION_NAME
+
+
+def region_name_by_default(config: Config) -> str:
+    """[region] name when it is not set: "standalone" for one hub on its own; in a region
+    of several hubs on ZooKeeper, the last part of its [zookeeper] root (/hedwig: hedwig),
+    which all its hubs share (and which the root records as its region's name)."""
+    if not on_zookeeper(config):
+        return "standalone"
+    root = config.zookeeper.root.strip()
+    last = root.rstrip("/").rsplit("/", 1)[-1]
+    if not is_region_name(last):
+        raise ConfigError(
+            f"[region] name is not set and [zookeeper] root = {root} ends in no region name"
+            f" (1-{MAX_REGION_NAME} characters of [A-Za-z0-9._-]): set [region] name"
+        )
+    return last
 
 
 def check_region_name(name: str, setting: str) -> None:

@@ -1,16 +1,18 @@
-"""Acquiring a topic: recover its previous ledger, open a new one, write the ranges back.
+"""Acquiring a topic: recover its previous ledger, write the ranges back.
 
 As Hedwig does when a hub takes a topic: the previous owner's open ledger is recovered
-(closed in the store, its last entry read to learn where the log ends), a new ledger is
-always created for this owner's appends, and the ranges are written back with
-compare-and-set on the version that was read, so of two hubs racing for the topic only
-one wins. Rolling on every acquire means a ledger is only ever written by one owner.
+(closed in the store, its last entry read to learn where the log ends; sealed in the
+ranges, or dropped when empty), and the ranges are written back with compare-and-set on
+the version that was read, so of two hubs racing for the topic only one wins. They end
+with an open range that names no ledger (NO_LEDGER) from the next seq-id: this owner's
+first append creates its ledger (a roll), so a ledger is only ever written by one owner,
+and a topic acquired to be read (a READ, a SUBSCRIBE, a DESCRIBE) creates none.
 """
 
 from twisted.internet.defer import DeferredList, inlineCallbacks, maybeDeferred
 from twisted.logger import Logger
 
-from hedwig.ledger.interface import LedgerError, LedgerStoreFull, NoSuchLedger
+from hedwig.ledger.interface import LedgerError, NoSuchLedger
 from hedwig.meta.interface import NEW, BadVersion, LedgerRange, MetadataFull
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
@@ -165,10 +167,16 @@ def acquire_topic(
             )
     last_time_us = 0
     empty_ledger = None
+    next_seq = ranges[-1].last_seq + 1 if ranges and ranges[-1].last_seq is not None else 1
     if ranges and ranges[-1].last_seq is None:
         previous = ranges.pop()
-        last_seq, time_us, recovered = yield _recover_open_ledger(ledgers, topic, previous)
+        next_seq = previous.first_seq
+        if previous.ledger_id == NO_LEDGER:  # (no append since it was last acquired)
+            last_seq, time_us, recovered = previous.first_seq - 1, None, False
+        else:
+            last_seq, time_us, recovered = yield _recover_open_ledger(ledgers, topic, previous)
         if last_seq >= previous.first_seq:
+            next_seq = last_seq + 1
             ranges.append(LedgerRange(previous.ledger_id, previous.first_seq, last_seq))
             last_time_us = time_us
             if recovered:  # (one its writer closed, at a graceful stop or a release, needed nothing)
@@ -179,51 +187,39 @@ def acquire_topic(
                     first=previous.first_seq,
                     last=last_seq,
                 )
-        else:
+        elif previous.ledger_id != NO_LEDGER:
             empty_ledger = previous.ledger_id  # nothing in it: drop it once the new ranges are written
-    next_seq = ranges[-1].last_seq + 1 if ranges else (previous.first_seq if empty_ledger is not None else 1)
     if not last_time_us and ranges:
         last = ranges[-1].ledger_id
         try:
             last_time_us = yield ledgers.entry_time(last, ledgers.last_entry_id(last))
         except NoSuchLedger:  # lost (logged above): publish times start from the clock
             last_time_us = 0
+    ranges.append(LedgerRange(NO_LEDGER, next_seq, None))
+    written = True
     try:
-        new_id = yield ledgers.create()
-    except LedgerStoreFull as e:
-        new_id, full = None, e
-    if new_id is not None:
-        ranges.append(LedgerRange(new_id, next_seq, None))
-        try:
-            if version == NEW and settings.max_topics > 0:
-                create = (_create_within_cap, metadata, topic, ranges, settings.max_topics, options)
-                if topic_ops is None:
-                    version = yield create[0](*create[1:])
-                else:
-                    version = yield topic_ops.run(_CREATING, *create)
+        if version == NEW and settings.max_topics > 0:
+            create = (_create_within_cap, metadata, topic, ranges, settings.max_topics, options)
+            if topic_ops is None:
+                version = yield create[0](*create[1:])
             else:
-                version = yield metadata.put_topic(topic, ranges, version, options=options)
-        except BaseException as e:
-            yield maybeDeferred(ledgers.delete, new_id).addErrback(lambda _f: None)
-            if isinstance(e, BadVersion):
-                raise TopicFenced(f"topic {topic}: another hub acquired it meanwhile") from None
-            if not isinstance(e, MetadataFull):
-                raise
-            ranges.pop()
-            new_id, full = None, e
-    if new_id is None:
-        # A full disk: serve what the topic holds; its first append creates the ledger
-        # (and writes the ranges) once space returns, and fails LedgerStoreFull until then.
-        # The metadata stays as it was: its open range names the ledger recovered above.
+                version = yield topic_ops.run(_CREATING, *create)
+        else:
+            version = yield metadata.put_topic(topic, ranges, version, options=options)
+    except BadVersion:
+        raise TopicFenced(f"topic {topic}: another hub acquired it meanwhile") from None
+    except MetadataFull as e:
+        # A full disk: serve what the topic holds; its first append writes the ranges
+        # (and creates its ledger) once space returns, and fails until then. The
+        # metadata stays as it was: its open range names the ledger recovered above.
         _logger.warn(
-            "topic {topic}: no space for a new ledger ({error}); serving its seq-ids up to {last}, "
-            "publishes refused until space returns",
+            "topic {topic}: no space to record it ({error}); serving its seq-ids up to {last},"
+            " publishes refused until space returns",
             topic=topic,
-            error=full,
+            error=e,
             last=next_seq - 1,
         )
-        ranges.append(LedgerRange(NO_LEDGER, next_seq, None))
-        empty_ledger = None
+        written, empty_ledger = False, None
     if empty_ledger is not None:
         try:
             yield maybeDeferred(ledgers.delete, empty_ledger)
@@ -234,7 +230,7 @@ def acquire_topic(
                 ledger_id=empty_ledger,
                 error=e,
             )
-    if new_id is not None and options.get("compaction"):
+    if written and options.get("compaction"):
         yield _drop_leftover_garbage(ledgers, metadata, topic, ranges)
     return TopicLog(
         topic,

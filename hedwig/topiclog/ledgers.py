@@ -88,7 +88,7 @@ class LedgerRoller:
         def replace_open(ranges):
             if ranges[-1].ledger_id != ledger.ledger_id:
                 raise LogCorrupt(f"topic {self.topic}: the open range is not ledger {ledger.ledger_id}")
-            if ledger.ledger_id == NO_LEDGER:  # acquired on a full disk: no ledger to close
+            if ledger.ledger_id == NO_LEDGER:  # (the first append since the acquire: none to seal)
                 return [*ranges[:-1], LedgerRange(new_id, first_seq, None)]
             return [
                 *ranges[:-1],
@@ -97,9 +97,9 @@ class LedgerRoller:
             ]
 
         def opened():
-            if ledger.ledger_id != NO_LEDGER:
+            if ledger.ledger_id != NO_LEDGER:  # (else the first ledger since the acquire: no roll)
                 self._locator.keep_index(ledger.ledger_id, ledger.index)
-            self.rolls += 1
+                self.rolls += 1
             switch(OpenLedger(new_id, first_seq))
 
         try:
@@ -183,6 +183,8 @@ class LedgerRoller:
         store = self._ledgers
         described = []
         for r in self.ranges:
+            if r.ledger_id == NO_LEDGER:  # (none yet: the first append creates it)
+                continue
             try:
                 size, location = store.ledger_bytes(r.ledger_id), store.location(r.ledger_id)
             except NoSuchLedger:

@@ -13,6 +13,7 @@ from twisted.logger import Logger
 from hedwig.concurrency.deferreds import OpQueue, SharedOperations
 from hedwig.config.settings import LogSettings
 from hedwig.ledger.interface import LedgerError, NoSuchLedger
+from hedwig.meta.interface import ledger_ids as ledger_ids_of
 from hedwig.protocol.entry import decode_entry_header
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.names import InvalidName, check_topic
@@ -125,7 +126,7 @@ class TopicLogManager:
         versioned = yield self.metadata.get_topic(topic)
         if versioned is None:
             return None
-        ledger_ids = sorted({r.ledger_id for r in versioned.value})
+        ledger_ids = sorted(set(ledger_ids_of(versioned.value)))
         yield self.metadata.delete_topic(topic, versioned.version, ledger_ids)
         gone = []
         for ledger_id in ledger_ids:

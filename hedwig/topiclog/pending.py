@@ -4,6 +4,7 @@ Shared by topic_log.py (the writer) and ledgers.py (rolls and garbage collection
 
 from enum import Enum
 
+from hedwig.meta.interface import NO_LEDGER
 from hedwig.topiclog.ledger_index import LedgerIndex
 
 
@@ -73,12 +74,6 @@ class PendingAppend:
         self.done = False
 
 
-# The open range of a topic acquired when no ledger could be created (a full disk): its
-# log serves reads, and its first append rolls, creating the ledger (or failing
-# LedgerStoreFull until space returns). Ledger ids start at 1, so this names none.
-NO_LEDGER = 0
-
-
 class OpenLedger:
     """The ledger appends go to, with the index of every entry handed to the store."""
 
@@ -90,7 +85,8 @@ class OpenLedger:
         self.index = LedgerIndex(first_seq)
         self.entries = 0  # len(index), kept as an int for the append path
         self.bytes = 0
-        self.closed = ledger_id == NO_LEDGER  # (closed: the first append rolls to a real one)
+        # (NO_LEDGER, a topic just acquired: closed, so the first append rolls to a real one)
+        self.closed = ledger_id == NO_LEDGER
         # Publish time past which the ledger is too old to take more (its first entry's
         # time + max_ledger_age_s); set when that first entry is handed to the store.
         self.roll_after_us = NO_LIMIT

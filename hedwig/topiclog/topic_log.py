@@ -8,7 +8,9 @@ LedgerIndex (open ledger) or the shared EntryLocator (closed ledgers).
 A topic rolls to a new ledger when the open one is full (max_ledger_bytes,
 max_ledger_entries), when it is too old (its first entry older than max_ledger_age_s: at
 the next append, or from the GC pass through roll_if_aged when the topic has gone quiet;
-an empty ledger never rolls), and whenever the topic is acquired. GC and retention delete
+an empty ledger never rolls), and at the first append after the topic is acquired (an
+acquire records no ledger: its open range names none, NO_LEDGER, so a topic acquired to
+be read creates none, and a ledger is written by one owner only). GC and retention delete
 whole closed ledgers only, so the age roll is what lets them reach a quiet topic's data.
 The append path pays one comparison for it.
 

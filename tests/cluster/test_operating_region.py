@@ -111,3 +111,26 @@ def test_during_a_takeover_the_cli_publishes_through_a_live_hub_and_lists_subscr
 def _published_on(client, topic: str, address: str) -> bool:
     client.publish(topic, b"m")
     return client.owners()[topic] == address
+
+
+def test_a_region_on_zookeeper_without_a_name_is_called_after_its_root(region):
+    """Issue 37: a region of two hubs whose [region] name is not set was called "region
+    standalone" (the name of one hub on its own) by its hubs' start lines, `hedwig hubs`,
+    `hedwig stats`, `hedwig top` and the status page; it is named after its root."""
+    from tests.observe.test_http_process import fetch
+
+    hubs = region(2, http=True)  # (a conf with no [region] section; root /region-PID-N)
+    name = hubs.root.rsplit("/", 1)[-1]
+    for hub in hubs.hubs:
+        assert f"hedwig hub {hub.address} (region {name}, ZooKeeper " in hub.output()
+        assert json.loads(fetch(hub.http_url + "api/status")[2])["hub"]["region"] == name
+        assert lines(hedwig("stats", hub=hub))[0].startswith(f"hub {hub.address}, region {name}, up ")
+    listed = lines(hedwig("hubs", hub=hubs.hubs[0]))
+    assert listed[0].split()[-1] == "REGION"
+    assert [row.split()[-1] for row in listed[1:3]] == [name, name]
+    shown = subprocess.run(
+        [sys.executable, "-m", "hedwig", "--hub", hubs.hubs[0].address, "top", "--count", "1"],
+        capture_output=True, text=True, timeout=60, env=hub_environment(),
+    ).stdout  # fmt: skip
+    assert f"hedwig {hubs.hubs[0].address}  region {name}  version " in shown
+    assert "standalone" not in shown

@@ -84,3 +84,19 @@ def test_zookeeper_on_the_command_line_overrides_the_file(tmp_path):
     conf.write_text("[zookeeper]\nservers = a:1\n")
     assert load_config(conf, {"zookeeper.servers": "b:2,c:3"}).zookeeper.servers == "b:2,c:3"
     assert load_config().zookeeper.servers == ""  # the embedded default: no ZooKeeper at all
+
+
+def test_an_unnamed_hub_on_a_root_recorded_under_another_name_is_told_how_to_join(region, tmp_path):
+    """A region made when unnamed regions were called "standalone": a hub with no [region]
+    name takes its root's last part, is refused, and is told the name to set."""
+    old = region(1, region="standalone")
+    conf = tmp_path / "unnamed.conf"
+    conf.write_text(f"[zookeeper]\nroot = {old.root}\n")
+    status, last = run_hub(
+        "--conf", str(conf), "--zookeeper", old.zookeeper.address, "--data-dir", str(old.data_dir)
+    )
+    assert status == 1
+    assert last.endswith(
+        "give each its own [zookeeper] root (a hub of region 'standalone' on this root: set"
+        " [region] name = standalone)"
+    )

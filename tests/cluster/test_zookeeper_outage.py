@@ -67,7 +67,8 @@ def test_an_unreachable_zookeeper_at_start_is_one_line_and_exit_status_1(tmp_pat
     last = done.stderr.strip().splitlines()[-1]
     assert last == (
         f"hedwig hub: could not start: cannot reach ZooKeeper at 127.0.0.1:{port} "
-        "(no server answered within 2 s)"
+        "(no server answered within 2 s, [zookeeper] connect_timeout_s; the last attempt:"
+        " Connection refused)"
     )
     assert "Traceback" not in done.stderr
 
@@ -76,3 +77,21 @@ def _conf(tmp_path, text):
     conf = tmp_path / "hub.conf"
     conf.write_text(text)
     return conf
+
+
+def test_a_hub_started_with_no_zookeeper_listening_gives_up_in_seconds_saying_why(tmp_path):
+    """Issue 37: `hedwig hub --zookeeper ADDRESS` with nobody listening there waited 15 s
+    (the default connect_timeout_s) to say only that no server answered."""
+    with refusing_port() as port:
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "hedwig", "hub", "--port", "0", "--http-port", "0",
+                "--data-dir", str(tmp_path / "data"), "--zookeeper", f"127.0.0.1:{port}",
+            ],
+            capture_output=True, text=True, timeout=60, env=hub_environment(),
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"hedwig hub: could not start: cannot reach ZooKeeper at 127.0.0.1:{port} (no server"
+        " answered within 5 s, [zookeeper] connect_timeout_s; the last attempt: Connection refused)"
+    )

@@ -98,3 +98,31 @@ def test_no_hub_starts_over_a_migration_cut_short_whatever_its_store(ceph, tmp_p
     assert done.returncode == 0, done.stderr
     with HubProcess(data, 0, "--conf", str(rados_conf)) as hub, Client(hub.address) as client:
         assert [m.payload for m in client.read("alpha")] == [b"a%d" % i for i in range(8)]
+
+
+def test_reading_a_topic_after_a_restart_creates_no_ledger_in_the_pool(ceph, rados_hub):
+    """Issue 37: a plain `hedwig read` after a restart created a ledger in the pool and
+    recorded it in the topic's ranges (the roll on every acquire). Reading, subscribing
+    and describing create none; the first publish does."""
+    hub = rados_hub().start()
+    with Client(hub.address) as client:
+        client.publish_many("alpha", [b"a1", b"a2"])
+    hub.stop()
+    stored = set(ceph.objects(hub.namespace))
+    for _restart in range(2):
+        hub.start()
+        read = hedwig("--hub", hub.address, "read", "alpha")
+        assert read.returncode == 0 and read.stdout.splitlines() == ["a1", "a2"], read.stderr
+        shown = hedwig("--hub", hub.address, "subscribe", "alpha", "s", "--from", "earliest", "--count", "2")
+        assert shown.returncode == 0 and shown.stdout.splitlines() == ["a1", "a2"], shown.stderr
+        described = hedwig("--hub", hub.address, "describe", "alpha")
+        assert described.returncode == 0, described.stderr
+        ledgers = [line.split()[1] for line in described.stdout.splitlines() if line.startswith("  ledger ")]
+        assert len(ledgers) == 1, described.stdout
+        hub.stop()
+        assert set(ceph.objects(hub.namespace)) == stored
+    hub.start()
+    published = hedwig("--hub", hub.address, "publish", "alpha", "a3")
+    assert published.returncode == 0, published.stderr
+    assert "seq-id 3" in published.stdout
+    assert set(ceph.objects(hub.namespace)) > stored  # (the publish's ledger)

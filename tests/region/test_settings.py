@@ -19,12 +19,26 @@ def load(**region):
 def test_the_defaults_are_a_root_region():
     config = load()
     assert config.region.name == "standalone" and not config.region.parent
+    assert load(name="").region.name == "standalone"
+
+
+def test_a_region_on_zookeeper_is_named_after_its_root_unless_named():
+    """Issue 37: a region of several hubs was called "standalone", the single hub's name."""
+
+    def on_zookeeper(root, **region):
+        overrides = {"zookeeper.servers": "127.0.0.1:2181", "zookeeper.root": root}
+        return load_config(None, overrides | {f"region.{key}": value for key, value in region.items()})
+
+    assert on_zookeeper("/hedwig").region.name == "hedwig"
+    assert on_zookeeper("/regions/paris").region.name == "paris"
+    assert on_zookeeper("/regions/paris", name="europe").region.name == "europe"
+    with pytest.raises(ConfigError, match=r"root = /a b ends in no region name.*set \[region\] name"):
+        on_zookeeper("/a b")
 
 
 @pytest.mark.parametrize(
     ("region", "said"),
     [
-        ({"name": ""}, "[region] name is empty"),
         ({"name": "eu west"}, "region names are 1-245 characters"),
         ({"name": "x" * 246}, "region names are 1-245 characters"),
         ({"parent": "eu west", "parent_address": "h:1"}, "[region] parent = 'eu west'"),

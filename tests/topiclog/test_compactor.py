@@ -7,6 +7,7 @@ from itertools import pairwise
 import pytest
 
 from hedwig.config.settings import LogSettings
+from hedwig.meta.interface import ledger_ids
 from hedwig.protocol.entry import decode_entry
 from hedwig.protocol.messageset import encode_message_set
 from hedwig.topiclog import TopicFenced
@@ -89,7 +90,7 @@ def test_a_takeover_while_compacting_keeps_the_old_ledgers(make_stack, backend, 
     assert [r.ledger_id for r in taken.ranges[: len(before) - 1]] == [r.ledger_id for r in before[:-1]]
     assert table(stack, taken) == latest
     garbage = settle(stack, stack.metadata.list_garbage())
-    named = {r.ledger_id for r in taken.ranges}
+    named = set(ledger_ids(taken.ranges))  # (its open range names no ledger: none written yet)
     stored = set(stack.ledgers.list_ledgers())
     assert garbage == {} and stored == named
     # The taker compacts it as it would any compacted topic.

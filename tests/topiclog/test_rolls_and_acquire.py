@@ -1,9 +1,11 @@
-"""Rolling to new ledgers at the limits and on every acquire; ranges written with CAS."""
+"""Rolling to new ledgers at the limits and at the first append after every acquire (an
+acquire, and a read, creates none); ranges written with CAS."""
 
 import pytest
 
 from hedwig.config.settings import LogSettings
 from hedwig.meta import NEW, LedgerRange
+from hedwig.meta.interface import NO_LEDGER
 from hedwig.topiclog import LogCorrupt, TopicFenced
 from tests.topiclog.harness import failure_of, message_set, settle
 
@@ -64,16 +66,20 @@ def test_no_limits_means_no_rolls(make_stack):
     assert len(topic_log.ranges) == 1 and topic_log.rolls == 0
 
 
-def test_first_open_creates_the_topic_with_one_open_ledger(make_stack):
+def test_first_open_records_the_topic_and_its_first_append_creates_its_ledger(make_stack):
     stack = make_stack()
     topic_log = settle(stack, stack.manager().open("t"))
     stored = ranges_in_metadata(stack)
     assert stored.version == 0
-    assert stored.value == [LedgerRange(topic_log.open_ledger_id, 1, None)]
+    assert stored.value == [LedgerRange(NO_LEDGER, 1, None)]
+    assert stack.ledgers.list_ledgers() == []
+    assert settle(stack, topic_log.append(message_set(1), 1)).first_seq == 1
     assert stack.ledgers.list_ledgers() == [topic_log.open_ledger_id]
+    assert ranges_in_metadata(stack).value == [LedgerRange(topic_log.open_ledger_id, 1, None)]
+    assert topic_log.rolls == 0  # (the first ledger is no roll)
 
 
-def test_reopen_recovers_and_closes_the_previous_ledger_and_opens_a_new_one(make_stack):
+def test_reopen_recovers_and_seals_the_previous_ledger_and_the_next_append_opens_a_new_one(make_stack):
     stack = make_stack()
     topic_log = settle(stack, stack.manager().open("t"))
     for _ in range(4):
@@ -83,14 +89,48 @@ def test_reopen_recovers_and_closes_the_previous_ledger_and_opens_a_new_one(make
 
     reopened = settle(stack, stack.restart().open("t"))
     assert stack.ledgers.is_closed(old)
-    assert reopened.open_ledger_id != old
-    assert not stack.ledgers.is_closed(reopened.open_ledger_id)
+    assert reopened.open_ledger_id == NO_LEDGER
     stored = ranges_in_metadata(stack)
     assert stored.version == version + 1
-    assert stored.value == [LedgerRange(old, 1, 12), LedgerRange(reopened.open_ledger_id, 13, None)]
+    assert stored.value == [LedgerRange(old, 1, 12), LedgerRange(NO_LEDGER, 13, None)]
     assert (reopened.first_seq, reopened.last_seq) == (1, 12)
     assert settle(stack, reopened.append(message_set(1), 1)).first_seq == 13
+    assert reopened.open_ledger_id not in (old, NO_LEDGER)
+    assert not stack.ledgers.is_closed(reopened.open_ledger_id)
+    assert ranges_in_metadata(stack).value == [
+        LedgerRange(old, 1, 12),
+        LedgerRange(reopened.open_ledger_id, 13, None),
+    ]
     assert [e.first_seq for e in settle(stack, reopened.read(1, 100, 1 << 20))] == [1, 4, 7, 10, 13]
+
+
+def test_reading_a_topic_acquired_again_and_again_creates_no_ledger(make_stack):
+    """Issue 37: acquiring a topic to read it (a READ, a SUBSCRIBE, a DESCRIBE) created a
+    ledger and recorded it in the topic's ranges, on every store. Only an append does."""
+    stack = make_stack(LogSettings(max_ledger_age_s=1))
+    topic_log = settle(stack, stack.manager().open("t"))
+    for _ in range(3):
+        settle(stack, topic_log.append(message_set(2), 2))
+    settle(stack, topic_log.close())
+    ledgers = stack.ledgers.list_ledgers()
+    named = [r.ledger_id for r in ranges_in_metadata(stack).value]
+    for _round in range(3):
+        reader = settle(stack, stack.restart().open("t"))
+        assert [e.first_seq for e in settle(stack, reader.read(1, 100, 1 << 20))] == [1, 3, 5]
+        assert settle(stack, reader.find_by_time(0)) == 1
+        assert [d["ledger_id"] for d in reader.describe()["ledgers"]] == named
+        stack.clock.advance(5)  # (a quiet topic's age roll: nothing to roll)
+        assert settle(stack, reader.roll_if_aged()) is False
+        assert settle(stack, reader.collect_garbage(0)) == 0
+        settle(stack, reader.close())
+        assert stack.ledgers.list_ledgers() == ledgers
+        assert ranges_in_metadata(stack).value == [
+            LedgerRange(named[0], 1, 6),
+            LedgerRange(NO_LEDGER, 7, None),
+        ]
+    writer = settle(stack, stack.restart().open("t"))
+    assert settle(stack, writer.append(message_set(1), 1)).first_seq == 7
+    assert len(stack.ledgers.list_ledgers()) == len(ledgers) + 1
 
 
 def test_reopen_without_a_clean_close_recovers_the_ledger_end_from_its_entries(make_stack):

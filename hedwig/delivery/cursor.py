@@ -13,6 +13,12 @@ not delivered, and `on_skip` tells the delivery manager its seq-ids, which count
 consumed once everything before them is (`filtered_runs`, a PassedOver). One call per
 entry, never per message.
 
+A delayed message (protocol/schedule.py) is delivered no earlier than its time: an
+exclusive subscription is one ordered stream, so the cursor delivers the entry up to it,
+holds it, and goes on at that time (a timer, no polling); the messages after it wait
+behind it, and the consumed position passes it only once it was delivered and consumed.
+Nothing but the stored message says when: after a restart the cursor finds it again.
+
 A failed read is retried after the back-off, except when the entry cannot be read at all
 (damaged, or its ledger lost: EntriesUnreadable): everything before it was delivered,
 and `on_unreadable` tells the delivery manager, which ends the subscription with an event
@@ -25,7 +31,9 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
 from hedwig.cache.waits import TailWaiter
+from hedwig.delivery.schedules import entry_schedule, now_ms
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
+from hedwig.topiclog.entry import NOT_READ
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -58,6 +66,7 @@ class Cursor:
         "channel",
         "delivered_entries",
         "delivered_messages",
+        "delay_waits",
         "filtered_runs",
         "handle",
         "held",
@@ -105,6 +114,7 @@ class Cursor:
         self.delivered_entries = 0
         self.delivered_messages = 0
         self.read_retries = 0
+        self.delay_waits = 0  # times it held a delayed message until its time
         self.pulls = 0  # requests the cache had to read from the ledger (published, not cached)
         self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
@@ -256,6 +266,18 @@ class Cursor:
                 self.held = entry
             else:
                 self.held = None
+            schedule = entry.schedule
+            if schedule is not None and (schedule is not NOT_READ or entry_schedule(entry) is not None):
+                later = entry.schedule.first_not_due(start, stop, now_ms(self._clock))
+                if later is not None:
+                    offset, deliver_at = later
+                    self.held = entry
+                    if offset == start:  # (its time is later: go on then)
+                        self.delay_waits += 1
+                        wait = (deliver_at - now_ms(self._clock)) / 1000.0
+                        self._timer = self._clock.callLater(max(wait, 0.001), self._turn)
+                        return
+                    stop = offset
             try:
                 self.channel.deliver(self.handle, entry, start, stop)
             except Exception:

@@ -1,0 +1,102 @@
+"""Delayed delivery and expiry: two reserved message properties, and the schedule of an entry.
+
+A message to be delivered later carries the typed int property `hedwig.deliver_at`
+(milliseconds since the epoch, the absolute time: a relayed copy, a read after a restart
+and every subscriber agree on it); a message that expires carries `hedwig.expire_at`
+(the same unit). Both are ordinary properties of the message set (messageset.py): a
+hub or client of before them stores, relays and delivers them unchanged and an old
+subscriber sees two more properties, so the wire format needs no new bit. The client
+turns `deliver_after` / `deliver_at` / `ttl` into them (`scheduled_properties`), with its
+own clock: as Pulsar's deliverAfter, the time is the publisher's.
+
+The hub reads them per entry, not per message, and only for entries that hold one
+(`EntrySchedule.of`: one C-speed search of the entry's plain set for the names first).
+"""
+
+from array import array
+
+from hedwig.protocol.compression import plain_message_set
+from hedwig.protocol.entry import decode_entry_header, held_messages, message_part
+from hedwig.protocol.messageset import parse_message_set, properties_and_keys
+
+DELIVER_AT = "hedwig.deliver_at"
+EXPIRE_AT = "hedwig.expire_at"
+_NAMES = (DELIVER_AT, EXPIRE_AT)
+_NAME_BYTES = (DELIVER_AT.encode("ascii"), EXPIRE_AT.encode("ascii"))
+
+
+def scheduled_properties(properties, now: float, deliver_after=None, deliver_at=None, ttl=None):
+    """`properties` (None or a mapping) with the reserved properties of a publish's
+    `deliver_after` (seconds from `now`), `deliver_at` (seconds since the epoch) and
+    `ttl` (seconds from `now`): the same mapping when none is given."""
+    if deliver_after is None and deliver_at is None and ttl is None:
+        return properties
+    if deliver_after is not None and deliver_at is not None:
+        raise ValueError("give deliver_after or deliver_at, not both")
+    scheduled = dict(properties or {})
+    if deliver_after is not None:
+        if deliver_after < 0:
+            raise ValueError(f"deliver_after is a number of seconds >= 0, not {deliver_after!r}")
+        scheduled[DELIVER_AT] = int((now + deliver_after) * 1000)
+    elif deliver_at is not None:
+        scheduled[DELIVER_AT] = int(deliver_at * 1000)
+    if ttl is not None:
+        if ttl <= 0:
+            raise ValueError(f"ttl is a number of seconds > 0, not {ttl!r}")
+        scheduled[EXPIRE_AT] = int((now + ttl) * 1000)
+    return scheduled
+
+
+class EntrySchedule:
+    """The times of an entry's messages, by offset from its first seq-id: `deliver_at` and
+    `expire_at` (arrays of milliseconds, 0 for none). Made only for an entry that holds
+    either property; `of` gives None for every other."""
+
+    __slots__ = ("deliver_at", "expire_at", "latest")
+
+    def __init__(self, deliver_at: array, expire_at: array):
+        self.deliver_at = deliver_at
+        self.expire_at = expire_at
+        self.latest = max(deliver_at, default=0)
+
+    @classmethod
+    def of(cls, data):
+        """The schedule of entry bytes `data`, or None when no message has a time."""
+        header = decode_entry_header(data)
+        buf, offset = plain_message_set(data, header.body_offset)
+        if not any(name in buf for name in _NAME_BYTES):
+            return None
+        layout = parse_message_set(buf, offset)
+        if layout.property_offsets is None:
+            return None
+        properties, _keys = properties_and_keys(buf, offset, _NAMES, layout=layout)
+        gap = 0
+        if header.sparse:
+            gap = message_part(header, held_messages(data, header), 0, None)[0].first_seq - header.first_seq
+        deliver_at = array("q", bytes(8 * gap))
+        expire_at = array("q", bytes(8 * gap))
+        for found in properties:
+            deliver_at.append(_millis(found.get(DELIVER_AT)))
+            expire_at.append(_millis(found.get(EXPIRE_AT)))
+        if not any(deliver_at) and not any(expire_at):
+            return None
+        return cls(deliver_at, expire_at)
+
+    def first_not_due(self, start: int, stop: int, now_ms: int):
+        """(offset, deliver_at) of the first message in [start, stop) not due at `now_ms`,
+        or None when all are."""
+        if self.latest <= now_ms:
+            return None
+        deliver_at = self.deliver_at
+        for offset in range(start, stop):
+            if deliver_at[offset] > now_ms:
+                return offset, deliver_at[offset]
+        return None
+
+
+def _millis(value) -> int:
+    """A reserved property's value as milliseconds (0: none, or not an int: a publisher
+    that is not hedwig's may send anything, and a wrong type is no time)."""
+    if value.__class__ is int and 0 < value < 2**63:
+        return value
+    return 0

@@ -1,0 +1,184 @@
+"""Delayed delivery (protocol/schedule.py): stored at once, delivered no earlier than its time.
+
+The rules under a Clock first (an exclusive subscription's cursor holds a delayed message
+and the ones after it until then), then real hubs: the blocking client's deliver_after,
+a SIGKILL in the middle of thousands of delayed messages, and `hedwig publish --delay`.
+"""
+
+import random
+import time
+
+import pytest
+
+from hedwig.client import Client
+from hedwig.protocol.compression import encode_published_set
+from hedwig.protocol.entry import encode_entry_header
+from hedwig.protocol.messageset import encode_message_set
+from hedwig.protocol.schedule import DELIVER_AT, EXPIRE_AT, EntrySchedule, scheduled_properties
+from hedwig.testing.hubprocess import HubProcess
+from tests.cli.test_cli import hedwig, lines
+from tests.delivery.harness import Harness
+
+
+def entry_bytes(first, properties, codec=None):
+    payloads = [b"m%d" % i for i in range(len(properties))]
+    if codec is None:
+        message_set = encode_message_set(payloads, properties)
+    else:
+        message_set = encode_published_set(payloads, properties, codec)
+    return encode_entry_header(first, len(properties), 0, b"r", first) + message_set
+
+
+def delivered(channel):
+    return [(first, last) for _, first, last, _ in channel.deliveries]
+
+
+# -- the schedule of an entry -------------------------------------------------------------
+
+
+def test_scheduled_properties_are_absolute_milliseconds_and_keep_the_others():
+    assert scheduled_properties(None, 100.0) is None
+    assert scheduled_properties({"a": b"1"}, 100.0, deliver_after=2.5, ttl=10) == {
+        "a": b"1",
+        DELIVER_AT: 102_500,
+        EXPIRE_AT: 110_000,
+    }
+    assert scheduled_properties(None, 100.0, deliver_at=5000.25) == {DELIVER_AT: 5_000_250}
+    with pytest.raises(ValueError, match="not both"):
+        scheduled_properties(None, 1.0, deliver_after=1, deliver_at=2)
+    with pytest.raises(ValueError, match="deliver_after"):
+        scheduled_properties(None, 1.0, deliver_after=-1)
+    with pytest.raises(ValueError, match="ttl"):
+        scheduled_properties(None, 1.0, ttl=0)
+
+
+@pytest.mark.parametrize("codec", [None, "gzip"])
+def test_an_entry_schedule_reads_each_message_time_and_none_without_any(codec):
+    times = [{}, {DELIVER_AT: 5000}, {"x": 3, EXPIRE_AT: 9000}, {DELIVER_AT: 7000}]
+    schedule = EntrySchedule.of(entry_bytes(1, times, codec))
+    assert list(schedule.deliver_at) == [0, 5000, 0, 7000]
+    assert list(schedule.expire_at) == [0, 0, 9000, 0]
+    assert schedule.first_not_due(0, 4, 4999) == (1, 5000)
+    assert schedule.first_not_due(2, 4, 5000) == (3, 7000)
+    assert schedule.first_not_due(0, 4, 7000) is None
+    assert EntrySchedule.of(entry_bytes(1, [{"x": 1}, {}], codec)) is None
+    # a property of the name that is not a typed int is no time (a foreign publisher's)
+    assert EntrySchedule.of(entry_bytes(1, [{DELIVER_AT: b"soon"}], codec)) is None
+
+
+# -- an exclusive subscription's cursor, under a Clock ---------------------------------------
+
+
+def test_a_cursor_holds_a_delayed_message_and_those_after_it_until_its_time(tmp_path):
+    h = Harness(tmp_path)
+    channel = h.channel()
+    h.subscribe("s", channel)
+    h.turn()
+    h.log.append_entry(3, lambda first: entry_bytes(first, [{}, {DELIVER_AT: 5000}, {}]))
+    assert delivered(channel) == [(1, 1)], "the message before it goes at once"
+    h.clock.advance(4.9)
+    assert delivered(channel) == [(1, 1)]
+    h.manager.consume("t", "s", 1)
+    h.clock.advance(0.2)
+    assert delivered(channel) == [(1, 1), (2, 3)]
+    assert h.manager.describe("t")[0]["consumed_seq"] == 1, "consumed only up to what was acknowledged"
+    h.publish(count=2)  # not delayed: goes on after it
+    assert delivered(channel)[-1] == (4, 5)
+
+
+def test_a_stopped_cursor_leaves_no_timer_behind(tmp_path):
+    h = Harness(tmp_path)
+    channel = h.channel()
+    h.subscribe("s", channel)
+    h.turn()
+    h.log.append_entry(1, lambda first: entry_bytes(first, [{DELIVER_AT: 60_000}]))
+    assert h.clock.getDelayedCalls(), "it waits for the message's time"
+    h.manager.channel_lost(channel)
+    assert not [call for call in h.clock.getDelayedCalls() if call.active()]
+
+
+# -- real hubs ---------------------------------------------------------------------------
+
+
+def received_on_time(subscription, count, timeout=30.0):
+    """(seq -> (message, wall time it came)) of `count` messages, each acknowledged."""
+    got = {}
+    while len(got) < count:
+        message = subscription.receive(timeout=timeout)
+        assert message is not None, f"only {len(got)} of {count} came"
+        got[message.seq] = (message, time.time())
+        subscription.ack(message)
+    return got
+
+
+def early(got):
+    """The seq-ids delivered before their time."""
+    return [
+        seq
+        for seq, (message, at) in got.items()
+        if DELIVER_AT in message.properties and at * 1000 < message.properties[DELIVER_AT]
+    ]
+
+
+def test_deliver_after_on_an_exclusive_subscription_of_a_real_hub(hub):
+    with Client(hub.address) as client:
+        subscription = client.subscribe("delayed.one", "s", start="earliest")
+        before = client.publish("delayed.one", b"now")
+        later = client.publish("delayed.one", b"later", deliver_after=1.5)
+        after = client.publish("delayed.one", b"after")
+        assert (before, later, after) == (1, 2, 3), "stored at once, numbered as published"
+        got = received_on_time(subscription, 3)
+        assert [got[seq][0].payload for seq in (1, 2, 3)] == [b"now", b"later", b"after"]
+        assert early(got) == []
+        assert got[1][1] < got[2][1] <= got[3][1]
+        assert got[2][0].properties[DELIVER_AT] >= (got[1][1] + 1.0) * 1000
+
+
+def test_a_sigkill_among_thousands_of_delayed_messages_loses_none_and_delivers_none_early(tmp_path):
+    count, spread = 2000, 4.0
+    process = HubProcess(tmp_path / "data").start()
+    try:
+        with Client(process.address) as client:
+            client.subscribe("delayed.kill", "s", start="earliest").close()
+            start = time.time()
+            rng = random.Random(39)
+            # in publish order, so that an exclusive subscription's one stream is not held
+            # back behind a later time (that ordering is the other test's)
+            delays = sorted(rng.uniform(0, spread) for _ in range(count))
+            properties = [scheduled_properties(None, start, deliver_after=d) for d in delays]
+            for i in range(0, count, 100):
+                client.publish_many(
+                    "delayed.kill", [b"%d" % n for n in range(i, i + 100)], properties[i : i + 100]
+                )
+            subscription = client.subscribe("delayed.kill", "s", mode="attach")
+            first_half = received_on_time(subscription, count // 2)
+        process.kill()
+        process.restart()
+        with Client(process.address) as client:
+            subscription = client.subscribe("delayed.kill", "s", mode="attach")
+            rest = {}
+            while len(set(first_half) | set(rest)) < count:
+                rest.update(received_on_time(subscription, 1))
+        assert early(first_half) == [] and early(rest) == []
+        assert set(first_half) | set(rest) == set(range(1, count + 1))
+    finally:
+        process.stop()
+
+
+def test_hedwig_publish_delay_stores_at_once_and_delivers_after_the_delay(hub):
+    started = time.time()
+    assert lines(hedwig("publish", "delayed.cli", "soon", "--delay", "1500ms", hub=hub)) == [
+        "published 1 message to delayed.cli: seq-id 1"
+    ]
+    with Client(hub.address) as client:
+        (stored,) = client.read("delayed.cli")
+        assert started * 1000 + 1500 <= stored.properties[DELIVER_AT] <= time.time() * 1000 + 1500
+        subscription = client.subscribe("delayed.cli", "s", start="earliest")
+        got = received_on_time(subscription, 1)
+        assert early(got) == []
+    refused = hedwig("publish", "delayed.cli", "x", "--delay", "soon", hub=hub)
+    assert refused.returncode == 2 and b"expected a duration" in refused.stderr
+    both = hedwig(
+        "publish", "delayed.cli", "x", "--delay", "1s", "--deliver-at", "2030-01-01T00:00:00Z", hub=hub
+    )
+    assert both.returncode == 2 and b"not allowed with" in both.stderr

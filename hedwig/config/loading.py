@@ -166,6 +166,7 @@ _BOUNDS = {
         ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
         ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
         ("max_shared_window", lambda v: v >= 1, "at least 1"),
+        ("max_delayed_runs", lambda v: v >= 1, "at least 1"),
         ("max_filter_bytes_per_user", lambda v: v >= 1, "at least 1 byte"),
     ],
 }

@@ -99,6 +99,10 @@ class DeliverySettings:
     # unacknowledged message is bounded by the members' windows).
     shared_window: int = 1000
     max_shared_window: int = 100_000
+    # Delayed messages (hedwig/delivery/delays.py): the runs of them one shared
+    # subscription holds aside until their time, at most (~150 bytes each); at the cap it
+    # takes no new message until the earliest is due.
+    max_delayed_runs: int = 100_000
     # Selectors (hedwig/delivery/filtering.py), weighed as compiled (~4 KiB + 64 bytes per
     # character of text): the distinct filters of one user's attached subscriptions (one
     # connection's with [auth] off) at most this much, and the compiled filters the hub

@@ -30,12 +30,15 @@ from heapq import heappop, heappush
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
+from hedwig.delivery.delays import DelayedRuns
 from hedwig.delivery.interface import SubscribeError
 from hedwig.delivery.key_shared import MAX_PARKED_RUNS, KeyRouting
 from hedwig.delivery.leases import Holdings, Lease
+from hedwig.delivery.schedules import entry_schedule, now_ms
 from hedwig.delivery.shared_acks import AckBook
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
 from hedwig.protocol.status import Status
+from hedwig.topiclog.entry import NOT_READ
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -87,6 +90,8 @@ class SharedDispatcher(AckBook):
         self.keys = KeyRouting() if subscription.kind == "key_shared" else None
         self.leases_made = 0  # (each lease's serial: the moves of keys wait on those before them)
         self._evaluated = None  # (filter, entry, runs) of the last entry evaluated in steps
+        # Delayed messages held aside until their time (delays.py).
+        self.delays = DelayedRuns(clock, settings.max_delayed_runs, self.pump)
         self.configure(settings)
 
     def configure(self, settings) -> None:
@@ -222,6 +227,7 @@ class SharedDispatcher(AckBook):
             stopped = self._pump()
         finally:
             self._pumping = False
+        self.delays.arm()
         if stopped is _SETTLE and self._fetching:
             self._settle_fetches()
 
@@ -231,23 +237,31 @@ class SharedDispatcher(AckBook):
         budget = self.max_burst
         log = self.table.topic_log
         self._drop_collected(log)
+        delays = self.delays
         while True:
             member, place = self._next_member()
             if member is None:
                 return _SETTLE
-            piece = self._take(log)
+            piece = self._take_queued(self.queue)
+            due_at = None
+            if piece is None and len(delays):
+                piece, due_at = self._take_due()
             if piece is None:
-                return _SETTLE
+                piece = self._take_new(log)
+                if piece is None:
+                    return _SETTLE
             self._turn = (place + 1) % len(self._order)
             first, last, count = piece
             found = log.get(first)
             if type(found) is Deferred:
                 if count > 1:
                     heappush(self.queue, piece)
+                elif due_at is not None:
+                    delays.hold(due_at, first, last)
                 self._reading = found
                 found.addCallbacks(self._read, self._read_failed)
                 return _WAIT
-            if count == 1 and self.message_filter is not None:
+            if count == 1 and self.message_filter is not None and due_at is None:
                 runs = self._runs(found)
                 if type(runs) is Deferred:  # (a large entry, evaluated in steps)
                     self._reading = runs
@@ -261,6 +275,18 @@ class SharedDispatcher(AckBook):
                         return _WAIT
                     continue
                 piece = (first, last, 1)
+            if count == 1 and due_at is None and found.schedule is not None:
+                held = self._held_back(found, first, min(last, found.last_seq))
+                if held is not None:
+                    if held < first:  # (max_delayed_runs are held: nothing new until one is due)
+                        return _SETTLE
+                    budget -= 1
+                    if not budget:
+                        self.pump_soon()
+                        return _WAIT
+                    continue
+                last = min(last, self._due_through(found, first, last))
+                piece = (first, last, 1)
             if found.data[1] & ENTRY_FLAG_SPARSE:  # (a compacted entry goes whole: its messages end it)
                 last = min(last, found.last_seq)
             else:
@@ -268,6 +294,8 @@ class SharedDispatcher(AckBook):
                 last = min(last, found.last_seq, first + room - 1)
             if count > 1 and last < piece[1]:
                 heappush(self.queue, (last + 1, piece[1], count))
+            elif due_at is not None and last < piece[1]:
+                delays.hold(due_at, last + 1, piece[1])
             if count == 1 and self.message_filter is not None:
                 base = found.first_seq
                 found = self.message_filter.part(found, first - base, last - base + 1)[0]
@@ -322,6 +350,64 @@ class SharedDispatcher(AckBook):
                     return _WAIT
         finally:
             keys.end()
+
+    def _take_due(self):
+        """((first, last, 1), its time) of the earliest delayed run that is due and not
+        acknowledged meanwhile, or (None, None)."""
+        delays = self.delays
+        acked = self.acked
+        floor = self.subscription.consumed_seq
+        now = now_ms(self.clock)
+        while True:
+            run = delays.take_due(now)
+            if run is None:
+                return None, None
+            deliver_at, first, last = run
+            start = acked.next_gap(max(first, floor + 1))
+            if start > last:
+                continue
+            following = acked.next_start(start)
+            end = last if following is None or following > last else following - 1
+            if end < last:
+                delays.hold(deliver_at, end + 1, last)
+            return (start, end, 1), deliver_at
+
+    def _held_back(self, entry, first: int, last: int):
+        """Hold aside the run of messages from `first` (new, of `entry`) when it is not
+        due yet: its last seq-id (the dispatcher goes on after it); first - 1 when it is
+        not due but max_delayed_runs are held (it waits); None when `first` is due."""
+        schedule = entry.schedule
+        if schedule is NOT_READ:
+            schedule = entry_schedule(entry)
+            if schedule is None:
+                return None
+        base = entry.first_seq
+        later = schedule.first_not_due(first - base, first - base + 1, now_ms(self.clock))
+        if later is None:
+            return None
+        delays = self.delays
+        if delays.full:
+            delays.waits += 1
+            return first - 1
+        deliver_at = later[1]
+        times = schedule.deliver_at
+        end = first - base
+        while end + base < last and times[end + 1] == deliver_at:
+            end += 1
+        delays.hold(deliver_at, first, end + base)
+        self.next_seq = end + base + 1
+        return end + base
+
+    def _due_through(self, entry, first: int, last: int) -> int:
+        """The last seq-id of first..last (of `entry`, `first` due) before the first one
+        that is not due."""
+        schedule = entry.schedule
+        if schedule is None or schedule is NOT_READ:
+            return last
+        base = entry.first_seq
+        stop = min(last, entry.last_seq) - base + 1
+        later = schedule.first_not_due(first - base, stop, now_ms(self.clock))
+        return last if later is None else later[0] + base - 1
 
     def _take_keyed(self, log, sources):
         """(the next run to deliver, the heap it came from): the first of the heaps whose
@@ -509,12 +595,14 @@ class SharedDispatcher(AckBook):
         """Go on after a stop (an unsubscribe whose metadata write failed)."""
         self.stopped = False
         self._arm_expiry()
+        self.delays.arm()
         self.pump_soon()
 
     def stop(self) -> None:
         """The subscription is going (released, deleted, the hub stopping): no timer or
         wait is left, and members detached from now on give back without a count."""
         self.stopped = True
+        self.delays.stop()
         for member in self._order:
             self._stop_fetch(member)
         for name in ("_timer", "_expiry_timer"):

@@ -17,7 +17,9 @@ from hedwig.protocol.messageset import encode_message_set
 from hedwig.protocol.schedule import DELIVER_AT, EXPIRE_AT, EntrySchedule, scheduled_properties
 from hedwig.testing.hubprocess import HubProcess
 from tests.cli.test_cli import hedwig, lines
-from tests.delivery.harness import Harness
+from tests.delivery.harness import Harness, fired
+from tests.delivery.shared_harness import SharedHarness
+from tests.delivery.test_shared import row
 
 
 def entry_bytes(first, properties, codec=None):
@@ -182,3 +184,99 @@ def test_hedwig_publish_delay_stores_at_once_and_delivers_after_the_delay(hub):
         "publish", "delayed.cli", "x", "--delay", "1s", "--deliver-at", "2030-01-01T00:00:00Z", hub=hub
     )
     assert both.returncode == 2 and b"not allowed with" in both.stderr
+
+
+# -- shared subscriptions, under a Clock ----------------------------------------------------
+
+
+def shared_publish(h, times):
+    """Publish one entry of len(times) messages, each with its DELIVER_AT (None: none)."""
+    properties = [{} if at is None else {DELIVER_AT: at} for at in times]
+    payloads = [b"%d" % i for i in range(len(times))]
+    return fired(h.topic_log.append(encode_message_set(payloads, properties), len(times)))
+
+
+def test_a_shared_subscription_holds_a_delayed_run_aside_and_delivers_the_rest(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=100)
+    h.turn()
+    shared_publish(h, [None, 5000, 5000, None, 3000])
+    assert a.take() == [1, 4], "the messages after a delayed one go on"
+    assert row(h)["delayed"] == 3
+    h.manager.acknowledge("t", "w", a, [(1, 1), (4, 4)])
+    assert row(h)["consumed_seq"] == 1, "the floor stays below the delayed message"
+    h.clock.advance(2.9)
+    assert a.take() == []
+    h.clock.advance(0.2)
+    assert a.take() == [5]
+    h.clock.advance(2.0)
+    assert a.take() == [2, 3]
+    assert row(h)["delayed"] == 0
+    h.manager.acknowledge("t", "w", a, [(2, 3), (5, 5)])
+    assert row(h)["consumed_seq"] == 5
+
+
+def test_a_restarted_dispatcher_finds_its_delayed_messages_again_from_the_floor(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=100)
+    h.turn()
+    shared_publish(h, [None, 4000, None])
+    assert a.take() == [1, 3]
+    h.manager.acknowledge("t", "w", a, [(1, 1), (3, 3)])
+    fired(h.manager.channel_lost(a))  # the last member leaves: the dispatcher's state goes
+    b = h.member_channel()
+    h.join("w", b, window=100)
+    h.turn()
+    assert b.take() == [], "acknowledged above the floor stays done; the delayed one waits"
+    h.clock.advance(4.1)
+    assert b.take() == [2]
+
+
+def test_at_max_delayed_runs_new_messages_wait_for_the_earliest_and_none_is_lost(tmp_path):
+    h = SharedHarness(tmp_path, max_delayed_runs=2)
+    a = h.member_channel()
+    h.join("w", a, window=100)
+    h.turn()
+    shared_publish(h, [3000, 1000, 2000, None])
+    assert a.take() == [] and row(h)["delayed"] == 2, "two runs held, the third waits unread"
+    h.clock.advance(1.05)
+    assert a.take() == [2, 4], "the earliest went, the third run is held now, the one after it is due"
+    assert row(h)["delayed"] == 2
+    h.clock.advance(1.0)
+    assert a.take() == [3]
+    h.clock.advance(1.0)
+    assert a.take() == [1]
+
+
+def test_ten_thousand_delayed_messages_on_a_shared_subscription_survive_a_sigkill(tmp_path):
+    """10k messages of random delays over 0-5 s, published out of time order: none comes
+    early, and a SIGKILL of the hub half-way loses none (the floor stays below what is
+    held, so the restarted hub finds the rest again in the ledger)."""
+    count, spread = 10_000, 5.0
+    process = HubProcess(tmp_path / "data").start()
+    try:
+        with Client(process.address) as client:
+            client.subscribe("delayed.shared", "w", kind="shared", start="earliest").close()
+            rng = random.Random(3939)
+            start = time.time()
+            for i in range(0, count, 500):
+                times = [
+                    scheduled_properties(None, start, deliver_after=rng.uniform(0, spread))
+                    for _ in range(500)
+                ]
+                client.publish_many("delayed.shared", [b"%d" % n for n in range(i, i + 500)], times)
+            member = client.subscribe("delayed.shared", "w", kind="shared", mode="attach", window=1000)
+            first_half = received_on_time(member, count // 2)
+        process.kill()
+        process.restart()
+        with Client(process.address) as client:
+            member = client.subscribe("delayed.shared", "w", kind="shared", mode="attach", window=1000)
+            rest = {}
+            while len(set(first_half) | set(rest)) < count:
+                rest.update(received_on_time(member, 1))
+        assert early(first_half) == [] and early(rest) == []
+        assert set(first_half) | set(rest) == set(range(1, count + 1))
+    finally:
+        process.stop()

@@ -92,6 +92,7 @@ class SharedDispatcher(AckBook):
         self._evaluated = None  # (filter, entry, runs) of the last entry evaluated in steps
         # Delayed messages held aside until their time (delays.py).
         self.delays = DelayedRuns(clock, settings.max_delayed_runs, self.pump)
+        self._time_timer = None  # a key_shared subscription's wait for its next message's time
         self.configure(settings)
 
     def configure(self, settings) -> None:
@@ -331,6 +332,11 @@ class SharedDispatcher(AckBook):
                     found.addCallbacks(self._read, self._read_failed)
                     return _WAIT
                 end = min(last, found.last_seq)
+                if heap is None and found.schedule is not None:
+                    end = self._due_through(found, first, end)
+                    if end < first:  # (in seq-id order, as keys' order asks: it waits)
+                        self._wait_for_time(found, first)
+                        return _SETTLE
                 if heap is not None and end < last:
                     heappush(heap, (end + 1, last, count))
                 if heap is None:
@@ -402,12 +408,27 @@ class SharedDispatcher(AckBook):
         """The last seq-id of first..last (of `entry`, `first` due) before the first one
         that is not due."""
         schedule = entry.schedule
-        if schedule is None or schedule is NOT_READ:
+        if schedule is NOT_READ:
+            schedule = entry_schedule(entry)
+        if schedule is None:
             return last
         base = entry.first_seq
         stop = min(last, entry.last_seq) - base + 1
         later = schedule.first_not_due(first - base, stop, now_ms(self.clock))
         return last if later is None else later[0] + base - 1
+
+    def _wait_for_time(self, entry, seq: int) -> None:
+        """A key_shared subscription's next new message, `seq` of `entry`, is not due:
+        take nothing new until its time (a timer; parked runs and redeliveries go on)."""
+        if self._time_timer is not None and self._time_timer.active():
+            return
+        deliver_at = entry.schedule.deliver_at[seq - entry.first_seq]
+        wait = max(0.001, deliver_at / 1000.0 - self.clock.seconds())
+        self._time_timer = self.clock.callLater(wait, self._turned_at_time)
+
+    def _turned_at_time(self) -> None:
+        self._time_timer = None
+        self.pump()
 
     def _take_keyed(self, log, sources):
         """(the next run to deliver, the heap it came from): the first of the heaps whose
@@ -605,7 +626,7 @@ class SharedDispatcher(AckBook):
         self.delays.stop()
         for member in self._order:
             self._stop_fetch(member)
-        for name in ("_timer", "_expiry_timer"):
+        for name in ("_timer", "_expiry_timer", "_time_timer"):
             timer = getattr(self, name)
             setattr(self, name, None)
             if timer is not None and timer.active():

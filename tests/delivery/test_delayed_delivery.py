@@ -280,3 +280,16 @@ def test_ten_thousand_delayed_messages_on_a_shared_subscription_survive_a_sigkil
         assert set(first_half) | set(rest) == set(range(1, count + 1))
     finally:
         process.stop()
+
+
+def test_a_key_shared_subscription_keeps_seq_id_order_and_waits_for_a_delayed_message(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, kind="key_shared", window=100)
+    h.turn()
+    shared_publish(h, [None, 2000, None])
+    assert a.take() == [1], "keys keep their order: what follows waits behind it"
+    h.clock.advance(1.9)
+    assert a.take() == []
+    h.clock.advance(0.2)
+    assert a.take() == [2, 3]

@@ -266,18 +266,10 @@ class Cursor:
                 self.held = entry
             else:
                 self.held = None
-            schedule = entry.schedule
-            if schedule is not None and (schedule is not NOT_READ or entry_schedule(entry) is not None):
-                later = entry.schedule.first_not_due(start, stop, now_ms(self._clock))
-                if later is not None:
-                    offset, deliver_at = later
-                    self.held = entry
-                    if offset == start:  # (its time is later: go on then)
-                        self.delay_waits += 1
-                        wait = (deliver_at - now_ms(self._clock)) / 1000.0
-                        self._timer = self._clock.callLater(max(wait, 0.001), self._turn)
-                        return
-                    stop = offset
+            if entry.schedule is not None:
+                stop = self._due_stop(entry, start, stop)
+                if stop == start:
+                    return
             try:
                 self.channel.deliver(self.handle, entry, start, stop)
             except Exception:
@@ -291,6 +283,26 @@ class Cursor:
             if not budget:  # let other cursors and connections have the reactor
                 self._timer = self._clock.callLater(0, self._turn)
                 return
+
+    def _due_stop(self, entry, start: int, stop: int) -> int:
+        """`stop`, or the offset of the first message of [start, stop) of `entry` that is
+        not due yet (the entry is held); `start` when that is the first: the cursor then
+        waits for its time on a timer."""
+        schedule = entry.schedule
+        if schedule is NOT_READ:
+            schedule = entry_schedule(entry)
+            if schedule is None:
+                return stop
+        later = schedule.first_not_due(start, stop, now_ms(self._clock))
+        if later is None:
+            return stop
+        offset, deliver_at = later
+        self.held = entry
+        if offset == start:
+            self.delay_waits += 1
+            wait = (deliver_at - now_ms(self._clock)) / 1000.0
+            self._timer = self._clock.callLater(max(wait, 0.001), self._turn)
+        return offset
 
     def _arrived(self, entry) -> None:
         self._waiting = None

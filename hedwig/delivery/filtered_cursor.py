@@ -96,6 +96,10 @@ class FilteredCursor(Cursor):
                 if window and stop - start > room:
                     stop = start + room
                 self.held = entry if first + stop <= entry.last_seq else None
+                if entry.schedule is not None:
+                    stop = self._due_stop(entry, start, stop)
+                    if stop == start:
+                        return
                 try:
                     self.channel.deliver(self.handle, *self.message_filter.part(entry, start, stop))
                 except Exception:

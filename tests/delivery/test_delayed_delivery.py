@@ -293,3 +293,16 @@ def test_a_key_shared_subscription_keeps_seq_id_order_and_waits_for_a_delayed_me
     assert a.take() == []
     h.clock.advance(0.2)
     assert a.take() == [2, 3]
+
+
+def test_a_filtered_exclusive_subscription_waits_for_a_delayed_message_that_passes(tmp_path):
+    h = Harness(tmp_path)
+    channel = h.channel()
+    h.subscribe("s", channel, filter="x = 1")
+    h.turn()
+    h.log.append_entry(3, lambda first: entry_bytes(first, [{"x": 1}, {"x": 1, DELIVER_AT: 5000}, {"x": 2}]))
+    assert delivered(channel) == [(1, 1)]
+    h.clock.advance(4.9)
+    assert delivered(channel) == [(1, 1)]
+    h.clock.advance(0.2)
+    assert delivered(channel) == [(1, 1), (2, 2)]

@@ -19,6 +19,9 @@ holds it, and goes on at that time (a timer, no polling); the messages after it 
 behind it, and the consumed position passes it only once it was delivered and consumed.
 Nothing but the stored message says when: after a restart the cursor finds it again.
 
+A message whose TTL passed before it was delivered is passed over as a filter passes
+over a message (`on_expired`): counted, consumed once everything before it is.
+
 A failed read is retried after the back-off, except when the entry cannot be read at all
 (damaged, or its ledger lost: EntriesUnreadable): everything before it was delivered,
 and `on_unreadable` tells the delivery manager, which ends the subscription with an event
@@ -33,6 +36,7 @@ from twisted.logger import Logger
 from hedwig.cache.waits import TailWaiter
 from hedwig.delivery.schedules import entry_schedule, now_ms
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
+from hedwig.protocol.schedule import DUE, LATER
 from hedwig.topiclog.entry import NOT_READ
 from hedwig.topiclog.errors import EntriesUnreadable
 
@@ -67,6 +71,8 @@ class Cursor:
         "delivered_entries",
         "delivered_messages",
         "delay_waits",
+        "expired",
+        "on_expired",
         "filtered_runs",
         "handle",
         "held",
@@ -115,6 +121,8 @@ class Cursor:
         self.delivered_messages = 0
         self.read_retries = 0
         self.delay_waits = 0  # times it held a delayed message until its time
+        self.expired = 0  # messages whose TTL passed before their delivery: passed over
+        self.on_expired = None  # called (cursor, first, last) for those (the manager's)
         self.pulls = 0  # requests the cache had to read from the ledger (published, not cached)
         self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
@@ -267,9 +275,15 @@ class Cursor:
             else:
                 self.held = None
             if entry.schedule is not None:
-                stop = self._due_stop(entry, start, stop)
-                if stop == start:
+                stop = self._timed_stop(entry, start, stop)
+                if stop is None:
                     return
+                if stop == start:  # (expired: passed over)
+                    budget -= 1
+                    if not budget:
+                        self._timer = self._clock.callLater(0, self._turn)
+                        return
+                    continue
             try:
                 self.channel.deliver(self.handle, entry, start, stop)
             except Exception:
@@ -284,25 +298,33 @@ class Cursor:
                 self._timer = self._clock.callLater(0, self._turn)
                 return
 
-    def _due_stop(self, entry, start: int, stop: int) -> int:
-        """`stop`, or the offset of the first message of [start, stop) of `entry` that is
-        not due yet (the entry is held); `start` when that is the first: the cursor then
-        waits for its time on a timer."""
+    def _timed_stop(self, entry, start: int, stop: int):
+        """What to deliver of [start, stop) of `entry`, which may hold delayed or expiring
+        messages (protocol/schedule.py): its stop (the entry is held when it is cut
+        short); None when its first message is not due (the cursor waits for its time on
+        a timer); `start` when the first ones expired: passed over (`on_expired`)."""
         schedule = entry.schedule
         if schedule is NOT_READ:
             schedule = entry_schedule(entry)
             if schedule is None:
                 return stop
-        later = schedule.first_not_due(start, stop, now_ms(self._clock))
-        if later is None:
-            return stop
-        offset, deliver_at = later
-        self.held = entry
-        if offset == start:
+        what, end, deliver_at = schedule.run_at(start, stop, now_ms(self._clock))
+        if what is DUE:
+            if end < stop:
+                self.held = entry
+            return end
+        if what is LATER:
+            self.held = entry
             self.delay_waits += 1
             wait = (deliver_at - now_ms(self._clock)) / 1000.0
             self._timer = self._clock.callLater(max(wait, 0.001), self._turn)
-        return offset
+            return None
+        first = entry.first_seq
+        self.next_seq = first + end
+        self.held = entry if first + end <= entry.last_seq else None
+        self.expired += end - start
+        self.on_expired(self, first + start, first + end - 1)
+        return start
 
     def _arrived(self, entry) -> None:
         self._waiting = None

@@ -97,9 +97,15 @@ class FilteredCursor(Cursor):
                     stop = start + room
                 self.held = entry if first + stop <= entry.last_seq else None
                 if entry.schedule is not None:
-                    stop = self._due_stop(entry, start, stop)
-                    if stop == start:
+                    stop = self._timed_stop(entry, start, stop)
+                    if stop is None:
                         return
+                    if stop == start:  # (expired: passed over)
+                        budget -= 1
+                        if not budget:
+                            self._timer = self._clock.callLater(0, self._turn)
+                            return
+                        continue
                 try:
                     self.channel.deliver(self.handle, *self.message_filter.part(entry, start, stop))
                 except Exception:

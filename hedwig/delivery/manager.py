@@ -342,7 +342,16 @@ class DeliveryManager:
             cursor.skip = skip
             cursor.on_skip = self._passed_over
             cursor.filtered_runs = PassedOver()
+        cursor.on_expired = self._expired
         return cursor
+
+    def _expired(self, cursor, from_seq: int, last_seq: int) -> None:
+        """The cursor passed over seq-ids from_seq..last_seq, whose TTL passed before
+        their delivery: counted, and consumed as a filter's passed-over ones are."""
+        self.work.ttl_expired += last_seq - from_seq + 1
+        if cursor.filtered_runs is None:
+            cursor.filtered_runs = PassedOver()
+        self._passed_over(cursor, from_seq, last_seq)
 
     def _entry_filter(self, subscription):
         """The predicate of the entries `subscription`'s cursor passes over instead of

@@ -37,6 +37,7 @@ from hedwig.delivery.leases import Holdings, Lease
 from hedwig.delivery.schedules import entry_schedule, now_ms
 from hedwig.delivery.shared_acks import AckBook
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
+from hedwig.protocol.schedule import DUE, EXPIRED, LATER
 from hedwig.protocol.status import Status
 from hedwig.topiclog.entry import NOT_READ
 from hedwig.topiclog.errors import EntriesUnreadable
@@ -45,6 +46,7 @@ _logger = Logger()
 
 _SETTLE = "settle"  # the pump stopped with nothing more at hand: fetches that got something end
 _WAIT = "wait"  # a ledger read, or the reactor's next turn: fetches go on
+_FULL = "full"  # (_timing: a delayed message met while max_delayed_runs are held)
 
 
 class SharedDispatcher(AckBook):
@@ -73,6 +75,7 @@ class SharedDispatcher(AckBook):
         self.dead_letters_in_flight = 0
         self.skipped_by_bound = 0
         self.skipped_by_retention = 0
+        self.ttl_expired = 0  # messages whose TTL passed before their delivery
         self.passed_over = 0  # seq-ids the filter passed over
         self._fetching = set()  # pull members with a FETCH in progress
         self._reading = None  # the ledger read the pump waits on
@@ -276,18 +279,21 @@ class SharedDispatcher(AckBook):
                         return _WAIT
                     continue
                 piece = (first, last, 1)
-            if count == 1 and due_at is None and found.schedule is not None:
-                held = self._held_back(found, first, min(last, found.last_seq))
-                if held is not None:
-                    if held < first:  # (max_delayed_runs are held: nothing new until one is due)
-                        return _SETTLE
+            if found.schedule is not None:
+                what, through = self._timing(found, first, min(last, found.last_seq), count, due_at)
+                if what is _FULL:  # (max_delayed_runs are held: nothing new until one is due)
+                    return _SETTLE
+                if what is not DUE:  # (held aside until its time, or expired)
+                    if count > 1 and through < piece[1]:
+                        heappush(self.queue, (through + 1, piece[1], count))
+                    elif due_at is not None and through < piece[1]:
+                        delays.hold(due_at, through + 1, piece[1])
                     budget -= 1
                     if not budget:
                         self.pump_soon()
                         return _WAIT
                     continue
-                last = min(last, self._due_through(found, first, last))
-                piece = (first, last, 1)
+                last = through
             if found.data[1] & ENTRY_FLAG_SPARSE:  # (a compacted entry goes whole: its messages end it)
                 last = min(last, found.last_seq)
             else:
@@ -333,9 +339,10 @@ class SharedDispatcher(AckBook):
                     return _WAIT
                 end = min(last, found.last_seq)
                 if heap is None and found.schedule is not None:
-                    end = self._due_through(found, first, end)
-                    if end < first:  # (in seq-id order, as keys' order asks: it waits)
-                        self._wait_for_time(found, first)
+                    end = self._keyed_timing(found, first, end)
+                    if end < first:  # (in seq-id order, as keys' order asks: it waits, or it expired)
+                        if self.next_seq > first:
+                            continue
                         return _SETTLE
                 if heap is not None and end < last:
                     heappush(heap, (end + 1, last, count))
@@ -378,51 +385,76 @@ class SharedDispatcher(AckBook):
                 delays.hold(deliver_at, end + 1, last)
             return (start, end, 1), deliver_at
 
-    def _held_back(self, entry, first: int, last: int):
-        """Hold aside the run of messages from `first` (new, of `entry`) when it is not
-        due yet: its last seq-id (the dispatcher goes on after it); first - 1 when it is
-        not due but max_delayed_runs are held (it waits); None when `first` is due."""
+    def _timing(self, entry, first: int, last: int, count: int, due_at) -> tuple:
+        """(what, through) of the messages from `first` (to `last`, of `entry`): DUE
+        through a seq-id (deliver them); LATER (a new run held aside until its time);
+        EXPIRED (their TTL passed: acknowledged, or dead-lettered when the subscription
+        has a dead-letter topic, and counted); _FULL (a new run not due while
+        max_delayed_runs are held: it waits)."""
         schedule = entry.schedule
         if schedule is NOT_READ:
             schedule = entry_schedule(entry)
             if schedule is None:
-                return None
+                return DUE, last
         base = entry.first_seq
-        later = schedule.first_not_due(first - base, first - base + 1, now_ms(self.clock))
-        if later is None:
-            return None
-        delays = self.delays
-        if delays.full:
-            delays.waits += 1
-            return first - 1
-        deliver_at = later[1]
-        times = schedule.deliver_at
-        end = first - base
-        while end + base < last and times[end + 1] == deliver_at:
-            end += 1
-        delays.hold(deliver_at, first, end + base)
-        self.next_seq = end + base + 1
-        return end + base
+        what, stop, deliver_at = schedule.run_at(first - base, last - base + 1, now_ms(self.clock))
+        through = stop + base - 1
+        new = count == 1 and due_at is None
+        if what is LATER:
+            if not new:  # (delivered before, or its run came due: it was due then)
+                return DUE, through
+            if self.delays.full:
+                self.delays.waits += 1
+                return _FULL, first - 1
+            self.delays.hold(deliver_at, first, through)
+        elif what is EXPIRED:
+            self._expire_run(first, through, count)
+            return EXPIRED, through
+        else:
+            return DUE, through
+        if through >= self.next_seq:
+            self.next_seq = through + 1
+        return LATER, through
 
-    def _due_through(self, entry, first: int, last: int) -> int:
-        """The last seq-id of first..last (of `entry`, `first` due) before the first one
-        that is not due."""
-        schedule = entry.schedule
-        if schedule is NOT_READ:
-            schedule = entry_schedule(entry)
+    def _expire_run(self, first: int, last: int, count: int) -> None:
+        """first..last were not delivered within their TTL: counted, and dead-lettered
+        when the subscription has a dead-letter topic (named, or max_deliveries set),
+        else acknowledged."""
+        n = last - first + 1
+        self.ttl_expired += n
+        self.counters.ttl_expired += n
+        if last >= self.next_seq:
+            self.next_seq = last + 1
+        if self.max_deliveries is not None or self.subscription.preferences.get("dead_letter_topic"):
+            self._dead_letter(first, last, count)
+        else:
+            newly = self._ack_range(first, last)
+            if newly:
+                self._acks_moved(newly)
+
+    def _keyed_timing(self, entry, first: int, last: int):
+        """The last seq-id of the due messages from `first` (new, of `entry`) on a
+        key_shared subscription; first - 1 when the first is not due (it waits for its
+        time, on a timer) or expired (passed: _expire_run)."""
+        schedule = entry_schedule(entry)
         if schedule is None:
             return last
         base = entry.first_seq
-        stop = min(last, entry.last_seq) - base + 1
-        later = schedule.first_not_due(first - base, stop, now_ms(self.clock))
-        return last if later is None else later[0] + base - 1
+        what, stop, deliver_at = schedule.run_at(first - base, last - base + 1, now_ms(self.clock))
+        through = stop + base - 1
+        if what is DUE:
+            return through
+        if what is EXPIRED:
+            self._expire_run(first, through, 1)
+        else:
+            self._wait_for_time(deliver_at)
+        return first - 1
 
-    def _wait_for_time(self, entry, seq: int) -> None:
-        """A key_shared subscription's next new message, `seq` of `entry`, is not due:
-        take nothing new until its time (a timer; parked runs and redeliveries go on)."""
+    def _wait_for_time(self, deliver_at: int) -> None:
+        """A key_shared subscription's next new message is not due: take nothing new
+        until its time (a timer; parked runs and redeliveries go on meanwhile)."""
         if self._time_timer is not None and self._time_timer.active():
             return
-        deliver_at = entry.schedule.deliver_at[seq - entry.first_seq]
         wait = max(0.001, deliver_at / 1000.0 - self.clock.seconds())
         self._time_timer = self.clock.callLater(wait, self._turned_at_time)
 

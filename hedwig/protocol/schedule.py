@@ -47,17 +47,47 @@ def scheduled_properties(properties, now: float, deliver_after=None, deliver_at=
     return scheduled
 
 
+# What run_at says of the messages from an offset: deliver them, let them pass (expired),
+# or wait (their time is later).
+DUE = "due"
+EXPIRED = "expired"
+LATER = "later"
+_NEVER = 2**63
+
+
 class EntrySchedule:
     """The times of an entry's messages, by offset from its first seq-id: `deliver_at` and
     `expire_at` (arrays of milliseconds, 0 for none). Made only for an entry that holds
     either property; `of` gives None for every other."""
 
-    __slots__ = ("deliver_at", "expire_at", "latest")
+    __slots__ = ("deliver_at", "expire_at", "latest", "soonest_expiry")
 
     def __init__(self, deliver_at: array, expire_at: array):
         self.deliver_at = deliver_at
         self.expire_at = expire_at
         self.latest = max(deliver_at, default=0)
+        self.soonest_expiry = min((at for at in expire_at if at), default=_NEVER)
+
+    def run_at(self, start: int, stop: int, now_ms: int) -> tuple:
+        """(what, end, deliver_at) of the run of messages [start, end) of [start, stop)
+        that are alike at `now_ms`: DUE (to deliver), EXPIRED (their TTL passed: not to
+        deliver) or LATER (delayed to `deliver_at`, all of that one time)."""
+        if self.latest <= now_ms and self.soonest_expiry > now_ms:
+            return DUE, stop, 0
+        deliver_at = self.deliver_at
+        expire_at = self.expire_at
+
+        def what(i):
+            if 0 < expire_at[i] <= now_ms:
+                return EXPIRED
+            return LATER if deliver_at[i] > now_ms else DUE
+
+        first = what(start)
+        at = deliver_at[start]
+        end = start + 1
+        while end < stop and what(end) is first and (first is not LATER or deliver_at[end] == at):
+            end += 1
+        return first, end, at
 
     @classmethod
     def of(cls, data):
@@ -81,17 +111,6 @@ class EntrySchedule:
         if not any(deliver_at) and not any(expire_at):
             return None
         return cls(deliver_at, expire_at)
-
-    def first_not_due(self, start: int, stop: int, now_ms: int):
-        """(offset, deliver_at) of the first message in [start, stop) not due at `now_ms`,
-        or None when all are."""
-        if self.latest <= now_ms:
-            return None
-        deliver_at = self.deliver_at
-        for offset in range(start, stop):
-            if deliver_at[offset] > now_ms:
-                return offset, deliver_at[offset]
-        return None
 
 
 def _millis(value) -> int:

@@ -12,13 +12,21 @@ import pytest
 
 from hedwig.client import Client
 from hedwig.protocol.compression import encode_published_set
-from hedwig.protocol.entry import encode_entry_header
+from hedwig.protocol.entry import decode_entry, encode_entry_header
 from hedwig.protocol.messageset import encode_message_set
-from hedwig.protocol.schedule import DELIVER_AT, EXPIRE_AT, EntrySchedule, scheduled_properties
+from hedwig.protocol.schedule import (
+    DELIVER_AT,
+    DUE,
+    EXPIRE_AT,
+    EXPIRED,
+    LATER,
+    EntrySchedule,
+    scheduled_properties,
+)
 from hedwig.testing.hubprocess import HubProcess
 from tests.cli.test_cli import hedwig, lines
 from tests.delivery.harness import Harness, fired
-from tests.delivery.shared_harness import SharedHarness
+from tests.delivery.shared_harness import MemberChannel, SharedHarness
 from tests.delivery.test_shared import row
 
 
@@ -60,9 +68,12 @@ def test_an_entry_schedule_reads_each_message_time_and_none_without_any(codec):
     schedule = EntrySchedule.of(entry_bytes(1, times, codec))
     assert list(schedule.deliver_at) == [0, 5000, 0, 7000]
     assert list(schedule.expire_at) == [0, 0, 9000, 0]
-    assert schedule.first_not_due(0, 4, 4999) == (1, 5000)
-    assert schedule.first_not_due(2, 4, 5000) == (3, 7000)
-    assert schedule.first_not_due(0, 4, 7000) is None
+    assert schedule.run_at(0, 4, 4999) == (DUE, 1, 0)
+    assert schedule.run_at(1, 4, 4999) == (LATER, 2, 5000)
+    assert schedule.run_at(2, 4, 5000) == (DUE, 3, 0)
+    assert schedule.run_at(3, 4, 5000) == (LATER, 4, 7000)
+    assert schedule.run_at(2, 4, 9000) == (EXPIRED, 3, 0)
+    assert schedule.run_at(0, 2, 7000) == (DUE, 2, 0)
     assert EntrySchedule.of(entry_bytes(1, [{"x": 1}, {}], codec)) is None
     # a property of the name that is not a typed int is no time (a foreign publisher's)
     assert EntrySchedule.of(entry_bytes(1, [{DELIVER_AT: b"soon"}], codec)) is None
@@ -306,3 +317,85 @@ def test_a_filtered_exclusive_subscription_waits_for_a_delayed_message_that_pass
     assert delivered(channel) == [(1, 1)]
     h.clock.advance(0.2)
     assert delivered(channel) == [(1, 1), (2, 2)]
+
+
+# -- message expiry (TTL) ------------------------------------------------------------------
+
+
+def test_a_cursor_passes_over_expired_messages_and_counts_them(tmp_path):
+    h = Harness(tmp_path)
+    channel = MemberChannel(h.manager)  # (records deliveries with gaps between them)
+    h.subscribe("s", channel)
+    h.turn()
+    h.clock.advance(2.0)
+    h.log.append_entry(4, lambda first: entry_bytes(first, [{EXPIRE_AT: 1000}, {}, {EXPIRE_AT: 1500}, {}]))
+    assert channel.seqs() == [2, 4]
+    assert h.manager.stats()["ttl_expired"] == 2
+    h.manager.consume("t", "s", 4)
+    assert h.manager.describe("t")[0]["consumed_seq"] == 4, "the expired ones count as consumed"
+
+
+def test_a_delayed_message_whose_ttl_passes_first_is_never_delivered(tmp_path):
+    h = Harness(tmp_path)
+    channel = h.channel()
+    h.subscribe("s", channel)
+    h.turn()
+    h.log.append_entry(2, lambda first: entry_bytes(first, [{DELIVER_AT: 3000, EXPIRE_AT: 2000}, {}]))
+    assert delivered(channel) == []
+    h.clock.advance(3.1)
+    assert delivered(channel) == [(2, 2)]
+    assert h.manager.stats()["ttl_expired"] == 1
+
+
+def expiring_publish(h, expire_at):
+    properties = [{} if at is None else {EXPIRE_AT: at} for at in expire_at]
+    payloads = [b"%d" % i for i in range(len(expire_at))]
+    return fired(h.topic_log.append(encode_message_set(payloads, properties), len(expire_at)))
+
+
+def test_a_shared_subscription_acknowledges_expired_messages_without_a_dead_letter_topic(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=100)
+    h.turn()
+    h.clock.advance(2.0)
+    expiring_publish(h, [1000, None, 1000])
+    assert a.take() == [2]
+    h.manager.acknowledge("t", "w", a, [(2, 2)])
+    assert row(h)["consumed_seq"] == 3
+    assert h.manager.stats()["ttl_expired"] == 2 and h.dead_letters == []
+
+
+def test_a_shared_subscription_dead_letters_a_message_that_expires_while_held_back(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=100, max_deliveries=3, dead_letter_topic="t.expired")
+    h.turn()
+    properties = [{DELIVER_AT: 2000, EXPIRE_AT: 1000, "k": b"v"}, {}]
+    fired(h.topic_log.append(encode_message_set([b"late", b"now"], properties), 2))
+    assert a.take() == [2]
+    h.clock.advance(2.1)
+    assert a.take() == [], "it expired before its time"
+    ((topic, message_set),) = h.dead_letters
+    assert topic == "t.expired"
+    (letter,) = decode_entry("t.expired", encode_entry_header(1, 1, 0, b"r", 1) + message_set)
+    assert letter.payload == b"late" and letter.properties["k"] == b"v"
+    assert EXPIRE_AT not in letter.properties, "it is not expired again in the dead-letter topic"
+    h.manager.acknowledge("t", "w", a, [(2, 2)])
+    assert row(h)["consumed_seq"] == 2 and h.manager.stats()["ttl_expired"] == 1
+
+
+def test_ttl_on_a_real_hub_counts_and_dead_letters_what_expired_undelivered(hub):
+    with Client(hub.address) as client:
+        before = client.stats()["delivery"]["ttl_expired"]
+        member = client.subscribe(
+            "ttl.real", "w", kind="shared", max_deliveries=5, dead_letter_topic="ttl.dlq"
+        )
+        letters = client.subscribe("ttl.dlq", "reader", start="earliest")
+        client.publish("ttl.real", b"too late", deliver_after=1.0, ttl=0.5)
+        client.publish("ttl.real", b"fine", ttl=60)
+        (got,) = received_on_time(member, 1).values()
+        assert got[0].payload == b"fine"
+        letter = letters.receive(timeout=30)
+        assert letter.payload == b"too late"
+        assert client.stats()["delivery"]["ttl_expired"] == before + 1

@@ -5,6 +5,7 @@ and the ones after it until then), then real hubs: the blocking client's deliver
 a SIGKILL in the middle of thousands of delayed messages, and `hedwig publish --delay`.
 """
 
+import datetime
 import random
 import time
 
@@ -189,6 +190,15 @@ def test_hedwig_publish_delay_stores_at_once_and_delivers_after_the_delay(hub):
         subscription = client.subscribe("delayed.cli", "s", start="earliest")
         got = received_on_time(subscription, 1)
         assert early(got) == []
+    at = datetime.datetime.fromtimestamp(time.time() + 3600, datetime.UTC).replace(microsecond=0)
+    published = hedwig(
+        "publish", "delayed.cli", "hour", "--deliver-at", at.isoformat(), "--ttl", "2h", hub=hub
+    )
+    assert lines(published) == ["published 1 message to delayed.cli: seq-id 2"]
+    with Client(hub.address) as client:
+        (stored,) = client.read("delayed.cli", 2)
+        assert stored.properties[DELIVER_AT] == int(at.timestamp() * 1000)
+        assert 7200_000 <= stored.properties[EXPIRE_AT] - started * 1000 <= 7200_000 + 60_000
     refused = hedwig("publish", "delayed.cli", "x", "--delay", "soon", hub=hub)
     assert refused.returncode == 2 and b"expected a duration" in refused.stderr
     both = hedwig(

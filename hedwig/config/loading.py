@@ -167,6 +167,7 @@ _BOUNDS = {
         ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
         ("max_shared_window", lambda v: v >= 1, "at least 1"),
         ("max_delayed_runs", lambda v: v >= 1, "at least 1"),
+        ("message_ttl_ms", lambda v: v >= 0, "0 (none) or more"),
         ("max_filter_bytes_per_user", lambda v: v >= 1, "at least 1 byte"),
     ],
 }

@@ -103,6 +103,9 @@ class DeliverySettings:
     # subscription holds aside until their time, at most (~150 bytes each); at the cap it
     # takes no new message until the earliest is due.
     max_delayed_runs: int = 100_000
+    # The TTL of a message published without one of its own: not delivered this long after
+    # its publish (0: none; a message's own TTL, set at publish, wins).
+    message_ttl_ms: int = 0
     # Selectors (hedwig/delivery/filtering.py), weighed as compiled (~4 KiB + 64 bytes per
     # character of text): the distinct filters of one user's attached subscriptions (one
     # connection's with [auth] off) at most this much, and the compiled filters the hub

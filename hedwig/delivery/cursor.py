@@ -34,10 +34,9 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
 from hedwig.cache.waits import TailWaiter
-from hedwig.delivery.schedules import entry_schedule, now_ms
+from hedwig.delivery.schedules import now_ms, timing
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
 from hedwig.protocol.schedule import DUE, LATER
-from hedwig.topiclog.entry import NOT_READ
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -73,6 +72,7 @@ class Cursor:
         "delay_waits",
         "expired",
         "on_expired",
+        "ttl_ms",
         "filtered_runs",
         "handle",
         "held",
@@ -123,6 +123,7 @@ class Cursor:
         self.delay_waits = 0  # times it held a delayed message until its time
         self.expired = 0  # messages whose TTL passed before their delivery: passed over
         self.on_expired = None  # called (cursor, first, last) for those (the manager's)
+        self.ttl_ms = 0  # the expiry of messages without one of their own ([delivery] message_ttl_ms)
         self.pulls = 0  # requests the cache had to read from the ledger (published, not cached)
         self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
@@ -274,7 +275,7 @@ class Cursor:
                 self.held = entry
             else:
                 self.held = None
-            if entry.schedule is not None:
+            if entry.schedule is not None or self.ttl_ms:
                 stop = self._timed_stop(entry, start, stop)
                 if stop is None:
                     return
@@ -303,12 +304,7 @@ class Cursor:
         messages (protocol/schedule.py): its stop (the entry is held when it is cut
         short); None when its first message is not due (the cursor waits for its time on
         a timer); `start` when the first ones expired: passed over (`on_expired`)."""
-        schedule = entry.schedule
-        if schedule is NOT_READ:
-            schedule = entry_schedule(entry)
-            if schedule is None:
-                return stop
-        what, end, deliver_at = schedule.run_at(start, stop, now_ms(self._clock))
+        what, end, deliver_at = timing(entry, start, stop, now_ms(self._clock), self.ttl_ms)
         if what is DUE:
             if end < stop:
                 self.held = entry

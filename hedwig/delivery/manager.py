@@ -343,6 +343,7 @@ class DeliveryManager:
             cursor.on_skip = self._passed_over
             cursor.filtered_runs = PassedOver()
         cursor.on_expired = self._expired
+        cursor.ttl_ms = self.settings.message_ttl_ms
         return cursor
 
     def _expired(self, cursor, from_seq: int, last_seq: int) -> None:

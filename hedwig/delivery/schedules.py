@@ -5,7 +5,7 @@ An entry without delayed or expiring messages costs one search of its bytes the 
 time it is delivered and an attribute test after that, per entry, never per message.
 """
 
-from hedwig.protocol.schedule import EntrySchedule
+from hedwig.protocol.schedule import DUE, EXPIRED, EntrySchedule
 from hedwig.topiclog.entry import NOT_READ
 
 
@@ -20,3 +20,16 @@ def entry_schedule(entry):
 def now_ms(clock) -> int:
     """The clock's time in the schedules' unit."""
     return int(clock.seconds() * 1000)
+
+
+def timing(entry, start: int, stop: int, now: int, ttl_ms: int) -> tuple:
+    """EntrySchedule.run_at of [start, stop) of a LogEntry (offsets from its first seq-id),
+    with `ttl_ms` after its publish the expiry of messages without one of their own
+    (0: none): (what, end, deliver_at)."""
+    default_expiry = entry.publish_time_us // 1000 + ttl_ms if ttl_ms else 0
+    schedule = entry_schedule(entry)
+    if schedule is None:
+        if default_expiry and default_expiry <= now:
+            return EXPIRED, stop, 0
+        return DUE, stop, 0
+    return schedule.run_at(start, stop, now, default_expiry)

@@ -34,12 +34,11 @@ from hedwig.delivery.delays import DelayedRuns
 from hedwig.delivery.interface import SubscribeError
 from hedwig.delivery.key_shared import MAX_PARKED_RUNS, KeyRouting
 from hedwig.delivery.leases import Holdings, Lease
-from hedwig.delivery.schedules import entry_schedule, now_ms
+from hedwig.delivery.schedules import now_ms, timing
 from hedwig.delivery.shared_acks import AckBook
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
 from hedwig.protocol.schedule import DUE, EXPIRED, LATER
 from hedwig.protocol.status import Status
-from hedwig.topiclog.entry import NOT_READ
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -96,6 +95,7 @@ class SharedDispatcher(AckBook):
         # Delayed messages held aside until their time (delays.py).
         self.delays = DelayedRuns(clock, settings.max_delayed_runs, self.pump)
         self._time_timer = None  # a key_shared subscription's wait for its next message's time
+        self.ttl_ms = settings.message_ttl_ms  # the expiry of messages without their own (0: none)
         self.configure(settings)
 
     def configure(self, settings) -> None:
@@ -279,7 +279,7 @@ class SharedDispatcher(AckBook):
                         return _WAIT
                     continue
                 piece = (first, last, 1)
-            if found.schedule is not None:
+            if found.schedule is not None or self.ttl_ms:
                 what, through = self._timing(found, first, min(last, found.last_seq), count, due_at)
                 if what is _FULL:  # (max_delayed_runs are held: nothing new until one is due)
                     return _SETTLE
@@ -338,7 +338,7 @@ class SharedDispatcher(AckBook):
                     found.addCallbacks(self._read, self._read_failed)
                     return _WAIT
                 end = min(last, found.last_seq)
-                if heap is None and found.schedule is not None:
+                if heap is None and (found.schedule is not None or self.ttl_ms):
                     end = self._keyed_timing(found, first, end)
                     if end < first:  # (in seq-id order, as keys' order asks: it waits, or it expired)
                         if self.next_seq > first:
@@ -391,13 +391,8 @@ class SharedDispatcher(AckBook):
         EXPIRED (their TTL passed: acknowledged, or dead-lettered when the subscription
         has a dead-letter topic, and counted); _FULL (a new run not due while
         max_delayed_runs are held: it waits)."""
-        schedule = entry.schedule
-        if schedule is NOT_READ:
-            schedule = entry_schedule(entry)
-            if schedule is None:
-                return DUE, last
         base = entry.first_seq
-        what, stop, deliver_at = schedule.run_at(first - base, last - base + 1, now_ms(self.clock))
+        what, stop, deliver_at = timing(entry, first - base, last - base + 1, now_ms(self.clock), self.ttl_ms)
         through = stop + base - 1
         new = count == 1 and due_at is None
         if what is LATER:
@@ -436,11 +431,8 @@ class SharedDispatcher(AckBook):
         """The last seq-id of the due messages from `first` (new, of `entry`) on a
         key_shared subscription; first - 1 when the first is not due (it waits for its
         time, on a timer) or expired (passed: _expire_run)."""
-        schedule = entry_schedule(entry)
-        if schedule is None:
-            return last
         base = entry.first_seq
-        what, stop, deliver_at = schedule.run_at(first - base, last - base + 1, now_ms(self.clock))
+        what, stop, deliver_at = timing(entry, first - base, last - base + 1, now_ms(self.clock), self.ttl_ms)
         through = stop + base - 1
         if what is DUE:
             return through

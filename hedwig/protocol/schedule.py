@@ -68,17 +68,19 @@ class EntrySchedule:
         self.latest = max(deliver_at, default=0)
         self.soonest_expiry = min((at for at in expire_at if at), default=_NEVER)
 
-    def run_at(self, start: int, stop: int, now_ms: int) -> tuple:
+    def run_at(self, start: int, stop: int, now_ms: int, default_expiry: int = 0) -> tuple:
         """(what, end, deliver_at) of the run of messages [start, end) of [start, stop)
         that are alike at `now_ms`: DUE (to deliver), EXPIRED (their TTL passed: not to
-        deliver) or LATER (delayed to `deliver_at`, all of that one time)."""
-        if self.latest <= now_ms and self.soonest_expiry > now_ms:
+        deliver) or LATER (delayed to `deliver_at`, all of that one time).
+        `default_expiry`: the expiry of a message without its own (0: none)."""
+        soonest = min(self.soonest_expiry, default_expiry) if default_expiry else self.soonest_expiry
+        if self.latest <= now_ms and soonest > now_ms:
             return DUE, stop, 0
         deliver_at = self.deliver_at
         expire_at = self.expire_at
 
         def what(i):
-            if 0 < expire_at[i] <= now_ms:
+            if 0 < (expire_at[i] or default_expiry) <= now_ms:
                 return EXPIRED
             return LATER if deliver_at[i] > now_ms else DUE
 

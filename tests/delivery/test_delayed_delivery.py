@@ -409,3 +409,32 @@ def test_ttl_on_a_real_hub_counts_and_dead_letters_what_expired_undelivered(hub)
         letter = letters.receive(timeout=30)
         assert letter.payload == b"too late"
         assert client.stats()["delivery"]["ttl_expired"] == before + 1
+
+
+def test_the_hub_default_ttl_expires_messages_without_their_own(tmp_path):
+    h = Harness(tmp_path, message_ttl_ms=1000)
+    channel = MemberChannel(h.manager)
+    h.subscribe("s", channel)
+    h.turn()
+    h.publish(count=2)  # published at 1 s (the test log's time): due until 2 s
+    assert channel.seqs() == [1, 2]
+    h.clock.advance(5.0)
+    h.publish(count=2)  # published at 1.001 s: expired by now
+    h.log.append_entry(2, lambda first: entry_bytes(first, [{EXPIRE_AT: 10_000}, {}]))
+    assert channel.seqs() == [1, 2, 5], "its own TTL wins over the hub's"
+    assert h.manager.stats()["ttl_expired"] == 3
+
+
+def test_a_shared_subscription_applies_the_hub_default_ttl(tmp_path):
+    h = SharedHarness(tmp_path, message_ttl_ms=1000)
+    a = h.member_channel()
+    h.join("w", a, window=1)
+    h.turn()
+    h.publish(1)
+    assert a.take() == [1]
+    h.publish(2)  # the member has no room: they wait, published at the clock's 0 s
+    h.clock.advance(1.5)
+    h.manager.acknowledge("t", "w", a, [(1, 1)])
+    h.turn()
+    assert a.take() == [], "expired while waiting"
+    assert row(h)["consumed_seq"] == 3 and h.manager.stats()["ttl_expired"] == 2

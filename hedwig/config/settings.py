@@ -100,7 +100,7 @@ class DeliverySettings:
     shared_window: int = 1000
     max_shared_window: int = 100_000
     # Delayed messages (hedwig/delivery/delays.py): the runs of them one shared
-    # subscription holds aside until their time, at most (~150 bytes each); at the cap it
+    # subscription holds aside until their time, at most (~170 bytes each); at the cap it
     # takes no new message until the earliest is due.
     max_delayed_runs: int = 100_000
     # The TTL of a message published without one of its own: not delivered this long after

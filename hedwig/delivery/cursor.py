@@ -73,6 +73,7 @@ class Cursor:
         "expired",
         "on_expired",
         "ttl_ms",
+        "timed",
         "filtered_runs",
         "handle",
         "held",
@@ -124,6 +125,7 @@ class Cursor:
         self.expired = 0  # messages whose TTL passed before their delivery: passed over
         self.on_expired = None  # called (cursor, first, last) for those (the manager's)
         self.ttl_ms = 0  # the expiry of messages without one of their own ([delivery] message_ttl_ms)
+        self.timed = True  # delays and TTLs apply (not to a region relay: its copies keep them)
         self.pulls = 0  # requests the cache had to read from the ledger (published, not cached)
         self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
@@ -275,7 +277,7 @@ class Cursor:
                 self.held = entry
             else:
                 self.held = None
-            if entry.schedule is not None or self.ttl_ms:
+            if self.timed and (entry.schedule is not None or self.ttl_ms):
                 stop = self._timed_stop(entry, start, stop)
                 if stop is None:
                     return

@@ -8,16 +8,14 @@ acknowledged meanwhile, so the subscription's consumed seq-id (the floor) stays 
 it: after a restart or a takeover the dispatcher reads from the floor again and meets
 the run again. Nothing is written: the stored message is the record of its time.
 
-Memory: a run costs one heap slot and a tuple of three ints (`RUN_BYTES`, about 150
-bytes: some 7 million runs per GiB). At `max_runs` held the dispatcher takes no new
-message until the earliest run is due (the ones after it are read again then, from the
-cache or the ledger), so a subscription never holds more, whatever is published.
+Memory: a run costs one heap slot and a tuple of three ints (about 170 bytes, measured
+by bench/delay_bench.py: some 6 million runs per GiB). At `max_runs` held the
+dispatcher takes no new delayed message until the earliest run is due (the ones after
+it are read again then, from the cache or the ledger), so a subscription never holds
+more, whatever is published.
 """
 
 from heapq import heappop, heappush
-
-# What one held run costs, measured by bench/delay_bench.py (tracemalloc, 100k runs).
-RUN_BYTES = 150
 
 
 class DelayedRuns:

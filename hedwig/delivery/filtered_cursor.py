@@ -96,7 +96,7 @@ class FilteredCursor(Cursor):
                 if window and stop - start > room:
                     stop = start + room
                 self.held = entry if first + stop <= entry.last_seq else None
-                if entry.schedule is not None or self.ttl_ms:
+                if self.timed and (entry.schedule is not None or self.ttl_ms):
                     stop = self._timed_stop(entry, start, stop)
                     if stop is None:
                         return

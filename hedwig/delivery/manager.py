@@ -344,6 +344,9 @@ class DeliveryManager:
             cursor.filtered_runs = PassedOver()
         cursor.on_expired = self._expired
         cursor.ttl_ms = self.settings.message_ttl_ms
+        # A relay sends each message on at once, its time and TTL with it: the region it
+        # reaches delays and expires it (the times are absolute, so they agree).
+        cursor.timed = skip is None
         return cursor
 
     def _expired(self, cursor, from_seq: int, last_seq: int) -> None:

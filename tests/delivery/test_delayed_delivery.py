@@ -10,8 +10,10 @@ import random
 import time
 
 import pytest
+from zope.interface import implementer
 
 from hedwig.client import Client
+from hedwig.delivery.interface import IRelayPolicy
 from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.entry import decode_entry, encode_entry_header
 from hedwig.protocol.messageset import encode_message_set
@@ -438,3 +440,28 @@ def test_a_shared_subscription_applies_the_hub_default_ttl(tmp_path):
     h.turn()
     assert a.take() == [], "expired while waiting"
     assert row(h)["consumed_seq"] == 3 and h.manager.stats()["ttl_expired"] == 2
+
+
+@implementer(IRelayPolicy)
+class RelayEverything:
+    """A region's relay policy as delivery sees it: `relay` is a relay subscriber, sent
+    every entry (none came from its side)."""
+
+    def entry_filter(self, subscriber_id):
+        return (lambda entry: False) if subscriber_id == "relay" else None
+
+    def subscription_changed(self, topic, subscriber_id, added):
+        pass
+
+
+def test_a_region_relay_sends_delayed_and_expired_messages_on_at_once(tmp_path):
+    h = Harness(tmp_path)
+    h.manager.use_relay_policy(RelayEverything())
+    relay, local = h.channel(), h.channel()
+    h.subscribe("relay", relay)
+    h.subscribe("local", local, handle=2)
+    h.turn()
+    h.clock.advance(2.0)
+    h.log.append_entry(3, lambda first: entry_bytes(first, [{DELIVER_AT: 60_000}, {EXPIRE_AT: 1000}, {}]))
+    assert delivered(relay) == [(1, 3)], "relayed whole, its times with it"
+    assert delivered(local) == []

@@ -465,3 +465,18 @@ def test_a_region_relay_sends_delayed_and_expired_messages_on_at_once(tmp_path):
     h.log.append_entry(3, lambda first: entry_bytes(first, [{DELIVER_AT: 60_000}, {EXPIRE_AT: 1000}, {}]))
     assert delivered(relay) == [(1, 3)], "relayed whole, its times with it"
     assert delivered(local) == []
+
+
+def test_a_message_given_back_after_its_ttl_passed_is_not_delivered_again(tmp_path):
+    h = SharedHarness(tmp_path)
+    a = h.member_channel()
+    h.join("w", a, window=100)
+    h.turn()
+    expiring_publish(h, [3000, None])
+    assert a.take() == [1, 2]
+    h.clock.advance(4.0)
+    h.manager.acknowledge("t", "w", a, [(2, 2)])
+    assert h.manager.reject("t", "w", a, [(1, 1)]) == 1
+    h.turn()
+    assert a.take() == []
+    assert row(h)["consumed_seq"] == 2 and h.manager.stats()["ttl_expired"] == 1

@@ -368,19 +368,16 @@ class SharedDispatcher(AckBook):
         """((first, last, 1), its time) of the earliest delayed run that is due and not
         acknowledged meanwhile, or (None, None)."""
         delays = self.delays
-        acked = self.acked
-        floor = self.subscription.consumed_seq
         now = now_ms(self.clock)
         while True:
             run = delays.take_due(now)
             if run is None:
                 return None, None
             deliver_at, first, last = run
-            start = acked.next_gap(max(first, floor + 1))
-            if start > last:
+            part = self._unacked(first, last)
+            if part is None:
                 continue
-            following = acked.next_start(start)
-            end = last if following is None or following > last else following - 1
+            start, end = part
             if end < last:
                 delays.hold(deliver_at, end + 1, last)
             return (start, end, 1), deliver_at
@@ -486,19 +483,26 @@ class SharedDispatcher(AckBook):
     def _take_queued(self, queue):
         """(first, last, delivery count) of the first run of `queue` (a heap of runs) that
         is not acknowledged (what was acknowledged meanwhile is done), or None."""
-        acked = self.acked
-        floor = self.subscription.consumed_seq
         while queue:
             first, last, count = heappop(queue)
-            start = acked.next_gap(max(first, floor + 1))
-            if start > last:
+            part = self._unacked(first, last)
+            if part is None:
                 continue
-            following = acked.next_start(start)
-            end = last if following is None or following > last else following - 1
+            start, end = part
             if end < last:
                 heappush(queue, (end + 1, last, count))
             return start, end, count
         return None
+
+    def _unacked(self, first: int, last: int):
+        """(start, end) of the first run of first..last above the floor that is not
+        acknowledged, or None when all of it is."""
+        acked = self.acked
+        start = acked.next_gap(max(first, self.subscription.consumed_seq + 1))
+        if start > last:
+            return None
+        following = acked.next_start(start)
+        return start, last if following is None or following > last else following - 1
 
     def _take_new(self, log):
         """(first, last, 1) of the seq-ids from the first never delivered, or None (the

@@ -480,3 +480,14 @@ def test_a_message_given_back_after_its_ttl_passed_is_not_delivered_again(tmp_pa
     h.turn()
     assert a.take() == []
     assert row(h)["consumed_seq"] == 2 and h.manager.stats()["ttl_expired"] == 1
+
+
+def test_hedwig_describe_shows_the_delayed_messages_a_shared_subscription_holds(hub):
+    with Client(hub.address) as client:
+        member = client.subscribe("delayed.describe", "w", kind="shared", start="earliest")
+        client.publish("delayed.describe", b"in an hour", deliver_after=3600)
+        client.publish("delayed.describe", b"now")
+        (now,) = received_on_time(member, 1).values()
+        assert now[0].payload == b"now"
+        shown = lines(hedwig("describe", "delayed.describe", hub=hub))
+        assert "    delayed 1: held until their time" in shown

@@ -104,10 +104,11 @@ class Client(ClientCore):
             ) from None
         return protocol
 
-    async def publish(self, topic: str, payload, properties=None, key=None) -> int:
+    async def publish(self, topic: str, payload, properties=None, key=None, **schedule) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored
-        (ClientCore.publish, as a coroutine: `properties` and `key` as it takes them)."""
-        return await self._batcher.publish(topic, payload, properties, key)
+        (ClientCore.publish, as a coroutine: `properties`, `key`, `deliver_after`,
+        `deliver_at` and `ttl` as it takes them)."""
+        return await ClientCore.publish(self, topic, payload, properties, key, **schedule)
 
 
 @implementer(IWaiting)

@@ -19,6 +19,7 @@ not processed yet.
 """
 
 import threading
+import time
 
 from zope.interface import implementer
 
@@ -38,6 +39,7 @@ from hedwig.client.waiting import BlockingWaiting
 from hedwig.protocol import Status
 from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import ClientClosed, CouldNotConnect
+from hedwig.protocol.schedule import scheduled_properties
 
 __all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
 
@@ -74,9 +76,12 @@ class Client(ClientCore):
 
     # -- publishing ------------------------------------------------------------------------
 
-    def publish(self, topic: str, payload: bytes, properties=None, key=None) -> int:
+    def publish(self, topic: str, payload: bytes, properties=None, key=None, **schedule) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id, once the hub has
-        stored it. `properties` and `key` as ClientCore.publish takes them."""
+        stored it. `properties`, `key`, `deliver_after`, `deliver_at` and `ttl` as
+        ClientCore.publish takes them."""
+        if schedule:
+            properties = scheduled_properties(properties, time.time(), **schedule)
         if type(payload) is not bytes:  # (the usual case costs no call)
             payload = payload_bytes(payload)
         if properties or key is not None or self._codec or self._idempotent:

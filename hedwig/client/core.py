@@ -23,6 +23,8 @@ twisted.py, aio.py) keep what is theirs: how they connect, their subscriptions' 
 and the blocking client's one-message publish, which goes straight to its connection.
 """
 
+import time
+
 from zope.interface import Attribute, Interface, implementer
 
 from hedwig.client.idempotent import RETRYABLE, IdempotentPublisher
@@ -44,6 +46,7 @@ from hedwig.protocol.errors import (
 )
 from hedwig.protocol.messageset import message_set_count
 from hedwig.protocol.redirects import Routes
+from hedwig.protocol.schedule import scheduled_properties
 
 # What attaching a subscription again may get past by trying later: what a resend of a
 # publish may (the hub is away or restarting, the topic is moving), and a hub that has
@@ -234,14 +237,20 @@ class ClientCore(ClientOperations):
 
     # -- publishing ------------------------------------------------------------------------
 
-    def publish(self, topic: str, payload, properties=None, key=None):
+    def publish(self, topic: str, payload, properties=None, key=None, **schedule):
         """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored.
 
         `properties`: None, or a mapping of its properties, str -> bytes, str, int, float
         or bool (each comes back to a subscriber as the type it was). `key`: None, or
         its key (bytes, or str sent as UTF-8; Message.key gives it back as bytes). The
         event-loop clients batch it with the topic's other publishes of this turn
-        (batching.py); the blocking client sends it at once."""
+        (batching.py); the blocking client sends it at once.
+
+        `schedule`: `deliver_after` (seconds) or `deliver_at` (seconds since the epoch):
+        stored now, delivered to subscriptions no earlier than that; `ttl` (seconds): not
+        delivered after that (protocol/schedule.py)."""
+        if schedule:
+            properties = scheduled_properties(properties, time.time(), **schedule)
         return self._batcher.publish(topic, payload, properties, key)
 
     def publish_many(self, topic: str, payloads, properties=None, keys=None):

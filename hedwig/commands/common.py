@@ -3,6 +3,7 @@ before the subcommand and after it, shown in every subcommand's help), and the c
 they ask for."""
 
 import argparse
+import datetime
 import os
 import signal
 
@@ -36,6 +37,44 @@ def positive_seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, not {text!r}")
     return value
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration_seconds(text: str) -> float:
+    """An argparse type: a duration of 0 or more, a number with a unit (500ms, 30s, 5m,
+    2h, 1d) or without one (seconds), as seconds."""
+    number, unit = text.strip(), "s"
+    for name in sorted(_DURATION_UNITS, key=len, reverse=True):
+        if number.endswith(name):
+            number, unit = number[: -len(name)], name
+            break
+    try:
+        value = float(number) * _DURATION_UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 30s, 5m or 250ms: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a duration of 0 or more, not {text!r}")
+    return value
+
+
+def moment_seconds(text: str) -> float:
+    """An argparse type: a time, ISO 8601 (UTC unless it names its offset) or seconds
+    since the epoch, as seconds since the epoch."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a time such as 2026-11-29T10:00:00Z or seconds since the epoch, not {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
 
 
 def positive_int(text: str) -> int:

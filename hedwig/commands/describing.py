@@ -96,8 +96,8 @@ def _relay_line(relay: dict, topic) -> str:
 
 def _work_queue_lines(sub: dict) -> list[str]:
     """A shared or pull subscription's members, pending and redeliveries (and its dead
-    letters and settings), what a message bound skipped, and its filter, as an indented
-    line each."""
+    letters and settings, and the delayed messages it holds), what a message bound
+    skipped, and its filter, as an indented line each."""
     lines = []
     if sub.get("kind") in ("shared", "key_shared") or sub.get("delivery") == "pull":
         lines.append(
@@ -110,6 +110,8 @@ def _work_queue_lines(sub: dict) -> list[str]:
         if dead:
             letters = f"to {dead} after {sub.get('max_deliveries')} deliveries: {sub.get('dead_lettered')}"
         lines.append(f"    ack timeout {sub.get('ack_timeout_ms') / 1000:g} s, dead letters {letters}")
+        if sub.get("delayed"):
+            lines.append(f"    delayed {sub.get('delayed')}: held until their time")
     if sub.get("message_bound"):
         lines.append(f"    message bound {sub.get('message_bound')}: {sub.get('skipped_by_bound')} skipped")
     if sub.get("filter"):

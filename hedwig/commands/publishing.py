@@ -10,6 +10,10 @@ argument) as KEY, a separator (`--key-separator`, a tab by default) and the payl
 kafka-console-producer's `parse.key=true` / `key.separator` do. A keyed message with an
 empty payload (`K<TAB>` with nothing after, or an empty line with `--key K`) is a
 tombstone: a compacted topic drops the key.
+
+Times: `--delay 30s` / `--deliver-at TIME` deliver every message no earlier than then,
+`--ttl 5m` lets it expire undelivered (protocol/schedule.py); a delay counts from each
+publish of standard input's lines, as they are sent.
 """
 
 import json
@@ -18,9 +22,10 @@ import select
 import sys
 import time
 
-from hedwig.commands.common import CommandError, client, client_command
+from hedwig.commands.common import CommandError, client, client_command, duration_seconds, moment_seconds
 from hedwig.commands.property_arguments import FORMS, property_arguments
 from hedwig.protocol.errors import KeyRequired
+from hedwig.protocol.schedule import scheduled_properties
 
 STDIN_BATCH_MESSAGES = 1000
 STDIN_BATCH_BYTES = 512 * 1024
@@ -65,6 +70,27 @@ def add_publish(subparsers, client_options):
         default="\t",
         metavar="SEP",
         help="what separates the key from the payload with --parse-key (default a tab; key.separator)",
+    )
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument(
+        "--delay",
+        type=duration_seconds,
+        metavar="DURATION",
+        help="deliver each message to subscriptions no earlier than DURATION after it is"
+        " published (30s, 5m, 250ms; stored at once)",
+    )
+    when.add_argument(
+        "--deliver-at",
+        type=moment_seconds,
+        metavar="TIME",
+        help="deliver each message no earlier than TIME (ISO 8601, UTC unless it says; or epoch seconds)",
+    )
+    parser.add_argument(
+        "--ttl",
+        type=duration_seconds,
+        metavar="DURATION",
+        help="a message not delivered within DURATION of its publish is not delivered (counted,"
+        " and dead-lettered by a subscription that names a dead-letter topic)",
     )
     parser.add_argument(
         "--compression",
@@ -201,10 +227,13 @@ def publish(args) -> int:
                     batch, batch_keys = keys.split(batch)
                 else:
                     batch_keys = None if args.key is None else [args.key] * len(batch)
+                batch_properties = scheduled_properties(
+                    properties, time.time(), args.delay, args.deliver_at, args.ttl
+                )
                 seqs = hub.publish_many(
                     args.topic,
                     batch,
-                    None if properties is None else [properties] * len(batch),
+                    None if batch_properties is None else [batch_properties] * len(batch),
                     batch_keys,
                 )
                 first = seqs[0] if first is None else first

@@ -67,6 +67,7 @@ LABELS = {
         "expired": "messages whose ack timeout passed",
         "dead_lettered": "messages sent to a dead-letter topic",
         "fetches": "fetches (pull)",
+        "ttl_expired": "messages whose TTL passed undelivered",
         "filtering_entries": "large entries being filtered, a step at a time",
         "filtered_in_steps": "large entries filtered a step at a time",
         "filter_compiles_waiting": "new filters waiting for their user's turn to be compiled",

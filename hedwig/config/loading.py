@@ -168,6 +168,8 @@ _BOUNDS = {
         ("ack_timeout_ms", lambda v: 1 <= v <= 0xFFFFFFFF, "a number of milliseconds from 1 to 4294967295"),
         ("shared_window", lambda v: v >= 1, "at least 1 (a shared member's window is never unlimited)"),
         ("max_shared_window", lambda v: v >= 1, "at least 1"),
+        ("max_delayed_runs", lambda v: v >= 1, "at least 1"),
+        ("message_ttl_ms", lambda v: v >= 0, "0 (none) or more"),
         ("max_filter_bytes_per_user", lambda v: v >= 1, "at least 1 byte"),
         ("max_filter_compile_ms_per_user", lambda v: 1 <= v <= 1000, "milliseconds from 1 to 1000"),
     ],

@@ -99,6 +99,13 @@ class DeliverySettings:
     # unacknowledged message is bounded by the members' windows).
     shared_window: int = 1000
     max_shared_window: int = 100_000
+    # Delayed messages (hedwig/delivery/delays.py): the runs of them one shared
+    # subscription holds aside until their time, at most (~170 bytes each); at the cap it
+    # takes no new message until the earliest is due.
+    max_delayed_runs: int = 100_000
+    # The TTL of a message published without one of its own: not delivered this long after
+    # its publish (0: none; a message's own TTL, set at publish, wins).
+    message_ttl_ms: int = 0
     # Selectors (hedwig/delivery/filtering.py), weighed as compiled (3 KiB + 32 bytes per
     # character of text, at most): the distinct filters of one user's attached
     # subscriptions (one connection's with [auth] off) at most this much, and the compiled

@@ -17,6 +17,7 @@ class WorkQueueCounters:
     dead_lettered: int = 0  # messages published to a dead-letter topic and acknowledged
     skipped_by_bound: int = 0  # messages a message bound skipped before they were consumed
     fetches: int = 0  # FETCH requests taken
+    ttl_expired: int = 0  # messages whose TTL passed before their delivery: not delivered
 
     def snapshot(self) -> dict:
         return asdict(self)

@@ -13,6 +13,15 @@ not delivered, and `on_skip` tells the delivery manager its seq-ids, which count
 consumed once everything before them is (`filtered_runs`, a PassedOver). One call per
 entry, never per message.
 
+A delayed message (protocol/schedule.py) is delivered no earlier than its time: an
+exclusive subscription is one ordered stream, so the cursor delivers the entry up to it,
+holds it, and goes on at that time (a timer, no polling); the messages after it wait
+behind it, and the consumed position passes it only once it was delivered and consumed.
+Nothing but the stored message says when: after a restart the cursor finds it again.
+
+A message whose TTL passed before it was delivered is passed over as a filter passes
+over a message (`on_expired`): counted, consumed once everything before it is.
+
 A failed read is retried after the back-off, except when the entry cannot be read at all
 (damaged, or its ledger lost: EntriesUnreadable): everything before it was delivered,
 and `on_unreadable` tells the delivery manager, which ends the subscription with an event
@@ -25,7 +34,9 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
 from hedwig.cache.waits import TailWaiter
+from hedwig.delivery.schedules import now_ms, timing
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
+from hedwig.protocol.schedule import DUE, LATER
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -58,6 +69,11 @@ class Cursor:
         "channel",
         "delivered_entries",
         "delivered_messages",
+        "delay_waits",
+        "expired",
+        "on_expired",
+        "ttl_ms",
+        "timed",
         "filtered_runs",
         "handle",
         "held",
@@ -105,6 +121,11 @@ class Cursor:
         self.delivered_entries = 0
         self.delivered_messages = 0
         self.read_retries = 0
+        self.delay_waits = 0  # times it held a delayed message until its time
+        self.expired = 0  # messages whose TTL passed before their delivery: passed over
+        self.on_expired = None  # called (cursor, first, last) for those (the manager's)
+        self.ttl_ms = 0  # the expiry of messages without one of their own ([delivery] message_ttl_ms)
+        self.timed = True  # delays and TTLs apply (not to a region relay: its copies keep them)
         self.pulls = 0  # requests the cache had to read from the ledger (published, not cached)
         self.push_waits = 0  # waits at the tail for the next publish
         self.retrying = False
@@ -256,6 +277,16 @@ class Cursor:
                 self.held = entry
             else:
                 self.held = None
+            if self.timed and (entry.schedule is not None or self.ttl_ms):
+                stop = self._timed_stop(entry, start, stop)
+                if stop is None:
+                    return
+                if stop == start:  # (expired: passed over)
+                    budget -= 1
+                    if not budget:
+                        self._timer = self._clock.callLater(0, self._turn)
+                        return
+                    continue
             try:
                 self.channel.deliver(self.handle, entry, start, stop)
             except Exception:
@@ -269,6 +300,29 @@ class Cursor:
             if not budget:  # let other cursors and connections have the reactor
                 self._timer = self._clock.callLater(0, self._turn)
                 return
+
+    def _timed_stop(self, entry, start: int, stop: int):
+        """What to deliver of [start, stop) of `entry`, which may hold delayed or expiring
+        messages (protocol/schedule.py): its stop (the entry is held when it is cut
+        short); None when its first message is not due (the cursor waits for its time on
+        a timer); `start` when the first ones expired: passed over (`on_expired`)."""
+        what, end, deliver_at = timing(entry, start, stop, now_ms(self._clock), self.ttl_ms)
+        if what is DUE:
+            if end < stop:
+                self.held = entry
+            return end
+        if what is LATER:
+            self.held = entry
+            self.delay_waits += 1
+            wait = (deliver_at - now_ms(self._clock)) / 1000.0
+            self._timer = self._clock.callLater(max(wait, 0.001), self._turn)
+            return None
+        first = entry.first_seq
+        self.next_seq = first + end
+        self.held = entry if first + end <= entry.last_seq else None
+        self.expired += end - start
+        self.on_expired(self, first + start, first + end - 1)
+        return start
 
     def _arrived(self, entry) -> None:
         self._waiting = None

@@ -96,6 +96,16 @@ class FilteredCursor(Cursor):
                 if window and stop - start > room:
                     stop = start + room
                 self.held = entry if first + stop <= entry.last_seq else None
+                if self.timed and (entry.schedule is not None or self.ttl_ms):
+                    stop = self._timed_stop(entry, start, stop)
+                    if stop is None:
+                        return
+                    if stop == start:  # (expired: passed over)
+                        budget -= 1
+                        if not budget:
+                            self._timer = self._clock.callLater(0, self._turn)
+                            return
+                        continue
                 try:
                     self.channel.deliver(self.handle, *self.message_filter.part(entry, start, stop))
                 except Exception:

@@ -364,7 +364,20 @@ class DeliveryManager:
             cursor.skip = skip
             cursor.on_skip = self._passed_over
             cursor.filtered_runs = PassedOver()
+        cursor.on_expired = self._expired
+        cursor.ttl_ms = self.settings.message_ttl_ms
+        # A relay sends each message on at once, its time and TTL with it: the region it
+        # reaches delays and expires it (the times are absolute, so they agree).
+        cursor.timed = skip is None
         return cursor
+
+    def _expired(self, cursor, from_seq: int, last_seq: int) -> None:
+        """The cursor passed over seq-ids from_seq..last_seq, whose TTL passed before
+        their delivery: counted, and consumed as a filter's passed-over ones are."""
+        self.work.ttl_expired += last_seq - from_seq + 1
+        if cursor.filtered_runs is None:
+            cursor.filtered_runs = PassedOver()
+        self._passed_over(cursor, from_seq, last_seq)
 
     def _entry_filter(self, subscription):
         """The predicate of the entries `subscription`'s cursor passes over instead of

@@ -57,6 +57,7 @@ def _shared_row(subscription, settings) -> dict:
         "members": len(members),
         "pending": dispatcher.pending,
         "queued": dispatcher.queued,
+        "delayed": dispatcher.delays.held_messages,
         "acked_above": dispatcher.acked.count(),
         "redeliveries": dispatcher.redelivered,
         "dead_lettered": dispatcher.dead_lettered,

@@ -30,11 +30,14 @@ from heapq import heappop, heappush
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 
+from hedwig.delivery.delays import DelayedRuns
 from hedwig.delivery.interface import SubscribeError
 from hedwig.delivery.key_shared import MAX_PARKED_RUNS, KeyRouting
 from hedwig.delivery.leases import Holdings, Lease
+from hedwig.delivery.schedules import now_ms, timing
 from hedwig.delivery.shared_acks import AckBook
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
+from hedwig.protocol.schedule import DUE, EXPIRED, LATER
 from hedwig.protocol.status import Status
 from hedwig.topiclog.errors import EntriesUnreadable
 
@@ -42,6 +45,7 @@ _logger = Logger()
 
 _SETTLE = "settle"  # the pump stopped with nothing more at hand: fetches that got something end
 _WAIT = "wait"  # a ledger read, or the reactor's next turn: fetches go on
+_FULL = "full"  # (_timing: a delayed message met while max_delayed_runs are held)
 
 
 class SharedDispatcher(AckBook):
@@ -70,6 +74,7 @@ class SharedDispatcher(AckBook):
         self.dead_letters_in_flight = 0
         self.skipped_by_bound = 0
         self.skipped_by_retention = 0
+        self.ttl_expired = 0  # messages whose TTL passed before their delivery
         self.passed_over = 0  # seq-ids the filter passed over
         self._fetching = set()  # pull members with a FETCH in progress
         self._reading = None  # the ledger read the pump waits on
@@ -87,6 +92,10 @@ class SharedDispatcher(AckBook):
         self.keys = KeyRouting() if subscription.kind == "key_shared" else None
         self.leases_made = 0  # (each lease's serial: the moves of keys wait on those before them)
         self._evaluated = None  # (filter, entry, runs) of the last entry evaluated in steps
+        # Delayed messages held aside until their time (delays.py).
+        self.delays = DelayedRuns(clock, settings.max_delayed_runs, self.pump)
+        self._time_timer = None  # a key_shared subscription's wait for its next message's time
+        self.ttl_ms = settings.message_ttl_ms  # the expiry of messages without their own (0: none)
         self.configure(settings)
 
     def configure(self, settings) -> None:
@@ -222,6 +231,7 @@ class SharedDispatcher(AckBook):
             stopped = self._pump()
         finally:
             self._pumping = False
+        self.delays.arm()
         if stopped is _SETTLE and self._fetching:
             self._settle_fetches()
 
@@ -231,23 +241,31 @@ class SharedDispatcher(AckBook):
         budget = self.max_burst
         log = self.table.topic_log
         self._drop_collected(log)
+        delays = self.delays
         while True:
             member, place = self._next_member()
             if member is None:
                 return _SETTLE
-            piece = self._take(log)
+            piece = self._take_queued(self.queue)
+            due_at = None
+            if piece is None and len(delays):
+                piece, due_at = self._take_due()
             if piece is None:
-                return _SETTLE
+                piece = self._take_new(log)
+                if piece is None:
+                    return _SETTLE
             self._turn = (place + 1) % len(self._order)
             first, last, count = piece
             found = log.get(first)
             if type(found) is Deferred:
                 if count > 1:
                     heappush(self.queue, piece)
+                elif due_at is not None:
+                    delays.hold(due_at, first, last)
                 self._reading = found
                 found.addCallbacks(self._read, self._read_failed)
                 return _WAIT
-            if count == 1 and self.message_filter is not None:
+            if count == 1 and self.message_filter is not None and due_at is None:
                 runs = self._runs(found)
                 if type(runs) is Deferred:  # (a large entry, evaluated in steps)
                     self._reading = runs
@@ -261,6 +279,21 @@ class SharedDispatcher(AckBook):
                         return _WAIT
                     continue
                 piece = (first, last, 1)
+            if found.schedule is not None or self.ttl_ms:
+                what, through = self._timing(found, first, min(last, found.last_seq), count, due_at)
+                if what is _FULL:  # (max_delayed_runs are held: nothing new until one is due)
+                    return _SETTLE
+                if what is not DUE:  # (held aside until its time, or expired)
+                    if count > 1 and through < piece[1]:
+                        heappush(self.queue, (through + 1, piece[1], count))
+                    elif due_at is not None and through < piece[1]:
+                        delays.hold(due_at, through + 1, piece[1])
+                    budget -= 1
+                    if not budget:
+                        self.pump_soon()
+                        return _WAIT
+                    continue
+                last = through
             if found.data[1] & ENTRY_FLAG_SPARSE:  # (a compacted entry goes whole: its messages end it)
                 last = min(last, found.last_seq)
             else:
@@ -268,6 +301,8 @@ class SharedDispatcher(AckBook):
                 last = min(last, found.last_seq, first + room - 1)
             if count > 1 and last < piece[1]:
                 heappush(self.queue, (last + 1, piece[1], count))
+            elif due_at is not None and last < piece[1]:
+                delays.hold(due_at, last + 1, piece[1])
             if count == 1 and self.message_filter is not None:
                 base = found.first_seq
                 found = self.message_filter.part(found, first - base, last - base + 1)[0]
@@ -303,6 +338,12 @@ class SharedDispatcher(AckBook):
                     found.addCallbacks(self._read, self._read_failed)
                     return _WAIT
                 end = min(last, found.last_seq)
+                if heap is None and (found.schedule is not None or self.ttl_ms):
+                    end = self._keyed_timing(found, first, end)
+                    if end < first:  # (in seq-id order, as keys' order asks: it waits, or it expired)
+                        if self.next_seq > first:
+                            continue
+                        return _SETTLE
                 if heap is not None and end < last:
                     heappush(heap, (end + 1, last, count))
                 if heap is None:
@@ -322,6 +363,93 @@ class SharedDispatcher(AckBook):
                     return _WAIT
         finally:
             keys.end()
+
+    def _take_due(self):
+        """((first, last, 1), its time) of the earliest delayed run that is due and not
+        acknowledged meanwhile, or (None, None)."""
+        delays = self.delays
+        now = now_ms(self.clock)
+        while True:
+            run = delays.take_due(now)
+            if run is None:
+                return None, None
+            deliver_at, first, last = run
+            part = self._unacked(first, last)
+            if part is None:
+                continue
+            start, end = part
+            if end < last:
+                delays.hold(deliver_at, end + 1, last)
+            return (start, end, 1), deliver_at
+
+    def _timing(self, entry, first: int, last: int, count: int, due_at) -> tuple:
+        """(what, through) of the messages from `first` (to `last`, of `entry`): DUE
+        through a seq-id (deliver them); LATER (a new run held aside until its time);
+        EXPIRED (their TTL passed: acknowledged, or dead-lettered when the subscription
+        has a dead-letter topic, and counted); _FULL (a new run not due while
+        max_delayed_runs are held: it waits)."""
+        base = entry.first_seq
+        what, stop, deliver_at = timing(entry, first - base, last - base + 1, now_ms(self.clock), self.ttl_ms)
+        through = stop + base - 1
+        new = count == 1 and due_at is None
+        if what is LATER:
+            if not new:  # (delivered before, or its run came due: it was due then)
+                return DUE, through
+            if self.delays.full:
+                self.delays.waits += 1
+                return _FULL, first - 1
+            self.delays.hold(deliver_at, first, through)
+        elif what is EXPIRED:
+            self._expire_run(first, through, count)
+            return EXPIRED, through
+        else:
+            return DUE, through
+        if through >= self.next_seq:
+            self.next_seq = through + 1
+        return LATER, through
+
+    def _expire_run(self, first: int, last: int, count: int) -> None:
+        """first..last were not delivered within their TTL: counted, and dead-lettered
+        when the subscription has a dead-letter topic (named, or max_deliveries set),
+        else acknowledged."""
+        n = last - first + 1
+        self.ttl_expired += n
+        self.counters.ttl_expired += n
+        if last >= self.next_seq:
+            self.next_seq = last + 1
+        if self.max_deliveries is not None or self.subscription.preferences.get("dead_letter_topic"):
+            self._dead_letter(first, last, count)
+        else:
+            newly = self._ack_range(first, last)
+            if newly:
+                self._acks_moved(newly)
+
+    def _keyed_timing(self, entry, first: int, last: int):
+        """The last seq-id of the due messages from `first` (new, of `entry`) on a
+        key_shared subscription; first - 1 when the first is not due (it waits for its
+        time, on a timer) or expired (passed: _expire_run)."""
+        base = entry.first_seq
+        what, stop, deliver_at = timing(entry, first - base, last - base + 1, now_ms(self.clock), self.ttl_ms)
+        through = stop + base - 1
+        if what is DUE:
+            return through
+        if what is EXPIRED:
+            self._expire_run(first, through, 1)
+        else:
+            self._wait_for_time(deliver_at)
+        return first - 1
+
+    def _wait_for_time(self, deliver_at: int) -> None:
+        """A key_shared subscription's next new message is not due: take nothing new
+        until its time (a timer; parked runs and redeliveries go on meanwhile)."""
+        if self._time_timer is not None and self._time_timer.active():
+            return
+        wait = max(0.001, deliver_at / 1000.0 - self.clock.seconds())
+        self._time_timer = self.clock.callLater(wait, self._turned_at_time)
+
+    def _turned_at_time(self) -> None:
+        self._time_timer = None
+        self.pump()
 
     def _take_keyed(self, log, sources):
         """(the next run to deliver, the heap it came from): the first of the heaps whose
@@ -355,19 +483,26 @@ class SharedDispatcher(AckBook):
     def _take_queued(self, queue):
         """(first, last, delivery count) of the first run of `queue` (a heap of runs) that
         is not acknowledged (what was acknowledged meanwhile is done), or None."""
-        acked = self.acked
-        floor = self.subscription.consumed_seq
         while queue:
             first, last, count = heappop(queue)
-            start = acked.next_gap(max(first, floor + 1))
-            if start > last:
+            part = self._unacked(first, last)
+            if part is None:
                 continue
-            following = acked.next_start(start)
-            end = last if following is None or following > last else following - 1
+            start, end = part
             if end < last:
                 heappush(queue, (end + 1, last, count))
             return start, end, count
         return None
+
+    def _unacked(self, first: int, last: int):
+        """(start, end) of the first run of first..last above the floor that is not
+        acknowledged, or None when all of it is."""
+        acked = self.acked
+        start = acked.next_gap(max(first, self.subscription.consumed_seq + 1))
+        if start > last:
+            return None
+        following = acked.next_start(start)
+        return start, last if following is None or following > last else following - 1
 
     def _take_new(self, log):
         """(first, last, 1) of the seq-ids from the first never delivered, or None (the
@@ -509,15 +644,17 @@ class SharedDispatcher(AckBook):
         """Go on after a stop (an unsubscribe whose metadata write failed)."""
         self.stopped = False
         self._arm_expiry()
+        self.delays.arm()
         self.pump_soon()
 
     def stop(self) -> None:
         """The subscription is going (released, deleted, the hub stopping): no timer or
         wait is left, and members detached from now on give back without a count."""
         self.stopped = True
+        self.delays.stop()
         for member in self._order:
             self._stop_fetch(member)
-        for name in ("_timer", "_expiry_timer"):
+        for name in ("_timer", "_expiry_timer", "_time_timer"):
             timer = getattr(self, name)
             setattr(self, name, None)
             if timer is not None and timer.active():

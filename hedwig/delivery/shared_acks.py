@@ -150,6 +150,7 @@ class AckBook:
         queue = [(max(first, seq + 1), last, count) for first, last, count in self.queue if last > seq]
         heapify(queue)
         self.queue = queue
+        self.delays.drop_through(seq)
         if self.next_seq <= seq:
             self.next_seq = seq + 1
         self.hooks.advance(self, seq)
@@ -162,6 +163,7 @@ class AckBook:
         self.acked.drop_through(2**63)
         self.holdings.release_where(lambda lease: False)
         self.queue = []
+        self.delays.drop_through(2**63)
         if self.keys is not None:
             self.keys.clear_parked()
         self.next_seq = seq + 1

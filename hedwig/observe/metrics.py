@@ -59,6 +59,10 @@ METRICS = {
         "counter",
         "Messages a subscription's message bound skipped before they were consumed.",
     ),
+    "hedwig_messages_ttl_expired": (
+        "counter",
+        "Messages whose TTL passed before they were delivered: not delivered (dead-lettered where named).",
+    ),
     "hedwig_subscriptions": ("gauge", "Durable subscriptions of the open topics."),
     "hedwig_subscriptions_attached": ("gauge", "Subscriptions attached to a connection now."),
     "hedwig_topics_owned": ("gauge", "Topics this hub owns and has open."),
@@ -190,6 +194,7 @@ class HubCollector:
         yield _counter("hedwig_messages_redelivered", delivery["redelivered"])
         yield _counter("hedwig_messages_dead_lettered", delivery["dead_lettered"])
         yield _counter("hedwig_messages_skipped_by_bound", delivery["skipped_by_bound"])
+        yield _counter("hedwig_messages_ttl_expired", delivery["ttl_expired"])
         yield _gauge("hedwig_subscriptions", len(subscriptions))
         yield _gauge("hedwig_subscriptions_attached", delivery["attached"])
         yield _gauge("hedwig_topics_owned", len(hub.topics.open_topics()))

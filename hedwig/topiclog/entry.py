@@ -2,6 +2,10 @@
 
 from dataclasses import dataclass
 
+# LogEntry.schedule before anyone asked: delivery reads it once per entry, when it first
+# delivers the entry (hedwig/delivery/schedules.py), and keeps it there.
+NOT_READ = object()
+
 
 @dataclass(slots=True, eq=False)
 class LogEntry:
@@ -15,6 +19,7 @@ class LogEntry:
     last_seq: int
     data: bytes
     publish_time_us: int
+    schedule: object = NOT_READ  # its EntrySchedule (protocol/schedule.py), None, or NOT_READ
 
     @property
     def count(self) -> int:

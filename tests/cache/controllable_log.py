@@ -41,9 +41,12 @@ class ControllableLog:
 
     # -- building the log -----------------------------------------------------------------
 
-    def _make(self, count, size):
+    def _make(self, count, size, data=None):
         first = self.last_seq + 1
-        entry = LogEntry(first, first + count - 1, bytes(size), self.time_us)
+        if data is None:  # (zeros: no messages, so no schedule to read either)
+            entry = LogEntry(first, first + count - 1, bytes(size), self.time_us, None)
+        else:
+            entry = LogEntry(first, first + count - 1, data(first), self.time_us)
         self.time_us += 1000
         self.entries.append(entry)
         self._firsts.append(first)
@@ -59,6 +62,14 @@ class ControllableLog:
 
     def append_now(self, message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
         entry = self._make(count, len(message_set))  # (acknowledged at once, as under fsync "never")
+        if self.listener is not None:
+            self.listener(entry)
+        return entry
+
+    def append_entry(self, count, data):
+        """Append an entry of real bytes: `data(first_seq)` gives them (entry header and
+        message set), for tests that read its messages."""
+        entry = self._make(count, 0, data)
         if self.listener is not None:
             self.listener(entry)
         return entry

@@ -3,6 +3,7 @@
 what a user of any of them relies on behaves the same in all three."""
 
 import threading
+import time
 
 import pytest
 
@@ -18,6 +19,7 @@ from hedwig.client.errors import (
 )
 from hedwig.protocol.compression import Codec, encode_published_set
 from hedwig.protocol.messageset import encode_message_set
+from hedwig.protocol.schedule import DELIVER_AT
 from tests.client.every_client import CLIENTS
 from tests.client.redirector import Redirector
 
@@ -52,6 +54,21 @@ def test_published_messages_arrive_in_order_with_their_properties(connect):
         (3, b"three", {}),
     ]
     assert all(m.topic == topic for m in got)
+
+
+def test_deliver_after_and_ttl_are_taken_by_every_client(connect):
+    client = connect()
+    topic = f"every-delay-{connect.kind}"
+    subscription = client.subscribe(topic, "s", start="earliest")
+    before = time.time()
+    assert client.call("publish", topic, b"later", deliver_after=1.0, ttl=60) == 1
+    assert client.call("publish", topic, b"expired", deliver_after=1.0, ttl=0.5) == 2
+    assert client.call("publish", topic, b"now") == 3
+    got = [subscription.receive() for _ in range(2)]
+    arrived = time.time()
+    assert [m.payload for m in got] == [b"later", b"now"]
+    assert got[0].properties[DELIVER_AT] >= int(before * 1000) + 1000
+    assert arrived * 1000 >= got[0].properties[DELIVER_AT], "none delivered before its time"
 
 
 def test_a_durable_subscription_resumes_after_its_last_ack(connect):

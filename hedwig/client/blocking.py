@@ -38,6 +38,8 @@ from hedwig.client.waiting import BlockingWaiting
 from hedwig.protocol import Status
 from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import ClientClosed, CouldNotConnect
+from hedwig.protocol.messageset import key_bytes
+from hedwig.protocol.partitions import partition_for_key, partition_topic
 
 __all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
 
@@ -80,6 +82,9 @@ class Client(ClientCore):
         if type(payload) is not bytes:  # (the usual case costs no call)
             payload = payload_bytes(payload)
         if properties or key is not None or self._codec or self._idempotent:
+            if key is not None and (partitions := self._waiting.run(self._partition_count_steps(topic))) > 1:
+                # (a partitioned topic's keyed message: to its key's partition)
+                topic = partition_topic(topic, partition_for_key(key_bytes(key), partitions))
             self._check_size(topic, len(payload))
             keys = None if key is None else [key]
             message_set = encode_published_set([payload], [properties], self._codec, keys)
@@ -102,16 +107,47 @@ class Client(ClientCore):
         """Publish messages as one message set, stored as one entry; their seq-ids.
 
         `payloads`: bytes, or str sent as UTF-8. `properties`: None, or one mapping (or
-        None) per payload. `keys`: None, or one key (bytes, str, or None) per payload.
+        None) per payload. `keys`: None, or one key (bytes, str, or None) per payload. A
+        partitioned topic's keyed messages go to their keys' partitions, one set per
+        partition (their seq-ids, each its partition's, in the order given).
         """
         if not payloads:
             return []
         if self._closing is not None:
             raise ClientClosed(message="the client is closed")
+        if keys is not None and (partitions := self._waiting.run(self._partition_count_steps(topic))) > 1:
+            return self._publish_partitioned(topic, partitions, payloads, properties, keys)
+        return self._publish_many_to(topic, payloads, properties, keys)
+
+    def _publish_many_to(self, topic, payloads, properties, keys) -> list[int]:
+        """publish_many's messages as one set of `topic`."""
         message_set, _count, largest = encode_payloads(payloads, properties, self._codec, keys)
         self._check_size(topic, largest)
         published = self._published(topic, message_set)
         return list(range(published.first_seq, published.last_seq + 1))
+
+    def _publish_partitioned(self, topic, partitions, payloads, properties, keys) -> list[int]:
+        """publish_many's messages to a partitioned topic, each keyed one to its key's
+        partition (an unkeyed one to partition 0), one set per partition."""
+        by_target = {}
+        for index, key in enumerate(keys):
+            target = (
+                topic
+                if key is None
+                else partition_topic(topic, partition_for_key(key_bytes(key), partitions))
+            )
+            by_target.setdefault(target, []).append(index)
+        seqs = [0] * len(payloads)
+        for target, indexes in by_target.items():
+            published = self._publish_many_to(
+                target,
+                [payloads[i] for i in indexes],
+                None if properties is None else [properties[i] for i in indexes],
+                [keys[i] for i in indexes],
+            )
+            for index, seq in zip(indexes, published, strict=True):
+                seqs[index] = seq
+        return seqs
 
     def _published(self, topic, message_set):
         """Published of one set, straight to the topic's connection as a one-message

@@ -39,10 +39,12 @@ from hedwig.protocol.errors import (
     CouldNotConnect,
     HedwigError,
     MessageTooLarge,
+    NoSuchTopic,
     SubscriptionClosed,
     TopicBusy,
 )
 from hedwig.protocol.messageset import message_set_count
+from hedwig.protocol.partitions import partition_topics
 from hedwig.protocol.redirects import Routes
 
 # What attaching a subscription again may get past by trying later: what a resend of a
@@ -98,6 +100,7 @@ class ClientCore(ClientOperations):
         self._closing = None  # what waits for close() to finish, once it was called
         self._reattaching = {}  # subscription -> its reattaching in the background (event loops)
         self._closed = False  # close() finished
+        self._partitions = {}  # topic -> its partition count, learned at a keyed publish
 
     # -- connections -----------------------------------------------------------------------
 
@@ -442,14 +445,32 @@ class ClientCore(ClientOperations):
     # -- reading without a subscription (read_range, and the admin reads: operations.py) --
 
     def read(self, topic: str, from_seq: int = 1, to_seq: int | None = None):
-        """Messages from_seq..to_seq (None: up to the last published when asked) as Messages."""
+        """Messages from_seq..to_seq (None: up to the last published when asked) as Messages.
+        A partitioned topic's (hedwig.protocol.partitions) are every partition's, partition
+        by partition, from_seq..to_seq of each (Message.topic names its partition's topic)."""
         return self._waiting.run(self._read_steps(topic, from_seq, to_seq))
 
     def _read_steps(self, topic, from_seq, to_seq):
-        collector = ReadCollector(topic, from_seq, to_seq)
-        while (asked := collector.next_range()) is not None:
-            collector.add((yield self.read_range(topic, *asked)))
-        return collector.messages
+        partitions = (yield self.describe(topic)).get("partitions", 1)
+        messages = []
+        for name in partition_topics(topic, partitions):
+            collector = ReadCollector(name, from_seq, to_seq)
+            while (asked := collector.next_range()) is not None:
+                collector.add((yield self.read_range(name, *asked)))
+            messages += collector.messages
+        return messages
+
+    def _partition_count_steps(self, topic):
+        """Steps: how many partitions `topic` has (hedwig.protocol.partitions), asked of
+        the hub once per topic and client, for its keyed publishes."""
+        partitions = self._partitions.get(topic)
+        if partitions is None:
+            try:
+                partitions = (yield self.describe(topic)).get("partitions", 1)
+            except NoSuchTopic:  # (publishing creates a plain topic: asked again next time)
+                return 1
+            self._partitions[topic] = partitions
+        return partitions
 
     def _unsubscribe_steps(self, topic, subscriber_id, request):
         """Steps: close the subscription (topic, subscriber_id) attached through this

@@ -7,7 +7,7 @@ Everything is single-threaded on the reactor: a topic's publishes reach its log 
 order the reactor delivered them, which is what makes each topic's writer single.
 """
 
-from twisted.internet.defer import Deferred, DeferredList, fail, succeed
+from twisted.internet.defer import Deferred, DeferredList, fail, gatherResults, succeed
 from twisted.logger import Logger
 
 from hedwig.concurrency.deferreds import as_deferred
@@ -24,6 +24,7 @@ from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.compression import check_keyed, validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
+from hedwig.protocol.partitions import MAX_PARTITIONS, PARTITION_INFIX, parent_of, partition_topic
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
 from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
@@ -287,13 +288,17 @@ class Hub:
     # -- administration ---------------------------------------------------------------------
 
     def create_topic(self, request: CreateTopic) -> Deferred:
-        """Deferred[{"topic", "created", "compaction"}]: the topic exists (created now or
-        before) as asked; TOPIC_EXISTS when it exists as the other kind (compacted or
-        not), which it stays: a caller asking for a table must not get a plain topic."""
+        """Deferred[{"topic", "created", "compaction", "partitions"}]: the topic exists
+        (created now or before) as asked; TOPIC_EXISTS when it exists as the other kind
+        (compacted or not), or with another partition count than one asked for, which
+        it stays: a caller asking for a table must not get a plain topic. A topic of N
+        partitions is N topics (hedwig.protocol.partitions), partition 0's record
+        holding the count, written once every other partition exists."""
         if self.stopping:
             return fail(HubStopping())
         topic = request.topic
         new_options = self.topic_logs.new_topic_options if self.topic_logs is not None else {}
+        partitions = request.partitions
 
         def create(existed):
             if request.compaction and not existed:
@@ -315,9 +320,51 @@ class Hub:
                     f"topic {topic} exists already as {kind}: it stays so (delete it first to create"
                     f" it {'without' if topic_log.compaction else 'with'} compaction)",
                 )
-            return {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
+            answer = {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
+            if existed and partitions and topic_log.partitions != partitions:
+                raise RequestRefused(
+                    Status.TOPIC_EXISTS,
+                    f"topic {topic} exists already with {topic_log.partitions} partitions",
+                )
+            if existed or partitions <= 1:
+                return {**answer, "partitions": topic_log.partitions}
+            return self._add_partitions(topic_log, partitions).addCallback(
+                lambda _: {**answer, "partitions": partitions}
+            )
 
         return self.topics.exists(topic).addCallback(create)
+
+    def add_partitions(self, topic: str, count: int) -> Deferred:
+        """Deferred[int]: grow an existing topic to `count` partitions (Kafka's
+        CreatePartitions: never fewer); the count it had. INVALID_PARTITIONS for a count
+        not above it, or a name that is itself a partition's (MALFORMED_REQUEST)."""
+
+        def grow(topic_log):
+            if count <= topic_log.partitions:
+                raise RequestRefused(
+                    Status.MALFORMED_REQUEST,
+                    f"topic {topic} has {topic_log.partitions} partitions: a topic grows, never shrinks",
+                )
+            return self._add_partitions(topic_log, count)
+
+        return self._existing(topic).addCallback(grow)
+
+    def _add_partitions(self, topic_log, count: int) -> Deferred:
+        """Create partitions topic_log.partitions..count-1 (as partition 0's kind), then
+        write the count: a reader told of N partitions finds each one."""
+        if not 1 < count <= MAX_PARTITIONS or parent_of(topic_log.topic)[1]:
+            raise RequestRefused(
+                Status.MALFORMED_REQUEST,
+                f"topic {topic_log.topic}: a topic of 2 to {MAX_PARTITIONS} partitions, not named"
+                f" as a partition (*{PARTITION_INFIX}K) itself",
+            )
+        made = [
+            self.create_topic(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction))
+            for k in range(topic_log.partitions, count)
+        ]
+        return gatherResults(made, consumeErrors=True).addCallbacks(
+            lambda _: topic_log.set_partitions(count), lambda f: f.value.subFailure
+        )
 
     def compact(self, topic: str, retry: bool = True) -> Deferred:
         """Deferred[dict]: compact the topic now, everything published before (its open

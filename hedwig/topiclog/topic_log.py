@@ -109,6 +109,7 @@ class TopicLog:
         # ranges); "compaction": keyed messages only, the latest of each key kept.
         self.options = dict(options or {})
         self.compaction = bool(self.options.get("compaction"))
+        self.partitions = self.options.get("partitions") or 1
         self._ledgers = ledgers
         self._append_now = getattr(ledgers, "append_now", ledgers.append)  # (ILedgerStore.append)
         self._region = region.encode("utf-8")
@@ -681,6 +682,24 @@ class TopicLog:
 
         return self._roller.change_options({"compaction": True}).addCallbacks(written, failed)
 
+    def set_partitions(self, count: int) -> Deferred:
+        """The topic's partition count written to its record (with its ranges,
+        compare-and-set), then taken here. Deferred[int]: the count it had."""
+        if self._state != _OPEN:
+            return fail(self._unavailable())
+        before = self.partitions
+
+        def written(_):
+            self.partitions = count
+            return before
+
+        def failed(failure):
+            if failure.check(TopicFenced):
+                self._fail(failure.value)
+            return failure
+
+        return self._roller.change_options({"partitions": count}).addCallbacks(written, failed)
+
     def compact(self, lag_s: float | None = None, explicit: bool = False) -> Deferred:
         """Rewrite the sealed ledgers whose newest entry is older than `lag_s` (None:
         min_compaction_lag_s) keeping the latest message of each key. `explicit` (a
@@ -735,6 +754,7 @@ class TopicLog:
             "pending_appends": len(self._inflight) + len(self._waiting),
             "metadata_version": self._roller.version,
             "compaction": self.compaction,
+            "partitions": self.partitions,
             "ledgers": self._roller.describe(self.last_seq),
         }
 

@@ -112,15 +112,19 @@ class Hub:
     # -- publish ----------------------------------------------------------------------------
 
     def publish(
-        self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None
+        self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None, producer=None
     ) -> Deferred:
         """Deferred[LogEntry] once durable: the one publish path, for clients and relayed
         message sets alike. Raises MessageSetError at once for a message set that cannot
         be stored: nothing is appended then. `origin_region` / `origin_seq`: where a
-        relayed message set was first published; `via`: the region it came from."""
-        return as_deferred(self.publish_now(topic, message_set, origin_region, origin_seq, via))
+        relayed message set was first published; `via`: the region it came from;
+        `producer`: (id, sequence) written in the entry's header (a Kafka idempotent
+        producer's batch: hedwig.kafka.sequences)."""
+        return as_deferred(self.publish_now(topic, message_set, origin_region, origin_seq, via, producer))
 
-    def publish_now(self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None):
+    def publish_now(
+        self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None, producer=None
+    ):
         """publish, answered within the call when the topic is open here and its log
         acknowledges at once (ITopicLog.append_now): the LogEntry, already cached; else
         publish's Deferred. A PUBLISH so gets its reply in the turn that stored it."""
@@ -131,9 +135,9 @@ class Hub:
         if topic_log is not None:
             if topic_log.compaction and origin_region is None:
                 check_keyed(message_set)
-            return topic_log.append_now(message_set, count, origin_region, origin_seq, via)
+            return topic_log.append_now(message_set, count, origin_region, origin_seq, via, producer)
         return self.topics.acquire(topic).addCallback(
-            _append, message_set, count, origin_region, origin_seq, via
+            _append, message_set, count, origin_region, origin_seq, via, producer
         )
 
     def locate_moved(self, topic: str, failure) -> Deferred:
@@ -547,10 +551,10 @@ class Hub:
         return self.delivery.channel_lost(connection)
 
 
-def _append(topic_log, message_set, count, origin_region, origin_seq, via):
+def _append(topic_log, message_set, count, origin_region, origin_seq, via, producer=None):
     # A relayed set was taken at its origin: one without keys (published there before
     # the topic was compacted) is stored (compaction keeps it) rather than refused, which
     # would stop the link's relaying for good (hedwig.region.options).
     if topic_log.compaction and origin_region is None:
         check_keyed(message_set)
-    return topic_log.append(message_set, count, origin_region, origin_seq, via)
+    return topic_log.append(message_set, count, origin_region, origin_seq, via, producer)

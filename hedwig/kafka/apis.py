@@ -118,7 +118,7 @@ class KafkaApis:
         self.hub = hub
         self.clock = clock
         self.broker = broker
-        self.sequences = KafkaSequences()
+        self.sequences = KafkaSequences(clock)
         self.handlers = {
             0: self.produce,
             1: self.fetch,
@@ -283,13 +283,32 @@ class KafkaApis:
     def _store(self, topic, index, batches, message_sets, refused):
         """Store a partition's batches in hedwig topic `topic`."""
         hub = self.hub
+        if any(batch.producer_id >= 0 for batch in batches):  # an idempotent producer's
+            topic_log = hub.topics.get(topic)
+            if topic_log is None:
+                return hub.topics.acquire(topic).addCallbacks(
+                    lambda log: self._store_idempotent(log, index, batches, message_sets, refused), refused
+                )
+            return self._store_idempotent(topic_log, index, batches, message_sets, refused)
+        stored = [maybeDeferred(hub.publish, topic, message_set) for message_set in message_sets]
+        return self._stored(stored, index, refused)
+
+    def _store_idempotent(self, topic_log, index, batches, message_sets, refused):
+        """An idempotent producer's batches, each checked against the producer's sequence
+        (sequences.py: a repeat answered, not stored) and stored with it in its entry's
+        header, from which a reopened topic learns its producers again."""
+        publish = self.hub.publish
         stored = []
         for batch, message_set in zip(batches, message_sets, strict=True):
-            store = partial(maybeDeferred, hub.publish, topic, message_set)
-            if batch.producer_id >= 0:  # an idempotent producer's (sequences.py)
-                stored.append(self.sequences.publish(topic, batch, store))
+            store = partial(_store_with, publish, topic_log.topic, message_set)
+            if batch.producer_id >= 0:
+                stored.append(self.sequences.publish(topic_log, batch, store))
             else:
-                stored.append(store())
+                stored.append(store(None))
+        return self._stored(stored, index, refused)
+
+    def _stored(self, stored, index, refused):
+        """The partition's row once every batch is stored (its first's offset)."""
 
         def done(entries):
             first = entries[0]
@@ -640,6 +659,10 @@ def _config_rows(hub, compacted: bool, creatable: bool = False) -> list:
         }
         for name, value in values.items()
     ]
+
+
+def _store_with(publish, topic, message_set, producer):
+    return maybeDeferred(publish, topic, message_set, None, None, None, producer)
 
 
 def _partitions(request):

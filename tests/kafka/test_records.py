@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from twisted.internet.defer import Deferred, succeed
+from twisted.internet.task import Clock
 
 from hedwig.kafka.records import RecordsError, entry_batch, read_batches
 from hedwig.kafka.sequences import DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER, KafkaSequences
@@ -77,35 +78,47 @@ def _outcome(d):
     return got[0] if got else None
 
 
+class _EmptyLog:
+    """A topic log with nothing in it yet: nothing for a recovery to learn."""
+
+    topic = "t"
+    first_seq = 1
+    last_seq = 0
+
+
+T = _EmptyLog()
+
+
 def test_sequences_store_the_next_answer_repeats_and_refuse_gaps():
-    sequences = KafkaSequences()
+    sequences = KafkaSequences(Clock())
     stored = []
 
     def store(value):
-        def run():
+        def run(producer):
+            assert producer[0] == 7
             stored.append(value)
             return succeed(value)
 
         return run
 
-    assert _outcome(sequences.publish("t", _Batch(0, 3), store("a"))) == "a"
-    assert _outcome(sequences.publish("t", _Batch(3, 2), store("b"))) == "b"
+    assert _outcome(sequences.publish(T, _Batch(0, 3), store("a"))) == "a"
+    assert _outcome(sequences.publish(T, _Batch(3, 2), store("b"))) == "b"
     # Sent again: the first outcome, nothing stored.
-    assert _outcome(sequences.publish("t", _Batch(0, 3), store("a again"))) == "a"
+    assert _outcome(sequences.publish(T, _Batch(0, 3), store("a again"))) == "a"
     # Past the next sequence (5): out of order; before those kept: a duplicate.
-    gap = _outcome(sequences.publish("t", _Batch(9, 1), store("gap")))
+    gap = _outcome(sequences.publish(T, _Batch(9, 1), store("gap")))
     assert gap.value.code == OUT_OF_ORDER_SEQUENCE_NUMBER
     for n in range(6):
-        sequences.publish("t", _Batch(5 + n, 1), store(n))
-    old = _outcome(sequences.publish("t", _Batch(3, 2), store("old")))
+        sequences.publish(T, _Batch(5 + n, 1), store(n))
+    old = _outcome(sequences.publish(T, _Batch(3, 2), store("old")))
     assert old.value.code == DUPLICATE_SEQUENCE_NUMBER
     assert stored == ["a", "b", 0, 1, 2, 3, 4, 5]
 
 
 def test_a_repeat_of_a_batch_in_flight_gets_its_outcome():
-    sequences = KafkaSequences()
+    sequences = KafkaSequences(Clock())
     pending = Deferred()
-    first = sequences.publish("t", _Batch(0, 1), lambda: pending)
-    repeat = sequences.publish("t", _Batch(0, 1), lambda: succeed("stored twice"))
+    first = sequences.publish(T, _Batch(0, 1), lambda _producer: pending)
+    repeat = sequences.publish(T, _Batch(0, 1), lambda _producer: succeed("stored twice"))
     pending.callback("entry")
     assert (_outcome(first), _outcome(repeat)) == ("entry", "entry")

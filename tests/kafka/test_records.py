@@ -3,7 +3,7 @@ here wrote): what it builds, with any codec, keys and headers, hedwig reads; wha
 answers a Fetch with, it reads back. And the idempotent sequence rules, unit by unit."""
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from twisted.internet.defer import Deferred, succeed
@@ -53,6 +53,26 @@ def test_a_fetched_entry_is_a_batch_kafka_python_reads(batch_records, first_seq,
     assert [r.offset for r in got] == [first_seq - 1 + i for i in range(skip, batch.count)]
     assert [(r.key, r.value, dict(r.headers)) for r in got] == [(k, v, h) for k, v, h in batch_records[skip:]]
     assert {r.timestamp for r in got} == {1_700_000_000_123}
+
+
+@settings(max_examples=20, deadline=None)
+@example(count=3, length=9000, keyed=True, skip=1)  # (three-byte lengths)
+@given(st.integers(1, 400), st.integers(0, 2400), st.booleans(), st.integers(0, 399))  # (in 1 MiB)
+def test_long_batches_of_long_records_go_through_both_ways(count, length, keyed, skip):
+    """Offset deltas past the varint tables' one byte, records of two- and three-byte
+    lengths: the fast paths of both directions, held to kafka-python's encoding."""
+    values = [bytes([n % 251]) * (length + n % 3) for n in range(count)]
+    keys = [b"k%d" % n if keyed else None for n in range(count)]
+    (batch,) = read_batches(
+        record_batch([(k, v, []) for k, v in zip(keys, values, strict=True)]), 1 << 24, 1 << 26
+    )
+    assert batch.values == values and batch.keys == keys
+    entry = encode_entry_header(5, count, 1_700_000_000_123_456, b"region", 5) + batch.message_set()
+    skip = min(skip, count - 1)
+    got = list(DefaultRecordBatch(entry_batch(entry, 5 + skip, compacted=False)))
+    assert [(r.offset, r.key, r.value) for r in got] == [
+        (4 + n, keys[n], values[n]) for n in range(skip, count)
+    ]
 
 
 def test_a_decompression_bomb_is_refused_before_it_is_made():

@@ -24,7 +24,13 @@ from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.compression import check_keyed, validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
-from hedwig.protocol.partitions import MAX_PARTITIONS, PARTITION_INFIX, parent_of, partition_topic
+from hedwig.protocol.partitions import (
+    MAX_PARTITIONS,
+    PARTITION_INFIX,
+    parent_of,
+    partition_topic,
+    partition_topics,
+)
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
 from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
@@ -398,9 +404,53 @@ class Hub:
         """Deferred[{"topic", "subscriptions", "ledgers"}]: the topic gone with its
         subscriptions (refused with TOPIC_BUSY while it has any, unless `force`) and its
         ledgers (recorded as garbage before their files go). A publish later creates it
-        afresh, from seq-id 1."""
+        afresh, from seq-id 1. A partitioned topic's other partitions go first (each as
+        the topic would: TOPIC_BUSY for the first with subscriptions, unless `force`),
+        then partition 0 and its count; "partitions" lists those deleted."""
         if self.stopping:
             return fail(HubStopping())
+
+        def partitions_first(topic_log):
+            others = partition_topics(topic, topic_log.partitions)[1:]
+            if not others:
+                return self._delete_topic(topic, force)
+            deleted = []
+
+            def next_partition(_=None):
+                if not others:
+                    return self._delete_topic(topic, force).addCallback(
+                        lambda answer: {**answer, "partitions": deleted}
+                    )
+                name = others.pop(0)
+                d = self._delete_topic(name, force).addCallback(lambda _: deleted.append(name))
+                return d.addErrback(_none).addCallback(next_partition)
+
+            if not force:  # (refused before anything goes: none or all)
+                checks = [
+                    self._existing(name).addCallbacks(self.delivery.subscription_names, _none)
+                    for name in others
+                ]
+                return (
+                    gatherResults(checks, consumeErrors=True)
+                    .addCallbacks(refuse_busy, lambda f: f.value.subFailure, callbackArgs=(list(others),))
+                    .addCallback(lambda _: next_partition())
+                )
+
+            return next_partition()
+
+        def refuse_busy(found, names):
+            for name, held in zip(names, found, strict=True):
+                if held:
+                    raise RequestRefused(
+                        Status.TOPIC_BUSY,
+                        f"topic {topic}: its partition {name} has {len(held)} subscription(s)"
+                        f" ({', '.join(held)}): unsubscribe them, or force the delete",
+                    )
+
+        return self._existing(topic).addCallback(partitions_first)
+
+    def _delete_topic(self, topic: str, force: bool) -> Deferred:
+        """delete_topic of one hedwig topic."""
 
         def check(names, topic_log):
             if names and not force:
@@ -549,6 +599,15 @@ class Hub:
         if self.auth is not None:
             self.auth.room.gone(connection)
         return self.delivery.channel_lost(connection)
+
+
+def _none(failure):
+    """A partition that is gone already: nothing of it (no subscriptions, nothing to
+    delete)."""
+    failure.trap(RequestRefused)
+    if failure.value.status != Status.NO_SUCH_TOPIC:
+        return failure
+    return []
 
 
 def _append(topic_log, message_set, count, origin_region, origin_seq, via, producer=None):

@@ -198,3 +198,28 @@ def test_the_partition_count_outlives_a_restart_and_a_compacted_topic_has_compac
         assert client.describe("kept-parts")["partitions"] == 3
         assert client.describe("kept-parts.p-2")["compaction"] is True
         assert client.create_topic("kept-parts", compaction=True)["partitions"] == 3
+
+
+def test_deleting_a_partitioned_topic_deletes_every_partition(kafka_hub, admin):
+    with Client(kafka_hub.address) as client:
+        client.create_topic("gone-parts", partitions=3)
+        client.publish_many("gone-parts", [b"a", b"b", b"c", b"d"], keys=KEYS[:4])
+        client.subscribe("gone-parts.p-2", "holder", deliver=False).close()
+    busy = hedwig("delete", "gone-parts", hub=kafka_hub)
+    assert busy.returncode != 0 and b"its partition gone-parts.p-2 has 1 subscription(s)" in busy.stderr
+    with Client(kafka_hub.address) as client:  # (refused before anything went)
+        assert client.describe("gone-parts.p-1")["last_seq"] + client.describe("gone-parts")["last_seq"] > 0
+    assert hedwig("delete", "gone-parts", "--force", hub=kafka_hub).returncode == 0
+    with Client(kafka_hub.address) as client:
+        for name in ("gone-parts", "gone-parts.p-1", "gone-parts.p-2"):
+            with pytest.raises(NoSuchTopic):
+                client.describe(name)
+        # Made again with fewer: nothing of the old partitions is back.
+        assert client.create_topic("gone-parts", partitions=2)["created"] is True
+        assert client.read("gone-parts") == []
+        client.create_topic("kafka-gone", partitions=2)
+        client.publish("kafka-gone", b"x", key=b"some key")
+    (deleted,) = admin.delete_topics(["kafka-gone"]).values()
+    assert deleted.result(TIMEOUT_S) is None
+    with Client(kafka_hub.address) as client, pytest.raises(NoSuchTopic):
+        client.describe("kafka-gone.p-1")

@@ -107,7 +107,7 @@ class Client(ClientCore):
     async def publish(self, topic: str, payload, properties=None, key=None) -> int:
         """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored
         (ClientCore.publish, as a coroutine: `properties` and `key` as it takes them)."""
-        return await self._batcher.publish(topic, payload, properties, key)
+        return await super().publish(topic, payload, properties, key)
 
 
 @implementer(IWaiting)

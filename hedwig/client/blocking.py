@@ -31,7 +31,7 @@ from hedwig.client.blocking_subscriptions import (
 )
 from hedwig.client.config import BATCHING_OPTIONS, ClientConfig
 from hedwig.client.connection import BlockingConnection
-from hedwig.client.core import ClientCore, IConnections
+from hedwig.client.core import ClientCore, IConnections, by_partition, picked
 from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.tls_connection import TlsConnection
 from hedwig.client.waiting import BlockingWaiting
@@ -129,22 +129,9 @@ class Client(ClientCore):
     def _publish_partitioned(self, topic, partitions, payloads, properties, keys) -> list[int]:
         """publish_many's messages to a partitioned topic, each keyed one to its key's
         partition (an unkeyed one to partition 0), one set per partition."""
-        by_target = {}
-        for index, key in enumerate(keys):
-            target = (
-                topic
-                if key is None
-                else partition_topic(topic, partition_for_key(key_bytes(key), partitions))
-            )
-            by_target.setdefault(target, []).append(index)
         seqs = [0] * len(payloads)
-        for target, indexes in by_target.items():
-            published = self._publish_many_to(
-                target,
-                [payloads[i] for i in indexes],
-                None if properties is None else [properties[i] for i in indexes],
-                [keys[i] for i in indexes],
-            )
+        for target, indexes in by_partition(topic, partitions, keys).items():
+            published = self._publish_many_to(target, *picked(indexes, payloads, properties, keys))
             for index, seq in zip(indexes, published, strict=True):
                 seqs[index] = seq
         return seqs

@@ -4,6 +4,7 @@ CreateTopics and CreatePartitions; a key lands in the same partition whether con
 (murmur2_random, Kafka's Java partitioner) or kafka-python produced it or a native client
 published it; `hedwig read` and the client's read cover every partition."""
 
+import asyncio
 import json
 import subprocess
 
@@ -13,9 +14,12 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from hedwig.client import Client
+from hedwig.client.aio import Client as AioClient
 from hedwig.client.errors import NoSuchTopic, TopicExists
+from hedwig.protocol.partitions import partition_for_key
 from hedwig.testing.hubprocess import HubProcess
 from tests.cli.test_cli import hedwig, lines
+from tests.client.every_client import CLIENTS
 
 TIMEOUT_S = 30
 KEYS = [f"user-{i}".encode() for i in range(40)]
@@ -223,3 +227,50 @@ def test_deleting_a_partitioned_topic_deletes_every_partition(kafka_hub, admin):
     assert deleted.result(TIMEOUT_S) is None
     with Client(kafka_hub.address) as client, pytest.raises(NoSuchTopic):
         client.describe("kafka-gone.p-1")
+
+
+@pytest.mark.parametrize("kind", CLIENTS, ids=lambda kind: kind.name)
+def test_every_client_puts_a_key_in_its_partition(kafka_hub, kind):
+    topic = f"every-{kind.name}"
+    with Client(kafka_hub.address) as client:
+        client.create_topic(topic, partitions=4)
+    each = kind(kafka_hub.address)
+    try:
+        for key in KEYS[:12]:
+            each.call("publish", topic, b"one-" + key, key=key)
+        each.call("publish_many", topic, [b"many-" + k for k in KEYS[:12]], keys=KEYS[:12])
+    finally:
+        each.close()
+    with Client(kafka_hub.address) as client:
+        where = partition_of(client, topic, 4)
+    for key in KEYS[:12]:
+        assert where[b"one-" + key] == where[b"many-" + key] == partition_for_key(key, 4)
+
+
+def test_an_event_loop_client_keeps_the_order_of_publishes_made_while_it_asks_the_count(kafka_hub):
+    """The asyncio client's first keyed publish of a topic asks its partition count; the
+    publishes made meanwhile, keyed or not, queue behind it: each partition gets its
+    messages in the order they were published."""
+    topic = "ordered-parts"
+    with Client(kafka_hub.address) as client:
+        client.create_topic(topic, partitions=2)
+    keys = [KEYS[i % 6] if i % 3 else None for i in range(60)]
+
+    async def publish_all():
+        client = AioClient(kafka_hub.address)
+        await client.connect()
+        try:
+            await asyncio.gather(*(client.publish(topic, b"%d" % i, key=keys[i]) for i in range(60)))
+        finally:
+            await client.close()
+
+    asyncio.run(publish_all())
+    with Client(kafka_hub.address) as client:
+        got = client.read(topic)
+    for name in (topic, f"{topic}.p-1"):
+        order = [int(m.payload) for m in got if m.topic == name]
+        assert order == sorted(order)
+    names = [topic, f"{topic}.p-1"]
+    for m in got:
+        key = keys[int(m.payload)]
+        assert m.topic == (topic if key is None else names[partition_for_key(key, 2)])

@@ -675,12 +675,7 @@ class TopicLog:
             self.compaction = True
             return changed
 
-        def failed(failure):
-            if failure.check(TopicFenced):
-                self._fail(failure.value)
-            return failure
-
-        return self._roller.change_options({"compaction": True}).addCallbacks(written, failed)
+        return self._change_options({"compaction": True}).addCallback(written)
 
     def set_partitions(self, count: int) -> Deferred:
         """The topic's partition count written to its record (with its ranges,
@@ -693,12 +688,18 @@ class TopicLog:
             self.partitions = count
             return before
 
+        return self._change_options({"partitions": count}).addCallback(written)
+
+    def _change_options(self, options: dict) -> Deferred:
+        """Write `options` to the topic's record (LedgerRoller.change_options); fenced
+        meanwhile, the log stops."""
+
         def failed(failure):
             if failure.check(TopicFenced):
                 self._fail(failure.value)
             return failure
 
-        return self._roller.change_options({"partitions": count}).addCallbacks(written, failed)
+        return self._roller.change_options(options).addErrback(failed)
 
     def compact(self, lag_s: float | None = None, explicit: bool = False) -> Deferred:
         """Rewrite the sealed ledgers whose newest entry is older than `lag_s` (None:

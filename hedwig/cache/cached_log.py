@@ -35,6 +35,7 @@ class CachedTopicLog:
     last_seq = property(attrgetter("inner.last_seq"), doc="The decorated log's last seq-id.")
     is_open = property(attrgetter("inner.is_open"), doc="Whether the decorated log takes appends.")
     compaction = property(attrgetter("inner.compaction"), doc="Whether the topic is compacted.")
+    partitions = property(attrgetter("inner.partitions"), doc="The topic's partitions.")
 
     # -- appends: the decorated log's, bound in __init__ (these say what they are) ----------
 
@@ -90,6 +91,9 @@ class CachedTopicLog:
 
     def make_compacted(self):
         return self.inner.make_compacted()
+
+    def set_partitions(self, count):
+        return self.inner.set_partitions(count)
 
     def describe(self) -> dict:
         return self.inner.describe()

@@ -108,7 +108,7 @@ class Client(ClientCore):
         """Publish one message (bytes, or str sent as UTF-8); its seq-id once stored
         (ClientCore.publish, as a coroutine: `properties`, `key`, `deliver_after`,
         `deliver_at` and `ttl` as it takes them)."""
-        return await ClientCore.publish(self, topic, payload, properties, key, **schedule)
+        return await super().publish(topic, payload, properties, key, **schedule)
 
 
 @implementer(IWaiting)

@@ -32,13 +32,15 @@ from hedwig.client.blocking_subscriptions import (
 )
 from hedwig.client.config import BATCHING_OPTIONS, ClientConfig
 from hedwig.client.connection import BlockingConnection
-from hedwig.client.core import ClientCore, IConnections
+from hedwig.client.core import ClientCore, IConnections, by_partition, picked
 from hedwig.client.payloads import encode_payloads, payload_bytes
 from hedwig.client.tls_connection import TlsConnection
 from hedwig.client.waiting import BlockingWaiting
 from hedwig.protocol import Status
 from hedwig.protocol.compression import encode_published_set
 from hedwig.protocol.errors import ClientClosed, CouldNotConnect
+from hedwig.protocol.messageset import key_bytes
+from hedwig.protocol.partitions import partition_for_key, partition_topic
 from hedwig.protocol.schedule import scheduled_properties
 
 __all__ = ["AckOnlySubscription", "Client", "PullSubscription", "SharedSubscription", "Subscription"]
@@ -85,6 +87,9 @@ class Client(ClientCore):
         if type(payload) is not bytes:  # (the usual case costs no call)
             payload = payload_bytes(payload)
         if properties or key is not None or self._codec or self._idempotent:
+            if key is not None and (partitions := self._waiting.run(self._partition_count_steps(topic))) > 1:
+                # (a partitioned topic's keyed message: to its key's partition)
+                topic = partition_topic(topic, partition_for_key(key_bytes(key), partitions))
             self._check_size(topic, len(payload))
             keys = None if key is None else [key]
             message_set = encode_published_set([payload], [properties], self._codec, keys)
@@ -107,16 +112,34 @@ class Client(ClientCore):
         """Publish messages as one message set, stored as one entry; their seq-ids.
 
         `payloads`: bytes, or str sent as UTF-8. `properties`: None, or one mapping (or
-        None) per payload. `keys`: None, or one key (bytes, str, or None) per payload.
+        None) per payload. `keys`: None, or one key (bytes, str, or None) per payload. A
+        partitioned topic's keyed messages go to their keys' partitions, one set per
+        partition (their seq-ids, each its partition's, in the order given).
         """
         if not payloads:
             return []
         if self._closing is not None:
             raise ClientClosed(message="the client is closed")
+        if keys is not None and (partitions := self._waiting.run(self._partition_count_steps(topic))) > 1:
+            return self._publish_partitioned(topic, partitions, payloads, properties, keys)
+        return self._publish_many_to(topic, payloads, properties, keys)
+
+    def _publish_many_to(self, topic, payloads, properties, keys) -> list[int]:
+        """publish_many's messages as one set of `topic`."""
         message_set, _count, largest = encode_payloads(payloads, properties, self._codec, keys)
         self._check_size(topic, largest)
         published = self._published(topic, message_set)
         return list(range(published.first_seq, published.last_seq + 1))
+
+    def _publish_partitioned(self, topic, partitions, payloads, properties, keys) -> list[int]:
+        """publish_many's messages to a partitioned topic, each keyed one to its key's
+        partition (an unkeyed one to partition 0), one set per partition."""
+        seqs = [0] * len(payloads)
+        for target, indexes in by_partition(topic, partitions, keys).items():
+            published = self._publish_many_to(target, *picked(indexes, payloads, properties, keys))
+            for index, seq in zip(indexes, published, strict=True):
+                seqs[index] = seq
+        return seqs
 
     def _published(self, topic, message_set):
         """Published of one set, straight to the topic's connection as a one-message

@@ -41,10 +41,13 @@ from hedwig.protocol.errors import (
     CouldNotConnect,
     HedwigError,
     MessageTooLarge,
+    NoSuchTopic,
+    NotAuthorized,
     SubscriptionClosed,
     TopicBusy,
 )
-from hedwig.protocol.messageset import message_set_count
+from hedwig.protocol.messageset import key_bytes, message_set_count
+from hedwig.protocol.partitions import partition_for_key, partition_topic, partition_topics
 from hedwig.protocol.redirects import Routes
 from hedwig.protocol.schedule import scheduled_properties
 
@@ -101,6 +104,8 @@ class ClientCore(ClientOperations):
         self._closing = None  # what waits for close() to finish, once it was called
         self._reattaching = {}  # subscription -> its reattaching in the background (event loops)
         self._closed = False  # close() finished
+        self._partitions = {}  # topic -> its partition count, learned at a keyed publish
+        self._partition_gates = {}  # topic -> the results of publishes waiting for its count
 
     # -- connections -----------------------------------------------------------------------
 
@@ -244,14 +249,56 @@ class ClientCore(ClientOperations):
         or bool (each comes back to a subscriber as the type it was). `key`: None, or
         its key (bytes, or str sent as UTF-8; Message.key gives it back as bytes). The
         event-loop clients batch it with the topic's other publishes of this turn
-        (batching.py); the blocking client sends it at once.
+        (batching.py); the blocking client sends it at once. A keyed message of a
+        partitioned topic goes to its key's partition (hedwig.protocol.partitions): the
+        first keyed publish of a topic asks the hub its partition count.
 
         `schedule`: `deliver_after` (seconds) or `deliver_at` (seconds since the epoch):
         stored now, delivered to subscriptions no earlier than that; `ttl` (seconds): not
         delivered after that (protocol/schedule.py)."""
         if schedule:
             properties = scheduled_properties(properties, time.time(), **schedule)
+        if key is not None or self._partition_gates:  # (an unkeyed publish: one test)
+            if topic in self._partition_gates or (key is not None and topic not in self._partitions):
+                return self._waiting.run(self._gated_publish_steps(topic, payload, properties, key))
+            if key is not None and (partitions := self._partitions[topic]) > 1:
+                topic = partition_topic(topic, partition_for_key(key_bytes(key), partitions))
         return self._batcher.publish(topic, payload, properties, key)
+
+    def _gated_publish_steps(self, topic, payload, properties, key):
+        """Steps: a publish of a topic whose partition count is being asked: after the
+        answer, in the order published (an unkeyed publish too, so that none overtakes)."""
+        yield from self._partition_gate_steps(topic)
+        partitions = self._partitions.get(topic, 1)
+        if key is not None and partitions > 1:
+            topic = partition_topic(topic, partition_for_key(key_bytes(key), partitions))
+        return (yield self._batcher.publish(topic, payload, properties, key))
+
+    def _partition_gate_steps(self, topic):
+        """Steps: wait for the topic's partition count to be known, in turn: the first
+        caller asks the hub, the others queue behind it and go on in their order."""
+        gate = self._partition_gates.get(topic)
+        if gate is not None:
+            turn = self._waiting.new_result()
+            gate.append(turn)
+            yield turn
+            return
+        if topic in self._partitions:
+            return
+        gate = self._partition_gates[topic] = []
+        try:
+            yield from self._partition_count_steps(topic)
+        except Exception as error:
+            del self._partition_gates[topic]
+            self._waiting.fail_all(gate, error)
+            raise
+        # Opened a turn later: this caller publishes first, then those queued, in order
+        # (one published meanwhile queues behind them).
+        self._waiting.call_later(0, self._open_gate, topic, gate)
+
+    def _open_gate(self, topic, gate) -> None:
+        del self._partition_gates[topic]
+        self._waiting.settle_seqs(gate, 0)
 
     def publish_many(self, topic: str, payloads, properties=None, keys=None):
         """Publish messages as one message set, stored as one entry; their seq-ids.
@@ -266,6 +313,20 @@ class ClientCore(ClientOperations):
             return []
         if self._closing is not None:
             raise ClientClosed(message="the client is closed")
+        if topic in self._partition_gates or (keys is not None and topic not in self._partitions):
+            yield from self._partition_gate_steps(topic)
+        if keys is not None and (partitions := self._partitions.get(topic, 1)) > 1:
+            seqs = [0] * len(payloads)
+            for target, indexes in by_partition(topic, partitions, keys).items():
+                some, their_properties, their_keys = picked(indexes, payloads, properties, keys)
+                message_set, count, largest = encode_payloads(some, their_properties, self._codec, their_keys)
+                self._check_size(target, largest)
+                published = yield from self._publish_set_steps(target, message_set, count)
+                for index, seq in zip(
+                    indexes, range(published.first_seq, published.last_seq + 1), strict=True
+                ):
+                    seqs[index] = seq
+            return seqs
         message_set, count, largest = encode_payloads(payloads, properties, self._codec, keys)
         self._check_size(topic, largest)
         published = yield from self._publish_set_steps(topic, message_set, count)
@@ -451,14 +512,34 @@ class ClientCore(ClientOperations):
     # -- reading without a subscription (read_range, and the admin reads: operations.py) --
 
     def read(self, topic: str, from_seq: int = 1, to_seq: int | None = None):
-        """Messages from_seq..to_seq (None: up to the last published when asked) as Messages."""
+        """Messages from_seq..to_seq (None: up to the last published when asked) as Messages.
+        A partitioned topic's (hedwig.protocol.partitions) are every partition's, partition
+        by partition, from_seq..to_seq of each (Message.topic names its partition's topic)."""
         return self._waiting.run(self._read_steps(topic, from_seq, to_seq))
 
     def _read_steps(self, topic, from_seq, to_seq):
-        collector = ReadCollector(topic, from_seq, to_seq)
-        while (asked := collector.next_range()) is not None:
-            collector.add((yield self.read_range(topic, *asked)))
-        return collector.messages
+        partitions = (yield self.describe(topic)).get("partitions", 1)
+        messages = []
+        for name in partition_topics(topic, partitions):
+            collector = ReadCollector(name, from_seq, to_seq)
+            while (asked := collector.next_range()) is not None:
+                collector.add((yield self.read_range(name, *asked)))
+            messages += collector.messages
+        return messages
+
+    def _partition_count_steps(self, topic):
+        """Steps: how many partitions `topic` has (hedwig.protocol.partitions), asked of
+        the hub once per topic and client, for its keyed publishes."""
+        partitions = self._partitions.get(topic)
+        if partitions is None:
+            try:
+                partitions = (yield self.describe(topic)).get("partitions", 1)
+            except NoSuchTopic:  # (publishing creates a plain topic: asked again next time)
+                return 1
+            except NotAuthorized:  # (a user who may publish, not read: the topic as named)
+                partitions = 1
+            self._partitions[topic] = partitions
+        return partitions
 
     def _unsubscribe_steps(self, topic, subscriber_id, request):
         """Steps: close the subscription (topic, subscriber_id) attached through this
@@ -575,3 +656,24 @@ class LoopConnections:
             connection.on_lost = None
         for connection in connections:
             yield connection.disconnect()
+
+
+def by_partition(topic: str, partitions: int, keys) -> dict:
+    """Indexes of a partitioned topic's messages by the topic of their partition: a keyed
+    one's by Kafka's default partitioner, an unkeyed one's partition 0 (the topic)."""
+    targets = {}
+    for index, key in enumerate(keys):
+        target = (
+            topic if key is None else partition_topic(topic, partition_for_key(key_bytes(key), partitions))
+        )
+        targets.setdefault(target, []).append(index)
+    return targets
+
+
+def picked(indexes, payloads, properties, keys) -> tuple:
+    """(payloads, properties, keys) of the messages at `indexes`."""
+    return (
+        [payloads[i] for i in indexes],
+        None if properties is None else [properties[i] for i in indexes],
+        [keys[i] for i in indexes],
+    )

@@ -71,12 +71,15 @@ class ClientOperations:
 
     # -- administration ------------------------------------------------------------------
 
-    def create_topic(self, topic: str, compaction: bool = False):
+    def create_topic(self, topic: str, compaction: bool = False, partitions: int = 0):
         """Create the topic (publishing creates one too); {"topic", "created",
-        "compaction"}: created is False when it existed already (and compaction is then
-        what it was created with). `compaction`: a compacted topic, which takes keyed
-        messages only and keeps the latest message of each key (compact())."""
-        return self._call(Op.CREATE_TOPIC, topic, topic, compaction)
+        "compaction", "partitions"}: created is False when it existed already (and
+        compaction and partitions are then what it was created with). `compaction`: a
+        compacted topic, which takes keyed messages only and keeps the latest message of
+        each key (compact()). `partitions`: a topic of that many partitions, partition K
+        (K > 0) being the topic `<topic>.p-K` (hedwig.protocol.partitions; 0: one, or as
+        it is); TopicExists when it exists with another count."""
+        return self._call(Op.CREATE_TOPIC, topic, topic, compaction, partitions)
 
     def compact(self, topic: str):
         """Compact a compacted topic's closed ledgers now (the hub does it every [log]

@@ -1,6 +1,7 @@
 """The administration subcommands: topics, describe, stats, subscriptions (reads, each
 with --json), and create, delete, reset, unsubscribe."""
 
+import argparse
 import json
 
 from hedwig.client.errors import TopicBusy
@@ -14,6 +15,7 @@ from hedwig.commands.common import (
 )
 from hedwig.commands.output import print_reply, table
 from hedwig.commands.statistics import HUB_COLUMNS
+from hedwig.protocol.partitions import MAX_PARTITIONS
 
 # -- topics ---------------------------------------------------------------------------------------
 
@@ -59,20 +61,40 @@ def add_create(subparsers, client_options):
         action="store_true",
         help="a compacted topic: keyed messages only, the latest message of each key kept",
     )
+    parser.add_argument(
+        "--partitions",
+        type=partition_count,
+        default=0,
+        metavar="N",
+        help="a topic of N partitions (Kafka's): partition K > 0 is the topic TOPIC.p-K, a keyed"
+        " message goes to its key's partition as Kafka's default partitioner puts it",
+    )
     return parser
+
+
+def partition_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_PARTITIONS:
+        raise argparse.ArgumentTypeError(f"a topic has 1 to {MAX_PARTITIONS} partitions, not {text}")
+    return count
 
 
 def create(args) -> int:
     """create a topic (publishing to one creates it too); one that exists is left as it is"""
     with client(args) as hub:
-        reply = hub.create_topic(args.topic, compaction=args.compact)
+        reply = hub.create_topic(args.topic, compaction=args.compact, partitions=args.partitions)
     kind = "compacted topic" if reply.get("compaction") else "topic"
+    partitions = reply.get("partitions", 1)
+    of = f" ({partitions} partitions)" if partitions > 1 else ""
     if args.json:
         print(json.dumps(reply, sort_keys=True))
     elif reply["created"]:
-        print(f"created {kind} {args.topic}")
+        print(f"created {kind} {args.topic}{of}")
     else:
-        print(f"{kind} {args.topic} exists already")
+        print(f"{kind} {args.topic} exists already{of}")
     return 0
 
 

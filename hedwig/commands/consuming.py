@@ -24,7 +24,7 @@ from hedwig.commands.common import (
 )
 from hedwig.commands.output import MessageFormat
 from hedwig.commands.printing import Printer
-from hedwig.commands.reading import TopicReader
+from hedwig.commands.reading import topic_reader
 
 # How often a waiting command looks whether it was asked to stop or its reader went away.
 STOP_CHECK_S = 0.2
@@ -255,7 +255,7 @@ def add_read(subparsers, client_options):
 
 def read(args) -> int:
     """print a topic's messages without any subscription (nothing is acknowledged or left
-    behind); --follow waits for new ones"""
+    behind), every partition's of a partitioned topic; --follow waits for new ones"""
     start = _start(args.start)
     printer = Printer(wait_for_reader=False)  # (nothing to acknowledge: written is printed)
     fmt = MessageFormat(args)
@@ -263,7 +263,7 @@ def read(args) -> int:
     stop = StopOnSignal()
     with stop, client(args) as hub:
         try:
-            reader = TopicReader(hub, args.topic, start)
+            reader = topic_reader(hub, args.topic, start)
         except SeqOutOfRange as e:
             raise CommandError(f"--from {args.start}: {e}") from None
         while not stop.requested and (args.count is None or printed < args.count):

@@ -46,6 +46,13 @@ def format_description(info: dict) -> list[str]:
     ]
     if info.get("compaction"):
         lines.append("compacted: the latest message of each key is kept")
+    partitions = info.get("partitions") or 1
+    if partitions > 1:
+        topic = info.get("topic")
+        lines.append(
+            f"partitions: {partitions} ({topic} is partition 0, {topic}.p-1 .. {topic}.p-{partitions - 1}"
+            " the others; what this describes is partition 0)"
+        )
     ledgers = info.get("ledgers") or []
     lines.append(f"ledgers:  {len(ledgers)}")
     for ledger in ledgers:

@@ -10,16 +10,51 @@ from hedwig.client.config import DEFAULT_READ_BYTES
 from hedwig.client.errors import SeqOutOfRange
 from hedwig.commands.common import CommandError
 from hedwig.protocol import decode_entry
+from hedwig.protocol.partitions import partition_topic, partition_topics
+
+
+def topic_reader(client, topic: str, start):
+    """The reader of `topic`: a TopicReader, or a PartitionedReader of one per partition
+    of a partitioned topic (hedwig.protocol.partitions)."""
+    info = client.describe(topic)  # NO_SUCH_TOPIC for one that does not exist: reads create nothing
+    partitions = info.get("partitions", 1)
+    if partitions == 1:
+        return TopicReader(client, topic, start, info)
+    if isinstance(start, int):
+        raise CommandError(
+            f"{topic} has {partitions} partitions: a seq-id is a place in one of them"
+            f" (read {topic} for partition 0, {partition_topic(topic, 1)} for partition 1, ...)"
+        )
+    return PartitionedReader(
+        [TopicReader(client, name, start) for name in partition_topics(topic, partitions)]
+    )
+
+
+class PartitionedReader:
+    """The messages of every partition of a topic: each partition's next run in turn."""
+
+    def __init__(self, readers):
+        self.readers = readers
+
+    def next_messages(self) -> list:
+        messages = []
+        for reader in self.readers:
+            messages += reader.next_messages()
+        return messages
+
+    def wait(self, seconds: float) -> None:
+        self.readers[0].wait(seconds)
 
 
 class TopicReader:
     """The messages of `topic` from `start` on; `next_messages()` gives the next run, an
     empty list once it has caught up with the topic."""
 
-    def __init__(self, client, topic: str, start):
+    def __init__(self, client, topic: str, start, info=None):
         self.client = client
         self.topic = topic
-        info = client.describe(topic)  # NO_SUCH_TOPIC for one that does not exist: reads create nothing
+        if info is None:
+            info = client.describe(topic)  # NO_SUCH_TOPIC for one that does not exist: reads create nothing
         first, last = info["first_seq"], info["last_seq"]
         if start == "earliest":
             self.next_seq = first

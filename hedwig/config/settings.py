@@ -176,6 +176,9 @@ class KafkaSettings:
     # A request larger than this is refused as it starts (the connection is closed);
     # 0: [hub] max_frame_bytes.
     max_request_bytes: int = 0
+    # The Kafka port speaks TLS (Kafka's SSL listener) with [tls]'s certificate, key,
+    # authorities and require_client_cert; needs [tls] enabled.
+    tls: bool = False
 
 
 @dataclass

@@ -7,7 +7,7 @@ Everything is single-threaded on the reactor: a topic's publishes reach its log 
 order the reactor delivered them, which is what makes each topic's writer single.
 """
 
-from twisted.internet.defer import Deferred, DeferredList, fail, succeed
+from twisted.internet.defer import Deferred, DeferredList, fail, gatherResults, succeed
 from twisted.logger import Logger
 
 from hedwig.concurrency.deferreds import as_deferred
@@ -24,6 +24,13 @@ from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.compression import check_keyed, validate_published_set
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
+from hedwig.protocol.partitions import (
+    MAX_PARTITIONS,
+    PARTITION_INFIX,
+    parent_of,
+    partition_topic,
+    partition_topics,
+)
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
 from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
@@ -111,15 +118,19 @@ class Hub:
     # -- publish ----------------------------------------------------------------------------
 
     def publish(
-        self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None
+        self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None, producer=None
     ) -> Deferred:
         """Deferred[LogEntry] once durable: the one publish path, for clients and relayed
         message sets alike. Raises MessageSetError at once for a message set that cannot
         be stored: nothing is appended then. `origin_region` / `origin_seq`: where a
-        relayed message set was first published; `via`: the region it came from."""
-        return as_deferred(self.publish_now(topic, message_set, origin_region, origin_seq, via))
+        relayed message set was first published; `via`: the region it came from;
+        `producer`: (id, sequence) written in the entry's header (a Kafka idempotent
+        producer's batch: hedwig.kafka.sequences)."""
+        return as_deferred(self.publish_now(topic, message_set, origin_region, origin_seq, via, producer))
 
-    def publish_now(self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None):
+    def publish_now(
+        self, topic: str, message_set: bytes, origin_region=None, origin_seq=None, via=None, producer=None
+    ):
         """publish, answered within the call when the topic is open here and its log
         acknowledges at once (ITopicLog.append_now): the LogEntry, already cached; else
         publish's Deferred. A PUBLISH so gets its reply in the turn that stored it."""
@@ -130,9 +141,9 @@ class Hub:
         if topic_log is not None:
             if topic_log.compaction and origin_region is None:
                 check_keyed(message_set)
-            return topic_log.append_now(message_set, count, origin_region, origin_seq, via)
+            return topic_log.append_now(message_set, count, origin_region, origin_seq, via, producer)
         return self.topics.acquire(topic).addCallback(
-            _append, message_set, count, origin_region, origin_seq, via
+            _append, message_set, count, origin_region, origin_seq, via, producer
         )
 
     def locate_moved(self, topic: str, failure) -> Deferred:
@@ -287,13 +298,17 @@ class Hub:
     # -- administration ---------------------------------------------------------------------
 
     def create_topic(self, request: CreateTopic) -> Deferred:
-        """Deferred[{"topic", "created", "compaction"}]: the topic exists (created now or
-        before) as asked; TOPIC_EXISTS when it exists as the other kind (compacted or
-        not), which it stays: a caller asking for a table must not get a plain topic."""
+        """Deferred[{"topic", "created", "compaction", "partitions"}]: the topic exists
+        (created now or before) as asked; TOPIC_EXISTS when it exists as the other kind
+        (compacted or not), or with another partition count than one asked for, which
+        it stays: a caller asking for a table must not get a plain topic. A topic of N
+        partitions is N topics (hedwig.protocol.partitions), partition 0's record
+        holding the count, written once every other partition exists."""
         if self.stopping:
             return fail(HubStopping())
         topic = request.topic
         new_options = self.topic_logs.new_topic_options if self.topic_logs is not None else {}
+        partitions = request.partitions
 
         def create(existed):
             if request.compaction and not existed:
@@ -315,9 +330,51 @@ class Hub:
                     f"topic {topic} exists already as {kind}: it stays so (delete it first to create"
                     f" it {'without' if topic_log.compaction else 'with'} compaction)",
                 )
-            return {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
+            answer = {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
+            if existed and partitions and topic_log.partitions != partitions:
+                raise RequestRefused(
+                    Status.TOPIC_EXISTS,
+                    f"topic {topic} exists already with {topic_log.partitions} partitions",
+                )
+            if existed or partitions <= 1:
+                return {**answer, "partitions": topic_log.partitions}
+            return self._add_partitions(topic_log, partitions).addCallback(
+                lambda _: {**answer, "partitions": partitions}
+            )
 
         return self.topics.exists(topic).addCallback(create)
+
+    def add_partitions(self, topic: str, count: int) -> Deferred:
+        """Deferred[int]: grow an existing topic to `count` partitions (Kafka's
+        CreatePartitions: never fewer); the count it had. INVALID_PARTITIONS for a count
+        not above it, or a name that is itself a partition's (MALFORMED_REQUEST)."""
+
+        def grow(topic_log):
+            if count <= topic_log.partitions:
+                raise RequestRefused(
+                    Status.MALFORMED_REQUEST,
+                    f"topic {topic} has {topic_log.partitions} partitions: a topic grows, never shrinks",
+                )
+            return self._add_partitions(topic_log, count)
+
+        return self._existing(topic).addCallback(grow)
+
+    def _add_partitions(self, topic_log, count: int) -> Deferred:
+        """Create partitions topic_log.partitions..count-1 (as partition 0's kind), then
+        write the count: a reader told of N partitions finds each one."""
+        if not 1 < count <= MAX_PARTITIONS or parent_of(topic_log.topic)[1]:
+            raise RequestRefused(
+                Status.MALFORMED_REQUEST,
+                f"topic {topic_log.topic}: a topic of 2 to {MAX_PARTITIONS} partitions, not named"
+                f" as a partition (*{PARTITION_INFIX}K) itself",
+            )
+        made = [
+            self.create_topic(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction))
+            for k in range(topic_log.partitions, count)
+        ]
+        return gatherResults(made, consumeErrors=True).addCallbacks(
+            lambda _: topic_log.set_partitions(count), lambda f: f.value.subFailure
+        )
 
     def compact(self, topic: str, retry: bool = True) -> Deferred:
         """Deferred[dict]: compact the topic now, everything published before (its open
@@ -347,9 +404,53 @@ class Hub:
         """Deferred[{"topic", "subscriptions", "ledgers"}]: the topic gone with its
         subscriptions (refused with TOPIC_BUSY while it has any, unless `force`) and its
         ledgers (recorded as garbage before their files go). A publish later creates it
-        afresh, from seq-id 1."""
+        afresh, from seq-id 1. A partitioned topic's other partitions go first (each as
+        the topic would: TOPIC_BUSY for the first with subscriptions, unless `force`),
+        then partition 0 and its count; "partitions" lists those deleted."""
         if self.stopping:
             return fail(HubStopping())
+
+        def partitions_first(topic_log):
+            others = partition_topics(topic, topic_log.partitions)[1:]
+            if not others:
+                return self._delete_topic(topic, force)
+            deleted = []
+
+            def next_partition(_=None):
+                if not others:
+                    return self._delete_topic(topic, force).addCallback(
+                        lambda answer: {**answer, "partitions": deleted}
+                    )
+                name = others.pop(0)
+                d = self._delete_topic(name, force).addCallback(lambda _: deleted.append(name))
+                return d.addErrback(_none).addCallback(next_partition)
+
+            if not force:  # (refused before anything goes: none or all)
+                checks = [
+                    self._existing(name).addCallbacks(self.delivery.subscription_names, _none)
+                    for name in others
+                ]
+                return (
+                    gatherResults(checks, consumeErrors=True)
+                    .addCallbacks(refuse_busy, lambda f: f.value.subFailure, callbackArgs=(list(others),))
+                    .addCallback(lambda _: next_partition())
+                )
+
+            return next_partition()
+
+        def refuse_busy(found, names):
+            for name, held in zip(names, found, strict=True):
+                if held:
+                    raise RequestRefused(
+                        Status.TOPIC_BUSY,
+                        f"topic {topic}: its partition {name} has {len(held)} subscription(s)"
+                        f" ({', '.join(held)}): unsubscribe them, or force the delete",
+                    )
+
+        return self._existing(topic).addCallback(partitions_first)
+
+    def _delete_topic(self, topic: str, force: bool) -> Deferred:
+        """delete_topic of one hedwig topic."""
 
         def check(names, topic_log):
             if names and not force:
@@ -500,10 +601,19 @@ class Hub:
         return self.delivery.channel_lost(connection)
 
 
-def _append(topic_log, message_set, count, origin_region, origin_seq, via):
+def _none(failure):
+    """A partition that is gone already: nothing of it (no subscriptions, nothing to
+    delete)."""
+    failure.trap(RequestRefused)
+    if failure.value.status != Status.NO_SUCH_TOPIC:
+        return failure
+    return []
+
+
+def _append(topic_log, message_set, count, origin_region, origin_seq, via, producer=None):
     # A relayed set was taken at its origin: one without keys (published there before
     # the topic was compacted) is stored (compaction keeps it) rather than refused, which
     # would stop the link's relaying for good (hedwig.region.options).
     if topic_log.compaction and origin_region is None:
         check_keyed(message_set)
-    return topic_log.append(message_set, count, origin_region, origin_seq, via)
+    return topic_log.append(message_set, count, origin_region, origin_seq, via, producer)

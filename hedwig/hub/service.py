@@ -538,10 +538,11 @@ class HubService(MultiService):
             host = advertised_host(self.config) if self.zk is not None else address.host
         apis.broker = (host, address.port)
         self.log.info(
-            "hedwig hub {name}: Kafka on {host}:{port} (advertised as {advertised})",
+            "hedwig hub {name}: Kafka on {host}:{port}{tls} (advertised as {advertised})",
             name=self.hub.name,
             host=address.host,
             port=address.port,
+            tls=" over TLS" if self.config.kafka.tls else "",
             advertised=f"{host}:{address.port}",
         )
         return port

@@ -5,11 +5,12 @@ answers); KafkaApis has one method per API taking kio's request entity and retur
 the response as a dict (or a Deferred of one; None: no response, Produce with acks=0),
 which hedwig.kafka.envelope encodes for the request's version.
 
-The mapping (docs/kafka.md): a hedwig topic is a Kafka topic of one partition (0); a
-Kafka offset is seq-id - 1, so the log start offset is first_seq - 1 and the high
-watermark last_seq; a record's key is the message key, its headers the properties, its
-timestamp the publish time (log-append time); a null value is an empty payload, read
-back as null (a tombstone) in a compacted topic.
+The mapping (docs/kafka.md): a hedwig topic is a Kafka topic of one partition (0), or
+partition 0 of a topic of N, partition K being the hedwig topic `<topic>.p-K`
+(hedwig.protocol.partitions); a Kafka offset is seq-id - 1, so the log start offset is
+first_seq - 1 and the high watermark last_seq; a record's key is the message key, its
+headers the properties, its timestamp the publish time (log-append time); a null value
+is an empty payload, read back as null (a tombstone) in a compacted topic.
 """
 
 from functools import partial
@@ -25,6 +26,7 @@ from hedwig.kafka.waits import FetchWait
 from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.messageset import MessageSetError
 from hedwig.protocol.names import InvalidName, check_topic, printable
+from hedwig.protocol.partitions import MAX_PARTITIONS, parent_of, partition_topic
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 
@@ -55,6 +57,7 @@ UNSUPPORTED_VERSION = 35
 TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
+INVALID_REPLICA_ASSIGNMENT = 39
 INVALID_CONFIG = 40
 POLICY_VIOLATION = 44
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
@@ -115,7 +118,7 @@ class KafkaApis:
         self.hub = hub
         self.clock = clock
         self.broker = broker
-        self.sequences = KafkaSequences()
+        self.sequences = KafkaSequences(clock)
         self.handlers = {
             0: self.produce,
             1: self.fetch,
@@ -142,8 +145,8 @@ class KafkaApis:
             "controller_id": NODE_ID,
             "throttle_time": 0,
         }
-        if request.topics is None:
-            names = self.hub.list_topics()
+        if request.topics is None:  # (every topic: partitions K > 0 are their topic's)
+            names = self.hub.list_topics().addCallback(lambda all: [n for n in all if not parent_of(n)[1]])
         else:
             names = succeed([t.name for t in request.topics])
         create = version < 4 or request.allow_auto_topic_creation
@@ -155,21 +158,22 @@ class KafkaApis:
         return names.addCallback(described).addCallback(lambda topics: {**answer, "topics": topics})
 
     def _topic_metadata(self, name, create: bool):
-        def row(error, message=""):
-            partitions = []
+        def row(error, partitions=1):
+            rows = []
             if error == NONE:
-                partitions = [
+                rows = [
                     {
                         "error_code": NONE,
-                        "partition_index": 0,
+                        "partition_index": index,
                         "leader_id": NODE_ID,
                         "leader_epoch": 0,
                         "replica_nodes": [NODE_ID],
                         "isr_nodes": [NODE_ID],
                         "offline_replicas": [],
                     }
+                    for index in range(partitions)
                 ]
-            return {"error_code": error, "name": name, "is_internal": False, "partitions": partitions}
+            return {"error_code": error, "name": name, "is_internal": False, "partitions": rows}
 
         if name is None:
             return succeed(row(INVALID_TOPIC_EXCEPTION))
@@ -177,15 +181,18 @@ class KafkaApis:
             check_topic(name)
         except (RequestRefused, MessageSetError, ValueError):
             return succeed(row(INVALID_TOPIC_EXCEPTION))
-        if self.hub.topics.get(name) is not None:
-            return succeed(row(NONE))
+        topic_log = self.hub.topics.get(name)
+        if topic_log is not None:
+            return succeed(row(NONE, topic_log.partitions))
 
         def known(exists):
             if exists:
-                return row(NONE)
+                return self.hub._existing(name).addCallback(lambda log: row(NONE, log.partitions))
             if not create:
                 return row(UNKNOWN_TOPIC_OR_PARTITION)
-            return self.hub.create_topic(CreateTopic(name, False)).addCallback(lambda _: row(NONE))
+            return self.hub.create_topic(CreateTopic(name, False)).addCallback(
+                lambda answer: row(NONE, answer["partitions"])
+            )
 
         return self.hub.topics.exists(name).addCallback(known).addErrback(lambda f: row(kafka_error(f)[0]))
 
@@ -249,8 +256,6 @@ class KafkaApis:
                 )
             return {"index": index, "error_code": code, "error_message": message, "base_offset": -1}
 
-        if index != 0:
-            return succeed({"index": index, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "base_offset": -1})
         hub = self.hub
         try:
             check_topic(topic)
@@ -258,14 +263,52 @@ class KafkaApis:
             message_sets = [batch.message_set() for batch in batches]
         except Exception as e:
             return succeed(refused(e))
+        if index != 0:  # (partition K of a topic of more: a topic of its own, which must exist)
+            return self._partition_log(topic, index).addCallbacks(
+                lambda log: self._store(log.topic, index, batches, message_sets, refused), refused
+            )
+        return self._store(topic, index, batches, message_sets, refused)
 
+    def _partition_log(self, topic, index):
+        """Deferred[topic log] of partition `index` (> 0) of `topic`: UNKNOWN_TOPIC_OR_PARTITION
+        past its partitions, as Produce must not create a topic named as a partition."""
+
+        def within(log):
+            if not 0 <= index < log.partitions:
+                raise RecordsError(UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has {log.partitions} partitions")
+            return self.hub._existing(partition_topic(topic, index))
+
+        return self.hub._existing(topic).addCallback(within)
+
+    def _store(self, topic, index, batches, message_sets, refused):
+        """Store a partition's batches in hedwig topic `topic`."""
+        hub = self.hub
+        if any(batch.producer_id >= 0 for batch in batches):  # an idempotent producer's
+            topic_log = hub.topics.get(topic)
+            if topic_log is None:
+                return hub.topics.acquire(topic).addCallbacks(
+                    lambda log: self._store_idempotent(log, index, batches, message_sets, refused), refused
+                )
+            return self._store_idempotent(topic_log, index, batches, message_sets, refused)
+        stored = [maybeDeferred(hub.publish, topic, message_set) for message_set in message_sets]
+        return self._stored(stored, index, refused)
+
+    def _store_idempotent(self, topic_log, index, batches, message_sets, refused):
+        """An idempotent producer's batches, each checked against the producer's sequence
+        (sequences.py: a repeat answered, not stored) and stored with it in its entry's
+        header, from which a reopened topic learns its producers again."""
+        publish = self.hub.publish
         stored = []
         for batch, message_set in zip(batches, message_sets, strict=True):
-            store = partial(maybeDeferred, hub.publish, topic, message_set)
-            if batch.producer_id >= 0:  # an idempotent producer's (sequences.py)
-                stored.append(self.sequences.publish(topic, batch, store))
+            store = partial(_store_with, publish, topic_log.topic, message_set)
+            if batch.producer_id >= 0:
+                stored.append(self.sequences.publish(topic_log, batch, store))
             else:
-                stored.append(store())
+                stored.append(store(None))
+        return self._stored(stored, index, refused)
+
+    def _stored(self, stored, index, refused):
+        """The partition's row once every batch is stored (its first's offset)."""
 
         def done(entries):
             first = entries[0]
@@ -361,7 +404,7 @@ class KafkaApis:
                 "records": records,
             }
 
-        if index != 0:
+        if index < 0:
             return succeed((row(UNKNOWN_TOPIC_OR_PARTITION), 0, None, False))
 
         def read(log):
@@ -390,7 +433,7 @@ class KafkaApis:
                 self.log.failure("Kafka fetch from {topic} failed", failure, topic=topic)
             return (row(code), 0, None, False)
 
-        return self.hub._existing(topic).addCallback(read).addErrback(failed)
+        return self.hub._existing(partition_topic(topic, index)).addCallback(read).addErrback(failed)
 
     # -- ListOffsets ---------------------------------------------------------------------------
 
@@ -419,7 +462,7 @@ class KafkaApis:
                 "leader_epoch": 0,
             }
 
-        if index != 0:
+        if index < 0:
             return succeed(row(UNKNOWN_TOPIC_OR_PARTITION))
 
         def find(log):
@@ -439,7 +482,8 @@ class KafkaApis:
                 lambda entries: row(NONE, seq - 1, entries[0].publish_time_us // 1000 if entries else -1)
             )
 
-        return self.hub._existing(topic).addCallback(find).addErrback(lambda f: row(kafka_error(f)[0]))
+        existing = self.hub._existing(partition_topic(topic, index))
+        return existing.addCallback(find).addErrback(lambda f: row(kafka_error(f)[0]))
 
     # -- CreateTopics, DeleteTopics, DescribeConfigs ------------------------------------------
 
@@ -453,12 +497,16 @@ class KafkaApis:
         name = topic.name
         configs = {c.name: c.value for c in topic.configs}
 
+        partitions = int(topic.num_partitions)
+        if partitions == -1:  # (the broker's default)
+            partitions = 1
+
         def row(error, message=None, compacted=False):
             return {
                 "name": name,
                 "error_code": error,
                 "error_message": message,
-                "num_partitions": 1 if error == NONE else -1,
+                "num_partitions": partitions if error == NONE else -1,
                 "replication_factor": 1 if error == NONE else -1,
                 "configs": [] if error != NONE else _config_rows(self.hub, compacted, creatable=True),
             }
@@ -467,8 +515,10 @@ class KafkaApis:
             check_topic(name)
         except (RequestRefused, ValueError) as e:
             return succeed(row(INVALID_TOPIC_EXCEPTION, getattr(e, "reason", str(e))))
-        if int(topic.num_partitions) not in (-1, 1):
-            return succeed(row(INVALID_PARTITIONS, "a hedwig topic is one partition"))
+        if not 1 <= partitions <= MAX_PARTITIONS or (partitions > 1 and parent_of(name)[1]):
+            return succeed(
+                row(INVALID_PARTITIONS, f"1 to {MAX_PARTITIONS} partitions, of a topic not named as one")
+            )
         if int(topic.replication_factor) not in (-1, 1):
             return succeed(
                 row(INVALID_REPLICATION_FACTOR, "replication is the ledger store's ([ledger] store)")
@@ -485,7 +535,7 @@ class KafkaApis:
                 return row(TOPIC_ALREADY_EXISTS, f"topic {name} already exists")
             return row(NONE, compacted=answer["compaction"])
 
-        return self.hub.create_topic(CreateTopic(name, compacted)).addCallbacks(
+        return self.hub.create_topic(CreateTopic(name, compacted, partitions)).addCallbacks(
             created, lambda f: row(*kafka_error(f)[:2])
         )
 
@@ -505,25 +555,36 @@ class KafkaApis:
         )
 
     def create_partitions(self, _version, request, _peer):
-        """A hedwig topic is one partition: asking for more is INVALID_PARTITIONS (a topic
-        that does not exist: UNKNOWN_TOPIC_OR_PARTITION), nothing changed."""
+        """Grow topics to `count` partitions (never fewer: INVALID_PARTITIONS); a topic that
+        does not exist: UNKNOWN_TOPIC_OR_PARTITION. Replica assignments are the ledger
+        store's business: asking for some is INVALID_REPLICA_ASSIGNMENT."""
 
         def result(topic):
-            def known(exists):
-                if not exists:
-                    return {
-                        "name": topic.name,
-                        "error_code": UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": None,
-                    }
-                return {
-                    "name": topic.name,
-                    "error_code": INVALID_PARTITIONS,
-                    "error_message": "a hedwig topic is one partition (docs/kafka.md)",
-                }
+            def row(error, message=None):
+                return {"name": topic.name, "error_code": error, "error_message": message}
 
-            return self.hub.topics.exists(topic.name).addCallbacks(
-                known, lambda f: {"name": topic.name, "error_code": kafka_error(f)[0], "error_message": None}
+            count = int(topic.count)
+            if topic.assignments:
+                return succeed(row(INVALID_REPLICA_ASSIGNMENT, "hedwig places partitions itself"))
+            if not 1 <= count <= MAX_PARTITIONS:
+                return succeed(row(INVALID_PARTITIONS, f"a topic has 1 to {MAX_PARTITIONS} partitions"))
+
+            def grow(log):
+                if count <= log.partitions:
+                    return row(
+                        INVALID_PARTITIONS,
+                        f"topic {topic.name} has {log.partitions} partitions: a topic grows, never shrinks",
+                    )
+                if parent_of(topic.name)[1]:
+                    return row(INVALID_PARTITIONS, f"{topic.name} is a partition itself")
+                if request.validate_only:
+                    return row(NONE)
+                return self.hub.add_partitions(topic.name, count).addCallback(lambda _: row(NONE))
+
+            return (
+                self.hub._existing(topic.name)
+                .addCallback(grow)
+                .addErrback(lambda f: row(*kafka_error(f)[:2]))
             )
 
         return gatherResults([result(t) for t in request.topics], consumeErrors=True).addCallback(
@@ -598,6 +659,10 @@ def _config_rows(hub, compacted: bool, creatable: bool = False) -> list:
         }
         for name, value in values.items()
     ]
+
+
+def _store_with(publish, topic, message_set, producer):
+    return maybeDeferred(publish, topic, message_set, None, None, None, producer)
 
 
 def _partitions(request):

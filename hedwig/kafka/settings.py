@@ -15,6 +15,10 @@ def check_kafka_settings(config: Config) -> None:
         raise ConfigError(
             f"[kafka] port = {kafka.port} is the hub's port too: the Kafka listener needs its own"
         )
+    if kafka.tls and not config.tls.enabled:
+        raise ConfigError(
+            "[kafka] tls = true takes [tls]'s certificate: set [tls] enabled = true (and its cert_file)"
+        )
     if kafka.max_request_bytes and kafka.max_request_bytes < MIN_REQUEST_BYTES:
         raise ConfigError(
             f"[kafka] max_request_bytes = {kafka.max_request_bytes}: expected 0 ([hub] max_frame_bytes)"

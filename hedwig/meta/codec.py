@@ -73,7 +73,9 @@ def decode_ranges(text) -> list[LedgerRange]:
     return decode_topic(text)[0]
 
 
-_TOPIC_OPTIONS = {"compaction": bool}  # option -> its type: what a topic record may hold
+# option -> its type: what a topic record may hold ("partitions": a partitioned topic's
+# count, in its partition 0's record: hedwig.protocol.partitions)
+_TOPIC_OPTIONS = {"compaction": bool, "partitions": int}
 
 
 def check_options(options) -> dict:

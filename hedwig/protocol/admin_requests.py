@@ -20,20 +20,26 @@ from hedwig.protocol.layouts import (
     str8,
     unpack_field,
 )
+from hedwig.protocol.partitions import MAX_PARTITIONS
 from hedwig.protocol.requests import MAX_START, _start_fields, decode_topic_only, encode_topic_only
 from hedwig.protocol.status import Status
 
 CREATE_FLAG_COMPACTION = 0x01  # a compacted topic: the latest message of each key is kept
-CREATE_FLAGS = CREATE_FLAG_COMPACTION
+CREATE_FLAG_PARTITIONS = 0x02  # a partition count follows the flags (hedwig.protocol.partitions)
+CREATE_FLAGS = CREATE_FLAG_COMPACTION | CREATE_FLAG_PARTITIONS
 DELETE_FLAG_FORCE = 0x01  # delete the topic's subscriptions with it
 DELETE_FLAGS = DELETE_FLAG_FORCE
 _FLAGS = struct.Struct("!B")
+_PARTITIONS = struct.Struct("!H")
 _START = struct.Struct("!BQ")  # start kind, start value (as in SUBSCRIBE)
 
 
 class CreateTopic(NamedTuple):
     topic: str
     compaction: bool  # a compacted topic (keyed messages only; compacted by the hub)
+    # Its partitions (hedwig.protocol.partitions); 0: not said (1 for a new topic, any
+    # for one that exists).
+    partitions: int = 0
 
 
 class DeleteTopic(NamedTuple):
@@ -50,12 +56,15 @@ class ResetSubscription(NamedTuple):
 # -- CREATE_TOPIC -----------------------------------------------------------------------------
 
 
-def encode_create_topic(topic: str, compaction: bool = False) -> bytes:
-    """The topic, then a flags byte only when a flag is set: a plain creation is the
-    body it always was (the topic alone), which every hub takes."""
-    if not compaction:
+def encode_create_topic(topic: str, compaction: bool = False, partitions: int = 0) -> bytes:
+    """The topic, then a flags byte only when a flag is set (and the partition count
+    after it when one is asked for): a plain creation is the body it always was (the
+    topic alone), which every hub takes."""
+    flags = (CREATE_FLAG_COMPACTION if compaction else 0) | (CREATE_FLAG_PARTITIONS if partitions else 0)
+    if not flags:
         return encode_topic_only(topic)
-    return str8(topic) + _FLAGS.pack(CREATE_FLAG_COMPACTION)
+    body = str8(topic) + _FLAGS.pack(flags)
+    return body + _PARTITIONS.pack(partitions) if partitions else body
 
 
 def decode_create_topic(body) -> CreateTopic:
@@ -63,10 +72,19 @@ def decode_create_topic(body) -> CreateTopic:
     if offset == len(body):  # (the topic alone: no flags)
         return CreateTopic(topic, False)
     (flags,) = unpack_field(_FLAGS, body, offset, "CREATE_TOPIC")
-    expect_end(body, offset + _FLAGS.size, "CREATE_TOPIC")
+    offset += _FLAGS.size
     if not flags or flags & ~CREATE_FLAGS:  # (a flags byte comes only with a flag in it)
         raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown CREATE_TOPIC flags {flags:#x}")
-    return CreateTopic(topic, bool(flags & CREATE_FLAG_COMPACTION))
+    partitions = 0
+    if flags & CREATE_FLAG_PARTITIONS:
+        (partitions,) = unpack_field(_PARTITIONS, body, offset, "CREATE_TOPIC")
+        offset += _PARTITIONS.size
+        if not 1 <= partitions <= MAX_PARTITIONS:
+            raise RequestRefused(
+                Status.MALFORMED_REQUEST, f"a topic has 1 to {MAX_PARTITIONS} partitions, not {partitions}"
+            )
+    expect_end(body, offset, "CREATE_TOPIC")
+    return CreateTopic(topic, bool(flags & CREATE_FLAG_COMPACTION), partitions)
 
 
 # -- COMPACT ----------------------------------------------------------------------------------

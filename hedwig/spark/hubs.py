@@ -3,6 +3,7 @@ say what a Spark user needs to know (which hub, which topic) rather than a statu
 
 from hedwig.client.blocking import Client
 from hedwig.protocol.errors import CouldNotConnect, NoSuchTopic
+from hedwig.protocol.partitions import parent_of, partition_topics
 from hedwig.spark.access import HubAccess
 from hedwig.spark.offsets import TopicBounds
 
@@ -27,6 +28,7 @@ class HubReader:
         """`access`: TLS and credentials (hedwig.spark.access)."""
         self.hubs = tuple(hubs)
         self.owners = {}  # topic -> the "host:port" that described it (its owner)
+        self.partitions = {}  # topic -> its partition count (hedwig.protocol.partitions)
         options = (access or HubAccess()).client_options()
         try:
             self._client = Client(
@@ -47,7 +49,19 @@ class HubReader:
                 "(option 'topics'; a topic exists once something was published or subscribed to it)"
             ) from None
         self.owners[topic] = described.get("owner") or None
+        self.partitions[topic] = described.get("partitions") or 1
         return TopicBounds(int(described["first_seq"]), int(described["last_seq"]))
+
+    def all_bounds(self, topics) -> dict:
+        """Every partition's bounds of each of `topics`, by its hedwig topic's name (a
+        partitioned topic's partition K is the topic `<topic>.p-K`: each is read as a
+        topic of its own, in parallel)."""
+        found = {}
+        for topic in topics:
+            found[topic] = self.bounds(topic)
+            for name in partition_topics(topic, self.partitions[topic])[1:]:
+                found[name] = self.bounds(name)
+        return found
 
     def read_range(self, topic: str, from_seq: int, to_seq: int, max_bytes: int):
         try:
@@ -65,3 +79,9 @@ class HubReader:
 
     def __exit__(self, *exc_info):
         self.close()
+
+
+def asked_for(asked: dict, name: str):
+    """What an option keyed by topic (startingSeq, endingSeq) says of `name`: its own
+    entry, or its partitioned topic's."""
+    return asked[name] if name in asked else asked[parent_of(name)[0]]

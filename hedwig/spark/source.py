@@ -16,7 +16,7 @@ import sys
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from hedwig.spark.hubs import HubReader
+from hedwig.spark.hubs import HubReader, asked_for
 from hedwig.spark.offsets import admit, last_seq_of, offset_before, skip_lost
 from hedwig.spark.options import OptionError, SourceOptions, parse_options
 from hedwig.spark.planning import SeqRange, plan_partitions
@@ -96,11 +96,10 @@ class HedwigBatchReader(DataSourceReader):
     def plan(self, hub) -> list:
         options = self.options
         start, end = {}, {}
-        for topic in options.topics:
-            bounds = hub.bounds(topic)
-            offset = offset_before(options.starting[topic], bounds)
+        for topic, bounds in hub.all_bounds(options.topics).items():
+            offset = offset_before(asked_for(options.starting, topic), bounds)
             start[topic] = skip_lost(topic, offset, bounds, options.fail_on_data_loss, _log)
-            end[topic] = last_seq_of(topic, options.ending[topic], bounds)
+            end[topic] = last_seq_of(topic, asked_for(options.ending, topic), bounds)
         per_partition = (1 << 63) if options.compacted else options.max_messages_per_partition
         return plan_partitions(start, end, per_partition, hub.owners)
 
@@ -129,14 +128,13 @@ class HedwigStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._hub
 
     def _all_bounds(self) -> dict:
-        hub = self._connection()
-        return {topic: hub.bounds(topic) for topic in self.options.topics}
+        return self._connection().all_bounds(self.options.topics)
 
     def initialOffset(self) -> dict:
         options = self.options
         offsets = {}
         for topic, bounds in self._all_bounds().items():
-            offset = offset_before(options.starting[topic], bounds)
+            offset = offset_before(asked_for(options.starting, topic), bounds)
             offsets[topic] = skip_lost(topic, offset, bounds, options.fail_on_data_loss, _log)
         return offsets
 
@@ -157,7 +155,7 @@ class HedwigStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # where it starts, so every batch is planned from its two offsets alone.
                 joining[topic] = skip_lost(
                     topic,
-                    offset_before(options.starting[topic], bounds),
+                    offset_before(asked_for(options.starting, topic), bounds),
                     bounds,
                     options.fail_on_data_loss,
                     _log,

@@ -23,6 +23,7 @@ class ITopicLog(Interface):
     first_seq = Attribute("the first seq-id still kept (older ones were collected)")
     last_seq = Attribute("the last seq-id assigned (0: nothing yet)")
     is_open = Attribute("True while the log takes appends")
+    partitions = Attribute("the partitions of the topic it is partition 0 of (1: a plain topic)")
 
     def append(message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
         """Append one entry of `count` messages (an encoded message set, stored as it
@@ -64,6 +65,10 @@ class ITopicLog(Interface):
     def make_compacted():
         """Deferred[bool]: make the topic a compacted one from now on (its record says so
         once this fires); whether it was not before."""
+
+    def set_partitions(count):
+        """Deferred[int]: the topic has `count` partitions from now on (its record says so
+        once this fires: hedwig.protocol.partitions); the count it had."""
 
     def describe():
         """A dict for DESCRIBE_TOPIC: bounds, ledgers, sizes."""

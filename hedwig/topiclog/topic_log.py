@@ -111,6 +111,7 @@ class TopicLog:
         # ranges); "compaction": keyed messages only, the latest of each key kept.
         self.options = dict(options or {})
         self.compaction = bool(self.options.get("compaction"))
+        self.partitions = self.options.get("partitions") or 1
         self._ledgers = ledgers
         self._append_now = getattr(ledgers, "append_now", ledgers.append)  # (ILedgerStore.append)
         self._region = region.encode("utf-8")
@@ -676,12 +677,31 @@ class TopicLog:
             self.compaction = True
             return changed
 
+        return self._change_options({"compaction": True}).addCallback(written)
+
+    def set_partitions(self, count: int) -> Deferred:
+        """The topic's partition count written to its record (with its ranges,
+        compare-and-set), then taken here. Deferred[int]: the count it had."""
+        if self._state != _OPEN:
+            return fail(self._unavailable())
+        before = self.partitions
+
+        def written(_):
+            self.partitions = count
+            return before
+
+        return self._change_options({"partitions": count}).addCallback(written)
+
+    def _change_options(self, options: dict) -> Deferred:
+        """Write `options` to the topic's record (LedgerRoller.change_options); fenced
+        meanwhile, the log stops."""
+
         def failed(failure):
             if failure.check(TopicFenced):
                 self._fail(failure.value)
             return failure
 
-        return self._roller.change_options({"compaction": True}).addCallbacks(written, failed)
+        return self._roller.change_options(options).addErrback(failed)
 
     def compact(self, lag_s: float | None = None, explicit: bool = False) -> Deferred:
         """Rewrite the sealed ledgers whose newest entry is older than `lag_s` (None:
@@ -737,6 +757,7 @@ class TopicLog:
             "pending_appends": len(self._inflight) + len(self._waiting),
             "metadata_version": self._roller.version,
             "compaction": self.compaction,
+            "partitions": self.partitions,
             "ledgers": self._roller.describe(self.last_seq),
         }
 

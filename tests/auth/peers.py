@@ -14,6 +14,7 @@ FAST = 10  # log2 n: the stored format is the hub's, the cost a test's
 USERS = {
     "alice": ("alice-pw", {"publish": ["t.*"], "subscribe": ["t.*"], "create": ["t.*"]}),
     "bob": ("bob-pw", {"publish": ["t.*"], "subscribe": ["t.*"]}),
+    "writer": ("writer-pw", {"publish": ["w.*"], "create": ["w.*"]}),  # may publish, not read
     "root": ("root-pw", {"admin": True}),
     "leaf": ("leaf-pw", {"region": "leaf"}),
     "other": ("other-pw", {"region": "other"}),

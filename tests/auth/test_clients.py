@@ -66,3 +66,15 @@ def test_the_cli_authenticates_with_user_and_the_password_from_the_environment(h
     assert no_password.returncode != 0 and "HEDWIG_PASSWORD" in no_password.stderr
     anonymous = _hedwig(hub, "publish", "t.cli", "four")
     assert anonymous.returncode == 1 and "AUTHENTICATION_FAILED" in anonymous.stderr
+
+
+@pytest.mark.parametrize("kind", [Blocking, Twisted, Aio], ids=["blocking", "twisted", "asyncio"])
+def test_a_user_who_may_publish_but_not_read_publishes_keyed_messages(hub, kind):
+    """A keyed publish asks the topic's partition count (DESCRIBE_TOPIC, a read): refused
+    to a user who may only publish, it is the topic as named, and the publish goes on."""
+    client = kind(hub.address, credentials=credentials("writer"))
+    try:
+        assert client.call("publish", f"w.keyed-{kind.name}", b"v", key=b"k") == 1
+        assert client.call("publish_many", f"w.keyed-{kind.name}", [b"a", b"b"], keys=[b"k", b"j"]) == [2, 3]
+    finally:
+        client.close()

@@ -233,6 +233,7 @@ def test_a_compacted_topic_is_created_refuses_keyless_messages_and_compacts(conn
         "topic": topic,
         "created": True,
         "compaction": True,
+        "partitions": 1,
     }
     assert client.call("describe", topic)["compaction"] is True
     with pytest.raises(KeyRequired):

@@ -92,6 +92,7 @@ def test_the_compaction_flag_is_kept_across_restarts_and_described(tmp_path):
             "topic": "table",
             "created": True,
             "compaction": True,
+            "partitions": 1,
         }
         assert client.create_topic("plain")["compaction"] is False
         assert client.describe("table")["compaction"] is True
@@ -105,8 +106,14 @@ def test_the_compaction_flag_is_kept_across_restarts_and_described(tmp_path):
             "topic": "table",
             "created": False,
             "compaction": True,
+            "partitions": 1,
         }
-        assert client.create_topic("plain") == {"topic": "plain", "created": False, "compaction": False}
+        assert client.create_topic("plain") == {
+            "topic": "plain",
+            "created": False,
+            "compaction": False,
+            "partitions": 1,
+        }
         with pytest.raises(TopicExists, match="plain exists already as a topic without compaction"):
             client.create_topic("plain", compaction=True)
         with pytest.raises(TopicExists, match="table exists already as a compacted topic"):

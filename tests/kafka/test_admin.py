@@ -43,21 +43,24 @@ def test_create_topics_with_cleanup_policy_compact_makes_a_compacted_topic(kafka
     with pytest.raises(confluent_kafka.KafkaException) as refused:
         again.result(TIMEOUT_S)
     assert refused.value.args[0].code() == confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS
-    # More than one partition, or a policy hedwig does not keep: refused, nothing made.
-    many = admin.create_topics([NewTopic("kafka-many", 3, 1)])["kafka-many"]
-    with pytest.raises(confluent_kafka.KafkaException):
-        many.result(TIMEOUT_S)
+    # Partitions past hedwig's bound, or a replication hedwig does not do: refused, nothing made.
+    for topic in (NewTopic("kafka-many", 5000, 1), NewTopic("kafka-many", 1, 3)):
+        many = admin.create_topics([topic])["kafka-many"]
+        with pytest.raises(confluent_kafka.KafkaException):
+            many.result(TIMEOUT_S)
     with Client(kafka_hub.address) as client, pytest.raises(NoSuchTopic):
         client.describe("kafka-many")
 
 
-def test_create_partitions_is_refused_as_a_topic_is_one_partition(kafka_hub, admin):
+def test_create_partitions_with_replica_assignments_is_refused(kafka_hub, admin):
     with Client(kafka_hub.address) as client:
         client.publish("kafka-one-partition", b"x")
-    (future,) = admin.create_partitions([NewPartitions("kafka-one-partition", 3)]).values()
+    (future,) = admin.create_partitions(
+        [NewPartitions("kafka-one-partition", 2, replica_assignment=[[0]])]
+    ).values()
     with pytest.raises(confluent_kafka.KafkaException) as refused:
         future.result(TIMEOUT_S)
-    assert refused.value.args[0].code() == confluent_kafka.KafkaError.INVALID_PARTITIONS
+    assert refused.value.args[0].code() == confluent_kafka.KafkaError.INVALID_REPLICA_ASSIGNMENT
 
 
 def test_describe_configs_tells_cleanup_policy_and_retention(kafka_hub, admin):

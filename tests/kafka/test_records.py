@@ -3,10 +3,11 @@ here wrote): what it builds, with any codec, keys and headers, hedwig reads; wha
 answers a Fetch with, it reads back. And the idempotent sequence rules, unit by unit."""
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from twisted.internet.defer import Deferred, succeed
+from twisted.internet.task import Clock
 
 from hedwig.kafka.records import RecordsError, entry_batch, read_batches
 from hedwig.kafka.sequences import DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER, KafkaSequences
@@ -54,6 +55,26 @@ def test_a_fetched_entry_is_a_batch_kafka_python_reads(batch_records, first_seq,
     assert {r.timestamp for r in got} == {1_700_000_000_123}
 
 
+@settings(max_examples=20, deadline=None)
+@example(count=3, length=9000, keyed=True, skip=1)  # (three-byte lengths)
+@given(st.integers(1, 400), st.integers(0, 2400), st.booleans(), st.integers(0, 399))  # (in 1 MiB)
+def test_long_batches_of_long_records_go_through_both_ways(count, length, keyed, skip):
+    """Offset deltas past the varint tables' one byte, records of two- and three-byte
+    lengths: the fast paths of both directions, held to kafka-python's encoding."""
+    values = [bytes([n % 251]) * (length + n % 3) for n in range(count)]
+    keys = [b"k%d" % n if keyed else None for n in range(count)]
+    (batch,) = read_batches(
+        record_batch([(k, v, []) for k, v in zip(keys, values, strict=True)]), 1 << 24, 1 << 26
+    )
+    assert batch.values == values and batch.keys == keys
+    entry = encode_entry_header(5, count, 1_700_000_000_123_456, b"region", 5) + batch.message_set()
+    skip = min(skip, count - 1)
+    got = list(DefaultRecordBatch(entry_batch(entry, 5 + skip, compacted=False)))
+    assert [(r.offset, r.key, r.value) for r in got] == [
+        (4 + n, keys[n], values[n]) for n in range(skip, count)
+    ]
+
+
 def test_a_decompression_bomb_is_refused_before_it_is_made():
     built = record_batch([(b"k", b"\0" * 500_000, [])], KAFKA_CODECS["gzip"])
     with pytest.raises(RecordsError) as refused:
@@ -77,35 +98,47 @@ def _outcome(d):
     return got[0] if got else None
 
 
+class _EmptyLog:
+    """A topic log with nothing in it yet: nothing for a recovery to learn."""
+
+    topic = "t"
+    first_seq = 1
+    last_seq = 0
+
+
+T = _EmptyLog()
+
+
 def test_sequences_store_the_next_answer_repeats_and_refuse_gaps():
-    sequences = KafkaSequences()
+    sequences = KafkaSequences(Clock())
     stored = []
 
     def store(value):
-        def run():
+        def run(producer):
+            assert producer[0] == 7
             stored.append(value)
             return succeed(value)
 
         return run
 
-    assert _outcome(sequences.publish("t", _Batch(0, 3), store("a"))) == "a"
-    assert _outcome(sequences.publish("t", _Batch(3, 2), store("b"))) == "b"
+    assert _outcome(sequences.publish(T, _Batch(0, 3), store("a"))) == "a"
+    assert _outcome(sequences.publish(T, _Batch(3, 2), store("b"))) == "b"
     # Sent again: the first outcome, nothing stored.
-    assert _outcome(sequences.publish("t", _Batch(0, 3), store("a again"))) == "a"
+    assert _outcome(sequences.publish(T, _Batch(0, 3), store("a again"))) == "a"
     # Past the next sequence (5): out of order; before those kept: a duplicate.
-    gap = _outcome(sequences.publish("t", _Batch(9, 1), store("gap")))
+    gap = _outcome(sequences.publish(T, _Batch(9, 1), store("gap")))
     assert gap.value.code == OUT_OF_ORDER_SEQUENCE_NUMBER
     for n in range(6):
-        sequences.publish("t", _Batch(5 + n, 1), store(n))
-    old = _outcome(sequences.publish("t", _Batch(3, 2), store("old")))
+        sequences.publish(T, _Batch(5 + n, 1), store(n))
+    old = _outcome(sequences.publish(T, _Batch(3, 2), store("old")))
     assert old.value.code == DUPLICATE_SEQUENCE_NUMBER
     assert stored == ["a", "b", 0, 1, 2, 3, 4, 5]
 
 
 def test_a_repeat_of_a_batch_in_flight_gets_its_outcome():
-    sequences = KafkaSequences()
+    sequences = KafkaSequences(Clock())
     pending = Deferred()
-    first = sequences.publish("t", _Batch(0, 1), lambda: pending)
-    repeat = sequences.publish("t", _Batch(0, 1), lambda: succeed("stored twice"))
+    first = sequences.publish(T, _Batch(0, 1), lambda _producer: pending)
+    repeat = sequences.publish(T, _Batch(0, 1), lambda _producer: succeed("stored twice"))
     pending.callback("entry")
     assert (_outcome(first), _outcome(repeat)) == ("entry", "entry")

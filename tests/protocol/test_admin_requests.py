@@ -84,3 +84,18 @@ def test_malformed_bodies_are_refused(decode, body):
 def test_a_reset_names_where_to_go():
     with pytest.raises(ValueError, match="names where"):
         encode_reset_subscription("t", "s", None)
+
+
+def test_a_partition_count_travels_after_the_flags():
+    body = encode_create_topic("orders", partitions=6)
+    assert decode_create_topic(body) == CreateTopic("orders", False, 6)
+    assert decode_create_topic(encode_create_topic("orders", True, 3)) == CreateTopic("orders", True, 3)
+    assert decode_create_topic(encode_create_topic("orders")).partitions == 0  # (not said)
+    assert (
+        refused(decode_create_topic, str8("t") + b"\x02" + struct.pack("!H", 0)) is Status.MALFORMED_REQUEST
+    )
+    assert (
+        refused(decode_create_topic, str8("t") + b"\x02" + struct.pack("!H", 1025))
+        is Status.MALFORMED_REQUEST
+    )
+    assert refused(decode_create_topic, str8("t") + b"\x02\x00") is Status.MALFORMED_REQUEST  # (half a count)

@@ -19,6 +19,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.hub.errors import status_for
+from hedwig.kafka.group_apis import GROUP_API_VERSIONS, KafkaGroupApis
 from hedwig.kafka.records import RecordsError, entry_batch, read_batches
 from hedwig.kafka.sequences import KafkaSequences
 from hedwig.kafka.waits import FetchWait
@@ -40,6 +41,7 @@ API_VERSIONS = {
     22: ("InitProducerId", 0, 4),
     32: ("DescribeConfigs", 1, 4),
     37: ("CreatePartitions", 0, 3),
+    **GROUP_API_VERSIONS,  # consumer groups (group_apis.py)
 }
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) hedwig answers.
@@ -128,6 +130,8 @@ class KafkaApis:
             32: self.describe_configs,
             37: self.create_partitions,
         }
+        self.groups = KafkaGroupApis(hub, clock, lambda: (NODE_ID, *self.broker), kafka_error)
+        self.handlers.update(self.groups.handlers)
 
     # -- ApiVersions, Metadata ---------------------------------------------------------------
 

@@ -1,0 +1,146 @@
+"""A Kafka group's committed offsets are hedwig durable subscriptions.
+
+Group G's committed offset of partition 0 of topic T is the consumed seq-id of the
+subscription `kafka.G` on T: a Kafka offset is seq-id - 1 and a committed offset names
+the next record to read, so the committed offset IS the consumed seq-id. The first
+commit creates the subscription (owned by the committing user with [auth] on), so
+`hedwig subscriptions T` lists the group with its lag, pruning and ledger collection wait
+for it as for any subscriber, `hedwig reset T kafka.G` moves it, and it outlives hub
+restarts and takeovers as every subscription does. DeleteGroups unsubscribes it.
+"""
+
+from twisted.internet.defer import gatherResults, succeed
+
+from hedwig.delivery.interface import SubscribeError
+from hedwig.protocol.names import InvalidName, check_subscriber_id
+from hedwig.protocol.status import Status
+
+SUBSCRIBER_PREFIX = "kafka."
+
+# Kafka's error codes answered here.
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_COORDINATOR = 16
+INVALID_GROUP_ID = 24
+GROUP_AUTHORIZATION_FAILED = 30
+INVALID_COMMIT_OFFSET_SIZE = 28
+NO_OFFSET = -1
+
+
+def subscriber_id(group_id) -> str | None:
+    """The subscriber id holding group `group_id`'s offsets; None for a group id that
+    makes no subscriber id (Kafka's INVALID_GROUP_ID)."""
+    if not group_id:
+        return None
+    try:
+        return check_subscriber_id(SUBSCRIBER_PREFIX + group_id)
+    except InvalidName:
+        return None
+
+
+def group_of(subscriber: str) -> str | None:
+    """The Kafka group a subscriber id holds the offsets of, None for any other."""
+    return subscriber[len(SUBSCRIBER_PREFIX) :] if subscriber.startswith(SUBSCRIBER_PREFIX) else None
+
+
+def partition_topic(topic: str, partition: int) -> str | None:
+    """The hedwig topic holding partition `partition` of Kafka topic `topic` (every hedwig
+    topic is one partition, 0), None for a partition that does not exist."""
+    return topic if partition == 0 else None
+
+
+class GroupOffsets:
+    """Commits and fetches groups' offsets through the hub's delivery manager."""
+
+    def __init__(self, hub, error_of):
+        """`error_of(failure) -> (Kafka error, message, expected)` maps the hub's failures."""
+        self.hub = hub
+        self.error_of = error_of
+
+    def commit(self, group_id: str, topic: str, partition: int, offset: int, principal=None):
+        """Deferred[Kafka error code] once `offset` is written as the group's position."""
+        subscriber = subscriber_id(group_id)
+        name = partition_topic(topic, partition)
+        if subscriber is None:
+            return succeed(INVALID_GROUP_ID)
+        if name is None:
+            return succeed(UNKNOWN_TOPIC_OR_PARTITION)
+        if offset < 0:
+            return succeed(OFFSET_OUT_OF_RANGE)
+        placed = self.hub._existing(name).addCallback(
+            lambda log: self.hub.delivery.place(log, subscriber, offset, principal)
+        )
+        return placed.addCallbacks(lambda _: NONE, self._refused)
+
+    def _refused(self, failure):
+        error = failure.value
+        if isinstance(error, SubscribeError) and error.status == Status.NOT_AUTHORIZED:
+            return GROUP_AUTHORIZATION_FAILED
+        return self.error_of(failure)[0]
+
+    def fetch(self, group_id: str, topic: str, partition: int):
+        """Deferred[(committed offset or -1, Kafka error code)]."""
+        subscriber = subscriber_id(group_id)
+        name = partition_topic(topic, partition)
+        if subscriber is None:
+            return succeed((NO_OFFSET, INVALID_GROUP_ID))
+        if name is None:
+            return succeed((NO_OFFSET, NONE))
+        delivery = self.hub.delivery
+
+        def position(log):
+            return delivery.load_topic(log).addCallback(lambda _: delivery.position(name, subscriber))
+
+        def answer(seq):
+            return (NO_OFFSET if seq is None else seq, NONE)
+
+        def failed(failure):
+            error = failure.value
+            if getattr(error, "status", None) == Status.NO_SUCH_TOPIC:
+                return (NO_OFFSET, NONE)
+            return (NO_OFFSET, self.error_of(failure)[0])
+
+        return self.hub._existing(name).addCallback(position).addCallbacks(answer, failed)
+
+    def committed_topics(self, group_id: str):
+        """Deferred[sorted topics the group has committed offsets of] (every subscription
+        of the region looked through: OffsetFetch of all topics, DescribeGroups)."""
+        subscriber = subscriber_id(group_id)
+        if subscriber is None:
+            return succeed([])
+        rows = self.hub.list_subscriptions(None)
+        return rows.addCallback(
+            lambda rows: sorted({r["topic"] for r in rows if r["subscriber_id"] == subscriber})
+        )
+
+    def groups(self):
+        """Deferred[{group id: [topics]}] of every group with committed offsets."""
+
+        def gather(rows):
+            found = {}
+            for row in rows:
+                group = group_of(row["subscriber_id"])
+                if group is not None:
+                    found.setdefault(group, []).append(row["topic"])
+            return found
+
+        return self.hub.list_subscriptions(None).addCallback(gather)
+
+    def delete(self, group_id: str, topics, principal=None):
+        """Deferred: the group's subscriptions on `topics` deleted (as `principal`)."""
+        subscriber = subscriber_id(group_id)
+        requester = _Requester(principal)
+        return gatherResults(
+            [self.hub.unsubscribe(requester, topic, subscriber) for topic in topics], consumeErrors=True
+        )
+
+
+class _Requester:
+    """Who deletes a group's subscriptions: a Kafka client, as `principal`, on no
+    native connection (hub.unsubscribe tells the native ones)."""
+
+    is_hub_peer = False
+
+    def __init__(self, principal):
+        self.principal = principal

@@ -9,8 +9,9 @@ coordinator of every group its clients name (docs/kafka.md).
 
 from twisted.internet.defer import gatherResults, succeed
 
+from hedwig.auth.principal import SUBSCRIBE
 from hedwig.kafka.groups import NONE, GroupCoordinator, join_error
-from hedwig.kafka.offsets import INVALID_GROUP_ID, GroupOffsets, subscriber_id
+from hedwig.kafka.offsets import INVALID_GROUP_ID, NO_OFFSET, GroupOffsets, subscriber_id
 
 # api key -> (name, lowest version, highest version)
 GROUP_API_VERSIONS = {
@@ -27,6 +28,7 @@ GROUP_API_VERSIONS = {
 }
 
 COORDINATOR_NOT_AVAILABLE = 15
+TOPIC_AUTHORIZATION_FAILED = 29
 _GROUP_KEY = 0
 
 
@@ -153,17 +155,18 @@ class KafkaGroupApis:
 
     def offset_fetch(self, version, request, _peer, principal=None):
         if version >= 8:
-            groups = [self._fetch_group(g.group_id, g.topics) for g in request.groups]
+            groups = [self._fetch_group(g.group_id, g.topics, principal) for g in request.groups]
             return gatherResults(groups, consumeErrors=True).addCallback(
                 lambda groups: {"throttle_time": 0, "groups": groups}
             )
-        return self._fetch_group(request.group_id, request.topics).addCallback(
+        return self._fetch_group(request.group_id, request.topics, principal).addCallback(
             lambda group: {"throttle_time": 0, "topics": group["topics"], "error_code": group["error_code"]}
         )
 
-    def _fetch_group(self, group, topics):
+    def _fetch_group(self, group, topics, principal):
         """Deferred[{"group_id", "topics", "error_code"}]; `topics` None: every topic the
-        group committed offsets of."""
+        group committed offsets of; a topic `principal` ([auth] on) may not subscribe to:
+        TOPIC_AUTHORIZATION_FAILED."""
         if subscriber_id(group) is None:
             return succeed({"group_id": group, "topics": [], "error_code": INVALID_GROUP_ID})
         if topics is None:
@@ -171,14 +174,13 @@ class KafkaGroupApis:
         else:
             wanted = succeed([(t.name, list(t.partition_indexes)) for t in topics])
 
+        def read(name, index):
+            if principal is not None and not principal.may(SUBSCRIBE, name):
+                return succeed((name, index, NO_OFFSET, TOPIC_AUTHORIZATION_FAILED))
+            return self.offsets.fetch(group, name, index).addCallback(lambda found: (name, index, *found))
+
         def fetch(wanted):
-            reads = [
-                self.offsets.fetch(group, name, int(index)).addCallback(
-                    lambda found, name=name, index=index: (name, index, *found)
-                )
-                for name, indexes in wanted
-                for index in indexes
-            ]
+            reads = [read(name, int(index)) for name, indexes in wanted for index in indexes]
             return gatherResults(reads, consumeErrors=True)
 
         def answer(results):

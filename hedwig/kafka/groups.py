@@ -45,8 +45,13 @@ DEAD = "Dead"
 # and fast failover (Kafka's default is 6 s).
 MIN_SESSION_TIMEOUT_MS = 1_000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
-# Kafka's group.max.size is unbounded; a hub bounds what one group can hold.
+# Kafka's group.max.size is unbounded; a hub bounds what one group can hold, how many
+# groups have members at once, and the subscription metadata one member brings (a
+# consumer's is its topic list and a few bytes), so that what peers make it hold is bounded.
 MAX_MEMBERS = 1_000
+MAX_GROUPS = 10_000
+MAX_MEMBER_METADATA_BYTES = 1 << 20
+INVALID_REQUEST = 42
 
 
 class GroupError(Exception):
@@ -115,8 +120,12 @@ class GroupCoordinator:
     does: a dict for the response, or a Deferred of one for a join or a sync that waits
     for the rest of the group."""
 
-    def __init__(self, clock, new_member_id=None):
+    def __init__(
+        self, clock, new_member_id=None, max_groups: int = MAX_GROUPS, max_members: int = MAX_MEMBERS
+    ):
         self.clock = clock
+        self.max_groups = max_groups
+        self.max_members = max_members
         self._new_member_id = new_member_id or (lambda client_id: f"{client_id}-{uuid.uuid4()}")
         self.groups = {}  # group id -> Group, while it has members
 
@@ -140,10 +149,14 @@ class GroupCoordinator:
             return succeed(join_error(INVALID_SESSION_TIMEOUT, member_id))
         if not protocols or not protocol_type:
             return succeed(join_error(INCONSISTENT_GROUP_PROTOCOL, member_id))
+        if sum(len(name) + len(data) for name, data in protocols) > MAX_MEMBER_METADATA_BYTES:
+            return succeed(join_error(INVALID_REQUEST, member_id))
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
                 return succeed(join_error(UNKNOWN_MEMBER_ID, member_id))
+            if len(self.groups) >= self.max_groups:
+                return succeed(join_error(COORDINATOR_NOT_AVAILABLE, member_id))
             group = self.groups[group_id] = Group(group_id)
         if group.members and (
             protocol_type != group.protocol_type or not self._candidates(group, protocols, leaving=member_id)
@@ -155,7 +168,7 @@ class GroupCoordinator:
                 old = next((m for m in group.members.values() if m.instance_id == instance_id), None)
                 if old is not None:
                     self._remove(group, old, UNKNOWN_MEMBER_ID)
-            if len(group.members) >= MAX_MEMBERS:
+            if len(group.members) >= self.max_members:
                 return succeed(join_error(GROUP_MAX_SIZE_REACHED, ""))
             member = Member(
                 self._new_member_id(client_id or "member"),

@@ -4,6 +4,7 @@ tell members of a rebalance, session timeouts that drop a silent member, leaves.
 
 from twisted.internet.task import Clock
 
+from hedwig.kafka import groups
 from hedwig.kafka.groups import (
     COMPLETING,
     EMPTY,
@@ -23,10 +24,10 @@ SESSION_MS = 10_000
 REBALANCE_MS = 30_000
 
 
-def _coordinator():
+def _coordinator(**bounds):
     clock = Clock()
     ids = iter(range(1, 1000))
-    return clock, GroupCoordinator(clock, new_member_id=lambda client: f"{client}-{next(ids)}")
+    return clock, GroupCoordinator(clock, new_member_id=lambda client: f"{client}-{next(ids)}", **bounds)
 
 
 def _join(coordinator, member_id="", protocols=(("range", b"meta"),), session_ms=SESSION_MS, kind="consumer"):
@@ -138,3 +139,18 @@ def test_the_protocol_most_members_prefer_among_those_all_speak_is_chosen():
     second = _join(coordinator, protocols=(("range", b"c"), ("roundrobin", b"d")))
     _join(coordinator, leader, protocols=(("cooperative-sticky", b"a"), ("range", b"b")))
     assert second[0]["protocol_name"] == "range"
+
+
+def test_what_peers_make_a_coordinator_hold_is_bounded():
+    _clock, coordinator = _coordinator(max_groups=1, max_members=2)
+    huge = (("range", b"x" * (groups.MAX_MEMBER_METADATA_BYTES + 1)),)
+    assert _join(coordinator, protocols=huge)[0]["error_code"] == groups.INVALID_REQUEST
+    _join(coordinator)
+    _join(coordinator)
+    assert _join(coordinator)[0]["error_code"] == groups.GROUP_MAX_SIZE_REACHED
+    answers = []
+    coordinator.join(
+        "another", "", None, "c", "h", SESSION_MS, REBALANCE_MS, "consumer", [("range", b"")]
+    ).addCallback(answers.append)
+    assert answers[0]["error_code"] == groups.COORDINATOR_NOT_AVAILABLE
+    assert list(coordinator.groups) == ["g"] and len(coordinator.groups["g"].members) == 2

@@ -39,6 +39,7 @@ def auth_hub(tmp_path_factory):
     conf = directory / "hub.conf"
     conf.write_text(
         f"[auth]\nenabled = true\nusers_file = {users}\nfailure_delay_s = 0\nmax_failures_per_user = 3\n"
+        "auth_timeout_s = 2\n"
     )
     with HubProcess(directory / "data", 0, "--conf", str(conf), kafka=True) as process:
         yield process
@@ -138,6 +139,13 @@ def test_nothing_is_served_before_authentication(auth_hub):
     with KafkaPeer(auth_hub.kafka_port) as peer:
         peer.request(METADATA, 12, topics=None, allow_auto_topic_creation=False)
         assert peer.closed_by_hub()
+
+
+def test_a_connection_that_does_not_authenticate_is_closed_after_auth_timeout_s(auth_hub):
+    with KafkaPeer(auth_hub.kafka_port) as idle:
+        assert idle.closed_by_hub()
+    with Client(auth_hub.address, credentials=Credentials("root", "root-pw")) as client:
+        assert client.stats()["logins"]["auth_timeouts"] >= 1
 
 
 def test_failed_logins_are_throttled_as_on_the_native_port(auth_hub):

@@ -9,7 +9,7 @@ for it as for any subscriber, `hedwig reset T kafka.G` moves it, and it outlives
 restarts and takeovers as every subscription does. DeleteGroups unsubscribes it.
 """
 
-from twisted.internet.defer import gatherResults, succeed
+from twisted.internet.defer import DeferredList, gatherResults, maybeDeferred, succeed
 
 from hedwig.delivery.interface import SubscribeError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
@@ -104,28 +104,41 @@ class GroupOffsets:
         return self.hub._existing(name).addCallback(position).addCallbacks(answer, failed)
 
     def committed_topics(self, group_id: str):
-        """Deferred[sorted topics the group has committed offsets of] (every subscription
-        of the region looked through: OffsetFetch of all topics, DescribeGroups)."""
+        """Deferred[sorted topics the group has committed offsets of] (OffsetFetch of all
+        topics, DeleteGroups)."""
         subscriber = subscriber_id(group_id)
         if subscriber is None:
             return succeed([])
-        rows = self.hub.list_subscriptions(None)
-        return rows.addCallback(
-            lambda rows: sorted({r["topic"] for r in rows if r["subscriber_id"] == subscriber})
-        )
+        return self.groups().addCallback(lambda found: sorted(found.get(group_id, ())))
 
     def groups(self):
-        """Deferred[{group id: [topics]}] of every group with committed offsets."""
+        """Deferred[{group id: [topics]}] of every group with committed offsets: each
+        topic's subscriptions as the metadata store has them, no topic opened (a region's
+        topics another hub owns included)."""
+        metadata = self.hub.delivery.metadata
 
-        def gather(rows):
+        def read(names):
+            reads = [
+                maybeDeferred(metadata.list_subscriptions, name).addCallback(
+                    lambda found, name=name: (name, found)
+                )
+                for name in names
+            ]
+            return DeferredList(reads, consumeErrors=True)
+
+        def gather(results):
             found = {}
-            for row in rows:
-                group = group_of(row["subscriber_id"])
-                if group is not None:
-                    found.setdefault(group, []).append(row["topic"])
+            for ok, result in results:
+                if not ok:
+                    continue
+                name, subscriptions = result
+                for subscriber in subscriptions:
+                    group = group_of(subscriber)
+                    if group is not None:
+                        found.setdefault(group, []).append(name)
             return found
 
-        return self.hub.list_subscriptions(None).addCallback(gather)
+        return self.hub.list_topics().addCallback(read).addCallback(gather)
 
     def delete(self, group_id: str, topics, principal=None):
         """Deferred: the group's subscriptions on `topics` deleted (as `principal`)."""

@@ -143,6 +143,10 @@ def test_admin_lists_describes_and_deletes_groups(kafka_hub):
     wanted = confluent_kafka.ConsumerGroupTopicPartitions("described", [partition])
     offsets = admin.list_consumer_group_offsets([wanted])["described"].result(30)
     assert [tp.offset for tp in offsets.topic_partitions] == [1]
+    # Every topic the group committed (OffsetFetch with topics null).
+    every = confluent_kafka.ConsumerGroupTopicPartitions("described")
+    offsets = admin.list_consumer_group_offsets([every])["described"].result(30)
+    assert [(tp.topic, tp.offset) for tp in offsets.topic_partitions] == [(topic, 1)]
     # A group with members is not deleted (Kafka's NON_EMPTY_GROUP); once empty it is, with its subscription.
     with pytest.raises(confluent_kafka.KafkaException, match="NON_EMPTY_GROUP"):
         admin.delete_consumer_groups(["described"])["described"].result(30)

@@ -10,7 +10,7 @@ coordinator of every group its clients name (docs/kafka.md).
 from twisted.internet.defer import gatherResults, succeed
 
 from hedwig.auth.principal import SUBSCRIBE
-from hedwig.kafka.groups import NONE, GroupCoordinator, join_error
+from hedwig.kafka.groups import GROUP_ID_NOT_FOUND, NONE, GroupCoordinator, join_error
 from hedwig.kafka.offsets import INVALID_GROUP_ID, NO_OFFSET, GroupOffsets, subscriber_id
 
 # api key -> (name, lowest version, highest version)
@@ -258,10 +258,10 @@ class KafkaGroupApis:
 
             def gone(topics):
                 if not topics:
-                    return {"group_id": name, "error_code": _GROUP_ID_NOT_FOUND}
+                    return {"group_id": name, "error_code": GROUP_ID_NOT_FOUND}
                 return self.offsets.delete(name, topics, principal).addCallbacks(
                     lambda _: {"group_id": name, "error_code": NONE},
-                    lambda f: {"group_id": name, "error_code": self.offsets._refused(f.value.subFailure)},
+                    lambda f: {"group_id": name, "error_code": self.offsets.refusal(f.value.subFailure)},
                 )
 
             return self.offsets.committed_topics(name).addCallback(gone)
@@ -269,12 +269,6 @@ class KafkaGroupApis:
         return gatherResults([delete(n) for n in request.groups_names], consumeErrors=True).addCallback(
             lambda results: {"throttle_time": 0, "results": results}
         )
-
-    def stop(self) -> None:
-        self.coordinator.stop()
-
-
-_GROUP_ID_NOT_FOUND = 69
 
 
 def _ms(duration) -> int:

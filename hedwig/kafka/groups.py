@@ -447,14 +447,6 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         return NON_EMPTY_GROUP if group is not None and group.members else NONE
 
-    def stop(self) -> None:
-        """The hub is stopping: every timer stops (the members find the next coordinator)."""
-        for group in self.groups.values():
-            if group.timer is not None and group.timer.active():
-                group.timer.cancel()
-            for member in group.members.values():
-                self._stop_timer(member)
-
 
 def _order(protocols, name) -> int:
     return next(i for i, (n, _) in enumerate(protocols) if n == name)

@@ -71,9 +71,10 @@ class GroupOffsets:
         placed = self.hub._existing(name).addCallback(
             lambda log: self.hub.delivery.place(log, subscriber, offset, principal)
         )
-        return placed.addCallbacks(lambda _: NONE, self._refused)
+        return placed.addCallbacks(lambda _: NONE, self.refusal)
 
-    def _refused(self, failure):
+    def refusal(self, failure):
+        """The Kafka error of a failed commit or delete."""
         error = failure.value
         if isinstance(error, SubscribeError) and error.status == Status.NOT_AUTHORIZED:
             return GROUP_AUTHORIZATION_FAILED

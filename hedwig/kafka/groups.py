@@ -34,6 +34,7 @@ REBALANCE_IN_PROGRESS = 27
 NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
 GROUP_MAX_SIZE_REACHED = 81
+FENCED_INSTANCE_ID = 82
 
 EMPTY = "Empty"
 PREPARING = "PreparingRebalance"
@@ -164,10 +165,19 @@ class GroupCoordinator:
             return succeed(join_error(INCONSISTENT_GROUP_PROTOCOL, member_id))
         rebalance_s = (rebalance_timeout_ms if rebalance_timeout_ms > 0 else session_timeout_ms) / 1000
         if not member_id:
-            if instance_id is not None:  # (a static member back under a new id: the old one is replaced)
+            old = None
+            if instance_id is not None:
                 old = next((m for m in group.members.values() if m.instance_id == instance_id), None)
-                if old is not None:
-                    self._remove(group, old, UNKNOWN_MEMBER_ID)
+            if old is not None:
+                if (
+                    group.state == STABLE
+                    and old.protocols == protocols
+                    and protocol_type == group.protocol_type
+                ):
+                    return succeed(
+                        self._static_rejoin(group, old, client_id, client_host, session_timeout_ms)
+                    )
+                self._remove(group, old, FENCED_INSTANCE_ID)  # (then it joins as new: a rebalance)
             if len(group.members) >= self.max_members:
                 return succeed(join_error(GROUP_MAX_SIZE_REACHED, ""))
             member = Member(
@@ -196,6 +206,30 @@ class GroupCoordinator:
             self._heard_from(group, member)
             return succeed(self._join_answer(group, member))
         return self._await_join(group, member, rebalance=group.state != PREPARING)
+
+    def _static_rejoin(self, group, old, client_id, client_host, session_timeout_ms) -> dict:
+        """A static member (group.instance.id) back under a new member id, its
+        subscription unchanged, in a stable group: it takes its earlier self's place and
+        assignment without a rebalance (KIP-345); its earlier self is fenced."""
+        self._stop_timer(old)
+        for waiting, answer in (
+            (old.joining, join_error(FENCED_INSTANCE_ID, old.member_id)),
+            (old.syncing, _sync_answer(FENCED_INSTANCE_ID)),
+        ):
+            if waiting is not None:
+                waiting.callback(answer)
+        old.joining = old.syncing = None
+        member_id = self._new_member_id(client_id or "member")
+        group.members = {(member_id if mid == old.member_id else mid): m for mid, m in group.members.items()}
+        old.member_id = member_id
+        old.client_id, old.client_host = client_id, client_host
+        old.session_timeout_s = session_timeout_ms / 1000
+        if group.leader not in group.members:
+            group.leader = member_id
+        self._heard_from(group, old)
+        answer = self._join_answer(group, old)
+        answer["skip_assignment"] = True  # (a leader's: the assignment stands)
+        return answer
 
     def _await_join(self, group, member, rebalance: bool) -> Deferred:
         if member.joining is not None:  # (a join sent again: the earlier one is answered by this one)

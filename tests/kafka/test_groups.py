@@ -154,3 +154,24 @@ def test_what_peers_make_a_coordinator_hold_is_bounded():
     ).addCallback(answers.append)
     assert answers[0]["error_code"] == groups.COORDINATOR_NOT_AVAILABLE
     assert list(coordinator.groups) == ["g"] and len(coordinator.groups["g"].members) == 2
+
+
+def test_a_static_member_back_under_a_new_id_keeps_its_assignment_without_a_rebalance():
+    _clock, coordinator = _coordinator()
+
+    def join_static(instance):
+        answers = []
+        coordinator.join(
+            "g", "", instance, "c", "h", SESSION_MS, REBALANCE_MS, "consumer", [("range", b"m")]
+        ).addCallback(answers.append)
+        return answers
+
+    first = join_static("host-1")
+    leader = first[0]["member_id"]
+    coordinator.sync("g", 1, leader, {leader: b"p0"})
+    # The process restarts (no LeaveGroup: a static member does not send one) and joins again.
+    back = join_static("host-1")[0]
+    assert back["error_code"] == NONE and back["generation_id"] == 1 and back["member_id"] != leader
+    assert coordinator.state("g") == STABLE
+    assert coordinator.sync("g", 1, back["member_id"], {}).result["assignment"] == b"p0"
+    assert coordinator.heartbeat("g", 1, leader) == UNKNOWN_MEMBER_ID  # (its earlier self is fenced)

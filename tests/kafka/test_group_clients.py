@@ -358,3 +358,39 @@ def test_a_member_killed_mid_stream_has_its_partition_taken_over_after_its_sessi
     assert set(everything) == wanted and len(read_twice) <= 1, read_twice
     assert all(value.startswith(theirs) for value in read_twice)
     assert _subscriptions(kafka_hub, theirs)["kafka.crashers"]["lag"] == 0
+
+
+def test_a_static_member_restarted_gets_its_partition_back_without_a_rebalance(kafka_hub):
+    topics = ["static-a", "static-b"]
+    for topic in topics:
+        _publish(kafka_hub, topic, [b"%s-%d" % (topic.encode(), i) for i in range(3)])
+    strategy = {"partition.assignment.strategy": "roundrobin", "session.timeout.ms": 30000}
+    other = _confluent(kafka_hub, "statics", **strategy, **{"group.instance.id": "other"})
+    revoked = []  # (every rebalance takes the other member's partitions away first: eager)
+    other.subscribe(topics, on_revoke=lambda _consumer, partitions: revoked.append(partitions))
+
+    def static_member():
+        consumer = _confluent(kafka_hub, "statics", **strategy, **{"group.instance.id": "restarting"})
+        consumer.subscribe(topics)
+        return consumer
+
+    first = static_member()
+    deadline = time.monotonic() + DEADLINE_S
+    while not (len(first.assignment()) == 1 and len(other.assignment()) == 1):
+        assert time.monotonic() < deadline
+        first.poll(0.1)
+        other.poll(0.1)
+    held = first.assignment()[0].topic
+    rebalances = len(revoked)
+    first.close()  # (a static member sends no LeaveGroup: the group stays as it was)
+    second = static_member()
+    while len(second.assignment()) != 1:
+        assert time.monotonic() < deadline
+        second.poll(0.1)
+        other.poll(0.1)
+    assert second.assignment()[0].topic == held
+    # No rebalance: the other member kept its partition throughout.
+    assert len(other.assignment()) == 1 and other.assignment()[0].topic != held
+    assert len(revoked) == rebalances
+    second.close()
+    other.close()

@@ -160,6 +160,15 @@ class IDeliveryManager(Interface):
         subscription's consumed seq-id to `start` (as SUBSCRIBE's) and write it; fails
         with SubscribeError (TOPIC_BUSY while it is attached)."""
 
+    def place(topic_log, subscriber_id, seq, principal=None):
+        """Deferred[dict] {"consumed_seq", "previous_seq", "next_seq"}: set a detached
+        subscription's consumed seq-id to `seq` (back or forth) and write it, creating it
+        (owned by `principal`) when missing; fails with SubscribeError (TOPIC_BUSY while
+        attached, SEQ_OUT_OF_RANGE past the topic's end)."""
+
+    def position(topic, subscriber_id):
+        """The subscription's consumed seq-id as held here, or None."""
+
     def drop_subscriptions(topic_log):
         """Deferred[list of str]: delete every durable subscription of the topic (attached
         ones end with SUBSCRIPTION_FORCED_CLOSED) and forget it: the topic is being deleted."""

@@ -292,19 +292,8 @@ class DeliveryManager:
         preferences.update(option_preferences(request))
         if self._filters.get(request.filter) is not None:
             preferences[FILTER_PREFERENCE] = request.filter
-        if principal is not None:  # ([auth] on) the subscription belongs to its creator
-            preferences["owner"] = principal.name
-        # When the subscription began, kept with it: a region relays what was published
-        # since then even when its link comes up after a restart (hedwig/region/manager.py).
-        preferences["created_us"] = int(self.clock.seconds() * 1_000_000)
         table.begin_busy(subscriber_id)
-        d = maybeDeferred(
-            self.metadata.put_subscription,
-            topic_log.topic,
-            subscriber_id,
-            SubscriptionState(consumed, preferences),
-            NEW,
-        )
+        d = self._write_new(topic_log, subscriber_id, consumed, preferences, principal)
 
         def created(version):
             subscription = self._tables.make(topic_log.topic, subscriber_id, consumed, preferences, version)
@@ -326,6 +315,16 @@ class DeliveryManager:
             return result
 
         return d.addCallback(created).addBoth(done)
+
+    def _write_new(self, topic_log, subscriber_id, consumed, preferences, principal) -> Deferred:
+        """Deferred[version]: a new subscription written to the metadata store."""
+        if principal is not None:  # ([auth] on) the subscription belongs to its creator
+            preferences["owner"] = principal.name
+        # When the subscription began, kept with it: a region relays what was published
+        # since then even when its link comes up after a restart (hedwig/region/manager.py).
+        preferences["created_us"] = int(self.clock.seconds() * 1_000_000)
+        state = SubscriptionState(consumed, preferences)
+        return maybeDeferred(self.metadata.put_subscription, topic_log.topic, subscriber_id, state, NEW)
 
     def _attach(self, subscription, topic_log, channel, handle, deliver=True) -> None:
         if deliver:
@@ -547,6 +546,46 @@ class DeliveryManager:
                 reset_subscription, topic_log, subscriber_id, start
             )
         )
+
+    def place(self, topic_log, subscriber_id: str, seq: int, principal=None) -> Deferred:
+        """Set the detached subscription `subscriber_id`'s consumed seq-id to `seq` (back
+        or forth, bounded as a ("seq", seq + 1) start) and write it, creating it (owned by
+        `principal`) when it does not exist: what a Kafka group's OffsetCommit does.
+        Deferred[{"consumed_seq", "previous_seq", "next_seq"}]; fails with SubscribeError
+        (TOPIC_BUSY while attached, SEQ_OUT_OF_RANGE, NOT_AUTHORIZED)."""
+        return self._tables.load(topic_log).addCallback(self._place, topic_log, subscriber_id, seq, principal)
+
+    def _place(self, table, topic_log, subscriber_id, seq, principal):
+        if subscriber_id in table.busy:  # (being created or deleted: once that is done)
+            again = (table, topic_log, subscriber_id, seq, principal)
+            return table.busy[subscriber_id].wait().addCallback(lambda _: self._place(*again))
+        start = ("seq", seq + 1)
+        subscription = table.subscriptions.get(subscriber_id)
+        if subscription is not None:
+            check_owner(subscription, principal)
+            return reset_subscription(table, topic_log, subscriber_id, start)
+        consumed = consumed_for_start(topic_log, start)
+        preferences = {}
+        table.begin_busy(subscriber_id)
+        written = self._write_new(topic_log, subscriber_id, consumed, preferences, principal)
+
+        def created(version):
+            table.add(self._tables.make(topic_log.topic, subscriber_id, consumed, preferences, version))
+            self._relaying.subscription_changed(topic_log.topic, subscriber_id, True)
+            return {"consumed_seq": consumed, "previous_seq": None, "next_seq": consumed + 1}
+
+        def done(result):
+            table.end_busy(subscriber_id)
+            return result
+
+        return written.addCallback(created).addBoth(done)
+
+    def position(self, topic: str, subscriber_id: str):
+        """The consumed seq-id of `subscriber_id` on `topic` as this hub holds it, None
+        when it has no such subscription (or the topic's are not loaded here)."""
+        table = self._tables.get(topic)
+        subscription = None if table is None else table.subscriptions.get(subscriber_id)
+        return None if subscription is None else subscription.consumed_seq
 
     def drop_subscriptions(self, topic_log) -> Deferred:
         """Delete every durable subscription of the topic (attached ones end with

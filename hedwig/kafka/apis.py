@@ -20,7 +20,14 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.hub.errors import status_for
+from hedwig.kafka.group_apis import GROUP_API_VERSIONS, KafkaGroupApis
 from hedwig.kafka.records import RecordsError, entry_batch, read_batches
+from hedwig.kafka.sasl import (
+    SASL_API_VERSIONS,
+    ConnectionSasl,
+    authenticate_without_auth,
+    handshake_without_auth,
+)
 from hedwig.kafka.sequences import KafkaSequences
 from hedwig.kafka.waits import FetchWait
 from hedwig.protocol.admin_requests import CreateTopic
@@ -42,6 +49,8 @@ API_VERSIONS = {
     22: ("InitProducerId", 0, 4),
     32: ("DescribeConfigs", 1, 4),
     37: ("CreatePartitions", 0, 3),
+    **GROUP_API_VERSIONS,  # consumer groups (group_apis.py)
+    **SASL_API_VERSIONS,  # SASL PLAIN with [auth] on (sasl.py)
 }
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) hedwig answers.
@@ -131,6 +140,17 @@ class KafkaApis:
             32: self.describe_configs,
             37: self.create_partitions,
         }
+        self.groups = KafkaGroupApis(hub, clock, lambda: (NODE_ID, *self.broker), kafka_error)
+        self.handlers.update(self.groups.handlers)
+        self.handlers.update({17: handshake_without_auth, 36: authenticate_without_auth})
+
+    def sasl_for(self, connection):
+        """A connection's SASL authentication and permissions with [auth] on, else None."""
+        if self.hub.auth is None:
+            return None
+        return ConnectionSasl(
+            self.hub.auth, connection, self.hub, self.clock, self.hub.config.auth.auth_timeout_s
+        )
 
     # -- ApiVersions, Metadata ---------------------------------------------------------------
 

@@ -59,9 +59,13 @@ class KafkaConnection(Protocol):
         self._awaiting_intake = False  # the budget cannot hold its request in progress yet
         self.closed = False
         self.peer = None
+        self.sasl = None  # with [auth] on: its SASL authentication and permissions (sasl.py)
 
     def connectionMade(self):
         self.peer = self.transport.getPeer()
+        self.sasl = self.apis.sasl_for(self)
+        if self.sasl is not None:
+            self.sasl.arrived(getattr(self.peer, "host", "?"))
 
     def connectionLost(self, reason=None):
         self.closed = True
@@ -70,6 +74,12 @@ class KafkaConnection(Protocol):
         self._stop_timer()
         if self.intake is not None:
             self.intake.release(self)
+        if self.sasl is not None:
+            self.sasl.gone()
+
+    def close(self) -> None:
+        self.closed = True
+        self.transport.loseConnection()
 
     def intake_granted(self) -> None:
         """The hub's budget holds this connection's request in progress now: read on."""
@@ -133,6 +143,9 @@ class KafkaConnection(Protocol):
         if served is None or not served[1] <= version <= served[2]:
             self._unsupported(frame, header)
             return
+        if self.sasl is not None and not self.sasl.allows(key):
+            self._refuse(f"{served[0]} before SASL authentication")
+            return
         try:
             request = decode_request(frame, header)
         except KafkaRequestError as e:
@@ -141,6 +154,8 @@ class KafkaConnection(Protocol):
         slot = [None]
         self._answers.append(slot)
         handler = self.apis.handlers[key]
+        if self.sasl is not None:
+            handler = self.sasl.handler(key, handler)
         d = maybeDeferred(handler, version, request, self.peer)
         d.addCallback(self._encode, key, version, header.correlation_id)
         d.addErrback(self._failed, served[0], key, version, header.correlation_id)
@@ -172,6 +187,8 @@ class KafkaConnection(Protocol):
             answer = answers.popleft()[0]
             if answer is not _NO_ANSWER and not self.closed:
                 self.transport.write(answer)
+        if self.sasl is not None and self.sasl.failed and not answers and not self.closed:
+            self.close()  # (SASL_AUTHENTICATION_FAILED went out: the connection ends)
         if self._paused and len(answers) < MAX_IN_FLIGHT // 2 and not self.closed:
             self._paused = False
             if not self._awaiting_intake:

@@ -13,7 +13,7 @@ from hedwig.client.errors import NoSuchTopic
 from hedwig.testing.hubprocess import HubProcess
 from tests.kafka.wire import KafkaPeer, record_batch
 
-PRODUCE, FETCH, API_VERSIONS, FIND_COORDINATOR = 0, 1, 18, 10
+PRODUCE, FETCH, API_VERSIONS, OFFSET_DELETE = 0, 1, 18, 47
 NONE, CORRUPT_MESSAGE, UNSUPPORTED_VERSION, INVALID_RECORD = 0, 2, 35, 87
 
 
@@ -122,9 +122,9 @@ def test_unknown_apis_and_versions_get_unsupported_version_and_the_connection_is
         peer.sock.sendall(peer.frame(999, 0, b"", correlation_id=41))
         frame = peer.read_frame()
         assert struct.unpack_from("!ih", frame) == (41, UNSUPPORTED_VERSION)
-        # An API the hub does not serve (consumer groups): its own answer, the error in it.
-        cid = peer.request(FIND_COORDINATOR, 2, key="group", key_type=0)
-        answered, response = peer.response(FIND_COORDINATOR, 2)
+        # An API the hub does not serve (OffsetDelete): its own answer, the error in it.
+        cid = peer.request(OFFSET_DELETE, 0, group_id="group", topics=())
+        answered, response = peer.response(OFFSET_DELETE, 0)
         assert (answered, response.error_code) == (cid, UNSUPPORTED_VERSION)
         # ApiVersions of a version from the future: a v0 answer naming what is served.
         peer.sock.sendall(peer.frame(API_VERSIONS, 99, b"", correlation_id=43))

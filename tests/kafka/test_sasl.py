@@ -1,0 +1,195 @@
+"""SASL PLAIN on the Kafka port of a real hub with [auth] on (hedwig/kafka/sasl.py),
+with confluent-kafka and kcat: [auth]'s users log in, wrong credentials get
+SASL_AUTHENTICATION_FAILED and a closed connection, nothing is served before
+authentication, hedwig's permissions hold per topic, and failed logins count against the
+same throttle as the native port's."""
+
+import json
+import subprocess
+
+import confluent_kafka
+import pytest
+
+from hedwig.auth import hash_password
+from hedwig.client import Client
+from hedwig.client.errors import AuthenticationFailed
+from hedwig.protocol.auth_request import Credentials
+from hedwig.testing.hubprocess import HubProcess
+from tests.kafka.wire import KafkaPeer
+
+FAST = 10  # scrypt's log2 n for tests: the stored format is the hub's
+USERS = {
+    "alice": ("alice-pw", {"publish": ["t.*"], "subscribe": ["t.*"], "create": ["t.*"]}),
+    "bob": ("bob-pw", {"subscribe": ["t.*"]}),
+    "root": ("root-pw", {"admin": True}),
+    "carol": ("carol-pw", {"subscribe": ["t.*"]}),
+}
+METADATA, OFFSET_COMMIT, SASL_HANDSHAKE, SASL_AUTHENTICATE = 3, 8, 17, 36
+GROUP_AUTHORIZATION_FAILED = 30
+SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 58, 33
+TIMEOUT_S = 30
+
+
+@pytest.fixture(scope="module")
+def auth_hub(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("kafka-sasl")
+    users = directory / "users.json"
+    records = {name: {"password": hash_password(pw, log2_n=FAST), **r} for name, (pw, r) in USERS.items()}
+    users.write_text(json.dumps({"users": records}))
+    conf = directory / "hub.conf"
+    conf.write_text(
+        f"[auth]\nenabled = true\nusers_file = {users}\nfailure_delay_s = 0\nmax_failures_per_user = 3\n"
+        "auth_timeout_s = 2\n"
+    )
+    with HubProcess(directory / "data", 0, "--conf", str(conf), kafka=True) as process:
+        yield process
+
+
+def _sasl(hub, user, password=None):
+    return {
+        "bootstrap.servers": f"127.0.0.1:{hub.kafka_port}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user][0] if password is None else password,
+    }
+
+
+def _produce(hub, user, topic, values, password=None):
+    """{value: error or None} as the delivery reports say."""
+    producer = confluent_kafka.Producer({**_sasl(hub, user, password), "message.timeout.ms": 10000})
+    reports = {}
+    for value in values:
+        producer.produce(topic, value, on_delivery=lambda e, m: reports.__setitem__(m.value(), e))
+    producer.flush(TIMEOUT_S)
+    return reports
+
+
+def _stored(hub, topic):
+    with Client(hub.address, credentials=Credentials("root", "root-pw")) as client:
+        return [m.payload for m in client.read(topic)]
+
+
+def test_a_user_produces_and_consumes_in_a_group_over_sasl_plain(auth_hub):
+    assert _produce(auth_hub, "alice", "t.sasl", [b"one", b"two"]) == {b"one": None, b"two": None}
+    consumer = confluent_kafka.Consumer(
+        {
+            **_sasl(auth_hub, "bob"),
+            "group.id": "bobs",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe(["t.sasl"])
+    got = []
+    for _ in range(200):
+        message = consumer.poll(0.2)
+        if message is not None and not message.error():
+            got.append(message.value())
+        if len(got) == 2:
+            break
+    assert got == [b"one", b"two"]
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert _stored(auth_hub, "t.sasl") == [b"one", b"two"]
+    with Client(auth_hub.address, credentials=Credentials("root", "root-pw")) as client:
+        rows = {row["subscriber_id"]: row for row in client.subscriptions("t.sasl")}
+    assert rows["kafka.bobs"]["consumed_seq"] == 2 and rows["kafka.bobs"]["user"] == "bob"
+    # The group's offsets are bob's subscription: alice may not move them.
+    with KafkaPeer(auth_hub.kafka_port) as peer:
+        peer.request(SASL_HANDSHAKE, 1, mechanism="PLAIN")
+        peer.response(SASL_HANDSHAKE, 1)
+        peer.request(SASL_AUTHENTICATE, 2, auth_bytes=b"\0alice\0alice-pw")
+        assert peer.response(SASL_AUTHENTICATE, 2)[1].error_code == 0
+        partition = {"partition_index": 0, "committed_offset": 0, "committed_metadata": None}
+        topics = [{"name": "t.sasl", "partitions": [partition]}]
+        peer.request(
+            OFFSET_COMMIT, 8, group_id="bobs", generation_id_or_member_epoch=-1, member_id="", topics=topics
+        )
+        answer = peer.response(OFFSET_COMMIT, 8)[1]
+        assert answer.topics[0].partitions[0].error_code == GROUP_AUTHORIZATION_FAILED
+
+
+def test_a_user_without_publish_permission_gets_topic_authorization_failed_and_nothing_is_stored(auth_hub):
+    _produce(auth_hub, "alice", "t.readonly", [b"kept"])
+    reports = _produce(auth_hub, "bob", "t.readonly", [b"refused"])
+    assert reports[b"refused"].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # Nor may alice publish outside t.*, nor create a topic there.
+    reports = _produce(auth_hub, "alice", "elsewhere", [b"refused"])
+    assert reports[b"refused"].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert _stored(auth_hub, "t.readonly") == [b"kept"]
+    with Client(auth_hub.address, credentials=Credentials("root", "root-pw")) as client:
+        assert "elsewhere" not in client.topics()
+
+
+def test_wrong_credentials_are_refused_with_sasl_authentication_failed(auth_hub):
+    with KafkaPeer(auth_hub.kafka_port) as peer:
+        peer.request(SASL_HANDSHAKE, 1, mechanism="SCRAM-SHA-256")
+        _cid, answer = peer.response(SASL_HANDSHAKE, 1)
+        assert (answer.error_code, answer.mechanisms) == (UNSUPPORTED_SASL_MECHANISM, ("PLAIN",))
+        peer.request(SASL_HANDSHAKE, 1, mechanism="PLAIN")
+        assert peer.response(SASL_HANDSHAKE, 1)[1].error_code == 0
+        peer.request(SASL_AUTHENTICATE, 2, auth_bytes=b"\0dave\0not-his")
+        _cid, answer = peer.response(SASL_AUTHENTICATE, 2)
+        assert answer.error_code == SASL_AUTHENTICATION_FAILED
+        assert peer.closed_by_hub()
+
+
+def test_nothing_is_served_before_authentication(auth_hub):
+    with KafkaPeer(auth_hub.kafka_port) as peer:
+        peer.request(METADATA, 12, topics=None, allow_auto_topic_creation=False)
+        assert peer.closed_by_hub()
+
+
+def test_a_connection_that_does_not_authenticate_is_closed_after_auth_timeout_s(auth_hub):
+    with KafkaPeer(auth_hub.kafka_port) as idle:
+        assert idle.closed_by_hub()
+    with Client(auth_hub.address, credentials=Credentials("root", "root-pw")) as client:
+        assert client.stats()["logins"]["auth_timeouts"] >= 1
+
+
+def test_failed_logins_are_throttled_as_on_the_native_port(auth_hub):
+    """max_failures_per_user = 3: after three wrong passwords over Kafka, the right one is
+    refused without a check, on the Kafka port and on the native port alike."""
+
+    def log_in(password):
+        with KafkaPeer(auth_hub.kafka_port) as peer:
+            peer.request(SASL_HANDSHAKE, 1, mechanism="PLAIN")
+            peer.response(SASL_HANDSHAKE, 1)
+            peer.request(SASL_AUTHENTICATE, 2, auth_bytes=b"\0carol\0" + password)
+            return peer.response(SASL_AUTHENTICATE, 2)[1]
+
+    assert log_in(b"carol-pw").error_code == 0
+    for _ in range(3):
+        assert log_in(b"guess").error_code == SASL_AUTHENTICATION_FAILED
+    answer = log_in(b"carol-pw")
+    assert (
+        answer.error_code == SASL_AUTHENTICATION_FAILED and "too many failed logins" in answer.error_message
+    )
+    with pytest.raises(AuthenticationFailed, match="too many failed logins"):
+        Client(auth_hub.address, credentials=Credentials("carol", "carol-pw")).connect()
+
+
+def test_kcat_produces_and_reads_over_sasl_plain(auth_hub):
+    bootstrap = f"127.0.0.1:{auth_hub.kafka_port}"
+    sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN"]
+    alice = [*sasl, "-X", "sasl.username=alice", "-X", "sasl.password=alice-pw"]
+    subprocess.run(
+        ["kcat", "-b", bootstrap, *alice, "-t", "t.kcat", "-P"],
+        input=b"a\nb\n",
+        check=True,
+        timeout=TIMEOUT_S,
+        capture_output=True,
+    )
+    done = subprocess.run(
+        ["kcat", "-b", bootstrap, *alice, "-t", "t.kcat", "-C", "-o", "beginning", "-c", "2", "-e"],
+        check=True,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+    )
+    assert done.stdout.split() == [b"a", b"b"]
+    wrong = [*sasl, "-X", "sasl.username=alice", "-X", "sasl.password=wrong"]
+    refused = subprocess.run(
+        ["kcat", "-b", bootstrap, *wrong, "-L", "-m", "5"], capture_output=True, timeout=TIMEOUT_S
+    )
+    assert refused.returncode != 0 and b"Authentication failed" in refused.stderr

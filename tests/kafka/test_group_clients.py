@@ -394,3 +394,34 @@ def test_a_static_member_restarted_gets_its_partition_back_without_a_rebalance(k
     assert len(revoked) == rebalances
     second.close()
     other.close()
+
+
+def test_a_group_commits_and_fetches_the_offsets_of_every_partition_of_a_partitioned_topic(kafka_hub):
+    """A partition K >= 1 is the topic `T.p-K`: the group's offset of it is that topic's
+    subscription `kafka.<group>`."""
+    topic = "parted"
+    with Client(kafka_hub.address) as client:
+        client.create_topic(topic, partitions=3)
+        for k in range(30):
+            client.publish(topic, b"v%d" % k, key=b"k%d" % k)
+    consumer = _confluent(kafka_hub, "parters")
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + DEADLINE_S
+    while len(got) < 30 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message)
+    assert len(got) == 30
+    consumer.commit(asynchronous=False)
+    counts = {}
+    for message in got:
+        counts[message.partition()] = counts.get(message.partition(), 0) + 1
+    assert len(counts) > 1  # (thirty keys spread over the partitions)
+    committed = consumer.committed([confluent_kafka.TopicPartition(topic, k) for k in range(3)], timeout=30)
+    consumer.close()
+    assert {tp.partition: tp.offset for tp in committed} == {k: counts.get(k, 0) for k in range(3)}
+    for k in range(1, 3):
+        if counts.get(k):
+            row = _subscriptions(kafka_hub, f"{topic}.p-{k}")["kafka.parters"]
+            assert row["consumed_seq"] == counts[k]

@@ -7,8 +7,8 @@ and another trip through the reactor for every reply, as much as the hub's own w
 a one-message publish. So while a hub connection handles a read, everything the hub
 writes to any of its connections (the replies, the deliveries a publish causes) is held
 here, per connection; when the read is handled, each connection's bytes are sent with
-one `send` of the socket (one `sendmsg` of its chunks when it has several: a delivery's
-header and the stored entry, never joined into a copy per subscriber), at once, when its
+one `send` of the socket (one `sendmsg` of its chunks when they hold a delivery's header
+and a stored entry, never joined into a copy per subscriber), at once, when its
 transport has nothing buffered (the usual case), and given to the transport otherwise,
 behind what it holds. What the socket does not take goes to the transport's buffer,
 which sends it when the reactor finds room and pauses the producer when it grows,
@@ -152,22 +152,25 @@ def send(transport, chunks: list) -> None:
     """Write `chunks` to `transport`: straight to a plain TCP socket when the transport
     holds nothing else, the rest (what the socket did not take, or all of it) through
     the transport."""
+    size = len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))
     if (
         isinstance(transport, TCPConnection)
         and not transport.dataBuffer
         and not transport._tempDataBuffer  # (FileDescriptor's buffer of writes not yet joined)
         and transport.connected
         and not transport.disconnecting
-        and (len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))) <= DIRECT_SEND_BYTES
+        and size <= DIRECT_SEND_BYTES
     ):
         if len(chunks) == 1:
             data = chunks[0]
             sent = transport.writeSomeData(data)  # an int, or the error it met
-        elif len(chunks) <= VECTOR_CHUNKS:
-            # A delivery's header and the stored entry, or a read's replies: one sendmsg of
-            # them all, without joining them (a copy of the entry per subscriber) first.
+        elif size > SMALL_SEND_BYTES and len(chunks) <= VECTOR_CHUNKS:
+            # A delivery's header and a stored entry: one sendmsg of them, without joining
+            # them first (a copy of the entry per subscriber). Small chunks (a read's
+            # replies) are joined: a copy of a few bytes costs less than the kernel's
+            # walk over as many pieces.
             sent = send_vector(transport.socket, chunks)
-            if sent.__class__ is int and sent == sum(map(len, chunks)):
+            if sent.__class__ is int and sent == size:
                 return
             data = b"".join(chunks)
         else:

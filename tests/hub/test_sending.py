@@ -120,6 +120,7 @@ def test_the_replies_of_one_read_leave_in_one_send(peer):
     sends = peer.sends
     peer.connection.dataReceived(b"".join(frames))
     assert peer.sends == sends + 1
+    assert peer.counted.vectored == [], "small replies are joined, not sent as so many pieces"
     assert [r.value for _, r in peer.responses()] == [Published(i, i) for i in range(1, 6)]
 
 

@@ -35,10 +35,10 @@ run: $(RUN_STAMP) $(RADOS_LINK)
 	$(VENV)/bin/hedwig hub --data-dir ./data --kafka-port 9092
 
 # Add optional extras to .venv, keeping the install editable: `make extras EXTRAS=spark`
-# (several: EXTRAS=spark,zk; the extras are setup.cfg's: spark, zk, tls, compression).
+# (several: EXTRAS=spark,zk; the extras are setup.cfg's: spark, zk, tls, compression, uvloop).
 # (The package index's `hedwig` is an unrelated project: extras install from here.)
 extras: $(RUN_STAMP)
-	@test -n "$(EXTRAS)" || { echo "make extras EXTRAS=spark,zk,tls,compression (one or more)"; exit 2; }
+	@test -n "$(EXTRAS)" || { echo "make extras EXTRAS=spark,zk,tls,compression,uvloop (one or more)"; exit 2; }
 	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]' --config-settings editable_mode=compat
 
 # Lint, then every test: unit tests and integration tests with real hubs and Spark.

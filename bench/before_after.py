@@ -31,7 +31,7 @@ from bench.figures import RESULTS_DIR, emit, load
 # Report keys beside "figures" that are figures too (spark_bench's medians).
 TOP_LEVEL_FIGURES = ("drain_messages_per_s_median", "synthetic_rows_per_s_median", "drain_vs_synthetic")
 # Ratios to a peer measured in the same run (round_trip_bench's, pubsub_bench's).
-RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo")
+RATIO_KEYS = ("ratio_to_echo", "p50_ratio_to_echo", "ratio_to_redis", "p50_ratio_to_redis")
 # In a profile script's section, the figures (bench/publish_profile.py, receive_profile.py,
 # client_calls.py).
 PROFILE_KEYS = ("bytecodes", "python_calls", "us_per_publish", "calls_per_message")

@@ -34,17 +34,11 @@ REACTORS = ("epoll", "asyncio", "uvloop")
 
 
 def install(kind: str) -> None:
-    """Install the reactor `kind` (before anything imports twisted.internet.reactor)."""
-    if kind == "epoll":
-        return  # (Twisted's default on Linux)
-    from twisted.internet import asyncioreactor
+    """Install the reactor `kind` (before anything imports twisted.internet.reactor):
+    hedwig.hub.reactors' ([hub] reactor), by the name of Twisted's own here."""
+    from hedwig.hub.reactors import install_reactor
 
-    if kind == "uvloop":
-        import uvloop
-
-        asyncioreactor.install(uvloop.new_event_loop())
-    else:
-        asyncioreactor.install()
+    install_reactor("default" if kind == "epoll" else kind)
 
 
 def echo_server(kind, ready):

@@ -22,6 +22,7 @@ after its last ack. The window never waits on this: `ack_every` is at most half 
 
 import time
 from collections import deque
+from itertools import repeat, starmap
 
 from zope.interface import implementer
 
@@ -116,9 +117,10 @@ class Subscription(BaseSubscription):
             return []
         queue = self._inbox
         count = len(queue) if max_messages is None else min(len(queue), max_messages - 1)
-        popleft = queue.popleft
         batch = [first]
-        batch += [popleft() for _ in range(count)]
+        # Each popleft is atomic (another thread's read may be extending the inbox), and
+        # starmap makes the calls in C: the batch is taken in one step, not one per message.
+        batch += starmap(queue.popleft, repeat((), count))
         return batch
 
     def __iter__(self):

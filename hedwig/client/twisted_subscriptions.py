@@ -30,9 +30,14 @@ class MessageQueue(DeferredQueue):
         self.ended = None  # the Failure the subscription ended with
 
     def extend(self, messages) -> None:
-        put = self.put
-        for message in messages:
-            put(message)
+        """A delivery's messages (a list): to the readers waiting, one each, in order;
+        the rest join the queue in one step (the queue has no size limit)."""
+        waiting = self.waiting
+        given = 0
+        while waiting and given < len(messages):
+            waiting.pop(0).callback(messages[given])
+            given += 1
+        self.pending.extend(messages[given:] if given else messages)
 
     def end(self, error, here: bool) -> None:
         if here:

@@ -33,6 +33,7 @@ from hedwig.config.settings import (
 )
 from hedwig.config.tls_settings import check_tls_settings
 from hedwig.config.zookeeper import check_zookeeper_settings
+from hedwig.hub.reactors import reactor_problem
 from hedwig.kafka.settings import check_kafka_settings
 from hedwig.ledger.layout import MAX_PAGE_BYTES, RECORD_BYTES
 from hedwig.ledger.mmap_ledger import MIN_PAGE_BYTES
@@ -84,6 +85,9 @@ def _load_config(path, overrides) -> Config:
         if not hasattr(settings, key):
             raise ConfigError(f"unknown setting {dotted}")
         setattr(settings, key, value)
+    reactor = reactor_problem(config.hub.reactor)
+    if reactor is not None:
+        raise ConfigError(reactor)
     if config.ledger.fsync not in ("never", "interval", "always"):
         raise ConfigError(f"[ledger] fsync = {config.ledger.fsync!r}: expected never, interval or always")
     check_numbers(config)

@@ -35,6 +35,9 @@ class HubSettings:
     # Idempotent producers remembered per topic and user (per topic with [auth] off): past
     # it the user's least recently used new producer is forgotten (hedwig/hub/producer_state.py).
     max_producers: int = 1024
+    # The event loop: "default" (Twisted's own: epoll on Linux), "asyncio" (Twisted's
+    # asyncioreactor on asyncio's loop) or "uvloop" (the same on uvloop's; hedwig/hub/reactors.py).
+    reactor: str = "default"
 
 
 @dataclass

@@ -10,6 +10,7 @@
 - topics.py: `TopicManager`, topics opened once each, requests queued behind the open;
 - gc.py, stats.py, errors.py, replies.py: garbage collection, counters, statuses, order;
 - service.py: `HubService`, the lifecycle (stores, listener, graceful shutdown);
+- reactors.py: the event loop ([hub] reactor: Twisted's own, asyncio's or uvloop's);
 - main.py: `hedwig hub` (`add_hub_arguments`, `run_hub`); the twistd plugin is
   twisted/plugins/hedwig_plugin.py.
 

@@ -16,6 +16,7 @@ from twisted.logger import Logger, globalLogBeginner
 from hedwig.config.files import check_port
 from hedwig.config.loading import Config, ConfigError, load_config
 from hedwig.hub import logs
+from hedwig.hub.reactors import REACTORS, ReactorError, describe, install_reactor
 from hedwig.hub.startup import StartWatch
 
 log = Logger()
@@ -128,6 +129,12 @@ def add_hub_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --ledger-store rados: the pool of the ledgers (overrides [rados] pool; default hedwig)",
     )
     parser.add_argument(
+        "--reactor",
+        choices=REACTORS,
+        help="the event loop: default (Twisted's own, epoll on Linux), asyncio (Twisted's asyncioreactor"
+        " on asyncio's loop) or uvloop (the same on uvloop's, pip install uvloop); overrides [hub] reactor",
+    )
+    parser.add_argument(
         "--log-level",
         choices=sorted(_LEVELS),
         default="info",
@@ -158,6 +165,7 @@ def config_from_args(args) -> Config:
         ("ledger_store", "ledger.store"),
         ("rados_conf", "rados.conf_file"),
         ("rados_pool", "rados.pool"),
+        ("reactor", "hub.reactor"),
     ):
         value = getattr(args, option, None)
         if value is not None:
@@ -187,10 +195,16 @@ def run_hub(args, reactor=None) -> int:
         print(f"hedwig hub: {e}", file=sys.stderr)
         return 2
     if reactor is None:
+        try:
+            install_reactor(config.hub.reactor)  # (before anything imports the global reactor)
+        except ReactorError as e:
+            print(f"hedwig hub: {e}", file=sys.stderr)
+            return 2
         from twisted.internet import reactor
     from hedwig.hub.service import HubService
 
     start_logging(getattr(args, "log_level", "info"))
+    log.info("Event loop: {loop}", loop=describe(reactor))
     if not tune_allocator():
         log.info("C allocator thresholds left as they are (not glibc, or set by the environment)")
     service = HubService(config, reactor)

@@ -7,10 +7,12 @@ and another trip through the reactor for every reply, as much as the hub's own w
 a one-message publish. So while a hub connection handles a read, everything the hub
 writes to any of its connections (the replies, the deliveries a publish causes) is held
 here, per connection; when the read is handled, each connection's bytes are sent with
-one `send` of the socket, at once, when its transport has nothing buffered (the usual
-case), and given to the transport otherwise, behind what it holds. What the socket does
-not take goes to the transport's buffer, which sends it when the reactor finds room
-and pauses the producer when it grows, exactly as before.
+one `send` of the socket (one `sendmsg` of its chunks when they hold a delivery's header
+and a stored entry, never joined into a copy per subscriber), at once, when its
+transport has nothing buffered (the usual case), and given to the transport otherwise,
+behind what it holds. What the socket does not take goes to the transport's buffer,
+which sends it when the reactor finds room and pauses the producer when it grows,
+exactly as before.
 
 While the read's last request is handled, a small write to any connection but the one
 being read (a subscriber's delivery of the entry just published) is not held: it is sent
@@ -29,13 +31,20 @@ than plain TCP ones (TLS, whose bytes pass through OpenSSL first) and large writ
 through the transport as usual.
 """
 
+from errno import ENOBUFS, EWOULDBLOCK
+
+from twisted.internet.main import CONNECTION_LOST
 from twisted.internet.tcp import Connection as TCPConnection
+from twisted.python.util import untilConcludes
 
 # Larger writes go through the transport (which sends at most this much per call anyway).
 DIRECT_SEND_BYTES = TCPConnection.SEND_LIMIT
 # What a read made for a connection is sent first when it is no more (a reply, a delivery
 # of a few messages): sending it costs little, and its reader is waiting.
 SMALL_SEND_BYTES = 4096
+# Chunks sent with one sendmsg, at most (far below the kernel's IOV_MAX of 1024); more
+# are joined first.
+VECTOR_CHUNKS = 64
 
 
 class HubWrites:
@@ -128,20 +137,45 @@ class HubWrites:
             send(transport, chunks)
 
 
+def send_vector(sock, chunks: list):
+    """sendmsg of `chunks` (vectored: nothing joined); what was sent, as writeSomeData
+    says it: a number of bytes (0 when the socket takes nothing now), or the error."""
+    try:
+        return untilConcludes(sock.sendmsg, chunks)
+    except OSError as error:
+        if error.args[0] in (EWOULDBLOCK, ENOBUFS):
+            return 0
+        return CONNECTION_LOST
+
+
 def send(transport, chunks: list) -> None:
     """Write `chunks` to `transport`: straight to a plain TCP socket when the transport
     holds nothing else, the rest (what the socket did not take, or all of it) through
     the transport."""
+    size = len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))
     if (
         isinstance(transport, TCPConnection)
         and not transport.dataBuffer
         and not transport._tempDataBuffer  # (FileDescriptor's buffer of writes not yet joined)
         and transport.connected
         and not transport.disconnecting
-        and (len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))) <= DIRECT_SEND_BYTES
+        and size <= DIRECT_SEND_BYTES
     ):
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        sent = transport.writeSomeData(data)  # an int, or the error it met
+        if len(chunks) == 1:
+            data = chunks[0]
+            sent = transport.writeSomeData(data)  # an int, or the error it met
+        elif size > SMALL_SEND_BYTES and len(chunks) <= VECTOR_CHUNKS:
+            # A delivery's header and a stored entry: one sendmsg of them, without joining
+            # them first (a copy of the entry per subscriber). Small chunks (a read's
+            # replies) are joined: a copy of a few bytes costs less than the kernel's
+            # walk over as many pieces.
+            sent = send_vector(transport.socket, chunks)
+            if sent.__class__ is int and sent == size:
+                return
+            data = b"".join(chunks)
+        else:
+            data = b"".join(chunks)
+            sent = transport.writeSomeData(data)
         if sent.__class__ is int:
             if sent == len(data):
                 return

@@ -39,7 +39,7 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from hedwig.protocol.compression import plain_message_set
-from hedwig.protocol.message import KeyedMessage, Message
+from hedwig.protocol.message import NO_PROPERTIES, KeyedMessage, Message
 from hedwig.protocol.messageset import (
     ONE_MESSAGE_HEADER,
     SET_VERSION,
@@ -362,16 +362,27 @@ def decode_plain_entry(topic: str, buf, start: int, stop: int):
             return None
         if start >= stop:
             return []
-        return [Message(topic, first_seq, buf[payload_at:], time_us, {}, region, origin_seq)]
+        return [Message(topic, first_seq, buf[payload_at:], time_us, NO_PROPERTIES, region, origin_seq)]
     payload_at = lengths_at + 4 * count
     if payload_at > size:
         return None
     offsets = list(accumulate(read_u32_array(buf, lengths_at, count), initial=payload_at))
     if offsets[-1] != size:
         return None
+    # Per message, only what is its own: its Message, its payload and its seq-id (one int
+    # for both seq-ids of a local entry, where they are equal); the properties are the one
+    # shared NO_PROPERTIES, and the offsets are walked in pairs without indexing.
+    seqs = range(first_seq + start, first_seq + stop)
+    starts, ends = offsets[start:stop], offsets[start + 1 : stop + 1]
+    if origin_seq == first_seq:
+        return [
+            Message(topic, seq, buf[at:end], time_us, NO_PROPERTIES, region, seq)
+            for seq, at, end in zip(seqs, starts, ends, strict=True)
+        ]
+    origin_seqs = range(origin_seq + start, origin_seq + stop)
     return [
-        Message(topic, first_seq + i, buf[offsets[i] : offsets[i + 1]], time_us, {}, region, origin_seq + i)
-        for i in range(start, stop)
+        Message(topic, seq, buf[at:end], time_us, NO_PROPERTIES, region, origin)
+        for seq, origin, at, end in zip(seqs, origin_seqs, starts, ends, strict=True)
     ]
 
 

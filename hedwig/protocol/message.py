@@ -4,6 +4,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 
+class _NoProperties(dict):
+    """The properties of a message published without any: one empty dict shared by all
+    of them (a subscriber makes one object fewer per message), read-only so that no
+    message's properties change another's."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("a delivered message's properties are read-only")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+NO_PROPERTIES = _NoProperties()
+
+
 @dataclass(slots=True)
 class Message:
     """One delivered message. `publish_time` is a UTC datetime made on first use.

@@ -339,3 +339,29 @@ def test_a_batch_keeps_each_messages_properties_and_splits_at_max_batch_bytes():
         (b"with-props", {"k": b"v"}),
     ]
     assert second.message_set.endswith(b"next-batch")
+
+
+def test_a_delivery_goes_to_waiting_readers_in_order_and_the_rest_queues_in_one_step():
+    """MessageQueue.extend: each reader waiting takes one message, in order (a reader
+    that asks again from its callback is next in line); what is left is queued for later
+    readers, in order."""
+    from hedwig.client.twisted_subscriptions import MessageQueue
+
+    queue = MessageQueue()
+    taken = []
+
+    def again(message):
+        taken.append(message)
+        if message == "a":
+            queue.get().addCallback(taken.append)
+
+    queue.get().addCallback(again)
+    queue.get().addCallback(taken.append)
+    queue.extend(["a", "b", "c", "d", "e"])
+    assert taken == ["a", "b", "c"]
+    assert list(queue.pending) == ["d", "e"]
+    queue.extend(["f"])
+    later = []
+    for _ in range(3):
+        queue.get().addCallback(later.append)
+    assert later == ["d", "e", "f"] and not queue.pending and not queue.waiting

@@ -21,6 +21,27 @@ from hedwig.topiclog.entry import LogEntry
 from tests.hub.harness import HubHarness
 
 
+class CountedSocket:
+    """A socket that counts its sends (send and sendmsg: the system calls that write)."""
+
+    def __init__(self, sock):
+        self._socket = sock
+        self.sends = 0
+        self.vectored = []  # the chunk lists given to sendmsg
+
+    def send(self, data):
+        self.sends += 1
+        return self._socket.send(data)
+
+    def sendmsg(self, chunks):
+        self.sends += 1
+        self.vectored.append(list(chunks))
+        return self._socket.sendmsg(chunks)
+
+    def __getattr__(self, name):
+        return getattr(self._socket, name)
+
+
 class SocketPeer:
     """A HubConnection over a real TCP socket of 127.0.0.1 (a tcp.Server transport whose
     poller is a MemoryReactor: it records the writers registered and never runs them),
@@ -39,14 +60,7 @@ class SocketPeer:
         self.connection = harness.factory.buildProtocol(IPv4Address("TCP", *address))
         self.transport = tcp.Server(server_socket, self.connection, address, None, 1, self.poller)
         self.transport.repstr = "<test transport>"
-        self.sends = 0
-        write_some = self.transport.writeSomeData
-
-        def counted(data):
-            self.sends += 1
-            return write_some(data)
-
-        self.transport.writeSomeData = counted
+        self.transport.socket = self.counted = CountedSocket(server_socket)
         self.connection.makeConnection(self.transport)
         self._decoder = FrameDecoder(1 << 20)
         self._ids = iter(range(1, 1 << 20))
@@ -57,6 +71,10 @@ class SocketPeer:
         request_id = next(self._ids)
         self.connection.dataReceived(encode_frame(op, request_id, body))
         return request_id
+
+    @property
+    def sends(self) -> int:
+        return self.counted.sends
 
     def publish_frame(self, topic, payload) -> bytes:
         return encode_frame(Op.PUBLISH, next(self._ids), encode_publish(topic, encode_message_set([payload])))
@@ -102,6 +120,7 @@ def test_the_replies_of_one_read_leave_in_one_send(peer):
     sends = peer.sends
     peer.connection.dataReceived(b"".join(frames))
     assert peer.sends == sends + 1
+    assert peer.counted.vectored == [], "small replies are joined, not sent as so many pieces"
     assert [r.value for _, r in peer.responses()] == [Published(i, i) for i in range(1, 6)]
 
 
@@ -202,10 +221,10 @@ def test_at_the_end_of_a_read_small_writes_go_before_large_ones():
 # -- the read's last request: its subscribers' deliveries leave at once ----------------------
 
 
-def subscribed(harness, topic) -> "SocketPeer":
-    """A SocketPeer attached to `topic` (which must exist), its cursor started."""
+def subscribed(harness, topic, name="s") -> "SocketPeer":
+    """A SocketPeer attached to `topic` (which must exist) as `name`, its cursor started."""
     subscriber = SocketPeer(harness)
-    subscriber.send(Op.SUBSCRIBE, encode_subscribe(topic, "s"))
+    subscriber.send(Op.SUBSCRIBE, encode_subscribe(topic, name))
     harness.clock.advance(0)  # (the cursor begins on the next reactor turn)
     assert [op for op, _, _ in subscriber.frames()] == [Op.RESPONSE]
     return subscriber
@@ -265,3 +284,58 @@ def test_during_a_reads_last_request_small_writes_to_others_leave_at_once():
     assert other.value() == b"held-header-entry"
     writes.end()
     assert other.value() == b"held-header-entrylater"
+
+
+def _deliveries(subscriber) -> list:
+    """The messages of the DELIVERY frames the subscriber's socket holds now."""
+    from hedwig.protocol import decode_entry
+    from hedwig.protocol.framing import parse_delivery
+
+    messages = []
+    for op, _, body in subscriber.frames():
+        assert op == Op.DELIVERY
+        _handle, start, stop, entry = parse_delivery(body)
+        messages += decode_entry("t", entry, start, stop)
+    return messages
+
+
+def test_a_large_delivery_leaves_as_its_header_and_the_stored_entry_unjoined(tmp_path):
+    """Fan-out: every subscriber of an entry is sent its header and the one stored bytes
+    object in one sendmsg, not a copy of the entry joined to the header per subscriber."""
+    harness = HubHarness(tmp_path)
+    publisher = SocketPeer(harness)
+    publisher.send(Op.PUBLISH, encode_publish("t", encode_message_set([b"0"])))
+    publisher.responses()
+    subscribers = [subscribed(harness, "t", f"s{i}") for i in range(3)]
+    payloads = [b"%03d" % i + b"x" * 97 for i in range(1000)]
+    publisher.send(Op.PUBLISH, encode_publish("t", encode_message_set(payloads)))
+    assert [r.value for _, r in publisher.responses()] == [Published(2, 1001)]
+    entries = []
+    for subscriber in subscribers:
+        [(header, entry)] = subscriber.counted.vectored
+        assert len(header) < 32 < SMALL_SEND_BYTES < len(entry)
+        entries.append(entry)
+        assert [m.payload for m in _deliveries(subscriber)] == payloads
+        subscriber.close()
+    assert entries[0] is entries[1] is entries[2], "one stored entry, shared"
+    publisher.close()
+
+
+def test_what_a_vectored_send_leaves_goes_out_behind_it_in_order(peer):
+    """A socket that takes part of the chunks: the rest goes to the transport, which sends
+    it when the reactor finds the socket writable, after what was sent."""
+    sock = peer.counted
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    peer.responses()
+    chunks = [b"head:", bytes(range(256)) * 400, b":tail"]  # (under DIRECT_SEND_BYTES)
+    send(peer.transport, chunks)
+    assert len(sock.vectored) == 1
+    assert peer.transport in peer.poller.writers, "the socket took only part"
+    received = b""
+    expected = b"".join(chunks)
+    while len(received) < len(expected):
+        try:
+            received += peer.client.recv(1 << 20)
+        except BlockingIOError:
+            peer.transport.doWrite()  # what the reactor does when the socket is writable
+    assert received == expected

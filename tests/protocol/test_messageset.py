@@ -146,3 +146,29 @@ def test_a_plain_entry_not_in_bytes_is_left_to_the_general_path():
     entry = encode_entry_header(1, 1, 1_700_000_000_000_000, b"eu", 1) + encode_message_set([b"payload"])
     assert decode_plain_entry("t", entry, 0, 1)[0].payload == b"payload"
     assert decode_plain_entry("t", memoryview(bytearray(entry)), 0, 1) is None
+
+
+def test_a_plain_entry_makes_only_what_is_each_message_s_own():
+    """A subscriber's per-message objects are its Message, its payload and its seq-id: the
+    messages of a plain entry share one empty properties dict, which is read-only so that
+    no message's properties change another's, and a local entry's seq and origin seq-id
+    are one int."""
+    from hedwig.protocol.entry import decode_plain_entry
+
+    entry = encode_entry_header(1001, 3, 1_700_000_000_000_000, b"eu", 1001)
+    entry += encode_message_set([b"a", b"b", b"c"])
+    messages = decode_plain_entry("t", entry, 0, 3)
+    assert [m.payload for m in messages] == [b"a", b"b", b"c"]
+    assert messages[0].properties is messages[1].properties is messages[2].properties
+    assert messages[0].properties == {} and dict(messages[0].properties) == {}
+    for change in (
+        lambda p: p.__setitem__("k", b"v"),
+        lambda p: p.update(k=b"v"),
+        lambda p: p.setdefault("k", b"v"),
+    ):
+        with pytest.raises(TypeError):
+            change(messages[0].properties)
+    assert messages[1].properties == {}
+    assert all(m.seq is m.origin_seq for m in messages)
+    relayed = encode_entry_header(1001, 2, 1_700_000_000_000_000, b"eu", 7) + encode_message_set([b"a", b"b"])
+    assert [(m.seq, m.origin_seq) for m in decode_plain_entry("t", relayed, 1, 2)] == [(1002, 8)]

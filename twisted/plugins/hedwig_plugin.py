@@ -50,6 +50,7 @@ class HedwigServiceMaker:
 
         from hedwig.config.loading import ConfigError
         from hedwig.hub.main import config_from_args, tune_allocator
+        from hedwig.hub.reactors import ReactorError, install_reactor
         from hedwig.hub.service import HubService
         from hedwig.hub.startup import WatchedHubService
 
@@ -68,6 +69,11 @@ class HedwigServiceMaker:
             config = config_from_args(args)
         except ConfigError as e:
             print(f"twistd hedwig: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+        try:  # ([hub] reactor: twistd's --reactor, if given, has installed one already)
+            install_reactor(config.hub.reactor)
+        except ReactorError as e:
+            print(f"twistd hedwig: {e}; twistd's --reactor chooses it under twistd", file=sys.stderr)
             raise SystemExit(2) from None
         tune_allocator()  # as `hedwig hub` does: see its docstring
         return WatchedHubService(HubService(config))

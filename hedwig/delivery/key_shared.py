@@ -24,8 +24,9 @@ Messages without a key go to the members in turn, a run of an entry at a time.
 The work is per entry where it can be: an entry's slots are hashed once (kept for the
 last few entries), an entry without keys goes whole as a shared subscription's does,
 and the messages of a run that go to one member go as one delivery (as an entry of its
-own when it is under half of its entry, cut from the entry read once while it is kept). Parked runs are bounded (MAX_PARKED_RUNS):
-beyond them the dispatcher reads nothing new until the members take what waits.
+own when it is under half of its entry, cut from the entry read once while it is kept).
+Parked runs are bounded (MAX_PARKED_RUNS): beyond them the dispatcher reads nothing new
+until the members take what waits.
 """
 
 import zlib

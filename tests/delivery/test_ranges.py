@@ -72,8 +72,8 @@ class _Member:
     held = 0
 
 
-@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 8)), max_size=25), ranges)
-def test_holdings_release_exactly_what_is_held(leased, released):
+def leased_holdings(leased):
+    """Holdings of leases (first, length) of one member, and seq-id -> its lease."""
     holdings, model, member = Holdings(), {}, _Member()
     for first, length in leased:
         seqs = set(range(first, first + length + 1))
@@ -83,6 +83,12 @@ def test_holdings_release_exactly_what_is_held(leased, released):
         holdings.add(lease)
         member.held += len(seqs)
         model.update(dict.fromkeys(seqs, lease))
+    return holdings, model, member
+
+
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 8)), max_size=25), ranges)
+def test_holdings_release_exactly_what_is_held(leased, released):
+    holdings, model, member = leased_holdings(leased)
     for first, last in released:
         pieces = holdings.release(first, last)
         gone = {seq for start, end, _ in pieces for seq in range(start, end + 1)}
@@ -114,15 +120,7 @@ def test_many_ranges_added_at_once_are_the_set_of_their_seq_ids(before, added):
 
 @given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 8)), max_size=25), ranges)
 def test_holdings_release_many_ranges_at_once_exactly_what_is_held(leased, released):
-    holdings, model, member = Holdings(), {}, _Member()
-    for first, length in leased:
-        seqs = set(range(first, first + length + 1))
-        if seqs & model.keys():
-            continue
-        lease = Lease(member, first, first + length, 1, 0.0)
-        holdings.add(lease)
-        member.held += len(seqs)
-        model.update(dict.fromkeys(seqs, lease))
+    holdings, model, member = leased_holdings(leased)
     batch = disjoint(released)
     if batch:
         holdings.release_many(batch)

@@ -24,8 +24,9 @@ Messages without a key go to the members in turn, a run of an entry at a time.
 The work is per entry where it can be: an entry's slots are hashed once (kept for the
 last few entries), an entry without keys goes whole as a shared subscription's does,
 and the messages of a run that go to one member go as one delivery (as an entry of its
-own when it is under half of its entry). Parked runs are bounded (MAX_PARKED_RUNS):
-beyond them the dispatcher reads nothing new until the members take what waits.
+own when it is under half of its entry, cut from the entry read once while it is kept).
+Parked runs are bounded (MAX_PARKED_RUNS): beyond them the dispatcher reads nothing new
+until the members take what waits.
 """
 
 import zlib
@@ -43,6 +44,10 @@ KEYLESS = -1
 # bound; the members' windows are what normally bounds them).
 MAX_PARKED_RUNS = 4096
 _KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry again)
+# Entries whose EntrySlices are kept, the least recently cut dropped first: a turn takes
+# runs of a few entries in turn (parked runs, redeliveries, new ones), and reading an
+# entry for its cuts costs a pass over its messages (they hold its bytes: a few only).
+_KEPT_CUTS = 8
 _NOT_KEPT = object()
 
 
@@ -71,7 +76,7 @@ class KeyRouting:
         self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
         self.moving = None  # bytearray: 1 for a slot of a pending move (None: none pending)
         self._slots = {}  # (entry's first seq-id, last seq-id, size) -> its slots
-        self._cutting = None  # (the entry runs were last cut from, its EntrySlices)
+        self._cutting = {}  # (entry's first seq-id, last seq-id, size) -> its EntrySlices
         self._room = {}  # member -> messages it may still be given in this turn
         # Parked runs (first, last, delivery count), heaps in seq-id order: per member
         # whose window was full, of slots moving, of messages without a key.
@@ -260,10 +265,16 @@ class KeyRouting:
         for every run of its keys in it."""
         if 2 * (last - first + 1) > entry.last_seq - entry.first_seq + 1 or entry.data[1] & ENTRY_FLAG_SPARSE:
             return entry
-        if self._cutting is None or self._cutting[0] is not entry:
-            self._cutting = (entry, EntrySlices(entry.data))
+        known = (entry.first_seq, entry.last_seq, len(entry.data))
+        cutting = self._cutting
+        slices = cutting.pop(known, None)
+        if slices is None:
+            slices = EntrySlices(entry.data)
+            if len(cutting) >= _KEPT_CUTS:
+                del cutting[next(iter(cutting))]
+        cutting[known] = slices  # (the most recently cut last)
         base = entry.first_seq
-        data = self._cutting[1].cut(first - base, last - base + 1)
+        data = slices.cut(first - base, last - base + 1)
         return LogEntry(first, last, data, entry.publish_time_us)
 
     def split(self, entry, first: int, last: int) -> list:

@@ -84,6 +84,43 @@ class Holdings:
             leases[i:j] = kept_leases
         return removed
 
+    def release_many(self, ranges) -> None:
+        """Stop holding sorted, disjoint ranges [(first, last)] (what an ACK newly
+        acknowledged: of a key_shared member, many scattered ones) in one pass over the
+        segments they span, not a list splice each."""
+        starts, ends, leases = self.starts, self.ends, self.leases
+        i = bisect_right(starts, ranges[0][0]) - 1
+        if i < 0 or ends[i] < ranges[0][0]:
+            i += 1
+        j = bisect_right(starts, ranges[-1][1])
+        kept_starts, kept_ends, kept_leases = [], [], []
+        pieces = iter(ranges)
+        first, last = next(pieces)
+        for k in range(i, j):
+            start, end, lease = starts[k], ends[k], leases[k]
+            while last < start:  # (pieces wholly before this segment: none held there)
+                first, last = next(pieces, (None, end))
+                if first is None:
+                    break
+            while first is not None and first <= end:
+                if start < first:  # (its part before the piece stays held)
+                    kept_starts.append(start)
+                    kept_ends.append(first - 1)
+                    kept_leases.append(lease)
+                _charge((max(start, first), min(end, last), lease))
+                if last >= end:
+                    start = end + 1
+                    break
+                start = last + 1
+                first, last = next(pieces, (None, end))
+            if start <= end:
+                kept_starts.append(start)
+                kept_ends.append(end)
+                kept_leases.append(lease)
+        starts[i:j] = kept_starts
+        ends[i:j] = kept_ends
+        leases[i:j] = kept_leases
+
     def release_where(self, keep) -> list:
         """Stop holding every segment whose lease `keep(lease)` refuses; those pieces."""
         removed = []

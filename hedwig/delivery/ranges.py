@@ -68,6 +68,48 @@ class RangeSet:
             ends[i:j] = [max(last, ends[j - 1])]
         return new
 
+    def add_many(self, ranges) -> list:
+        """Add sorted, disjoint ranges [(first, last)] (an ACK's, of a key_shared
+        subscription's member: many scattered ones) in one merge over the ranges they
+        span, not a list splice each; the pieces that were not in the set before."""
+        starts, ends = self.starts, self.ends
+        i = bisect_left(ends, ranges[0][0] - 1)  # the first range ending at or after first - 1
+        j = bisect_right(starts, ranges[-1][1] + 1)  # past the last range starting by last + 1
+        new = []
+        merged_starts, merged_ends = [], []
+        k = i
+        for first, last in ranges:
+            while k < j and ends[k] < first - 1:  # (ranges wholly before this one stay)
+                merged_starts.append(starts[k])
+                merged_ends.append(ends[k])
+                k += 1
+            if merged_ends and merged_ends[-1] >= first - 1:  # (joins the last one kept)
+                cursor = merged_ends[-1] + 1
+                start = merged_starts[-1]
+                end = max(last, merged_ends[-1])
+            else:
+                cursor = first
+                start, end = first, last
+            while k < j and starts[k] <= last + 1:
+                if starts[k] > cursor:
+                    new.append((cursor, starts[k] - 1))
+                cursor = max(cursor, ends[k] + 1)
+                start = min(start, starts[k])
+                end = max(end, ends[k])
+                k += 1
+            if cursor <= last:
+                new.append((cursor, last))
+            if merged_ends and merged_ends[-1] >= start - 1:
+                merged_ends[-1] = max(end, merged_ends[-1])
+            else:
+                merged_starts.append(start)
+                merged_ends.append(end)
+        merged_starts += starts[k:j]
+        merged_ends += ends[k:j]
+        starts[i:j] = merged_starts
+        ends[i:j] = merged_ends
+        return new
+
     def next_gap(self, seq: int) -> int:
         """The least seq-id at or after `seq` that is not in the set."""
         i = bisect_right(self.starts, seq) - 1

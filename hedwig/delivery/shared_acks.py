@@ -31,6 +31,9 @@ _logger = Logger()
 # Dead leases kept at most in the expiry queue beyond twice the live segments, before it
 # is compacted (leases acknowledged early wait there until their deadline otherwise).
 _EXPIRY_SLACK = 1024
+# Ranges in one ACK beyond which they are merged into the acknowledgements and taken from
+# the leases in one pass each (a key_shared member's acks are a range per run of its keys).
+_FEW_RANGES = 4
 
 
 class AckBook:
@@ -46,12 +49,18 @@ class AckBook:
         floor = self.subscription.consumed_seq
         limit = self.next_seq - 1
         newly = 0
+        clipped = []
         for first, last in ranges:
             if first <= floor:
                 first = floor + 1
             if last > limit:
                 last = limit
             if first <= last:
+                clipped.append((first, last))
+        if len(clipped) > _FEW_RANGES:
+            newly = self._ack_ranges(clipped)
+        else:
+            for first, last in clipped:
                 newly += self._ack_range(first, last)
         if newly:
             self.counters.acked += newly
@@ -65,6 +74,23 @@ class AckBook:
             newly += end - start + 1
             self.holdings.release(start, end)
         return newly
+
+    def _ack_ranges(self, ranges: list) -> int:
+        """Acknowledge many ranges at once (a key_shared member's ACK: a range per run of
+        its keys), each list of acks and leases spliced once; how many were not already."""
+        ranges.sort()
+        disjoint = [ranges[0]]
+        for first, last in ranges:
+            if first <= disjoint[-1][1] + 1:
+                if last > disjoint[-1][1]:
+                    disjoint[-1] = (disjoint[-1][0], last)
+            else:
+                disjoint.append((first, last))
+        new = self.acked.add_many(disjoint)
+        if not new:
+            return 0
+        self.holdings.release_many(new)
+        return sum(end - start + 1 for start, end in new)
 
     def _acks_moved(self, newly: int) -> None:
         floor = self.subscription.consumed_seq

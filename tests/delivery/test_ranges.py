@@ -72,8 +72,8 @@ class _Member:
     held = 0
 
 
-@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 8)), max_size=25), ranges)
-def test_holdings_release_exactly_what_is_held(leased, released):
+def leased_holdings(leased):
+    """Holdings of leases (first, length) of one member, and seq-id -> its lease."""
     holdings, model, member = Holdings(), {}, _Member()
     for first, length in leased:
         seqs = set(range(first, first + length + 1))
@@ -83,6 +83,12 @@ def test_holdings_release_exactly_what_is_held(leased, released):
         holdings.add(lease)
         member.held += len(seqs)
         model.update(dict.fromkeys(seqs, lease))
+    return holdings, model, member
+
+
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 8)), max_size=25), ranges)
+def test_holdings_release_exactly_what_is_held(leased, released):
+    holdings, model, member = leased_holdings(leased)
     for first, last in released:
         pieces = holdings.release(first, last)
         gone = {seq for start, end, _ in pieces for seq in range(start, end + 1)}
@@ -92,3 +98,41 @@ def test_holdings_release_exactly_what_is_held(leased, released):
             del model[seq]
     assert member.held == len(model)
     assert sum(lease.held for lease in set(model.values())) == len(model)
+
+
+def disjoint(added):
+    """Sorted, disjoint ranges covering what `added` covers (as an ACK's ranges become)."""
+    return list(RangeSet(added))
+
+
+@given(ranges, ranges)
+def test_many_ranges_added_at_once_are_the_set_of_their_seq_ids(before, added):
+    range_set = RangeSet(before)
+    model = members_of(range_set)
+    batch = disjoint(added)
+    new = range_set.add_many(batch) if batch else []
+    wanted = members_of(RangeSet(batch)) - model
+    assert members_of(new) == wanted and sum(e - s + 1 for s, e in new) == len(wanted)
+    assert new == sorted(new), "the new pieces come in order"
+    assert members_of(range_set) == model | wanted
+    assert list(range_set) == list(RangeSet(before + added)), "sorted, apart, never adjacent"
+
+
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 8)), max_size=25), ranges)
+def test_holdings_release_many_ranges_at_once_exactly_what_is_held(leased, released):
+    holdings, model, member = leased_holdings(leased)
+    batch = disjoint(released)
+    if batch:
+        holdings.release_many(batch)
+    gone = members_of(RangeSet(batch))
+    left = {seq: lease for seq, lease in model.items() if seq not in gone}
+    held = {
+        seq: lease
+        for start, end, lease in zip(holdings.starts, holdings.ends, holdings.leases, strict=True)
+        for seq in range(start, end + 1)
+    }
+    assert held == left
+    assert holdings.starts == sorted(holdings.starts)
+    assert member.held == len(left)
+    for lease in set(model.values()):
+        assert lease.held == sum(1 for kept in left.values() if kept is lease)

@@ -31,6 +31,7 @@ USERS = {
     "tim": ("tim-pw", {"subscribe": ["t.*"]}),
     "tom": ("tom-pw", {"subscribe": ["t.*"]}),
     "kim": ("kim-pw", {"subscribe": ["t.*"]}),
+    "una": ("una-pw", {"subscribe": ["t.*"]}),
     # A user whose password was set before SCRAM was served: a hash and no SCRAM keys.
     "dave": ("dave-pw", {"publish": ["t.*"], "subscribe": ["t.*"]}),
 }
@@ -305,3 +306,17 @@ def test_failed_scram_logins_count_against_the_same_throttle_as_plain(auth_hub):
         assert "Authentication failed" in _login_error(auth_hub, "erin", "guess", "SCRAM-SHA-512")
     refused = _login_error(auth_hub, "erin", "erin-pw", "PLAIN")
     assert "too many failed logins" in refused
+
+
+def test_a_scram_exchange_left_after_server_first_does_not_hold_the_users_logins(auth_hub):
+    """A login the throttle admitted and whose proof never came is ended when its
+    connection closes: more such exchanges than max_failures_per_user (3) leave the
+    user's right password working."""
+    for attempt in range(5):
+        with KafkaPeer(auth_hub.kafka_port) as peer:
+            peer.request(SASL_HANDSHAKE, 1, mechanism="SCRAM-SHA-256")
+            assert peer.response(SASL_HANDSHAKE, 1)[1].error_code == 0
+            peer.request(SASL_AUTHENTICATE, 2, auth_bytes=b"n,,n=una,r=nonce%d" % attempt)
+            answer = peer.response(SASL_AUTHENTICATE, 2)[1]
+            assert answer.error_code == 0 and answer.auth_bytes.startswith(b"r=nonce%d" % attempt)
+    assert _login_error(auth_hub, "una", "una-pw", "SCRAM-SHA-256") is None

@@ -9,6 +9,10 @@ guesses neither queues without bound nor keeps a known-good source waiting. Fail
 are logged when a source's or a user's count in the window reaches 1, 2, 4, 8, ... and
 when it reaches its limit, so a thousand guesses are a dozen lines, every one counted.
 
+A SCRAM login (the Kafka port) is admitted by the same throttle and waits in the same
+queue for its user's keys (`scram_keys`); its proof, checked by the connection, ends it
+(`scram_ended`), counted as a password check is.
+
 The file is read again, on a check's thread, when its size or modification time
 changed, so `hedwig user add` takes effect for the next connection to authenticate; a
 file that no longer reads is reported once and the last good one kept.
@@ -62,6 +66,7 @@ class UsersFileAuthenticator:
         self.throttle = throttle if throttle is not None else LoginThrottle(reactor)
         self.queue = CheckQueue(max_concurrent, max_waiting)
         self.failures = 0  # wrong passwords and unknown users, checked
+        self._told_without_keys = set()  # (user, SCRAM mechanism) logged as having no keys
         if run_in_thread is None:
 
             def run_in_thread(f, *args):
@@ -70,6 +75,30 @@ class UsersFileAuthenticator:
         self._run_in_thread = run_in_thread
 
     def authenticate(self, user: str, password: bytes, source: str = "?", still_wanted=_always):
+        return self._admitted(
+            user, source, still_wanted, self._check, password, self._checked, (user, source)
+        )
+
+    def scram_keys(self, user: str, mechanism: str, source: str = "?", still_wanted=_always):
+        """Deferred[(ScramKeys | None, Principal | None)]: the keys and user a SCRAM login
+        as `user` is checked against (None, None when it has none: no such user, or keys
+        never written). Admitted by the throttle: `scram_ended` must follow."""
+        return self._admitted(
+            user, source, still_wanted, self._scram_lookup, mechanism, self._scram_found, (user, mechanism)
+        )
+
+    def scram_ended(self, user: str, source: str, principal, abandoned: bool = False):
+        """A SCRAM login admitted by `scram_keys` ended: `principal` when the proof was
+        right (returned), None when wrong (counted, logged as a wrong password), or
+        `abandoned` (the connection closed before its proof came: not counted)."""
+        if abandoned:
+            self.throttle.ended(user, source, None)
+            return None
+        return self._checked(principal, user, source)
+
+    def _admitted(self, user: str, source: str, still_wanted, check, argument, done, done_args):
+        """Deferred of done(check(user, argument), *done_args), the check run on a pool
+        thread once the throttle admitted it and the queue's turn came."""
         if not is_user_name(user):  # (AUTH checks names as it decodes them; HTTP Basic does not)
             return fail(LoginRefused(f"{printable(user)} is not a user name"))
         throttle = self.throttle
@@ -83,11 +112,22 @@ class UsersFileAuthenticator:
                 )  # fmt: skip
             return fail(LoginRefused(refusal))
         checking = self.queue.submit(
-            lambda: self._run_in_thread(self._check, user, password),
+            lambda: self._run_in_thread(check, user, argument),
             still_wanted,
             first=throttle.is_known_good(source),
         )
-        return checking.addCallbacks(self._checked, self._not_checked, (user, source), None, (user, source))
+        return checking.addCallbacks(done, self._not_checked, done_args, None, (user, source))
+
+    def _scram_found(self, found, user: str, mechanism: str):
+        keys, principal, has_password = found
+        if keys is None and has_password and (user, mechanism) not in self._told_without_keys:
+            self._told_without_keys.add((user, mechanism))
+            self.log.info(
+                "user {user} has no {mechanism} keys: a {mechanism} login fails until the"
+                " password is set again (hedwig user passwd {user})",
+                user=user, mechanism=mechanism,
+            )  # fmt: skip
+        return keys, principal
 
     def _not_checked(self, failure, user: str, source: str):
         """The check never ran (the queue was full, the connection closed), or failed."""
@@ -123,6 +163,15 @@ class UsersFileAuthenticator:
             return None
         return users.principal(user) if verify_password(password, stored) else None
 
+    def _scram_lookup(self, user: str, mechanism: str):
+        """On a pool thread: (ScramKeys or None, Principal or None, whether the user has
+        a password)."""
+        self._reload_if_changed()
+        users = self.users
+        keys = users.scram_keys(user, mechanism)
+        principal = None if keys is None else users.principal(user)
+        return keys, principal, users.password_hash(user) is not None
+
     def _reload_if_changed(self) -> None:
         stamp = _stamp(self.path)
         if stamp == self._stamp:
@@ -133,6 +182,7 @@ class UsersFileAuthenticator:
         except UsersFileError as e:
             self.log.error("keeping the users read before: {error}", error=str(e))
             return
+        self._told_without_keys = set()
         self.log.info(
             "read the users file {path} again ({count} users)", path=self.path, count=len(self.users.users)
         )

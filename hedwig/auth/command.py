@@ -1,4 +1,9 @@
-"""`hedwig user add|remove|list`: the operator's tool for the users file.
+"""`hedwig user add|passwd|remove|list`: the operator's tool for the users file.
+
+Given a password, `add` and `passwd` store its scrypt hash and, for the Kafka port's
+SCRAM-SHA-256/512, each mechanism's salt, iteration count, StoredKey and ServerKey
+(hedwig/auth/scram.py), never the password; a user whose password was set before SCRAM
+was served gets them when `passwd` sets it again.
 
 The password is read from $HEDWIG_PASSWORD or asked for twice at a prompt, never taken
 from the command line (where `ps` and shell histories would keep it). The file is
@@ -12,6 +17,8 @@ import sys
 
 from hedwig.auth.hashing import hash_password
 from hedwig.auth.principal import ACTIONS
+from hedwig.auth.scram import MECHANISMS as SCRAM_MECHANISMS
+from hedwig.auth.scram import stored_keys
 from hedwig.auth.users import UsersFile, UsersFileError
 
 PASSWORD_VARIABLE = "HEDWIG_PASSWORD"
@@ -47,6 +54,10 @@ def add_user_command(subparsers, client_options=None) -> None:
     add.add_argument("--certificate", action="append", default=[], metavar="NAME",
                      help="a TLS client certificate name standing for this user; repeatable")  # fmt: skip
     add.add_argument("--no-password", action="store_true", help="certificates only (or the anonymous user)")
+    passwd = actions.add_parser(
+        "passwd", help=f"set a user's password, keeping its permissions (${PASSWORD_VARIABLE} or a prompt)"
+    )
+    passwd.add_argument("name", metavar="NAME")
     remove = actions.add_parser("remove", help="remove a user")
     remove.add_argument("name", metavar="NAME")
     actions.add_parser("list", help="the users and their permissions (never the hashes)")
@@ -94,11 +105,17 @@ def record_from(args) -> dict:
     if args.certificate:
         record["certificates"] = args.certificate
     if not args.no_password:
-        try:
-            record["password"] = hash_password(read_password(args.name))
-        except ValueError as e:
-            raise UserCommandError(str(e)) from None
+        record.update(password_fields(args.name))
     return record
+
+
+def password_fields(name: str) -> dict:
+    """The scrypt hash and the SCRAM keys of the password read for `name`."""
+    password = read_password(name)
+    try:
+        return {"password": hash_password(password), "scram": stored_keys(password)}
+    except ValueError as e:
+        raise UserCommandError(str(e)) from None
 
 
 def describe(name: str, record: dict) -> str:
@@ -113,7 +130,13 @@ def describe(name: str, record: dict) -> str:
         parts.append(f"relay_origins={','.join(record.get('relay_origins', [record['region']]))}")
     if record.get("certificates"):
         parts.append(f"certificates={','.join(record['certificates'])}")
-    parts.append("password" if "password" in record else "no password")
+    if "password" not in record:
+        parts.append("no password")
+    else:  # (keys missing: the user's password was set before SCRAM was served; `passwd` writes them)
+        parts.append("password")
+        parts.append(
+            f"scram={','.join(m for m in SCRAM_MECHANISMS if m in record.get('scram', ())) or 'none'}"
+        )
     return "  ".join(parts)
 
 
@@ -130,6 +153,14 @@ def run_user_command(args) -> int:
                 raise UserCommandError(f"{path} has no user {args.name}")
             users.save()
             print(f"removed {args.name}", file=sys.stderr)
+            return 0
+        if args.user_action == "passwd":
+            record = users.users.get(args.name)
+            if record is None:
+                raise UserCommandError(f"{path} has no user {args.name}")
+            users.put(args.name, {**record, **password_fields(args.name)})
+            users.save()
+            print(f"{args.name}: password set", file=sys.stderr)
             return 0
         users.put(args.name, record_from(args))
         users.save()

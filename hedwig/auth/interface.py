@@ -11,6 +11,16 @@ class IAuthenticator(Interface):
         otherwise (an unknown name costs the same time as a wrong password). The check
         runs off the reactor thread."""
 
+    def scram_keys(user, mechanism, source, still_wanted):
+        """Deferred[(ScramKeys | None, Principal | None)]: what a SCRAM login as `user` is
+        checked against (hedwig.auth.scram), admitted by the login throttle; None, None
+        when the user has no keys for `mechanism` (checked against mock keys, it fails
+        as a wrong password does). `scram_ended` must follow."""
+
+    def scram_ended(user, source, principal, abandoned):
+        """The SCRAM login `scram_keys` admitted ended: right (`principal`), wrong (None,
+        counted as a wrong password) or `abandoned` before its proof came."""
+
     def for_certificate(names):
         """The Principal a verified client certificate with these names maps to, or None."""
 

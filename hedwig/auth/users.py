@@ -5,6 +5,9 @@ a person can still read and edit the permissions by hand:
 
     {"users": {
        "alice": {"password": "scrypt$14$8$1$...$...",
+                 "scram": {"SCRAM-SHA-256": {"salt": "...", "iterations": 4096,
+                                             "stored_key": "...", "server_key": "..."},
+                           "SCRAM-SHA-512": {...}},
                  "publish": ["orders.*"], "subscribe": ["orders.*", "audit"],
                  "create": ["orders.*"]},
        "ops":   {"password": "scrypt$...", "admin": true},
@@ -14,7 +17,9 @@ a person can still read and edit the permissions by hand:
 Every field is checked when the file is read, so a typo is refused when the hub starts
 (or the file is reloaded), never discovered by a refused client. A user needs a password
 hash or certificate names (a TLS client certificate naming one of them, verified by
-[tls] ca_file, authenticates as the user). The name "anonymous" (no password) holds what
+[tls] ca_file, authenticates as the user). "scram" holds, per SCRAM mechanism, what the
+Kafka port's SCRAM login checks (hedwig/auth/scram.py), written with the password hash.
+The name "anonymous" (no password) holds what
 connections that do not authenticate may do when [auth] allow_anonymous is on.
 """
 
@@ -25,11 +30,12 @@ from pathlib import Path
 
 from hedwig.auth.hashing import HashError, parse_hash
 from hedwig.auth.principal import ACTIONS, Principal
+from hedwig.auth.scram import ScramError, parse_keys
 from hedwig.protocol.names import is_user_name
 
 _PATTERN = re.compile(r"^[A-Za-z0-9._*?-]{1,255}$")  # topic and region patterns
 _CERT_NAME = re.compile(r"^[A-Za-z0-9.*_-]{1,253}$")
-_FIELDS = {"password", "certificates", "admin", "region", "relay_origins", *ACTIONS}
+_FIELDS = {"password", "scram", "certificates", "admin", "region", "relay_origins", *ACTIONS}
 ANONYMOUS_NAME = "anonymous"
 MAX_USERS_FILE_BYTES = 16 * 1024 * 1024
 
@@ -59,6 +65,15 @@ def check_user(name: str, record) -> dict:
         try:
             parse_hash(record["password"])
         except HashError as e:
+            raise UsersFileError(f"user {name}: {e}") from None
+    if "scram" in record:
+        scram = record["scram"]
+        if "password" not in record or not isinstance(scram, dict):
+            raise UsersFileError(f"user {name}: scram is an object of SCRAM keys, beside a password")
+        try:
+            for mechanism, keys in scram.items():
+                parse_keys(mechanism, keys)
+        except ScramError as e:
             raise UsersFileError(f"user {name}: {e}") from None
     certificates = record.get("certificates", [])
     if not isinstance(certificates, list) or not all(
@@ -141,6 +156,12 @@ class UsersFile:
     def password_hash(self, name: str) -> str | None:
         record = self.users.get(name)
         return None if record is None else record.get("password")
+
+    def scram_keys(self, name: str, mechanism: str):
+        """The user's ScramKeys for `mechanism`, or None (no such user, or no keys)."""
+        record = self.users.get(name)
+        keys = None if record is None else record.get("scram", {}).get(mechanism)
+        return None if keys is None else parse_keys(mechanism, keys)
 
     def principal(self, name: str) -> Principal | None:
         record = self.users.get(name)

@@ -10,15 +10,20 @@ the hub's WaitingRoom of unauthenticated connections (pushed out past [auth]
 max_unauthenticated, closed after [auth] auth_timeout_s). Wrong credentials are answered
 SASL_AUTHENTICATION_FAILED after [auth] failure_delay_s, and the connection closed.
 
-SCRAM-SHA-256/512 are not offered: SCRAM needs, per user, a salt, an iteration count and
-PBKDF2-derived StoredKey/ServerKey, and the users file keeps scrypt hashes, from which
-they cannot be derived (docs/kafka.md says what `hedwig user add` would have to keep).
+SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802/7677) are served with SaslAuthenticate carrying
+the exchange: client-first, answered server-first (the user's salt and iteration count,
+looked up through the same throttle and queue); client-final, answered server-final when
+the proof is right. The proof is checked against the StoredKey `hedwig user add` / `passwd`
+wrote (hedwig/auth/scram.py); a user without keys, or no such user, gets mock keys and
+fails as a wrong password does, after the same delay, counted by the same throttle.
 """
 
 from twisted.internet.defer import succeed
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
+from hedwig.auth.scram import MECHANISMS as SCRAM_MECHANISMS
+from hedwig.auth.scram import ScramError, ScramServer, mock_keys
 from hedwig.auth.throttle import LoginRefused
 from hedwig.kafka.access import guarded
 from hedwig.protocol.names import printable
@@ -27,7 +32,7 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
 # SaslHandshake v0 is advertised (librdkafka looks for it) but refused: after it the
 # tokens would come unframed, which this port does not read.
 SASL_API_VERSIONS = {17: ("SaslHandshake", 0, 1), 36: ("SaslAuthenticate", 0, 2)}
-MECHANISMS = ("PLAIN",)
+MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 NONE = 0
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
@@ -68,6 +73,7 @@ class ConnectionSasl:
         self.session = self  # (what the waiting room closes a connection through)
         self._timer = None
         self._timeout_s = timeout_s
+        self._scram = None  # a SCRAM exchange past server-first: (ScramServer, Principal or None)
 
     def arrived(self, peer_host: str) -> None:
         self.peer_host = self.peer = peer_host
@@ -76,6 +82,9 @@ class ConnectionSasl:
 
     def gone(self) -> None:
         self._stop_timer()
+        if self._scram is not None:  # (admitted by the throttle, its proof never came)
+            self.gate.authenticator.scram_ended(self._scram[0].user, self.peer_host, None, abandoned=True)
+            self._scram = None
         self.gate.room.gone(self)
 
     def _stop_timer(self) -> None:
@@ -127,6 +136,8 @@ class ConnectionSasl:
             return succeed(
                 self._refusal(ILLEGAL_SASL_STATE, "SaslAuthenticate before SaslHandshake, or again")
             )
+        if self.mechanism != "PLAIN":
+            return self._scram_step(bytes(request.auth_bytes))
         parts = bytes(request.auth_bytes).split(b"\0")
         if len(parts) != 3:
             self.failed = True
@@ -145,7 +156,7 @@ class ConnectionSasl:
         )
         return checked.addCallbacks(self._checked, self._not_checked, (user,))
 
-    def _checked(self, principal, user: str):
+    def _checked(self, principal, user: str, answer: bytes = b""):
         self.checking = False
         if principal is not None:
             self.principal = principal
@@ -153,11 +164,56 @@ class ConnectionSasl:
             self.gate.room.proven(self)
             self.gate.successes += 1
             self.log.info(
-                "Kafka client {peer}: authenticated as {user} by SASL PLAIN", peer=self.peer_host, user=user
-            )
-            return {"error_code": NONE, "error_message": None, "auth_bytes": b"", "session_lifetime": 0}
+                "Kafka client {peer}: authenticated as {user} by SASL {mechanism}",
+                peer=self.peer_host, user=user, mechanism=self.mechanism,
+            )  # fmt: skip
+            return {"error_code": NONE, "error_message": None, "auth_bytes": answer, "session_lifetime": 0}
         self.gate.failures += 1
         return self._failed(f"wrong user name or password (user {printable(user)})")
+
+    # -- SCRAM ----------------------------------------------------------------------------
+
+    def _scram_step(self, message: bytes):
+        """client-first (answered server-first) or client-final (answered server-final)."""
+        if self._scram is not None:
+            exchange, principal = self._scram
+            self._scram = None
+            try:
+                answer = exchange.client_final(message)
+            except ScramError as e:
+                answer, why = None, str(e)
+            else:
+                why = None
+            authenticator = self.gate.authenticator
+            principal = authenticator.scram_ended(
+                exchange.user, self.peer_host, principal if answer else None
+            )
+            if why is not None:  # (counted as a wrong password: a malformed proof is one)
+                self.gate.failures += 1
+                return self._failed(why)
+            return self._checked(principal, exchange.user, answer)
+        exchange = ScramServer(self.mechanism)
+        try:
+            user = exchange.client_first(message)
+        except ScramError as e:
+            self.failed = True
+            return succeed(self._refusal(SASL_AUTHENTICATION_FAILED, str(e)))
+        self.checking = True
+        connection = self.connection
+        looked_up = self.gate.authenticator.scram_keys(
+            user, self.mechanism, self.peer_host, lambda: not connection.closed
+        )
+        return looked_up.addCallbacks(self._scram_first, self._not_checked, (exchange,))
+
+    def _scram_first(self, found, exchange):
+        self.checking = False
+        keys, principal = found
+        if self.connection.closed:
+            self.gate.authenticator.scram_ended(exchange.user, self.peer_host, None, abandoned=True)
+            return None
+        self._scram = (exchange, principal)
+        first = exchange.server_first(keys if keys is not None else mock_keys(self.mechanism, exchange.user))
+        return {"error_code": NONE, "error_message": None, "auth_bytes": first, "session_lifetime": 0}
 
     def _not_checked(self, failure):
         self.checking = False

@@ -11,8 +11,12 @@ import pytest
 from hedwig.auth import Principal, UsersFile, UsersFileError, hash_password, verify_password
 from hedwig.auth.hashing import HashError, parse_hash
 from hedwig.auth.principal import CREATE, PUBLISH, SUBSCRIBE
+from hedwig.auth.scram import MECHANISMS as SCRAM_MECHANISMS
+from hedwig.auth.scram import derive_keys, stored_keys
 
 FAST = 4  # log2 n for tests: the format is the same, the cost is not
+_HASH = hash_password("pw", log2_n=FAST)
+_KEYS = stored_keys("pw")["SCRAM-SHA-256"]
 
 
 def test_a_password_verifies_and_a_wrong_one_does_not():
@@ -90,6 +94,13 @@ def test_the_file_round_trips_owner_only(tmp_path):
         ({"alice": {"certificates": ["c"], "admin": "yes"}}, "admin is true or false"),
         ({"alice": {"certificates": ["c"], "relay_origins": ["eu"]}}, "needs region"),
         ({"anonymous": {"certificates": ["c"]}}, "do not authenticate"),
+        ({"alice": {"password": _HASH, "scram": {"SCRAM-SHA-1": _KEYS}}}, "not a SCRAM mechanism"),
+        (
+            {"alice": {"password": _HASH, "scram": {"SCRAM-SHA-256": {**_KEYS, "iterations": 10}}}},
+            "iterations",
+        ),
+        ({"alice": {"password": _HASH, "scram": {"SCRAM-SHA-512": _KEYS}}}, "keys of 64 bytes"),
+        ({"alice": {"certificates": ["c"], "scram": {"SCRAM-SHA-256": _KEYS}}}, "beside a password"),
     ],
 )
 def test_a_bad_users_file_is_refused_naming_the_problem(tmp_path, users, why):
@@ -124,12 +135,36 @@ def test_hedwig_user_add_list_remove(tmp_path):
     assert "correct horse" not in (tmp_path / "users.json").read_text()
     assert verify_password(b"correct horse", UsersFile.load(path).password_hash("alice"))
     listed = _hedwig("user", "--users-file", path, "list")
-    assert listed.stdout.split() == ["alice", "publish=orders.*", "subscribe=*", "password"]
+    assert listed.stdout.split() == [
+        "alice", "publish=orders.*", "subscribe=*", "password", "scram=SCRAM-SHA-256,SCRAM-SHA-512"
+    ]  # fmt: skip
     assert "scrypt" not in listed.stdout
     removed = _hedwig("user", "--users-file", path, "remove", "alice")
     assert removed.returncode == 0 and UsersFile.load(path).users == {}
     again = _hedwig("user", "--users-file", path, "remove", "alice")
     assert again.returncode == 1 and "has no user alice" in again.stderr
+
+
+def test_hedwig_user_passwd_writes_the_scram_keys_a_user_without_them_lacks(tmp_path):
+    """A user whose password was set before SCRAM was served (a hash, no keys) gets them,
+    and keeps its permissions, when `hedwig user passwd` sets its password again."""
+    path = tmp_path / "users.json"
+    old = {"password": hash_password("old", log2_n=FAST), "subscribe": ["t.*"]}
+    path.write_text(json.dumps({"users": {"bob": old}}))
+    listed = _hedwig("user", "--users-file", str(path), "list")
+    assert listed.stdout.split() == ["bob", "subscribe=t.*", "password", "scram=none"]
+    done = _hedwig("user", "--users-file", str(path), "passwd", "bob", env={"HEDWIG_PASSWORD": "new-pw"})
+    assert done.returncode == 0, done.stderr
+    users = UsersFile.load(str(path))
+    assert verify_password(b"new-pw", users.password_hash("bob"))
+    assert users.principal("bob").grants["subscribe"] == ("t.*",)
+    for mechanism in SCRAM_MECHANISMS:
+        keys = users.scram_keys("bob", mechanism)
+        assert keys.iterations == 4096
+        assert keys == derive_keys(b"new-pw", mechanism, salt=keys.salt)
+    assert "new-pw" not in path.read_text()
+    missing = _hedwig("user", "--users-file", str(path), "passwd", "eve", env={"HEDWIG_PASSWORD": "x"})
+    assert missing.returncode == 1 and "has no user eve" in missing.stderr
 
 
 def test_hedwig_user_add_without_a_password_source_fails_without_a_prompt(tmp_path):

@@ -425,3 +425,85 @@ def test_a_group_commits_and_fetches_the_offsets_of_every_partition_of_a_partiti
         if counts.get(k):
             row = _subscriptions(kafka_hub, f"{topic}.p-{k}")["kafka.parters"]
             assert row["consumed_seq"] == counts[k]
+
+
+def _assignment(consumer) -> set:
+    return {tp.partition for tp in consumer.assignment()}
+
+
+def _poll_until(members, consumed, done, what):
+    """Polls every member (each keeps its place in the group) until `done()`; every
+    record read goes to `consumed` as (member index, partition, value)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not done():
+        assert time.monotonic() < deadline, what
+        for index, member in enumerate(members):
+            message = member.poll(0.05)
+            if message is not None and message.error() is None:
+                consumed.append((index, message.partition(), message.value()))
+
+
+def test_three_members_share_six_partitions_and_a_fourth_joining_takes_some_over(kafka_hub):
+    """Keyed records from a confluent-kafka producer over 6 partitions: each is read by
+    exactly one of three members, the one its partition is assigned to. A fourth member
+    joins: partitions move to it, and every record is read; what was committed before is
+    not read again, and what was read after only once more at most (at-least-once)."""
+    topic, group = "six-way", "six-readers"
+    with Client(kafka_hub.address) as client:
+        client.create_topic(topic, partitions=6)
+    members = [_confluent(kafka_hub, group) for _ in range(3)]
+    for member in members:
+        member.subscribe([topic])
+    consumed = []
+
+    def settled(count):
+        assignments = [_assignment(m) for m in members[:count]]
+        union = set().union(*assignments)
+        return union == set(range(6)) and sum(map(len, assignments)) == 6 and all(assignments)
+
+    _poll_until(members, consumed, lambda: settled(3), "three members share the 6 partitions")
+    assert consumed == []
+    before = [_assignment(m) for m in members]
+    producer = confluent_kafka.Producer({"bootstrap.servers": _bootstrap(kafka_hub)})
+    written = {}
+
+    def produce(values):
+        for value in values:
+            producer.produce(
+                topic,
+                value,
+                key=b"key-" + value,
+                on_delivery=lambda e, m: written.__setitem__(m.value(), e or m.partition()),
+            )
+        assert producer.flush(30) == 0
+
+    first = [b"a%d" % i for i in range(60)]
+    produce(first)
+    assert len({written[v] for v in first}) == 6  # (sixty keys land on every partition)
+    _poll_until(members, consumed, lambda: len(consumed) >= 60, "the first sixty read")
+    assert sorted(v for _, _, v in consumed) == sorted(first)  # each exactly once
+    for index, partition, value in consumed:
+        assert partition == written[value] and partition in before[index]
+    for member in members:
+        member.commit(asynchronous=False)
+    # A fourth member joins while more records come: the partitions are spread over four.
+    members.append(_confluent(kafka_hub, group))
+    members[3].subscribe([topic])
+    second = [b"b%d" % i for i in range(60)]
+    produce(second)
+
+    def all_read():
+        return settled(4) and set(second) <= {v for _, _, v in consumed}
+
+    _poll_until(members, consumed, all_read, "four members, and the rest read")
+    after = [_assignment(m) for m in members]
+    assert after[3] and any(after[i] != before[i] for i in range(3))
+    counts = {}
+    for _, _, value in consumed:
+        counts[value] = counts.get(value, 0) + 1
+    assert set(counts) == set(first) | set(second)
+    assert all(counts[v] == 1 for v in first)  # committed before the rebalance: not read again
+    redelivered = sum(counts[v] - 1 for v in second)
+    assert all(counts[v] <= 2 for v in second) and redelivered <= len(second)
+    for member in members:
+        member.close()

@@ -123,6 +123,10 @@ class HubProcess:
             text=True,
             encoding="utf-8",
             errors="replace",
+            # SIGINT as a terminal gives it (Ctrl-C stops the hub), even when this process
+            # runs in the background of a shell, which starts it ignored, and would pass
+            # that on: a hub started with SIGINT ignored rightly keeps ignoring it.
+            preexec_fn=_default_sigint,
         )
         stream = self.process.stdout if self.log_on_stdout else self.process.stderr
 
@@ -248,3 +252,8 @@ def hub_environment() -> dict:
     """The environment for CLI subprocesses: this one's, without the user's HEDWIG_HUB or
     HEDWIG_TLS_* that would point them elsewhere (or switch them to TLS)."""
     return {key: value for key, value in os.environ.items() if not key.startswith("HEDWIG_")}
+
+
+def _default_sigint() -> None:
+    """In the child, before exec: SIGINT back to its default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -1,6 +1,7 @@
 """Shared test settings, and the hub-process fixtures of every area that runs real hubs."""
 
 import atexit
+import os
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +20,10 @@ from hedwig.testing.zookeeper import ZooKeeperMissing, ZooKeeperServer
 # temporary one, not .hypothesis in the repository.
 _hypothesis_home = tempfile.mkdtemp(prefix="hedwig-hypothesis-")
 set_hypothesis_home_dir(_hypothesis_home)
+# ... in the processes the tests start too (hubs, the CLI): kio, the Kafka port's schemas,
+# imports hypothesis when it is installed, which then keeps its Unicode tables under the
+# process's working directory.
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _hypothesis_home
 atexit.register(shutil.rmtree, _hypothesis_home, True)
 
 # CI machines have 2 cores shared with Spark and hub processes: judge properties, not speed.

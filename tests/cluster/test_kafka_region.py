@@ -1,0 +1,205 @@
+"""Kafka clients on a region of several hubs (hedwig.kafka.brokers): every hub serving
+Kafka is a broker, a partition's leader is its topic's owner, a request for a partition
+to a hub that does not own it is NOT_LEADER_OR_FOLLOWER, and librdkafka follows a
+takeover by itself: a producer (acks=all, idempotence on) through a SIGKILL of a
+partition's owner loses nothing it was told was stored, and a consumer reads on."""
+
+import confluent_kafka
+from confluent_kafka.admin import AdminClient
+
+from hedwig.client import Client
+from hedwig.kafka.apis import NONE, NOT_LEADER_OR_FOLLOWER
+from hedwig.kafka.brokers import node_id_of
+from hedwig.testing.polling import wait_until
+from tests.kafka.wire import KafkaPeer, record_batch
+
+PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS = 0, 1, 2, 19
+TIMEOUT_S = 60
+
+
+def create_at(hub, topic, partitions=1):
+    """CreateTopics asked of `hub`: a topic a Kafka client creates is claimed by the hub asked."""
+    with KafkaPeer(hub.kafka_port) as peer:
+        peer.request(
+            CREATE_TOPICS,
+            7,
+            topics=[
+                {
+                    "name": topic,
+                    "num_partitions": partitions,
+                    "replication_factor": -1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            timeout=30000,
+            validate_only=False,
+        )
+        _cid, response = peer.response(CREATE_TOPICS, 7)
+    assert response.topics[0].error_code == NONE, response.topics[0].error_message
+
+
+def metadata(hub, topics):
+    """(brokers {node id: "host:port"}, {topic: {partition: leader}}) as librdkafka reads
+    them from `hub` alone."""
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{hub.kafka_port}"})
+    found = {}
+    for topic in topics:
+        listed = admin.list_topics(topic, timeout=TIMEOUT_S)
+        brokers = {b.id: f"{b.host}:{b.port}" for b in listed.brokers.values()}
+        described = listed.topics[topic]
+        assert described.error is None, described.error
+        found[topic] = {k: p.leader for k, p in described.partitions.items()}
+    return brokers, found
+
+
+def partition_errors(port, topic, partition=0):
+    """The error codes of Produce, Fetch and ListOffsets of one partition asked of the hub
+    listening for Kafka on `port`."""
+    with KafkaPeer(port) as peer:
+        peer.request(
+            PRODUCE,
+            9,
+            transactional_id=None,
+            acks=-1,
+            timeout=30000,
+            topic_data=[
+                {
+                    "name": topic,
+                    "partition_data": [{"index": partition, "records": record_batch([(None, b"v", [])])}],
+                }
+            ],
+        )
+        produced = peer.response(PRODUCE, 9)[1].responses[0].partition_responses[0].error_code
+        peer.request(
+            FETCH,
+            12,
+            max_wait=0,
+            min_bytes=0,
+            topics=[
+                {
+                    "topic": topic,
+                    "partitions": [{"partition": partition, "fetch_offset": 0, "partition_max_bytes": 4096}],
+                }
+            ],
+        )
+        fetched = peer.response(FETCH, 12)[1].responses[0].partitions[0].error_code
+        peer.request(
+            LIST_OFFSETS,
+            7,
+            replica_id=-1,
+            isolation_level=0,
+            topics=[{"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}],
+        )
+        listed = peer.response(LIST_OFFSETS, 7)[1].topics[0].partitions[0].error_code
+    return produced, fetched, listed
+
+
+def test_metadata_names_every_hub_and_each_partition_owner_and_the_others_refuse_it(region):
+    hubs = region(2, kafka=True)
+    first, second = hubs.hubs
+    create_at(first, "on-first", partitions=2)
+    create_at(second, "on-second")
+    with Client(hubs.addresses) as client:
+        owners = {t: client.describe(t)["owner"] for t in ("on-first", "on-first.p-1", "on-second")}
+    assert owners == {"on-first": first.address, "on-first.p-1": first.address, "on-second": second.address}
+    expected_brokers = {
+        node_id_of(first.address): f"127.0.0.1:{first.kafka_port}",
+        node_id_of(second.address): f"127.0.0.1:{second.kafka_port}",
+    }
+    expected_leaders = {
+        "on-first": {0: node_id_of(first.address), 1: node_id_of(first.address)},
+        "on-second": {0: node_id_of(second.address)},
+    }
+    for hub in (first, second):
+        assert metadata(hub, ["on-first", "on-second"]) == (expected_brokers, expected_leaders)
+    # Each partition's requests to the hub that does not own it: NOT_LEADER_OR_FOLLOWER.
+    refused = (NOT_LEADER_OR_FOLLOWER,) * 3
+    assert partition_errors(second.kafka_port, "on-first", 0) == refused
+    assert partition_errors(second.kafka_port, "on-first", 1) == refused
+    assert partition_errors(first.kafka_port, "on-second", 0) == refused
+    assert partition_errors(first.kafka_port, "on-second", 0) == refused
+    assert partition_errors(first.kafka_port, "on-first", 1) == (NONE, NONE, NONE)
+    with Client(hubs.addresses) as client:  # (nothing stored by the refused produces)
+        assert len(client.read("on-second")) == 0 and len(client.read("on-first.p-1")) == 1
+
+
+def test_an_idempotent_producer_and_a_consumer_follow_a_sigkill_of_the_partitions_owner(region):
+    hubs = region(2, kafka=True, session_timeout_ms=2000)
+    owner_hub, other = hubs.hubs
+    topic = "moving"
+    create_at(owner_hub, topic, partitions=2)
+    bootstrap = ",".join(f"127.0.0.1:{hub.kafka_port}" for hub in hubs.hubs)
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 2,
+            "message.timeout.ms": 120000,
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 500,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "region-reader",
+            "enable.auto.commit": False,
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 500,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+    consumer.assign(
+        [confluent_kafka.TopicPartition(topic, k, confluent_kafka.OFFSET_BEGINNING) for k in (0, 1)]
+    )
+    acknowledged, errors, consumed = [], [], []
+
+    def report(error, message):
+        if error is not None:
+            errors.append(error)
+        else:
+            acknowledged.append(message.value())
+
+    def consume_some():
+        message = consumer.poll(0.01)
+        if message is not None and message.error() is None:
+            consumed.append(message.value())
+
+    def produce(count, start):
+        for i in range(start, start + count):
+            value = b"%d" % i
+            while True:
+                try:
+                    producer.produce(topic, key=b"k%d" % (i % 16), value=value, on_delivery=report)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+            consume_some()
+
+    try:
+        produce(2000, 0)
+        while len(acknowledged) < 1000:  # (half answered, the rest in flight or queued: kill)
+            producer.poll(0.001)
+        owner_hub.kill()
+        produce(2000, 2000)
+        assert producer.flush(TIMEOUT_S * 2) == 0
+        assert errors == []
+
+        def consumed_all():
+            consume_some()
+            return len(set(consumed)) == 4000
+
+        wait_until(consumed_all, "the consumer reading every record, through the takeover", TIMEOUT_S)
+    finally:
+        consumer.close()
+    sent = [b"%d" % i for i in range(4000)]
+    assert sorted(acknowledged) == sorted(sent)  # (every record answered, none refused)
+    with Client(other.address) as client:
+        assert client.describe(topic)["owner"] == other.address  # (taken over)
+        stored = [m.payload for m in client.read(topic)]
+    assert sorted(stored) == sorted(sent)  # nothing acknowledged lost, nothing stored twice
+    assert set(consumed) == set(sent)  # the consumer followed the takeover

@@ -20,7 +20,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.hub.errors import status_for
-from hedwig.kafka.brokers import LEADER_NOT_AVAILABLE, NONE, brokers_of
+from hedwig.kafka.brokers import GROUPS_TOPIC, LEADER_NOT_AVAILABLE, NONE, brokers_of
 from hedwig.kafka.group_apis import GROUP_API_VERSIONS, KafkaGroupApis
 from hedwig.kafka.records import RecordsError, entry_batch, read_batches
 from hedwig.kafka.sasl import (
@@ -140,7 +140,7 @@ class KafkaApis:
             32: self.describe_configs,
             37: self.create_partitions,
         }
-        self.groups = KafkaGroupApis(hub, clock, lambda: (self.brokers.node_id, *self.broker), kafka_error)
+        self.groups = KafkaGroupApis(hub, clock, self.brokers, kafka_error)
         self.handlers.update(self.groups.handlers)
         self.handlers.update({17: handshake_without_auth, 36: authenticate_without_auth})
 
@@ -185,7 +185,7 @@ class KafkaApis:
         is placed when `claim`: brokers.py)."""
 
         def row(error):
-            return {"error_code": error, "name": name, "is_internal": False, "partitions": []}
+            return {"error_code": error, "name": name, "is_internal": name == GROUPS_TOPIC, "partitions": []}
 
         def partition(index, error, leader):
             return {

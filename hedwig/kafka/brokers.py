@@ -14,6 +14,13 @@ claims it when the client's first request comes (ZkTopicManager._claim_or_redire
 and names that hub as leader. A Metadata request for every topic claims nothing: a
 partition nobody owns is answered LEADER_NOT_AVAILABLE there (leader -1), as Kafka
 answers a partition whose leader is being elected.
+
+A consumer group's coordinator is chosen as Kafka chooses it: the leader of partition
+`abs(javaHashCode(group)) % GROUP_PARTITIONS` of the topic `__consumer_offsets`
+(made, with its partitions, by the first FindCoordinator of the region), so it is a
+topic owner like any other: claimed on demand, taken over when its hub dies, moved by
+rebalancing. The topic holds no records (offsets are subscriptions: offsets.py); it is
+only whose hub coordinates which groups. A hub alone coordinates every group.
 """
 
 import hashlib
@@ -21,12 +28,29 @@ import hashlib
 from twisted.internet.defer import succeed
 
 from hedwig.hub.errors import NotOwner
+from hedwig.kafka.groups import COORDINATOR_NOT_AVAILABLE, NONE
+from hedwig.protocol.admin_requests import CreateTopic
+from hedwig.protocol.partitions import partition_topic
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 
-NONE = 0
 LEADER_NOT_AVAILABLE = 5
 LONE_NODE_ID = 0  # a hub alone is broker 0
+GROUPS_TOPIC = "__consumer_offsets"  # whose partitions' owners coordinate the groups (Kafka's name)
+GROUP_PARTITIONS = 8  # Kafka's offsets.topic.num.partitions is 50: a region has a few hubs
+
+
+def group_partition(group_id: str) -> int:
+    """The partition of __consumer_offsets whose leader coordinates `group_id`: Kafka's
+    Utils.abs(groupId.hashCode()) % partitions, the hash Java's String.hashCode (over
+    UTF-16 code units, int32 arithmetic)."""
+    value = 0
+    for unit in range(0, len(encoded := group_id.encode("utf-16-be")), 2):
+        value = (31 * value + int.from_bytes(encoded[unit : unit + 2], "big")) & 0xFFFFFFFF
+    if value >= 0x80000000:
+        value -= 0x100000000
+    magnitude = 0 if value == -0x80000000 else abs(value)
+    return magnitude % GROUP_PARTITIONS
 
 
 def node_id_of(hub_name: str) -> int:
@@ -63,6 +87,14 @@ class LoneBroker:
     def leader(self, _topic: str, _claim: bool):
         """Deferred[(error code, leader's node id)] of one partition's hedwig topic."""
         return succeed((NONE, LONE_NODE_ID))
+
+    def coordinator(self, _group_id: str):
+        """Deferred[(error code, broker row)] of the group's coordinator: this hub."""
+        return succeed((NONE, self.brokers()[0]))
+
+    def coordinates(self, _group_id: str) -> bool:
+        """Whether this hub coordinates the group (a hub alone: every group)."""
+        return True
 
 
 class RegionBrokers:
@@ -128,6 +160,34 @@ class RegionBrokers:
         else:
             found = topics.znodes.read_owner(topic).addCallback(self._owned_by)
         return found.addErrback(self._elsewhere)
+
+    def coordinator(self, group_id: str):
+        """Deferred[(error code, broker row)] of the hub coordinating the group: the leader
+        of its partition of __consumer_offsets (made by the first hub asked, its partitions
+        claimed there: rebalancing spreads them); COORDINATOR_NOT_AVAILABLE while none is."""
+        topic = partition_topic(GROUPS_TOPIC, group_partition(group_id))
+
+        def made(exists):
+            if exists or self.hub.topics.owns(topic):
+                return None
+            return self.hub.create_topic(CreateTopic(GROUPS_TOPIC, False, GROUP_PARTITIONS), False)
+
+        def led(found):
+            error, node_id = found
+            for row in self.brokers():
+                if error == NONE and row["node_id"] == node_id:
+                    return (NONE, row)
+            return (COORDINATOR_NOT_AVAILABLE, None)
+
+        found = self.hub.topics.exists(GROUPS_TOPIC).addCallback(made)
+        found.addCallback(lambda _: self.leader(topic, True))
+        return found.addCallbacks(led, lambda _f: (COORDINATOR_NOT_AVAILABLE, None))
+
+    def coordinates(self, group_id: str) -> bool:
+        """Whether this hub coordinates the group: it owns the group's partition of
+        __consumer_offsets (a hub that lost it answers NOT_COORDINATOR, and the members
+        find the new one)."""
+        return self.hub.topics.owns(partition_topic(GROUPS_TOPIC, group_partition(group_id)))
 
     def _owned_by(self, result):
         owner, _version = result

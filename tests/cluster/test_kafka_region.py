@@ -203,3 +203,151 @@ def test_an_idempotent_producer_and_a_consumer_follow_a_sigkill_of_the_partition
         stored = [m.payload for m in client.read(topic)]
     assert sorted(stored) == sorted(sent)  # nothing acknowledged lost, nothing stored twice
     assert set(consumed) == set(sent)  # the consumer followed the takeover
+
+
+FIND_COORDINATOR, HEARTBEAT = 10, 12
+NOT_COORDINATOR = 16
+
+
+def find_coordinator(hub, group):
+    """(error code, node id, "host:port") of FindCoordinator asked of `hub`."""
+    with KafkaPeer(hub.kafka_port) as peer:
+        peer.request(FIND_COORDINATOR, 4, key_type=0, coordinator_keys=[group])
+        (row,) = peer.response(FIND_COORDINATOR, 4)[1].coordinators
+    return row.error_code, row.node_id, f"{row.host}:{row.port}"
+
+
+def heartbeat_error(hub, group):
+    with KafkaPeer(hub.kafka_port) as peer:
+        peer.request(HEARTBEAT, 4, group_id=group, generation_id=1, member_id="m", group_instance_id=None)
+        return peer.response(HEARTBEAT, 4)[1].error_code
+
+
+def test_a_group_across_two_hubs_follows_a_sigkill_of_its_coordinator(region):
+    hubs = region(2, kafka=True, session_timeout_ms=2000)
+    owner, coordinator = hubs.hubs
+    topic, group, count = "grouped", "region-group", 400
+    create_at(owner, topic, partitions=4)  # (every partition on `owner`)
+    # The group's coordinator: the owner of its partition of __consumer_offsets, which
+    # the first FindCoordinator (asked of `coordinator`) made there. Every hub names it;
+    # the others answer the group's requests NOT_COORDINATOR.
+    named = (NONE, node_id_of(coordinator.address), f"127.0.0.1:{coordinator.kafka_port}")
+    assert find_coordinator(coordinator, group) == named
+    assert find_coordinator(owner, group) == named
+    assert heartbeat_error(owner, group) == NOT_COORDINATOR
+    sent = {b"%d" % i for i in range(count)}
+    with Client(hubs.addresses) as client:
+        for k in range(4):
+            partition = topic if k == 0 else f"{topic}.p-{k}"
+            client.publish_many(partition, [b"%d" % i for i in range(k, count, 4)])
+
+    assigned = {}  # consumer -> assignments it was given
+
+    def consumer(hub):
+        made = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{hub.kafka_port}",  # (one hub each)
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 300,
+                "reconnect.backoff.ms": 50,
+                "reconnect.backoff.max.ms": 500,
+            }
+        )
+        assigned[made] = 0
+        made.subscribe([topic], on_assign=took, on_revoke=gave_back, on_lost=gave_back)
+        return made
+
+    def took(c, _partitions):
+        assigned[c] += 1
+
+    def gave_back(c, _partitions):
+        """Partitions leave a member: what it read since its last commit is read again."""
+        uncommitted.append(since_commit[c])
+        since_commit[c] = 0
+
+    uncommitted = []
+
+    since_commit = {}
+    consumers = [consumer(owner), consumer(coordinator)]
+    consumed = {c: [] for c in consumers}
+    since_commit.update((c, 0) for c in consumers)
+    every = 10  # each member commits after every 10 records it reads
+
+    def consume_round():
+        for c in consumers:
+            message = c.poll(0.05)
+            if message is None or message.error() is not None:
+                continue
+            consumed[c].append(message.value())
+            since_commit[c] += 1
+            if since_commit[c] >= every:
+                c.commit(asynchronous=False)
+                since_commit[c] = 0
+
+    def read(enough):
+        def done():
+            consume_round()
+            return enough()
+
+        return done
+
+    try:
+        wait_until(
+            read(lambda: all(len(values) >= 2 * every for values in consumed.values())),
+            "both members reading",
+            TIMEOUT_S,
+        )
+        # The members share the partitions; stopped (paused), everything they read committed.
+        assert sorted(len(c.assignment()) for c in consumers) == [2, 2]
+        for c in consumers:
+            c.pause(c.assignment())
+            if since_commit[c]:
+                c.commit(asynchronous=False)
+                since_commit[c] = 0
+        # Committed through the coordinator, the offsets are subscriptions on the owner.
+        committed = {
+            (tp.topic, tp.partition): tp.offset for c in consumers for tp in c.committed(c.assignment(), 30)
+        }
+        with Client(owner.address) as client:
+            for k in range(4):
+                partition = topic if k == 0 else f"{topic}.p-{k}"
+                rows = client.subscriptions(partition)
+                found = [r["consumed_seq"] for r in rows if r["subscriber_id"] == f"kafka.{group}"]
+                assert found == ([committed[(topic, k)]] if committed[(topic, k)] >= 0 else [])
+        assert sum(offset > 0 for offset in committed.values()) >= 2
+        before = dict(assigned)
+        read_before = sum(len(values) for values in consumed.values())
+        del uncommitted[:]  # (the rebalances of the group's first joins read nothing again)
+        coordinator.kill()
+        # The members find the new coordinator, join there, get their partitions again
+        # and read on from the committed offsets.
+        wait_until(
+            read(lambda: all(assigned[c] > before[c] for c in consumers)),
+            "the members joining the group's new coordinator",
+            TIMEOUT_S,
+        )
+        assert find_coordinator(owner, group) == (
+            NONE,
+            node_id_of(owner.address),
+            f"127.0.0.1:{owner.kafka_port}",
+        )
+        for c in consumers:
+            c.resume(c.assignment())
+        wait_until(
+            read(lambda: len(set().union(*consumed.values())) == count),
+            "the group reading every record after its coordinator died",
+            TIMEOUT_S,
+        )
+    finally:
+        for c in consumers:
+            c.close()
+    everything = [value for values in consumed.values() for value in values]
+    assert set(everything) == sent and 0 < read_before < count
+    # Everything read before the kill was committed: read again is at most what a member
+    # read after it (its commits failing until the group had its new coordinator) before
+    # its partitions left it in a rebalance, under `every` each time (at-least-once).
+    again = len(everything) - count
+    assert again <= sum(uncommitted) and all(n < every for n in uncommitted), (again, uncommitted)

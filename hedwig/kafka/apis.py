@@ -1,7 +1,9 @@
 """The Kafka APIs a hub serves, each over the Hub's core API (hedwig.hub.core).
 
-One table, API_VERSIONS, declares every API and the versions served (what ApiVersions
-answers); KafkaApis has one method per API taking kio's request entity and returning
+Each API is declared once, in a module's table of what it serves (served.py: its name,
+the versions served and the method serving it); API_VERSIONS gathers this module's, the
+groups' and SASL's (what ApiVersions answers). KafkaApis has one method per API taking
+kio's request entity and returning
 the response as a dict (or a Deferred of one; None: no response, Produce with acks=0),
 which hedwig.kafka.envelope encodes for the request's version.
 
@@ -30,6 +32,7 @@ from hedwig.kafka.sasl import (
     handshake_without_auth,
 )
 from hedwig.kafka.sequences import KafkaSequences
+from hedwig.kafka.served import Served, handlers, versions
 from hedwig.kafka.waits import FetchWait
 from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.messageset import MessageSetError
@@ -38,18 +41,22 @@ from hedwig.protocol.partitions import MAX_PARTITIONS, parent_of, partition_topi
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 
-# api key -> (name, lowest version, highest version): what this hub serves.
+# What this hub serves beside the groups' and SASL's APIs (served.py).
+_SERVED = {
+    0: Served("Produce", 3, 9, "produce"),
+    1: Served("Fetch", 4, 12, "fetch"),
+    2: Served("ListOffsets", 1, 7, "list_offsets"),
+    3: Served("Metadata", 1, 12, "metadata"),
+    18: Served("ApiVersions", 0, 4, "api_versions"),
+    19: Served("CreateTopics", 2, 7, "create_topics"),
+    20: Served("DeleteTopics", 1, 6, "delete_topics"),
+    22: Served("InitProducerId", 0, 4, "init_producer_id"),
+    32: Served("DescribeConfigs", 1, 4, "describe_configs"),
+    37: Served("CreatePartitions", 0, 3, "create_partitions"),
+}
+# api key -> (name, lowest version, highest version): every API this hub serves.
 API_VERSIONS = {
-    0: ("Produce", 3, 9),
-    1: ("Fetch", 4, 12),
-    2: ("ListOffsets", 1, 7),
-    3: ("Metadata", 1, 12),
-    18: ("ApiVersions", 0, 4),
-    19: ("CreateTopics", 2, 7),
-    20: ("DeleteTopics", 1, 6),
-    22: ("InitProducerId", 0, 4),
-    32: ("DescribeConfigs", 1, 4),
-    37: ("CreatePartitions", 0, 3),
+    **versions(_SERVED),
     **GROUP_API_VERSIONS,  # consumer groups (group_apis.py)
     **SASL_API_VERSIONS,  # SASL PLAIN with [auth] on (sasl.py)
 }
@@ -128,18 +135,7 @@ class KafkaApis:
         self.broker = broker
         self.brokers = brokers_of(hub, lambda: self.broker, kafka_error)
         self.sequences = KafkaSequences(clock)
-        self.handlers = {
-            0: self.produce,
-            1: self.fetch,
-            2: self.list_offsets,
-            3: self.metadata,
-            18: self.api_versions,
-            19: self.create_topics,
-            20: self.delete_topics,
-            22: self.init_producer_id,
-            32: self.describe_configs,
-            37: self.create_partitions,
-        }
+        self.handlers = handlers(self, _SERVED)
         self.groups = KafkaGroupApis(hub, clock, self.brokers, kafka_error)
         self.handlers.update(self.groups.handlers)
         self.handlers.update({17: handshake_without_auth, 36: authenticate_without_auth})

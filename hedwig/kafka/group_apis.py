@@ -21,20 +21,21 @@ from hedwig.kafka.groups import (
     sync_error,
 )
 from hedwig.kafka.offsets import INVALID_GROUP_ID, NO_OFFSET, NOT_COORDINATOR, GroupOffsets, subscriber_id
+from hedwig.kafka.served import Served, handlers, versions
 
-# api key -> (name, lowest version, highest version)
-GROUP_API_VERSIONS = {
-    8: ("OffsetCommit", 2, 8),
-    9: ("OffsetFetch", 1, 8),
-    10: ("FindCoordinator", 0, 4),
-    11: ("JoinGroup", 0, 9),
-    12: ("Heartbeat", 0, 4),
-    13: ("LeaveGroup", 0, 5),
-    14: ("SyncGroup", 0, 5),
-    15: ("DescribeGroups", 0, 5),
-    16: ("ListGroups", 0, 5),
-    42: ("DeleteGroups", 0, 2),
+_SERVED = {
+    8: Served("OffsetCommit", 2, 8, "offset_commit"),
+    9: Served("OffsetFetch", 1, 8, "offset_fetch"),
+    10: Served("FindCoordinator", 0, 4, "find_coordinator"),
+    11: Served("JoinGroup", 0, 9, "join_group"),
+    12: Served("Heartbeat", 0, 4, "heartbeat"),
+    13: Served("LeaveGroup", 0, 5, "leave_group"),
+    14: Served("SyncGroup", 0, 5, "sync_group"),
+    15: Served("DescribeGroups", 0, 5, "describe_groups"),
+    16: Served("ListGroups", 0, 5, "list_groups"),
+    42: Served("DeleteGroups", 0, 2, "delete_groups"),
 }
+GROUP_API_VERSIONS = versions(_SERVED)  # api key -> (name, lowest version, highest version)
 
 TOPIC_AUTHORIZATION_FAILED = 29
 _GROUP_KEY = 0
@@ -48,18 +49,7 @@ class KafkaGroupApis:
         self.brokers = brokers
         self.coordinator = GroupCoordinator(clock)
         self.offsets = GroupOffsets(hub, error_of)
-        self.handlers = {
-            8: self.offset_commit,
-            9: self.offset_fetch,
-            10: self.find_coordinator,
-            11: self.join_group,
-            12: self.heartbeat,
-            13: self.leave_group,
-            14: self.sync_group,
-            15: self.describe_groups,
-            16: self.list_groups,
-            42: self.delete_groups,
-        }
+        self.handlers = handlers(self, _SERVED)
 
     # -- FindCoordinator --------------------------------------------------------------------
 

@@ -351,3 +351,45 @@ def test_a_group_across_two_hubs_follows_a_sigkill_of_its_coordinator(region):
     # its partitions left it in a rebalance, under `every` each time (at-least-once).
     again = len(everything) - count
     assert again <= sum(uncommitted) and all(n < every for n in uncommitted), (again, uncommitted)
+
+
+METADATA = 3
+LEADER_NOT_AVAILABLE = 5
+
+
+def leaders(hub, topics):
+    """{(topic, partition): (error code, leader)} of a raw Metadata v12 asked of `hub`
+    (`topics` None: every topic)."""
+    with KafkaPeer(hub.kafka_port) as peer:
+        named = None if topics is None else [{"name": t, "topic_id": None} for t in topics]
+        peer.request(
+            METADATA,
+            12,
+            topics=named,
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        response = peer.response(METADATA, 12)[1]
+    return {
+        (t.name, p.partition_index): (p.error_code, p.leader_id)
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+def test_a_partition_nobody_owns_is_placed_by_metadata_naming_it_not_by_a_listing(region):
+    hubs = region(2, kafka=True, session_timeout_ms=2000)
+    owner, survivor = hubs.hubs
+    create_at(owner, "orphaned", partitions=2)
+    owned = {("orphaned", k): (NONE, node_id_of(owner.address)) for k in (0, 1)}
+    assert leaders(survivor, None) == owned
+    owner.kill()
+    # Once the dead owner's session expired, a listing of every topic claims nothing:
+    # nobody leads the partitions (LEADER_NOT_AVAILABLE), and nobody owns them after.
+    orphaned = {("orphaned", k): (LEADER_NOT_AVAILABLE, -1) for k in (0, 1)}
+    wait_until(lambda: leaders(survivor, None) == orphaned, "the partitions without a leader", TIMEOUT_S)
+    assert leaders(survivor, None) == orphaned
+    # Metadata naming the topic places them: the survivor (alone now) claims them.
+    led = {("orphaned", k): (NONE, node_id_of(survivor.address)) for k in (0, 1)}
+    assert leaders(survivor, ["orphaned"]) == led
+    assert leaders(survivor, None) == led

@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 
 from hedwig.hub.errors import status_for
 from hedwig.kafka.group_apis import GROUP_API_VERSIONS, KafkaGroupApis
-from hedwig.kafka.records import RecordsError, entry_batch, read_batches
+from hedwig.kafka.records import BATCH_OVERHEAD, RecordsError, entry_batch, read_batches
 from hedwig.kafka.sasl import (
     SASL_API_VERSIONS,
     ConnectionSasl,
@@ -436,16 +436,24 @@ class KafkaApis:
             return log.read(seq, _MAX_FETCH_ENTRIES, max_bytes).addCallback(batches, log, max_bytes)
 
         def batches(entries, log, max_bytes):
+            """One record batch per entry while they fit in max_bytes (the first always
+            does, whole or not); the last one cut to the records that fit, so an answer
+            is as full as the partition's limit lets it be, and nothing is made in vain."""
             compacted = bool(log.compaction)
             parts = []
-            total = 0
+            room = max_bytes
             for entry in entries:
-                batch = entry_batch(entry.data, seq, compacted)
-                if parts and total + len(batch) > max_bytes:
+                if parts and room < BATCH_OVERHEAD + 8:
+                    break
+                batch, whole = entry_batch(entry.data, seq, compacted, room if parts else max(room, 1))
+                if parts and len(batch) > room:  # (one record more than the room: the next answer's)
                     break
                 parts.append(batch)
-                total += len(batch)
-            return (row(NONE, log, b"".join(parts)), total, log, False)
+                room -= len(batch)
+                if not whole:
+                    break
+            records = b"".join(parts)
+            return (row(NONE, log, records), len(records), log, False)
 
         def failed(failure):
             code, _message, expected = kafka_error(failure)

@@ -18,8 +18,14 @@ import zlib
 
 import crc32c
 
-from hedwig.protocol.entry import entry_messages
-from hedwig.protocol.messageset import encode_message_set, parse_message_set, properties_and_keys
+from hedwig.protocol.compression import plain_message_set
+from hedwig.protocol.entry import decode_entry_header, message_part
+from hedwig.protocol.messageset import (
+    encode_message_set,
+    message_set_count,
+    parse_message_set,
+    properties_and_keys,
+)
 
 # base offset, batch length, partition leader epoch, magic, crc
 _BATCH_HEAD = struct.Struct("!qiibI")
@@ -357,38 +363,61 @@ def _header_value(value) -> bytes:
     return str(value).encode("utf-8")
 
 
-def entry_batch(data, from_seq: int, compacted: bool) -> bytes:
-    """The record batch of a stored entry's messages from `from_seq` on (none before):
-    offsets seq-id - 1, timestamps the entry's publish time (log-append time). In a
-    compacted topic a message without a payload is a tombstone: a null value."""
-    header, _sparse, message_set, offset, _keys, _empty = entry_messages(data)
+# A plain record's bytes after its size and before its value's length: attributes and
+# timestamp delta (0, 0), the offset delta, a null key; by the offset delta.
+_PLAIN_HEAD = [b"\0\0" + delta + _NULL for delta in _ZIGZAG]
+# A plain record's bytes besides its value, at most: three varints of up to 5 bytes
+# (size, offset delta, value length) and 4 bytes (attributes, timestamp, key, headers).
+_MOST_PLAIN_FRAMING = 19
+
+
+def entry_batch(data, from_seq: int, compacted: bool, max_bytes: int | None = None) -> tuple:
+    """(record batch, whole) of a stored entry's messages from `from_seq` on (none
+    before): offsets seq-id - 1, timestamps the entry's publish time (log-append time).
+    With `max_bytes` the batch holds only the records that fit in it (always the first):
+    `whole` says whether it holds every message to the entry's end. In a compacted topic
+    a message without a payload is a tombstone: a null value."""
+    header = decode_entry_header(data)
+    message_set, offset = plain_message_set(data, header.body_offset)
+    if header.sparse:  # (its messages are the last of its seq-ids: first_seq is theirs)
+        header = message_part(header, message_set_count(message_set, offset), 0, None)[0]
     layout = parse_message_set(message_set, offset)
     first = header.first_seq
     start = max(from_seq - first, 0)
     count = layout.count - start
     plain = layout.property_offsets is None and layout.key_offsets is None and not compacted
+    bounds = layout.payload_offsets
+    room = None if max_bytes is None else max_bytes - BATCH_OVERHEAD
+    if room is not None and plain and bounds[-1] - bounds[start] + _MOST_PLAIN_FRAMING * count <= room:
+        room = None  # (every record fits: no size is summed)
     if not plain:
         properties, keys = properties_and_keys(message_set, offset, start=start, layout=layout)
     view = message_set if isinstance(message_set, bytes) else bytes(message_set)
-    bounds = layout.payload_offsets
     table = _ZIGZAG
     records = []
     append = records.append
+    taken = count
+    total = 0
     if plain:
-        # The usual entry: payloads alone. A record is its size, attributes and timestamp
-        # delta (0, 0), offset delta, a null key, the value, no headers: pieces appended
-        # to one list, joined once (no bytes made per record but the lookups').
+        # The usual entry: payloads alone. A record is its size, the head by its offset
+        # delta, the value's length, the value and no headers: pieces appended to one
+        # list, joined once (no bytes made per record but the payload's slice).
+        heads = _PLAIN_HEAD
         for n in range(count):
             i = start + n
             low, high = bounds[i], bounds[i + 1]
             length = high - low
-            delta = table[n] if n < _TABLE else _zigzag(n)
+            head = heads[n] if n < _TABLE else b"\0\0" + _zigzag(n) + _NULL
             prefix = table[length] if length < _TABLE else _zigzag(length)
-            size = 4 + len(delta) + len(prefix) + length
-            append(table[size] if size < _TABLE else _zigzag(size))
-            append(b"\0\0")
-            append(delta)
-            append(_NULL)
+            size = len(head) + len(prefix) + length + 1
+            size_bytes = table[size] if size < _TABLE else _zigzag(size)
+            if room is not None:
+                total += len(size_bytes) + size
+                if total > room and n:
+                    taken = n
+                    break
+            append(size_bytes)
+            append(head)
             append(prefix)
             append(view[low:high])
             append(b"\0")
@@ -410,10 +439,17 @@ def entry_batch(data, from_seq: int, compacted: bool) -> bytes:
                 parts.append(b"\0")
             record = b"".join(parts)
             size = len(record)
-            append(table[size] if size < _TABLE else _zigzag(size))
+            size_bytes = table[size] if size < _TABLE else _zigzag(size)
+            if room is not None:
+                total += len(size_bytes) + size
+                if total > room and n:
+                    taken = n
+                    break
+            append(size_bytes)
             append(record)
     time_ms = header.publish_time_us // 1000
-    rest = _BATCH_REST.pack(TIMESTAMP_LOG_APPEND, count - 1, time_ms, time_ms, -1, -1, -1, count) + b"".join(
+    rest = _BATCH_REST.pack(TIMESTAMP_LOG_APPEND, taken - 1, time_ms, time_ms, -1, -1, -1, taken) + b"".join(
         records
     )
-    return _BATCH_HEAD.pack(first - 1 + start, len(rest) + 9, 0, 2, crc32c.crc32c(rest)) + rest
+    batch = _BATCH_HEAD.pack(first - 1 + start, len(rest) + 9, 0, 2, crc32c.crc32c(rest)) + rest
+    return batch, taken == count

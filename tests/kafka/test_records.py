@@ -47,7 +47,7 @@ def test_a_fetched_entry_is_a_batch_kafka_python_reads(batch_records, first_seq,
         + batch.message_set()
     )
     skip = min(skip, batch.count - 1)
-    fetched = DefaultRecordBatch(entry_batch(entry, first_seq + skip, compacted=False))
+    fetched = DefaultRecordBatch(entry_batch(entry, first_seq + skip, compacted=False)[0])
     assert fetched.validate_crc()
     got = list(fetched)
     assert [r.offset for r in got] == [first_seq - 1 + i for i in range(skip, batch.count)]
@@ -69,10 +69,53 @@ def test_long_batches_of_long_records_go_through_both_ways(count, length, keyed,
     assert batch.values == values and batch.keys == keys
     entry = encode_entry_header(5, count, 1_700_000_000_123_456, b"region", 5) + batch.message_set()
     skip = min(skip, count - 1)
-    got = list(DefaultRecordBatch(entry_batch(entry, 5 + skip, compacted=False)))
+    got = list(DefaultRecordBatch(entry_batch(entry, 5 + skip, compacted=False)[0]))
     assert [(r.offset, r.key, r.value) for r in got] == [
         (4 + n, keys[n], values[n]) for n in range(skip, count)
     ]
+
+
+@given(records, st.integers(0, 19), st.integers(1, 3000), st.booleans())
+def test_a_fetched_entry_cut_to_its_room_is_the_records_that_fit(batch_records, skip, room, keyed):
+    """With a room of max_bytes, the batch holds the longest run of records from the
+    fetch offset that fits (never none): what kafka-python reads of it is that run, and
+    `whole` says whether it reaches the entry's end."""
+    if not keyed:
+        batch_records = [(None, v, {}) for _k, v, _h in batch_records]
+    (batch,) = read_batches(
+        record_batch([(k, v, list(h.items())) for k, v, h in batch_records]), 1 << 20, 1 << 24
+    )
+    entry = encode_entry_header(9, batch.count, 1_700_000_000_123_456, b"region", 9) + batch.message_set()
+    skip = min(skip, batch.count - 1)
+    fetched, whole = entry_batch(entry, 9 + skip, compacted=False, max_bytes=room)
+    got = list(DefaultRecordBatch(fetched))
+    assert DefaultRecordBatch(fetched).validate_crc()
+    assert [(r.offset, r.key, r.value, dict(r.headers)) for r in got] == [
+        (8 + skip + n, k, v, h) for n, (k, v, h) in enumerate(batch_records[skip : skip + len(got)])
+    ]
+    assert whole == (skip + len(got) == batch.count)
+    assert len(got) >= 1
+    if len(got) > 1:
+        assert len(fetched) <= room
+    if not whole:  # (one record more would not have fitted)
+        one_more, _ = entry_batch(entry, 9 + skip, compacted=False, max_bytes=1 << 30)
+        longer = list(DefaultRecordBatch(one_more))[: len(got) + 1]
+        assert len(longer) == len(got) + 1
+        assert len(fetched) + _record_size(fetched, one_more, len(got)) > room
+
+
+def _record_size(cut: bytes, whole: bytes, taken: int) -> int:
+    """The wire size of record `taken` of `whole`: what the cut batch left out first."""
+    at = len(cut)
+    value = shift = 0
+    while True:
+        byte = whole[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+    return (at - len(cut)) + ((value >> 1) ^ -(value & 1))
 
 
 def test_a_decompression_bomb_is_refused_before_it_is_made():

@@ -59,11 +59,22 @@ INVALID_RECORD = 87
 
 
 class Batch:
-    """One decoded record batch: its producer fields and its records as parallel lists."""
+    """One decoded record batch: its producer fields and its records as parallel lists.
+    `records`: the batch's records region (uncompressed) when a Fetch may answer with it
+    as it is (records_as_stored), else None."""
 
-    __slots__ = ("base_sequence", "count", "headers", "keys", "producer_epoch", "producer_id", "values")
+    __slots__ = (
+        "base_sequence",
+        "count",
+        "headers",
+        "keys",
+        "producer_epoch",
+        "producer_id",
+        "records",
+        "values",
+    )
 
-    def __init__(self, producer_id, producer_epoch, base_sequence, keys, values, headers):
+    def __init__(self, producer_id, producer_epoch, base_sequence, keys, values, headers, records=None):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
@@ -71,6 +82,7 @@ class Batch:
         self.values = values
         self.headers = headers
         self.count = len(values)
+        self.records = records
 
     def message_set(self) -> bytes:
         """The hedwig message set of these records (no key: None; a null value: empty)."""
@@ -123,8 +135,8 @@ def _read_batch(data: bytes, offset: int, end: int, max_message_bytes: int, max_
         body = decompress(codec, body, max_plain_bytes)
     elif len(body) > max_plain_bytes:
         raise RecordsError(MESSAGE_TOO_LARGE, f"a record batch of {len(body)} bytes")
-    keys, values, headers = _read_records(body, count, max_message_bytes)
-    return Batch(producer_id, epoch, base_sequence, keys, values, headers)
+    keys, values, headers, as_stored = _read_records(body, count, max_message_bytes)
+    return Batch(producer_id, epoch, base_sequence, keys, values, headers, body if as_stored else None)
 
 
 def _varint(buf: bytes, at: int) -> tuple:
@@ -146,8 +158,12 @@ _ONE_BYTE = [(b >> 1) ^ -(b & 1) for b in range(128)]
 
 
 def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
-    """Keys, values and headers of `count` records; one- and two-byte varints read inline
-    (a record costs a few microseconds of Python: this is the produce path's loop)."""
+    """Keys, values and headers of `count` records, and whether the records read back
+    from the stored entry would be these bytes' records (records_as_stored): offset
+    deltas 0, 1, 2..., no empty key, no null value, headers of distinct names without
+    null values. One- and two-byte varints read inline (a record costs a few
+    microseconds of Python: this is the produce path's loop)."""
+    as_stored = True
     keys = []
     values = []
     headers = []
@@ -156,7 +172,7 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
     one = _ONE_BYTE
     limit = max_message_bytes
     try:
-        for _ in range(count):
+        for n in range(count):
             b = body[at]
             if b < 0x80:
                 length = one[b]
@@ -174,9 +190,15 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
             while body[at] & 0x80:  # timestamp delta (the hub keeps its own time)
                 at += 1
             at += 1
-            while body[at] & 0x80:  # offset delta (records are taken in their order)
+            b = body[at]  # offset delta (records are taken in their order)
+            if b < 0x80:
                 at += 1
-            at += 1
+                if one[b] != n:
+                    as_stored = False
+            else:
+                delta, at = _varint(body, at)
+                if delta != n:
+                    as_stored = False
             b = body[at]
             if b < 0x80:
                 key_length = one[b]
@@ -190,6 +212,8 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's key has a negative length")
             else:
                 key = None
+                if key_length == 0:  # (stored as no key: read back null)
+                    as_stored = False
             b = body[at]
             if b < 0x80:
                 value_length = one[b]
@@ -207,6 +231,8 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's value has a negative length")
             else:
                 value = b""
+                if value_length:  # (null: stored empty, read back empty but in a compacted topic)
+                    as_stored = False
             if at >= record_end:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's fields run past its length")
             b = body[at]
@@ -215,7 +241,9 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
                 record_headers = None
             else:
                 at -= 1
-                record_headers, at = _read_headers(body, at, record_end, length)
+                record_headers, at, exact = _read_headers(body, at, record_end, length)
+                if not exact:
+                    as_stored = False
             if at != record_end:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's length does not match its fields")
             if length > limit and len(value) + (key_length if key_length > 0 else 0) > limit:
@@ -229,7 +257,7 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
         raise RecordsError(CORRUPT_MESSAGE, "a record header's key is not UTF-8") from None
     if at != size:
         raise RecordsError(CORRUPT_MESSAGE, f"{size - at} bytes follow a batch's last record")
-    return keys, values, headers
+    return keys, values, headers, as_stored
 
 
 def _read_headers(body: bytes, at: int, record_end: int, length: int) -> tuple:
@@ -237,6 +265,7 @@ def _read_headers(body: bytes, at: int, record_end: int, length: int) -> tuple:
     if header_count < 0 or header_count > length:
         raise RecordsError(CORRUPT_MESSAGE, f"a record with {header_count} headers")
     record_headers = {}
+    exact = True  # (no null value, no name twice: the properties give these headers back)
     for _ in range(header_count):
         name_length, at = _varint(body, at)
         if name_length < 0 or at + name_length > record_end:
@@ -246,9 +275,11 @@ def _read_headers(body: bytes, at: int, record_end: int, length: int) -> tuple:
         header_length, at = _varint(body, at)
         if header_length < -1 or at + header_length > record_end:
             raise RecordsError(CORRUPT_MESSAGE, "a record header's value does not fit the record")
+        if header_length < 0 or name in record_headers:
+            exact = False
         record_headers[name] = body[at : at + header_length] if header_length > 0 else b""
         at += max(header_length, 0)
-    return record_headers, at
+    return record_headers, at, exact
 
 
 def decompress(codec: int, frame: bytes, limit: int) -> bytes:
@@ -369,6 +400,19 @@ _PLAIN_HEAD = [b"\0\0" + delta + _NULL for delta in _ZIGZAG]
 # A plain record's bytes besides its value, at most: three varints of up to 5 bytes
 # (size, offset delta, value length) and 4 bytes (attributes, timestamp, key, headers).
 _MOST_PLAIN_FRAMING = 19
+
+
+def records_as_stored(first_seq: int, publish_time_us: int, count: int, records: bytes) -> bytes:
+    """The record batch of an entry whose messages a producer sent as `records` (a Batch's
+    records: what the entry's messages read back as, record for record): the records as
+    they came, behind the header entry_batch writes. Log-append time makes every record's
+    timestamp the batch's (a Kafka broker with LogAppendTime leaves records' deltas as
+    they are too); the CRC runs on from the header over the records, which are not copied
+    but once, into the batch."""
+    time_ms = publish_time_us // 1000
+    rest = _BATCH_REST.pack(TIMESTAMP_LOG_APPEND, count - 1, time_ms, time_ms, -1, -1, -1, count)
+    crc = crc32c.crc32c(records, crc32c.crc32c(rest))
+    return b"".join((_BATCH_HEAD.pack(first_seq - 1, len(rest) + len(records) + 9, 0, 2, crc), rest, records))
 
 
 def entry_batch(data, from_seq: int, compacted: bool, max_bytes: int | None = None) -> tuple:

@@ -5,11 +5,11 @@ answers a Fetch with, it reads back. And the idempotent sequence rules, unit by 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import Clock
 
-from hedwig.kafka.records import RecordsError, entry_batch, read_batches
+from hedwig.kafka.records import RecordsError, entry_batch, read_batches, records_as_stored
 from hedwig.kafka.sequences import DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER, KafkaSequences
 from hedwig.protocol.entry import encode_entry_header
 from tests.kafka.wire import record_batch
@@ -116,6 +116,74 @@ def _record_size(cut: bytes, whole: bytes, taken: int) -> int:
             break
         shift += 7
     return (at - len(cut)) + ((value >> 1) ^ -(value & 1))
+
+
+# Records as producers send them, with what does not read back as it came: empty keys,
+# null values, header names twice, null header values, and their own timestamps.
+produced_records = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=20)),
+        st.one_of(st.none(), st.binary(max_size=200)),
+        st.lists(
+            st.tuples(st.sampled_from(["a", "b", "é"]), st.one_of(st.none(), st.binary(max_size=10))),
+            max_size=3,
+        ),
+        st.integers(0, 1 << 41),
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+def _produced_batch(produced, codec=0):
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
+    for offset, (key, value, headers, timestamp) in enumerate(produced):
+        builder.append(offset, timestamp=timestamp, key=key, value=value, headers=headers)
+    return bytes(builder.build())
+
+
+@given(produced_records, st.sampled_from(sorted(KAFKA_CODECS)), st.integers(1, 1 << 40))
+def test_records_kept_as_produced_are_read_as_the_stored_entry_reads(produced, codec, first_seq):
+    """A batch's records are kept (Batch.records) only when the entry they are stored
+    as reads back as those records; then the batch made of them (a Fetch's answer with
+    no work per record) is what kafka-python reads of the entry's own batch: offsets,
+    keys, values, headers, the publish time as every record's timestamp."""
+    (batch,) = read_batches(_produced_batch(produced, KAFKA_CODECS[codec]), 1 << 20, 1 << 24)
+    exact = all(
+        key != b""
+        and value is not None
+        and len({n for n, _v in headers}) == len(headers)
+        and all(v is not None for _n, v in headers)
+        for key, value, headers, _t in produced
+    )
+    assert (batch.records is not None) == exact
+    if not exact:
+        return
+    time_us = 1_700_000_000_123_456
+    entry = encode_entry_header(first_seq, batch.count, time_us, b"region", first_seq) + batch.message_set()
+    from_entry = DefaultRecordBatch(entry_batch(entry, first_seq, compacted=False)[0])
+    as_stored = DefaultRecordBatch(records_as_stored(first_seq, time_us, batch.count, batch.records))
+    assert as_stored.validate_crc()
+    assert (as_stored.base_offset, as_stored.timestamp_type, as_stored.max_timestamp) == (
+        from_entry.base_offset,
+        from_entry.timestamp_type,
+        from_entry.max_timestamp,
+    )
+
+    def read(records):
+        return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in records]
+
+    got = read(as_stored)
+    assert got == read(from_entry)
+    assert [r[1] for r in got] == [time_us // 1000] * batch.count
 
 
 def test_a_decompression_bomb_is_refused_before_it_is_made():

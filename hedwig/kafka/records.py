@@ -170,6 +170,7 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
     at = 0
     size = len(body)
     one = _ONE_BYTE
+    deltas = _ZIGZAG
     limit = max_message_bytes
     try:
         for n in range(count):
@@ -190,15 +191,14 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
             while body[at] & 0x80:  # timestamp delta (the hub keeps its own time)
                 at += 1
             at += 1
-            b = body[at]  # offset delta (records are taken in their order)
-            if b < 0x80:
-                at += 1
-                if one[b] != n:
-                    as_stored = False
+            # The offset delta: n's varint, as producers write it (records are taken in
+            # their order; any other delta is read past and the records not kept as sent).
+            delta = deltas[n] if n < _TABLE else b""
+            if delta and body.startswith(delta, at):
+                at += len(delta)
             else:
                 delta, at = _varint(body, at)
-                if delta != n:
-                    as_stored = False
+                as_stored = as_stored and delta == n
             b = body[at]
             if b < 0x80:
                 key_length = one[b]

@@ -473,8 +473,8 @@ class KafkaApis:
                 room -= len(batch)
                 if not whole:
                     break
-            records = b"".join(parts)
-            return (row(NONE, log, records), len(records), log, False)
+            answer = b"".join(parts)
+            return (row(NONE, log, answer), len(answer), log, False)
 
         def failed(failure):
             code, _message, expected = kafka_error(failure)

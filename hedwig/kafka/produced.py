@@ -21,12 +21,11 @@ class ProducedBatches:
     """(topic, first seq-id) -> (last seq-id, publish time, records), `max_bytes` of
     records at most (0: none kept)."""
 
-    __slots__ = ("_batches", "bytes", "hits", "max_bytes")
+    __slots__ = ("_batches", "bytes", "max_bytes")
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self.bytes = 0
-        self.hits = 0
         self._batches = OrderedDict()
 
     def __len__(self) -> int:
@@ -53,5 +52,4 @@ class ProducedBatches:
         kept = self._batches.get((topic, entry.first_seq))
         if kept is None or kept[0] != entry.last_seq or kept[1] != entry.publish_time_us:
             return None
-        self.hits += 1
         return kept[2]

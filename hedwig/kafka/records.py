@@ -8,7 +8,11 @@ timestamp and offset deltas, key, value and headers. A batch becomes one message
 its records' values the payloads, their keys the keys, their headers the properties.
 
 A Fetch answer is one batch per stored entry, uncompressed, with the log-append-time
-flag: every record's timestamp is the entry's publish time, and its offset its seq-id - 1.
+flag: every record's timestamp is the entry's publish time, and its offset its seq-id - 1;
+the last batch of an answer is cut to the records that fit the partition's max bytes.
+An entry a Kafka producer's batch became is answered, while produced.py keeps it, with
+the records as the producer sent them (records_as_stored: no work per record); any other
+is framed record by record from the entry (entry_batch).
 Everything a client sends is checked before anything is stored: lengths, CRC, magic,
 codec, the decompressed size (bounded before it is made), every varint and length.
 """

@@ -24,7 +24,8 @@ from twisted.python.failure import Failure
 from hedwig.hub.errors import status_for
 from hedwig.kafka.brokers import GROUPS_TOPIC, LEADER_NOT_AVAILABLE, NONE, brokers_of
 from hedwig.kafka.group_apis import GROUP_API_VERSIONS, KafkaGroupApis
-from hedwig.kafka.records import RecordsError, entry_batch, read_batches
+from hedwig.kafka.produced import ProducedBatches
+from hedwig.kafka.records import BATCH_OVERHEAD, RecordsError, entry_batch, read_batches, records_as_stored
 from hedwig.kafka.sasl import (
     SASL_API_VERSIONS,
     ConnectionSasl,
@@ -135,6 +136,7 @@ class KafkaApis:
         self.broker = broker
         self.brokers = brokers_of(hub, lambda: self.broker, kafka_error)
         self.sequences = KafkaSequences(clock)
+        self.produced = ProducedBatches(hub.config.kafka.produced_cache_bytes)
         self.handlers = handlers(self, _SERVED)
         self.groups = KafkaGroupApis(hub, clock, self.brokers, kafka_error)
         self.handlers.update(self.groups.handlers)
@@ -300,7 +302,6 @@ class KafkaApis:
     def _partition_log(self, topic, index):
         """Deferred[topic log] of partition `index` (> 0) of `topic`: UNKNOWN_TOPIC_OR_PARTITION
         past its partitions, as Produce must not create a topic named as a partition."""
-
         topic_log = self.hub.topics.get(partition_topic(topic, index))
         if topic_log is not None:  # (open: it exists, within its topic's count)
             return succeed(topic_log)
@@ -322,8 +323,21 @@ class KafkaApis:
                     lambda log: self._store_idempotent(log, index, batches, message_sets, refused), refused
                 )
             return self._store_idempotent(topic_log, index, batches, message_sets, refused)
-        stored = [maybeDeferred(hub.publish, topic, message_set) for message_set in message_sets]
+        stored = [
+            maybeDeferred(hub.publish, topic, message_set).addCallback(self._keep, topic, batch)
+            for batch, message_set in zip(batches, message_sets, strict=True)
+        ]
         return self._stored(stored, index, refused)
+
+    def _keep(self, entry, topic, batch):
+        """`batch` is stored as `entry`: its records kept to answer Fetches of it with
+        (produced.py), unless they would not read back as they came or the topic is
+        compacted. Returns `entry`."""
+        if batch.records is not None and entry.last_seq - entry.first_seq + 1 == batch.count:
+            topic_log = self.hub.topics.get(topic)
+            if topic_log is not None and not topic_log.compaction:
+                self.produced.keep(topic, entry, batch.records)
+        return entry
 
     def _store_idempotent(self, topic_log, index, batches, message_sets, refused):
         """An idempotent producer's batches, each checked against the producer's sequence
@@ -332,7 +346,7 @@ class KafkaApis:
         publish = self.hub.publish
         stored = []
         for batch, message_set in zip(batches, message_sets, strict=True):
-            store = partial(_store_with, publish, topic_log.topic, message_set)
+            store = partial(_store_with, publish, topic_log.topic, message_set, self._keep, batch)
             if batch.producer_id >= 0:
                 stored.append(self.sequences.publish(topic_log, batch, store))
             else:
@@ -448,16 +462,30 @@ class KafkaApis:
             return log.read(seq, _MAX_FETCH_ENTRIES, max_bytes).addCallback(batches, log, max_bytes)
 
         def batches(entries, log, max_bytes):
+            """One record batch per entry while they fit in max_bytes (the first always
+            does, whole or not); the last one cut to the records that fit, so an answer
+            is as full as the partition's limit lets it be, and nothing is made in vain."""
             compacted = bool(log.compaction)
+            produced = self.produced
             parts = []
-            total = 0
+            room = max_bytes
             for entry in entries:
-                batch = entry_batch(entry.data, seq, compacted)
-                if parts and total + len(batch) > max_bytes:
+                if parts and room < BATCH_OVERHEAD + 8:
+                    break
+                records = None if compacted or seq > entry.first_seq else produced.records(log.topic, entry)
+                if records is not None:  # (as a producer sent them: no work per record)
+                    batch = records_as_stored(entry.first_seq, entry.publish_time_us, entry.count, records)
+                    whole = True
+                if records is None or (parts and len(batch) > room):
+                    batch, whole = entry_batch(entry.data, seq, compacted, room if parts else max(room, 1))
+                if parts and len(batch) > room:  # (one record more than the room: the next answer's)
                     break
                 parts.append(batch)
-                total += len(batch)
-            return (row(NONE, log, b"".join(parts)), total, log, False)
+                room -= len(batch)
+                if not whole:
+                    break
+            answer = b"".join(parts)
+            return (row(NONE, log, answer), len(answer), log, False)
 
         def failed(failure):
             code, _message, expected = kafka_error(failure)
@@ -693,8 +721,12 @@ def _config_rows(hub, compacted: bool, creatable: bool = False) -> list:
     ]
 
 
-def _store_with(publish, topic, message_set, producer):
-    return maybeDeferred(publish, topic, message_set, None, None, None, producer)
+def _store_with(publish, topic, message_set, keep, batch, producer):
+    """Store a batch (its records kept only when stored by this call, never for a repeat
+    answered with the first's entry)."""
+    return maybeDeferred(publish, topic, message_set, None, None, None, producer).addCallback(
+        keep, topic, batch
+    )
 
 
 def _partitions(request):

@@ -71,18 +71,7 @@ def partition_errors(port, topic, partition=0):
             ],
         )
         produced = peer.response(PRODUCE, 9)[1].responses[0].partition_responses[0].error_code
-        peer.request(
-            FETCH,
-            12,
-            max_wait=0,
-            min_bytes=0,
-            topics=[
-                {
-                    "topic": topic,
-                    "partitions": [{"partition": partition, "fetch_offset": 0, "partition_max_bytes": 4096}],
-                }
-            ],
-        )
+        peer.fetch(topic, partition, 0, max_bytes=4096)
         fetched = peer.response(FETCH, 12)[1].responses[0].partitions[0].error_code
         peer.request(
             LIST_OFFSETS,

@@ -297,13 +297,16 @@ class Hub:
 
     # -- administration ---------------------------------------------------------------------
 
-    def create_topic(self, request: CreateTopic) -> Deferred:
+    def create_topic(self, request: CreateTopic, place: bool = True) -> Deferred:
         """Deferred[{"topic", "created", "compaction", "partitions"}]: the topic exists
         (created now or before) as asked; TOPIC_EXISTS when it exists as the other kind
         (compacted or not), or with another partition count than one asked for, which
         it stays: a caller asking for a table must not get a plain topic. A topic of N
         partitions is N topics (hedwig.protocol.partitions), partition 0's record
-        holding the count, written once every other partition exists."""
+        holding the count, written once every other partition exists. `place` False: in a
+        region, claimed here if nobody owns it (partition 0's owner creating the others,
+        which rebalancing spreads later: placed, they went to other hubs, which refused
+        the create as not theirs, and the client bounced between the two)."""
         if self.stopping:
             return fail(HubStopping())
         topic = request.topic
@@ -313,7 +316,7 @@ class Hub:
         def create(existed):
             if request.compaction and not existed:
                 new_options[topic] = {"compaction": True}
-            d = self.topics.acquire(topic)
+            d = self.topics.acquire(topic, place)
 
             def done(result):
                 new_options.pop(topic, None)
@@ -369,7 +372,7 @@ class Hub:
                 f" as a partition (*{PARTITION_INFIX}K) itself",
             )
         made = [
-            self.create_topic(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction))
+            self.create_topic(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction), False)
             for k in range(topic_log.partitions, count)
         ]
         return gatherResults(made, consumeErrors=True).addCallbacks(

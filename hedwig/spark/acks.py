@@ -53,7 +53,8 @@ class DrainSubscriptions:
         return self._subscribe(topic, mode="attach", force_attach=True)
 
     def _subscribe(self, topic: str, **options):
-        return self.client.subscribe(topic, self.subscriber_id, deliver=False, **options)
+        # (each hedwig topic by itself: a partitioned topic's partitions are topics here)
+        return self.client.subscribe(topic, self.subscriber_id, deliver=False, partition=0, **options)
 
     def acknowledge(self, offsets: dict) -> dict:
         """Move each topic's consumed seq-id up to offsets[topic] (never back); returns

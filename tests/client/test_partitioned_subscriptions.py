@@ -8,9 +8,9 @@ import confluent_kafka
 import pytest
 
 from hedwig.client import Client
+from hedwig.client.errors import NoSuchTopic, TopicBusy
 from hedwig.protocol.partitions import partition_for_key, partition_topic, partition_topics
 from hedwig.testing.hubprocess import HubProcess
-from hedwig.testing.polling import wait_until
 from tests.cli.test_cli import hedwig, lines
 from tests.client.every_client import CLIENTS
 
@@ -208,24 +208,26 @@ def test_a_native_subscriber_reads_what_a_kafka_producer_wrote_to_every_partitio
     }
 
 
-def test_a_subscription_of_partitions_owned_by_two_hubs_of_a_region(region):
-    """The partitions are created on a region of one hub; a second joins and takes a share
-    of them: one subscription reads every partition, from both hubs at once."""
-    hubs = region(1)
-    first = hubs.hubs[0]
-    topic = "region-parts"
+def test_partitions_owned_by_two_hubs_of_a_region_are_created_read_as_one_and_deleted(region):
+    """Topics of 8 partitions created on a region of two hubs, each partition made by the
+    hub that owns it; of one whose partitions both hubs own, one subscription reads every
+    partition from both hubs at once; deleting it reaches every partition's owner."""
+    hubs = region(2)
+    first, second = hubs.hubs
+    owners = {}
+    with Client(first.address) as client:
+        for topic in (f"region-parts-{i}" for i in range(4)):
+            assert client.create_topic(topic, partitions=8)["partitions"] == 8
+            owners[topic] = {name: client.describe(name)["owner"] for name in partition_topics(topic, 8)}
+    spread = [
+        topic for topic, found in owners.items() if set(found.values()) == {first.address, second.address}
+    ]
+    assert spread, owners
+    topic = spread[0]
     names = partition_topics(topic, 8)
     numbers = range(200)
     with Client(first.address) as client:
-        client.create_topic(topic, partitions=8)
         client.publish_many(topic, [b"%d" % n for n in numbers], keys=[key_of(n) for n in numbers])
-    second = hubs.add()
-
-    def spread():
-        with Client(first.address) as client:
-            return {client.describe(name)["owner"] for name in names} == {first.address, second.address}
-
-    wait_until(spread, "the joining hub taking a share of the partitions", TIMEOUT_S)
     with Client(second.address) as client:
         subscription = client.subscribe(topic, "everywhere", start="earliest")
         got = [subscription.receive(TIMEOUT_S) for _ in range(200)]
@@ -240,3 +242,14 @@ def test_a_subscription_of_partitions_owned_by_two_hubs_of_a_region(region):
         for name in names:
             (row,) = [r for r in client.subscriptions(name) if r["subscriber_id"] == "everywhere"]
             assert row["consumed_seq"] == counts.get(name, 0)
+    # A subscription on a partition another hub owns holds the delete back, unless forced.
+    held = next(name for name in names if owners[topic][name] != owners[topic][topic])
+    with Client(first.address) as client:
+        client.unsubscribe(topic, "everywhere")
+        client.subscribe(held, "holder", deliver=False).close()
+        with pytest.raises(TopicBusy, match=f"its partition {held} has 1 subscription"):
+            client.delete_topic(topic)
+        assert sorted(client.delete_topic(topic, force=True)["partitions"]) == sorted(names[1:])
+        for name in names:
+            with pytest.raises(NoSuchTopic):
+                client.describe(name)

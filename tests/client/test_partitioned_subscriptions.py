@@ -8,7 +8,7 @@ import confluent_kafka
 import pytest
 
 from hedwig.client import Client
-from hedwig.client.errors import NoSuchTopic, TopicBusy
+from hedwig.client.errors import NoSuchTopic, SubscriptionClosed, TopicBusy
 from hedwig.protocol.partitions import partition_for_key, partition_topic, partition_topics
 from hedwig.testing.hubprocess import HubProcess
 from tests.cli.test_cli import hedwig, lines
@@ -253,3 +253,22 @@ def test_partitions_owned_by_two_hubs_of_a_region_are_created_read_as_one_and_de
         for name in names:
             with pytest.raises(NoSuchTopic):
                 client.describe(name)
+
+
+@pytest.mark.parametrize("kind", CLIENTS, ids=lambda kind: kind.name)
+def test_a_partition_attached_elsewhere_ends_the_whole_subscription_after_what_came(hub, kind):
+    topic = f"forced-parts-{kind.name}"
+    with Client(hub.address) as client:
+        client.create_topic(topic, partitions=PARTITIONS)
+    publish(hub.address, topic, range(20))
+    each = kind(hub.address)
+    try:
+        subscription = each.subscribe(topic, "taken", start="earliest")
+        got = [subscription.receive() for _ in range(20)]
+        assert sorted(int(m.payload) for m in got) == list(range(20))
+        with Client(hub.address) as other:  # (another connection takes partition 1 over)
+            other.subscribe(topic, "taken", partition=1, force_attach=True).close()
+        with pytest.raises(SubscriptionClosed, match="forced closed"):
+            subscription.receive()
+    finally:
+        each.close()

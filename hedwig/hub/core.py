@@ -12,7 +12,7 @@ from twisted.logger import Logger
 
 from hedwig.concurrency.deferreds import as_deferred
 from hedwig.config.settings import Config
-from hedwig.hub.errors import HubStopping
+from hedwig.hub.errors import HubStopping, NotOwner
 from hedwig.hub.handlers import request_handlers
 from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
@@ -20,8 +20,10 @@ from hedwig.hub.producers import Producers
 from hedwig.hub.relays import IRelays
 from hedwig.hub.sending import HubWrites
 from hedwig.hub.stats import HubStats, op_name
+from hedwig.protocol.addresses import format_address
 from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.compression import check_keyed, validate_published_set
+from hedwig.protocol.errors import NoSuchTopic
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.partitions import (
@@ -31,6 +33,7 @@ from hedwig.protocol.partitions import (
     partition_topic,
     partition_topics,
 )
+from hedwig.protocol.redirects import parse_owner
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
 from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
@@ -372,12 +375,34 @@ class Hub:
                 f" as a partition (*{PARTITION_INFIX}K) itself",
             )
         made = [
-            self.create_topic(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction), False)
+            self._create_partition(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction))
             for k in range(topic_log.partitions, count)
         ]
         return gatherResults(made, consumeErrors=True).addCallbacks(
             lambda _: topic_log.set_partitions(count), lambda f: f.value.subFailure
         )
+
+    def _create_partition(self, request: CreateTopic) -> Deferred:
+        """create_topic of one partition: claimed here if nobody owns it (create_topic's
+        `place` False), else on its owner (_on_owner)."""
+        return self._on_owner(
+            self.create_topic(request, False),
+            lambda peer: peer.create_topic(request.topic, request.compaction),
+        )
+
+    def _on_owner(self, here: Deferred, there) -> Deferred:
+        """A partition's request: `here` (this hub's answer), or, when another hub of the
+        region owns the partition (a partition is a topic, which any hub may own),
+        there(client) asked of that hub through PeerClients."""
+
+        def elsewhere(failure):
+            failure.trap(NotOwner)
+            if not failure.value.owner or self.peers is None or self.peers.closed:
+                return failure
+            owner = format_address(parse_owner(failure.value.owner)[0])
+            return there(self.peers.client(owner, "partitions"))
+
+        return here.addErrback(elsewhere)
 
     def compact(self, topic: str, retry: bool = True) -> Deferred:
         """Deferred[dict]: compact the topic now, everything published before (its open
@@ -425,12 +450,19 @@ class Hub:
                         lambda answer: {**answer, "partitions": deleted}
                     )
                 name = others.pop(0)
-                d = self._delete_topic(name, force).addCallback(lambda _: deleted.append(name))
+                d = self._on_owner(
+                    self._delete_topic(name, force),
+                    lambda peer: peer.delete_topic(name, force).addErrback(_gone_there),
+                )
+                d.addCallback(lambda _: deleted.append(name))
                 return d.addErrback(_none).addCallback(next_partition)
 
             if not force:  # (refused before anything goes: none or all)
                 checks = [
-                    self._existing(name).addCallbacks(self.delivery.subscription_names, _none)
+                    self._on_owner(
+                        self._existing(name).addCallback(self.delivery.subscription_names),
+                        lambda peer, name=name: peer.subscriptions(name).addCallbacks(_names, _gone_there),
+                    ).addErrback(_none)
                     for name in others
                 ]
                 return (
@@ -602,6 +634,17 @@ class Hub:
         if self.auth is not None:
             self.auth.room.gone(connection)
         return self.delivery.channel_lost(connection)
+
+
+def _names(rows) -> list:
+    """The subscriber ids of subscription rows (another hub's answer)."""
+    return [row["subscriber_id"] for row in rows]
+
+
+def _gone_there(failure):
+    """Another hub's NoSuchTopic for a partition: gone already, as _none takes it here."""
+    failure.trap(NoSuchTopic)
+    raise RequestRefused(Status.NO_SUCH_TOPIC, failure.value.message)
 
 
 def _none(failure):

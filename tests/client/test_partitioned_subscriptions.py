@@ -11,6 +11,7 @@ from hedwig.client import Client
 from hedwig.client.errors import NoSuchTopic, SubscriptionClosed, TopicBusy
 from hedwig.protocol.partitions import partition_for_key, partition_topic, partition_topics
 from hedwig.testing.hubprocess import HubProcess
+from hedwig.testing.polling import wait_until
 from tests.cli.test_cli import hedwig, lines
 from tests.client.every_client import CLIENTS
 
@@ -209,20 +210,28 @@ def test_a_native_subscriber_reads_what_a_kafka_producer_wrote_to_every_partitio
 
 
 def test_partitions_owned_by_two_hubs_of_a_region_are_created_read_as_one_and_deleted(region):
-    """Topics of 8 partitions created on a region of two hubs, each partition made by the
-    hub that owns it; of one whose partitions both hubs own, one subscription reads every
-    partition from both hubs at once; deleting it reaches every partition's owner."""
-    hubs = region(2)
-    first, second = hubs.hubs
-    owners = {}
+    """Topics of 8 partitions created in a region (all claimed by the hub asked), then
+    spread by rebalancing when a second hub joins; of one whose partitions both hubs own,
+    one subscription reads every partition from both hubs at once; deleting it reaches
+    every partition's owner."""
+    hubs = region(1)
+    (first,) = hubs.hubs
+    topics = [f"region-parts-{i}" for i in range(4)]
     with Client(first.address) as client:
-        for topic in (f"region-parts-{i}" for i in range(4)):
+        for topic in topics:
             assert client.create_topic(topic, partitions=8)["partitions"] == 8
-            owners[topic] = {name: client.describe(name)["owner"] for name in partition_topics(topic, 8)}
-    spread = [
-        topic for topic, found in owners.items() if set(found.values()) == {first.address, second.address}
-    ]
-    assert spread, owners
+    second = hubs.add()
+    owners = {}
+
+    def spread_topics():
+        with Client(first.address) as client:
+            owners.update(
+                (topic, {name: client.describe(name)["owner"] for name in partition_topics(topic, 8)})
+                for topic in topics
+            )
+        return [t for t, found in owners.items() if set(found.values()) == {first.address, second.address}]
+
+    spread = wait_until(spread_topics, "rebalancing spreading a topic's partitions over both hubs", 90, 0.5)
     topic = spread[0]
     names = partition_topics(topic, 8)
     numbers = range(200)

@@ -112,14 +112,16 @@ class GroupOffsets:
 
     def _commit_there(self, client, name, subscriber, offset):
         """Place the group's subscription on the owner of topic `name`: RESET_SUBSCRIPTION
-        to the next seq-id (offset + 1), or SUBSCRIBE there first when it has none."""
+        to the next seq-id (offset + 1), or SUBSCRIBE there first when it has none
+        (partition=0: `name` is one partition's topic; a client's subscription of a
+        partitioned topic's name covers every partition)."""
         moved = client.reset_subscription(name, subscriber, offset + 1)
 
         def absent(failure):
             failure.trap(HedwigError)
             if failure.value.status != Status.CLIENT_NOT_SUBSCRIBED:
                 return failure
-            made = client.subscribe(name, subscriber, None, deliver=False, start=offset + 1)
+            made = client.subscribe(name, subscriber, None, deliver=False, start=offset + 1, partition=0)
             return made.addCallback(lambda subscription: subscription.close())
 
         return moved.addErrback(absent)

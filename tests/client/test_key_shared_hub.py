@@ -110,6 +110,36 @@ def test_three_members_take_every_key_whole_and_in_order(hub):
         assert (r["kind"], r["pending"], r["members"]) == ("key_shared", 0, 0)
 
 
+def test_random_keys_reach_each_member_as_one_delivery_per_entry_not_one_per_run(hub):
+    """Every message a different key than the one before: each member is sent its keys
+    of an entry as one SUBSET_DELIVERY (a DELIVERY per run of its keys would be about
+    two thirds of the entry's messages), decoded by the client, every key whole and in
+    order on one member."""
+    topic = "key-shared-random"
+    total = 6_000
+    with Client(hub.address) as publisher:
+        publisher.create_topic(topic)
+        before = publisher.stats()["delivered"]
+        taken = Counter()
+        members = [Member(hub.address, topic, taken, total, window=1000) for _ in range(3)]
+        for member in members:
+            member.start()
+        rng = random.Random(7)
+        keys_of = {}
+        for _ in range(total // 500):  # (entries of 500 messages, no key twice in a row)
+            keys = [f"key-{rng.randrange(KEYS)}" for _ in range(500)]
+            seqs = publisher.publish_many(topic, [b"x"] * len(keys), keys=keys)
+            keys_of.update(zip(seqs, (k.encode() for k in keys), strict=True))
+        for member in members:
+            member.finish()
+        check_keys(members, keys_of, total)
+        assert set(taken.values()) == {1}, "each message acknowledged once"
+        after = publisher.stats()["delivered"]
+        assert after["messages"] - before["messages"] == total
+        frames = after["entries"] - before["entries"]
+        assert frames < total // 20, f"{frames} deliveries for {total} messages in {total // 500} entries"
+
+
 VICTIM = """
 import sys
 from hedwig.client import Client

@@ -100,7 +100,8 @@ class SharedDispatcher(AckBook):
         # Delayed messages held aside until their time (delays.py).
         self.delays = DelayedRuns(clock, settings.max_delayed_runs, self.pump)
         self._time_timer = None  # a key_shared subscription's wait for its next message's time
-        self.ttl_ms = settings.message_ttl_ms  # the expiry of messages without their own (0: none)
+        # The expiry of messages without one of their own: the topic's, else the hub's (0: none).
+        self.ttl_ms = table.topic_log.ttl_ms or settings.message_ttl_ms
         self.configure(settings)
 
     def configure(self, settings) -> None:

@@ -298,10 +298,10 @@ class Hub:
     # -- administration ---------------------------------------------------------------------
 
     def create_topic(self, request: CreateTopic) -> Deferred:
-        """Deferred[{"topic", "created", "compaction", "partitions"}]: the topic exists
-        (created now or before) as asked; TOPIC_EXISTS when it exists as the other kind
-        (compacted or not), or with another partition count than one asked for, which
-        it stays: a caller asking for a table must not get a plain topic. A topic of N
+        """Deferred[{"topic", "created", "compaction", "partitions", "ttl_ms"}]: the topic
+        exists (created now or before) as asked; TOPIC_EXISTS when it exists as the other
+        kind (compacted or not), or with another partition count or default TTL than one
+        asked for, which it keeps: a caller asking for a table must not get a plain topic. A topic of N
         partitions is N topics (hedwig.protocol.partitions), partition 0's record
         holding the count, written once every other partition exists."""
         if self.stopping:
@@ -311,8 +311,10 @@ class Hub:
         partitions = request.partitions
 
         def create(existed):
-            if request.compaction and not existed:
-                new_options[topic] = {"compaction": True}
+            options = {"compaction": request.compaction, "ttl_ms": request.ttl_ms}
+            options = {name: value for name, value in options.items() if value}
+            if options and not existed:
+                new_options[topic] = options
             d = self.topics.acquire(topic)
 
             def done(result):
@@ -330,7 +332,17 @@ class Hub:
                     f"topic {topic} exists already as {kind}: it stays so (delete it first to create"
                     f" it {'without' if topic_log.compaction else 'with'} compaction)",
                 )
-            answer = {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
+            if request.ttl_ms and topic_log.ttl_ms != request.ttl_ms:
+                kept = f"a ttl of {topic_log.ttl_ms} ms" if topic_log.ttl_ms else "no ttl of its own"
+                raise RequestRefused(
+                    Status.TOPIC_EXISTS, f"topic {topic} exists already with {kept}: it keeps it"
+                )
+            answer = {
+                "topic": topic,
+                "created": not existed,
+                "compaction": topic_log.compaction,
+                "ttl_ms": topic_log.ttl_ms,
+            }
             if existed and partitions and topic_log.partitions != partitions:
                 raise RequestRefused(
                     Status.TOPIC_EXISTS,
@@ -369,7 +381,9 @@ class Hub:
                 f" as a partition (*{PARTITION_INFIX}K) itself",
             )
         made = [
-            self.create_topic(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction))
+            self.create_topic(
+                CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction, 0, topic_log.ttl_ms)
+            )
             for k in range(topic_log.partitions, count)
         ]
         return gatherResults(made, consumeErrors=True).addCallbacks(

@@ -238,6 +238,7 @@ def test_a_compacted_topic_is_created_refuses_keyless_messages_and_compacts(conn
         "created": True,
         "compaction": True,
         "partitions": 1,
+        "ttl_ms": 0,
     }
     assert client.call("describe", topic)["compaction"] is True
     with pytest.raises(KeyRequired):

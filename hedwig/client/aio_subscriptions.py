@@ -13,6 +13,7 @@ from collections import deque
 
 from zope.interface import implementer
 
+from hedwig.client.partitioned import PartitionedSubscription as BasePartitioned
 from hedwig.client.subscription import BaseSubscription, FetchInbox
 from hedwig.protocol.errors import SubscriptionClosed
 from hedwig.protocol.position import SubscriptionPosition
@@ -169,3 +170,32 @@ class PullSubscription(Subscription):
         when it has none, the first that come within `timeout` seconds; an empty list
         when the timeout passes first. `ack` each when done."""
         return await self._client._waiting.run(self._fetch_steps(max_messages, timeout))
+
+
+class PartitionedSubscription(BasePartitioned):
+    """A subscription of every partition of a partitioned topic (hedwig.client.partitioned),
+    read as one: `async for`, or `await receive(timeout)`; `await ack(message)` on its
+    partition's (and `nack`, when shared)."""
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    def _before_waiting(self) -> None:
+        for partition in self.partitions:
+            partition._before_waiting()
+
+    async def ack(self, message_or_seq) -> None:
+        await self.partition_of(message_or_seq).ack(message_or_seq)
+
+    async def nack(self, message_or_seq) -> None:
+        await BasePartitioned.nack(self, message_or_seq)
+
+    async def close(self) -> None:
+        await BasePartitioned.close(self)
+
+    receive = Subscription.receive
+    __aiter__ = Subscription.__aiter__
+    __anext__ = Subscription.__anext__
+    __aenter__ = Subscription.__aenter__
+    __aexit__ = Subscription.__aexit__

@@ -26,6 +26,8 @@ from itertools import repeat, starmap
 
 from zope.interface import implementer
 
+from hedwig.client.connection import wait_for_any
+from hedwig.client.partitioned import PartitionedSubscription as BasePartitioned
 from hedwig.client.subscription import BaseSubscription
 from hedwig.protocol import Op, Status
 from hedwig.protocol.errors import HedwigError, SubscriptionClosed, error_for
@@ -257,3 +259,62 @@ class PullSubscription(Subscription):
             inbox.clear()
             if messages or (deadline is not None and time.monotonic() >= deadline):
                 return messages
+
+
+class PartitionedSubscription(BasePartitioned):
+    """A subscription of every partition of a partitioned topic (hedwig.client.partitioned),
+    read as one: iterate it, or `receive(timeout)`; `ack(message)` on its partition's
+    (and `nack`, when shared). The waiting thread reads every partition's connection."""
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    def receive(self, timeout: float | None = None):
+        """The next message of any partition, or None when `timeout` seconds pass first."""
+        queue = self._inbox
+        if queue:
+            return queue.popleft()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        partitions = self.partitions
+        arrived = lambda: queue or any(p._connection is None for p in partitions)  # noqa: E731
+        while True:
+            connections = self._attached(deadline)
+            if connections is None:
+                return None
+            due = [p._ack_since for p in partitions if getattr(p, "_ack_since", None) is not None]
+            if due:
+                # (as Subscription.receive: a message coming within ack_delay of the oldest
+                # acknowledgement unsent takes it along later)
+                until = min(due) + partitions[0]._ack_delay
+                if deadline is not None:
+                    until = min(until, deadline)
+                if time.monotonic() < until and wait_for_any(connections, arrived, until) and queue:
+                    return queue.popleft()
+                for partition in partitions:
+                    partition._ack_since = None
+            self._flush_ack()
+            ready = wait_for_any(connections, arrived, deadline)
+            if queue:
+                return queue.popleft()
+            if not ready and (deadline is not None and time.monotonic() >= deadline):
+                return None
+
+    def _attached(self, deadline):
+        """The connections every partition's subscription is attached on (attaching those
+        that are not); None when `deadline` passes first; what ended one, once one ended."""
+        connections = []
+        for partition in self.partitions:
+            if self._closed is not None:
+                raise self._closed
+            connection = partition._attached(deadline)
+            if connection is None:
+                return None
+            if connection not in connections:
+                connections.append(connection)
+        return connections
+
+    receive_batch = Subscription.receive_batch
+    __iter__ = Subscription.__iter__
+    __enter__ = Subscription.__enter__
+    __exit__ = Subscription.__exit__

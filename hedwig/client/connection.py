@@ -16,6 +16,7 @@ goes through the session as always.
 TlsConnection (tls_connection.py) is the same connection over TLS.
 """
 
+import select
 import socket
 import ssl
 import struct
@@ -412,8 +413,23 @@ class BlockingConnection:
         read, and only when no thread is reading."""
         if self.lost is not None:
             return True
+        self.read_arrived(0.0)
+        return self.lost is not None
+
+    def read_arrived(self, wait: float) -> None:
+        """Handle what has arrived, without waiting for more (one non-blocking read);
+        when another thread is reading, wait up to `wait` seconds for its next read
+        instead (wait_for_any's read of a connection that select found readable)."""
         if not self._read_lock.acquire(False):
-            return False
+            if wait > 0:
+                with self._cond:
+                    self._waiters += 1
+                    try:
+                        if self._read_lock.locked():
+                            self._cond.wait(wait)
+                    finally:
+                        self._waiters -= 1
+            return
         try:
             self._received(self._read_now())
         except _NOTHING_TO_READ:
@@ -425,7 +441,14 @@ class BlockingConnection:
             if self._waiters:
                 with self._cond:
                     self._cond.notify_all()
-        return self.lost is not None
+
+    def fileno(self) -> int:
+        """The socket's descriptor, for select (-1 once closed)."""
+        return self._sock.fileno()
+
+    def buffered(self) -> bool:
+        """Whether bytes already read from the socket wait to be handled (TLS's)."""
+        return False
 
     def _read_now(self) -> int:
         """Read what has arrived without waiting; raises one of _NOTHING_TO_READ when nothing has."""
@@ -436,3 +459,28 @@ class BlockingConnection:
             self._shutdown_socket()  # wakes a thread waiting to read
         self._lose("the client closed the connection")
         self.lost = ClientClosed(message="the client is closed")
+
+
+def wait_for_any(connections, ready, deadline) -> bool:
+    """BlockingConnection.wait_for over several connections (a partitioned topic's
+    subscription, its partitions owned by several hubs): read whichever has something
+    (select), until ready() or the deadline (None: none). False when the deadline passed
+    or one of them is lost (the caller attaches its subscriptions again)."""
+    if len(connections) == 1:
+        return connections[0].wait_for(ready, deadline)
+    while not ready():
+        if any(connection.lost is not None for connection in connections):
+            return ready()
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return False
+        wait = _READ_SLICE if remaining is None else min(remaining, _READ_SLICE)
+        readable = [connection for connection in connections if connection.buffered()]
+        if not readable:
+            try:
+                readable, _, _ = select.select(connections, [], [], wait)
+            except (OSError, ValueError):  # (a socket closed meanwhile: it is lost)
+                readable = [connection for connection in connections if connection.closed_by_hub()]
+        for connection in readable:
+            connection.read_arrived(wait)
+    return True

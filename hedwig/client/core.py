@@ -29,10 +29,11 @@ from zope.interface import Attribute, Interface, implementer
 
 from hedwig.client.idempotent import RETRYABLE, IdempotentPublisher
 from hedwig.client.operations import ClientOperations
+from hedwig.client.partitioned import check_partition
 from hedwig.client.payloads import encode_payloads
 from hedwig.client.reads import ReadCollector
-from hedwig.client.start import position_as_asked, subscription_class
-from hedwig.protocol import Status
+from hedwig.client.start import position_as_asked, subscription_class, subscription_kind
+from hedwig.protocol import Op, Status
 from hedwig.protocol.errors import (
     AuthenticationFailed,
     ClientClosed,
@@ -377,10 +378,16 @@ class ClientCore(ClientOperations):
         deliver=True,
         *,
         kind: str = "exclusive",
+        partition: int | None = None,
         **options,
     ):
         """Attach to (or create) the durable subscription (topic, subscriber_id); the
         subscription (of the adapter's subscriptions module).
+
+        A partitioned topic's (hedwig.protocol.partitions) is one subscription of the
+        name on every partition's topic, as one: the adapter's PartitionedSubscription
+        (hedwig.client.partitioned: order kept per partition, each message acknowledged
+        on its partition's). `partition=K` subscribes to partition K's topic alone.
 
         `start`: None (after the topic's last seq-id for a new subscription, consumed+1
         for an existing one), "earliest", "latest", a seq-id or a datetime.
@@ -405,7 +412,8 @@ class ClientCore(ClientOperations):
         InvalidMessageFilter, naming the column at fault.
         """
         arguments = (mode, start, window, force_attach, deliver)
-        return self._subscribe(self._made, topic, subscriber_id, arguments, {"kind": kind, **options})
+        options = {"kind": kind, "partition": partition, **options}
+        return self._subscribe(self._made, topic, subscriber_id, arguments, options)
 
     def _made(self, position):
         """A new subscription of the adapter's kinds, for `position`."""
@@ -421,11 +429,43 @@ class ClientCore(ClientOperations):
     def _subscribe_steps_as_asked(self, make, topic, subscriber_id, arguments, options):
         if self._closing is not None:
             raise ClientClosed(message="the client is closed")
+        options = dict(options)
+        partition = options.pop("partition", None)
+        check_partition(partition)
         position = position_as_asked(self.config, topic, subscriber_id, *arguments, **options)
-        subscription = make(position)
-        yield from self._subscribe_steps(subscription)
-        self._subscriptions.add(subscription)
-        return subscription
+        if partition is None:
+            names = partition_topics(topic, (yield from self._partition_count_steps(topic)))
+        else:
+            names = [partition_topic(topic, partition)]
+        if len(names) > 1 and subscription_kind(position) == "pull":
+            raise ValueError(
+                f"{topic} has {len(names)} partitions: a pull subscription fetches from one (partition=K)"
+            )
+        subscriptions = []
+        for name in names:
+            if name != topic:
+                position = position_as_asked(self.config, name, subscriber_id, *arguments, **options)
+            subscriptions.append(make(position))
+        # (made before any attaches: a partition's first delivery goes to the one inbox)
+        made = (
+            subscriptions[0]
+            if len(names) == 1
+            else self._kinds.PartitionedSubscription(self, topic, subscriptions)
+        )
+        attached = []
+        try:
+            for subscription in subscriptions:
+                yield from self._subscribe_steps(subscription)
+                self._subscriptions.add(subscription)
+                attached.append(subscription)
+        except Exception:
+            for subscription in attached:  # (all or none)
+                try:
+                    yield from subscription._close_steps()
+                except HedwigError:
+                    pass
+            raise
+        return made
 
     def _subscribe_steps(self, subscription):
         """Steps: SUBSCRIBE as the subscription's position says (first as asked, later to
@@ -541,13 +581,25 @@ class ClientCore(ClientOperations):
             self._partitions[topic] = partitions
         return partitions
 
-    def _unsubscribe_steps(self, topic, subscriber_id, request):
+    def _unsubscribe_steps(self, topic, subscriber_id):
         """Steps: close the subscription (topic, subscriber_id) attached through this
-        client, if any, then make the UNSUBSCRIBE `request` (operations.py's)."""
-        for subscription in list(self._subscriptions):
-            if subscription.topic == topic and subscription.subscriber_id == subscriber_id:
-                yield from subscription._close_steps()
-        return (yield request())
+        client, if any, then UNSUBSCRIBE it; a partitioned topic's on every partition
+        that has it (ClientNotSubscribed when none has); partition 0's reply."""
+        names = partition_topics(topic, (yield from self._partition_count_steps(topic)))
+        replies, missing = [], None
+        for name in names:
+            for subscription in list(self._subscriptions):
+                if subscription.topic == name and subscription.subscriber_id == subscriber_id:
+                    yield from subscription._close_steps()
+            try:
+                replies.append((yield self._call(Op.UNSUBSCRIBE, name, name, subscriber_id)))
+            except ClientNotSubscribed as e:
+                if len(names) == 1:
+                    raise
+                missing = missing or e
+        if not replies:
+            raise missing
+        return replies[0]
 
     # -- closing ---------------------------------------------------------------------------
 

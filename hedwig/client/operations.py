@@ -32,9 +32,8 @@ class ClientOperations:
 
     def unsubscribe(self, topic: str, subscriber_id: str):
         """Delete the durable subscription: its consumed seq-id is forgotten (one attached
-        through this client is closed first)."""
-        request = lambda: self._call(Op.UNSUBSCRIBE, topic, topic, subscriber_id)  # noqa: E731
-        return self._waiting.run(self._unsubscribe_steps(topic, subscriber_id, request))
+        through this client is closed first); a partitioned topic's on every partition."""
+        return self._waiting.run(self._unsubscribe_steps(topic, subscriber_id))
 
     def read_range(self, topic: str, from_seq: int, to_seq: int = 0, max_bytes: int = DEFAULT_READ_BYTES):
         """Stored entries holding seq-ids from_seq..to_seq (0: to the last), raw.

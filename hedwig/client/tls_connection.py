@@ -100,6 +100,10 @@ class TlsConnection(BlockingConnection):
             return
         self._received(received)
 
+    def buffered(self) -> bool:
+        with self._tls_lock:
+            return self._sock.pending() > 0
+
     def _read_now(self) -> int:
         """BlockingConnection._read_now through OpenSSL: SSLSocket takes no recv flags, but
         this socket is non-blocking, and a read with nothing there raises SSLWantReadError

@@ -9,10 +9,11 @@ subscriptions' of every client (subscription.py); here is where messages go and 
 the application holds: a handler or a queue, and `closed`.
 """
 
-from twisted.internet.defer import Deferred, DeferredQueue, fail
+from twisted.internet.defer import Deferred, DeferredList, DeferredQueue, fail
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from hedwig.client.partitioned import PartitionedSubscription as BasePartitioned
 from hedwig.client.start import subscription_kind
 from hedwig.client.subscription import BaseSubscription, FetchInbox
 from hedwig.protocol.position import SubscriptionPosition
@@ -146,6 +147,21 @@ class PullSubscription(Subscription):
         subscription now, or, when it has none, the first that come within `timeout`
         seconds; an empty list when the timeout passes first. `ack` each when done."""
         return self._client._waiting.run(self._fetch_steps(max_messages, timeout))
+
+
+class PartitionedSubscription(BasePartitioned):
+    """A subscription of every partition of a partitioned topic (hedwig.client.partitioned):
+    every partition's messages to the one handler, or to `queue`; `ack(message)` on its
+    partition's (and `nack`, when shared); `closed` fires once every partition's has ended
+    (with the first reason the hub gave, else None)."""
+
+    def __init__(self, client, topic, partitions):
+        super().__init__(client, topic, partitions)
+        self._queue = partitions[0]._queue
+        self.closed = DeferredList([partition.closed for partition in partitions])
+        self.closed.addCallback(lambda ended: next((why for _, why in ended if why is not None), None))
+
+    queue = Subscription.queue
 
 
 _CLASSES = {

@@ -159,7 +159,8 @@ def _kind(args) -> str:
 
 def subscribe(args) -> int:
     """print a durable subscription's messages, one per line, acknowledging each once its
-    line is printed (the subscription resumes after it); the topic must exist unless --create;
+    line is printed (the subscription resumes after it); every partition's of a partitioned
+    topic (in order within each partition); the topic must exist unless --create;
     --shared joins a shared subscription as one of its members, --key-shared a key_shared one"""
     start = _start(args.start)
     options = _subscribe_options(args)
@@ -222,8 +223,9 @@ def _print_and_acknowledge(sub, args, printer, fmt, stop) -> int:
             if shared:  # each message by itself
                 for message in messages[:printed]:
                     sub.ack(message)
-            else:  # cumulative: the last printed covers those before it
-                sub.ack(messages[printed - 1])
+            else:  # cumulative: the last printed of each partition covers those before it
+                for message in {message.topic: message for message in messages[:printed]}.values():
+                    sub.ack(message)
             received += printed
         if printed < len(messages):
             break

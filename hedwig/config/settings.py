@@ -182,6 +182,10 @@ class KafkaSettings:
     # The Kafka port speaks TLS (Kafka's SSL listener) with [tls]'s certificate, key,
     # authorities and require_client_cert; needs [tls] enabled.
     tls: bool = False
+    # Records Kafka producers sent, kept in memory (this many bytes, the oldest leaving
+    # first) to answer Fetches of them as they came, with no work per record
+    # (hedwig/kafka/produced.py); 0: every Fetch is answered from the ledger.
+    produced_cache_bytes: int = 64 * MIB
 
 
 @dataclass

@@ -12,7 +12,7 @@ from twisted.logger import Logger
 
 from hedwig.concurrency.deferreds import as_deferred
 from hedwig.config.settings import Config
-from hedwig.hub.errors import HubStopping
+from hedwig.hub.errors import HubStopping, NotOwner
 from hedwig.hub.handlers import request_handlers
 from hedwig.hub.intake import RequestIntake
 from hedwig.hub.peerlog import PeerLog
@@ -20,8 +20,10 @@ from hedwig.hub.producers import Producers
 from hedwig.hub.relays import IRelays
 from hedwig.hub.sending import HubWrites
 from hedwig.hub.stats import HubStats, op_name
+from hedwig.protocol.addresses import format_address
 from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.compression import check_keyed, validate_published_set
+from hedwig.protocol.errors import NoSuchTopic
 from hedwig.protocol.names import RESERVED_SUBSCRIBER_PREFIX
 from hedwig.protocol.ops import Op
 from hedwig.protocol.partitions import (
@@ -31,6 +33,7 @@ from hedwig.protocol.partitions import (
     partition_topic,
     partition_topics,
 )
+from hedwig.protocol.redirects import parse_owner
 from hedwig.protocol.requests import ReadRange, RequestRefused, Subscribe, read_range_reply_parts
 from hedwig.protocol.spec import OPS, Direction
 from hedwig.protocol.status import Status, SubscriptionEvent
@@ -297,13 +300,16 @@ class Hub:
 
     # -- administration ---------------------------------------------------------------------
 
-    def create_topic(self, request: CreateTopic) -> Deferred:
+    def create_topic(self, request: CreateTopic, place: bool = True) -> Deferred:
         """Deferred[{"topic", "created", "compaction", "partitions", "ttl_ms"}]: the topic
         exists (created now or before) as asked; TOPIC_EXISTS when it exists as the other
         kind (compacted or not), or with another partition count or default TTL than one
-        asked for, which it keeps: a caller asking for a table must not get a plain topic. A topic of N
-        partitions is N topics (hedwig.protocol.partitions), partition 0's record
-        holding the count, written once every other partition exists."""
+        asked for, which it keeps: a caller asking for a table must not get a plain topic.
+        A topic of N partitions is N topics (hedwig.protocol.partitions), partition 0's
+        record holding the count, written once every other partition exists. `place` False: in a
+        region, claimed here if nobody owns it (partition 0's owner creating the others,
+        which rebalancing spreads later: placed, they went to other hubs, which refused
+        the create as not theirs, and the client bounced between the two)."""
         if self.stopping:
             return fail(HubStopping())
         topic = request.topic
@@ -315,7 +321,7 @@ class Hub:
             options = {name: value for name, value in options.items() if value}
             if options and not existed:
                 new_options[topic] = options
-            d = self.topics.acquire(topic)
+            d = self.topics.acquire(topic, place)
 
             def done(result):
                 new_options.pop(topic, None)
@@ -381,7 +387,7 @@ class Hub:
                 f" as a partition (*{PARTITION_INFIX}K) itself",
             )
         made = [
-            self.create_topic(
+            self._create_partition(
                 CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction, 0, topic_log.ttl_ms)
             )
             for k in range(topic_log.partitions, count)
@@ -389,6 +395,30 @@ class Hub:
         return gatherResults(made, consumeErrors=True).addCallbacks(
             lambda _: topic_log.set_partitions(count), lambda f: f.value.subFailure
         )
+
+    def _create_partition(self, request: CreateTopic) -> Deferred:
+        """create_topic of one partition: claimed here if nobody owns it (create_topic's
+        `place` False), else on its owner (_on_owner)."""
+        return self._on_owner(
+            self.create_topic(request, False),
+            lambda peer: peer.create_topic(
+                request.topic, request.compaction, ttl=request.ttl_ms / 1000 if request.ttl_ms else None
+            ),
+        )
+
+    def _on_owner(self, here: Deferred, there) -> Deferred:
+        """A partition's request: `here` (this hub's answer), or, when another hub of the
+        region owns the partition (a partition is a topic, which any hub may own),
+        there(client) asked of that hub through PeerClients."""
+
+        def elsewhere(failure):
+            failure.trap(NotOwner)
+            if not failure.value.owner or self.peers is None or self.peers.closed:
+                return failure
+            owner = format_address(parse_owner(failure.value.owner)[0])
+            return there(self.peers.client(owner, "partitions"))
+
+        return here.addErrback(elsewhere)
 
     def compact(self, topic: str, retry: bool = True) -> Deferred:
         """Deferred[dict]: compact the topic now, everything published before (its open
@@ -436,12 +466,19 @@ class Hub:
                         lambda answer: {**answer, "partitions": deleted}
                     )
                 name = others.pop(0)
-                d = self._delete_topic(name, force).addCallback(lambda _: deleted.append(name))
+                d = self._on_owner(
+                    self._delete_topic(name, force),
+                    lambda peer: peer.delete_topic(name, force).addErrback(_gone_there),
+                )
+                d.addCallback(lambda _: deleted.append(name))
                 return d.addErrback(_none).addCallback(next_partition)
 
             if not force:  # (refused before anything goes: none or all)
                 checks = [
-                    self._existing(name).addCallbacks(self.delivery.subscription_names, _none)
+                    self._on_owner(
+                        self._existing(name).addCallback(self.delivery.subscription_names),
+                        lambda peer, name=name: peer.subscriptions(name).addCallbacks(_names, _gone_there),
+                    ).addErrback(_none)
                     for name in others
                 ]
                 return (
@@ -613,6 +650,17 @@ class Hub:
         if self.auth is not None:
             self.auth.room.gone(connection)
         return self.delivery.channel_lost(connection)
+
+
+def _names(rows) -> list:
+    """The subscriber ids of subscription rows (another hub's answer)."""
+    return [row["subscriber_id"] for row in rows]
+
+
+def _gone_there(failure):
+    """Another hub's NoSuchTopic for a partition: gone already, as _none takes it here."""
+    failure.trap(NoSuchTopic)
+    raise RequestRefused(Status.NO_SUCH_TOPIC, failure.value.message)
 
 
 def _none(failure):

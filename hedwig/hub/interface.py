@@ -25,10 +25,11 @@ class ITopicManager(Interface):
     def get(topic):
         """The topic's log if it is owned, open here and ready, else None (the fast path)."""
 
-    def acquire(topic):
+    def acquire(topic, place=True):
         """Deferred[ICachedTopicLog]: the topic opened here, created if it never existed.
         Fails when this hub may not own it (a manager over a coordination service fails
-        with the owner to redirect to)."""
+        with the owner to redirect to). `place` False: a topic nobody owns is claimed by
+        this hub, whatever the hubs' loads (the partitions its owner creates)."""
 
     def exists(topic):
         """Deferred[bool]: whether the topic was ever created."""

@@ -188,6 +188,8 @@ class HubService(MultiService):
         return listening.addCallback(self._start_regions)
 
     def _join_region(self, ports):
+        if self.kafka_listener is not None:  # (the region's other hubs name it in Metadata)
+            self.zk.registry.kafka = self.kafka_listener.factory.apis.brokers.listener()
         joined = self.zk.joined(self.hub, self.hub.name, self.tls_port)
         joined.addCallback(lambda _: self._serving(f", ZooKeeper {self.zk.servers}{self.zk.root}"))
         return joined.addCallback(lambda _: ports)

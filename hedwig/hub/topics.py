@@ -47,8 +47,9 @@ class TopicManager:
         topic_log = self._logs.get(topic)
         return None if topic_log is None else self._cache.wrap(topic_log)
 
-    def acquire(self, topic: str) -> Deferred:
-        """Deferred[TopicLog]: the topic opened here, created if it never existed."""
+    def acquire(self, topic: str, place: bool = True) -> Deferred:
+        """Deferred[TopicLog]: the topic opened here, created if it never existed (a hub
+        alone owns every topic: `place` changes nothing)."""
         topic_log = self.get(topic)
         if topic_log is not None:
             return succeed(topic_log)

@@ -3,7 +3,7 @@ every live hub with its load, kept current by watches.
 
 Each hub holds an ephemeral znode `<root>/hubs/<host:port>` (hedwig.meta.zk_layout) for
 as long as its session lives; its data is the hub's load as JSON: topics owned, messages
-published per second, and where to reach it (`hub`, `tls_port`). The znode goes when the
+published per second, and where to reach it (`hub`, `tls_port`, `kafka`). The znode goes when the
 hub stops (its session closes) or dies (its session expires), which is how the others
 learn of it; a hub whose session was LOST registers again on its next session.
 
@@ -31,7 +31,9 @@ EXPECTED_S = 2 * LOAD_REFRESH_S  # a topic sent to a hub whose load has not coun
 
 class HubInfo(dict):
     """A live hub as its znode says: {"hub": "host:port", "tls_port", "http" (its status
-    page's URL, or None), "region", "topics", "messages_per_s", "started_us"}."""
+    page's URL, or None), "kafka" (its Kafka listener as Metadata names it, {"host",
+    "port", "node_id"}, or None: hedwig.kafka.brokers), "region", "topics",
+    "messages_per_s", "started_us"}."""
 
     @property
     def name(self) -> str:
@@ -68,6 +70,7 @@ class HubRegistry:
         self.region = region
         self.tls_port = tls_port
         self.http = None  # the hub's HTTP listener's URL, when it has one (its status page)
+        self.kafka = None  # its Kafka listener, {"host", "port", "node_id"}, when it serves one
         self.started_us = time.time_ns() // 1000
         self._load = load or (lambda: (0, 0.0))
         self.hubs: dict[str, HubInfo] = {}
@@ -95,6 +98,7 @@ class HubRegistry:
             port=int(port),
             tls_port=self.tls_port,
             http=self.http,
+            kafka=self.kafka,
             region=self.region,
             topics=topics,
             messages_per_s=round(rate, 1),

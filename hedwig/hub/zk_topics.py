@@ -131,6 +131,11 @@ class ZkTopicManager:
         return self.registry.name
 
     @property
+    def store(self):
+        """The region's metadata store (topic records read without opening: Kafka's Metadata)."""
+        return self._store
+
+    @property
     def session_state(self) -> str:
         """The ZooKeeper session's state (metrics: hedwig_zookeeper_session_state)."""
         return self.session.state

@@ -7,5 +7,6 @@ headers the message properties and its timestamp the publish time (docs/kafka.md
 
     listener.KafkaFactory -> connection.KafkaConnection (frames, headers, replies in order)
         -> apis.KafkaApis (one method per API, calling the Hub's core API)
-        ; records.py (record batches v2), envelope.py (kio's message types), waits.py
+        ; records.py (record batches v2), produced.py (records kept as producers sent
+        them, for Fetches), envelope.py (kio's message types), waits.py
 """

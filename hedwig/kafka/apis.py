@@ -1,7 +1,9 @@
 """The Kafka APIs a hub serves, each over the Hub's core API (hedwig.hub.core).
 
-One table, API_VERSIONS, declares every API and the versions served (what ApiVersions
-answers); KafkaApis has one method per API taking kio's request entity and returning
+Each API is declared once, in a module's table of what it serves (served.py: its name,
+the versions served and the method serving it); API_VERSIONS gathers this module's, the
+groups' and SASL's (what ApiVersions answers). KafkaApis has one method per API taking
+kio's request entity and returning
 the response as a dict (or a Deferred of one; None: no response, Produce with acks=0),
 which hedwig.kafka.envelope encodes for the request's version.
 
@@ -20,8 +22,10 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from hedwig.hub.errors import status_for
+from hedwig.kafka.brokers import GROUPS_TOPIC, LEADER_NOT_AVAILABLE, NONE, brokers_of
 from hedwig.kafka.group_apis import GROUP_API_VERSIONS, KafkaGroupApis
-from hedwig.kafka.records import RecordsError, entry_batch, read_batches
+from hedwig.kafka.produced import ProducedBatches
+from hedwig.kafka.records import BATCH_OVERHEAD, RecordsError, entry_batch, read_batches, records_as_stored
 from hedwig.kafka.sasl import (
     SASL_API_VERSIONS,
     ConnectionSasl,
@@ -29,6 +33,7 @@ from hedwig.kafka.sasl import (
     handshake_without_auth,
 )
 from hedwig.kafka.sequences import KafkaSequences
+from hedwig.kafka.served import Served, handlers, versions
 from hedwig.kafka.waits import FetchWait
 from hedwig.protocol.admin_requests import CreateTopic
 from hedwig.protocol.messageset import MessageSetError
@@ -37,27 +42,30 @@ from hedwig.protocol.partitions import MAX_PARTITIONS, parent_of, partition_topi
 from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 
-# api key -> (name, lowest version, highest version): what this hub serves.
+# What this hub serves beside the groups' and SASL's APIs (served.py).
+_SERVED = {
+    0: Served("Produce", 3, 9, "produce"),
+    1: Served("Fetch", 4, 12, "fetch"),
+    2: Served("ListOffsets", 1, 7, "list_offsets"),
+    3: Served("Metadata", 1, 12, "metadata"),
+    18: Served("ApiVersions", 0, 4, "api_versions"),
+    19: Served("CreateTopics", 2, 7, "create_topics"),
+    20: Served("DeleteTopics", 1, 6, "delete_topics"),
+    22: Served("InitProducerId", 0, 4, "init_producer_id"),
+    32: Served("DescribeConfigs", 1, 4, "describe_configs"),
+    37: Served("CreatePartitions", 0, 3, "create_partitions"),
+}
+# api key -> (name, lowest version, highest version): every API this hub serves.
 API_VERSIONS = {
-    0: ("Produce", 3, 9),
-    1: ("Fetch", 4, 12),
-    2: ("ListOffsets", 1, 7),
-    3: ("Metadata", 1, 12),
-    18: ("ApiVersions", 0, 4),
-    19: ("CreateTopics", 2, 7),
-    20: ("DeleteTopics", 1, 6),
-    22: ("InitProducerId", 0, 4),
-    32: ("DescribeConfigs", 1, 4),
-    37: ("CreatePartitions", 0, 3),
+    **versions(_SERVED),
     **GROUP_API_VERSIONS,  # consumer groups (group_apis.py)
     **SASL_API_VERSIONS,  # SASL PLAIN with [auth] on (sasl.py)
 }
 
-# Kafka's error codes (org.apache.kafka.common.protocol.Errors) hedwig answers.
-NONE = 0
+# Kafka's error codes (org.apache.kafka.common.protocol.Errors) hedwig answers (and NONE,
+# LEADER_NOT_AVAILABLE: brokers.py's).
 OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
 NOT_LEADER_OR_FOLLOWER = 6
 MESSAGE_TOO_LARGE = 10
 INVALID_TOPIC_EXCEPTION = 17
@@ -97,7 +105,6 @@ _ERRORS = {
 
 LATEST = -1
 EARLIEST = -2
-NODE_ID = 0  # the hub's broker id (one hub: one broker)
 CLUSTER_ID = "hedwig"
 # A fetch reads at most this many entries of a partition at once.
 _MAX_FETCH_ENTRIES = 1000
@@ -127,20 +134,11 @@ class KafkaApis:
         self.hub = hub
         self.clock = clock
         self.broker = broker
+        self.brokers = brokers_of(hub, lambda: self.broker, kafka_error)
         self.sequences = KafkaSequences(clock)
-        self.handlers = {
-            0: self.produce,
-            1: self.fetch,
-            2: self.list_offsets,
-            3: self.metadata,
-            18: self.api_versions,
-            19: self.create_topics,
-            20: self.delete_topics,
-            22: self.init_producer_id,
-            32: self.describe_configs,
-            37: self.create_partitions,
-        }
-        self.groups = KafkaGroupApis(hub, clock, lambda: (NODE_ID, *self.broker), kafka_error)
+        self.produced = ProducedBatches(hub.config.kafka.produced_cache_bytes)
+        self.handlers = handlers(self, _SERVED)
+        self.groups = KafkaGroupApis(hub, clock, self.brokers, kafka_error)
         self.handlers.update(self.groups.handlers)
         self.handlers.update({17: handshake_without_auth, 36: authenticate_without_auth})
 
@@ -158,42 +156,54 @@ class KafkaApis:
         return api_versions_answer(NONE)
 
     def metadata(self, version, request, _peer):
-        host, port = self.broker
+        """The brokers (this hub alone, or the region's hubs serving Kafka: brokers.py)
+        and each topic's partitions with their leaders."""
+        brokers = self.brokers
         answer = {
-            "brokers": [{"node_id": NODE_ID, "host": host, "port": port, "rack": None}],
+            "brokers": brokers.brokers(),
             "cluster_id": CLUSTER_ID,
-            "controller_id": NODE_ID,
+            "controller_id": brokers.node_id,
             "throttle_time": 0,
         }
-        if request.topics is None:  # (every topic: partitions K > 0 are their topic's)
+        every_topic = request.topics is None
+        if every_topic:  # (every topic: partitions K > 0 are their topic's)
             names = self.hub.list_topics().addCallback(lambda all: [n for n in all if not parent_of(n)[1]])
         else:
             names = succeed([t.name for t in request.topics])
         create = version < 4 or request.allow_auto_topic_creation
 
         def described(names):
-            rows = [self._topic_metadata(name, create) for name in names]
+            rows = [self._topic_metadata(name, create, not every_topic) for name in names]
             return gatherResults(rows, consumeErrors=True)
 
         return names.addCallback(described).addCallback(lambda topics: {**answer, "topics": topics})
 
-    def _topic_metadata(self, name, create: bool):
-        def row(error, partitions=1):
-            rows = []
-            if error == NONE:
-                rows = [
-                    {
-                        "error_code": NONE,
-                        "partition_index": index,
-                        "leader_id": NODE_ID,
-                        "leader_epoch": 0,
-                        "replica_nodes": [NODE_ID],
-                        "isr_nodes": [NODE_ID],
-                        "offline_replicas": [],
-                    }
-                    for index in range(partitions)
-                ]
-            return {"error_code": error, "name": name, "is_internal": False, "partitions": rows}
+    def _topic_metadata(self, name, create: bool, claim: bool):
+        """A topic's row: its partitions, each with its leader (a partition nobody owns
+        is placed when `claim`: brokers.py)."""
+
+        def row(error):
+            return {"error_code": error, "name": name, "is_internal": name == GROUPS_TOPIC, "partitions": []}
+
+        def partition(index, error, leader):
+            return {
+                "error_code": error,
+                "partition_index": index,
+                "leader_id": leader,
+                "leader_epoch": 0,
+                "replica_nodes": [leader] if leader >= 0 else [],
+                "isr_nodes": [leader] if leader >= 0 else [],
+                "offline_replicas": [],
+            }
+
+        def led(partitions):
+            leaders = [self.brokers.leader(partition_topic(name, k), claim) for k in range(partitions)]
+            return gatherResults(leaders, consumeErrors=True).addCallback(
+                lambda found: {
+                    **row(NONE),
+                    "partitions": [partition(k, *leader) for k, leader in enumerate(found)],
+                }
+            )
 
         if name is None:
             return succeed(row(INVALID_TOPIC_EXCEPTION))
@@ -203,15 +213,15 @@ class KafkaApis:
             return succeed(row(INVALID_TOPIC_EXCEPTION))
         topic_log = self.hub.topics.get(name)
         if topic_log is not None:
-            return succeed(row(NONE, topic_log.partitions))
+            return led(topic_log.partitions)
 
         def known(exists):
             if exists:
-                return self.hub._existing(name).addCallback(lambda log: row(NONE, log.partitions))
+                return self.brokers.partitions(name).addCallback(led)
             if not create:
                 return row(UNKNOWN_TOPIC_OR_PARTITION)
-            return self.hub.create_topic(CreateTopic(name, False)).addCallback(
-                lambda answer: row(NONE, answer["partitions"])
+            return self.hub.create_topic(CreateTopic(name, False), False).addCallback(
+                lambda answer: led(answer["partitions"])
             )
 
         return self.hub.topics.exists(name).addCallback(known).addErrback(lambda f: row(kafka_error(f)[0]))
@@ -292,13 +302,16 @@ class KafkaApis:
     def _partition_log(self, topic, index):
         """Deferred[topic log] of partition `index` (> 0) of `topic`: UNKNOWN_TOPIC_OR_PARTITION
         past its partitions, as Produce must not create a topic named as a partition."""
+        topic_log = self.hub.topics.get(partition_topic(topic, index))
+        if topic_log is not None:  # (open: it exists, within its topic's count)
+            return succeed(topic_log)
 
-        def within(log):
-            if not 0 <= index < log.partitions:
-                raise RecordsError(UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has {log.partitions} partitions")
+        def within(partitions):
+            if not 0 <= index < partitions:
+                raise RecordsError(UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has {partitions} partitions")
             return self.hub._existing(partition_topic(topic, index))
 
-        return self.hub._existing(topic).addCallback(within)
+        return self.brokers.partitions(topic).addCallback(within)
 
     def _store(self, topic, index, batches, message_sets, refused):
         """Store a partition's batches in hedwig topic `topic`."""
@@ -310,8 +323,21 @@ class KafkaApis:
                     lambda log: self._store_idempotent(log, index, batches, message_sets, refused), refused
                 )
             return self._store_idempotent(topic_log, index, batches, message_sets, refused)
-        stored = [maybeDeferred(hub.publish, topic, message_set) for message_set in message_sets]
+        stored = [
+            maybeDeferred(hub.publish, topic, message_set).addCallback(self._keep, topic, batch)
+            for batch, message_set in zip(batches, message_sets, strict=True)
+        ]
         return self._stored(stored, index, refused)
+
+    def _keep(self, entry, topic, batch):
+        """`batch` is stored as `entry`: its records kept to answer Fetches of it with
+        (produced.py), unless they would not read back as they came or the topic is
+        compacted. Returns `entry`."""
+        if batch.records is not None and entry.last_seq - entry.first_seq + 1 == batch.count:
+            topic_log = self.hub.topics.get(topic)
+            if topic_log is not None and not topic_log.compaction:
+                self.produced.keep(topic, entry, batch.records)
+        return entry
 
     def _store_idempotent(self, topic_log, index, batches, message_sets, refused):
         """An idempotent producer's batches, each checked against the producer's sequence
@@ -320,7 +346,7 @@ class KafkaApis:
         publish = self.hub.publish
         stored = []
         for batch, message_set in zip(batches, message_sets, strict=True):
-            store = partial(_store_with, publish, topic_log.topic, message_set)
+            store = partial(_store_with, publish, topic_log.topic, message_set, self._keep, batch)
             if batch.producer_id >= 0:
                 stored.append(self.sequences.publish(topic_log, batch, store))
             else:
@@ -436,16 +462,30 @@ class KafkaApis:
             return log.read(seq, _MAX_FETCH_ENTRIES, max_bytes).addCallback(batches, log, max_bytes)
 
         def batches(entries, log, max_bytes):
+            """One record batch per entry while they fit in max_bytes (the first always
+            does, whole or not); the last one cut to the records that fit, so an answer
+            is as full as the partition's limit lets it be, and nothing is made in vain."""
             compacted = bool(log.compaction)
+            produced = self.produced
             parts = []
-            total = 0
+            room = max_bytes
             for entry in entries:
-                batch = entry_batch(entry.data, seq, compacted)
-                if parts and total + len(batch) > max_bytes:
+                if parts and room < BATCH_OVERHEAD + 8:
+                    break
+                records = None if compacted or seq > entry.first_seq else produced.records(log.topic, entry)
+                if records is not None:  # (as a producer sent them: no work per record)
+                    batch = records_as_stored(entry.first_seq, entry.publish_time_us, entry.count, records)
+                    whole = True
+                if records is None or (parts and len(batch) > room):
+                    batch, whole = entry_batch(entry.data, seq, compacted, room if parts else max(room, 1))
+                if parts and len(batch) > room:  # (one record more than the room: the next answer's)
                     break
                 parts.append(batch)
-                total += len(batch)
-            return (row(NONE, log, b"".join(parts)), total, log, False)
+                room -= len(batch)
+                if not whole:
+                    break
+            answer = b"".join(parts)
+            return (row(NONE, log, answer), len(answer), log, False)
 
         def failed(failure):
             code, _message, expected = kafka_error(failure)
@@ -555,7 +595,7 @@ class KafkaApis:
                 return row(TOPIC_ALREADY_EXISTS, f"topic {name} already exists")
             return row(NONE, compacted=answer["compaction"])
 
-        return self.hub.create_topic(CreateTopic(name, compacted, partitions)).addCallbacks(
+        return self.hub.create_topic(CreateTopic(name, compacted, partitions), False).addCallbacks(
             created, lambda f: row(*kafka_error(f)[:2])
         )
 
@@ -681,8 +721,12 @@ def _config_rows(hub, compacted: bool, creatable: bool = False) -> list:
     ]
 
 
-def _store_with(publish, topic, message_set, producer):
-    return maybeDeferred(publish, topic, message_set, None, None, None, producer)
+def _store_with(publish, topic, message_set, keep, batch, producer):
+    """Store a batch (its records kept only when stored by this call, never for a repeat
+    answered with the first's entry)."""
+    return maybeDeferred(publish, topic, message_set, None, None, None, producer).addCallback(
+        keep, topic, batch
+    )
 
 
 def _partitions(request):

@@ -3,89 +3,91 @@ LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and DeleteGrou
 
 Membership and rebalances are GroupCoordinator's (groups.py), committed offsets are
 durable subscriptions (offsets.py); this module reads kio's requests of every version
-served and answers them as dicts (hedwig.kafka.envelope encodes them). Every hub is the
-coordinator of every group its clients name (docs/kafka.md).
+served and answers them as dicts (hedwig.kafka.envelope encodes them). A hub alone
+coordinates every group; in a region each group has one coordinator, chosen as Kafka
+chooses it (hedwig.kafka.brokers), and the other hubs answer its requests
+NOT_COORDINATOR, so its members find it (docs/kafka.md).
 """
 
 from twisted.internet.defer import gatherResults, succeed
 
 from hedwig.auth.principal import SUBSCRIBE
-from hedwig.kafka.groups import GROUP_ID_NOT_FOUND, NONE, GroupCoordinator, join_error
-from hedwig.kafka.offsets import INVALID_GROUP_ID, NO_OFFSET, GroupOffsets, subscriber_id
+from hedwig.kafka.groups import (
+    COORDINATOR_NOT_AVAILABLE,
+    GROUP_ID_NOT_FOUND,
+    NONE,
+    GroupCoordinator,
+    join_error,
+    sync_error,
+)
+from hedwig.kafka.offsets import INVALID_GROUP_ID, NO_OFFSET, NOT_COORDINATOR, GroupOffsets, subscriber_id
+from hedwig.kafka.served import Served, handlers, versions
 
-# api key -> (name, lowest version, highest version)
-GROUP_API_VERSIONS = {
-    8: ("OffsetCommit", 2, 8),
-    9: ("OffsetFetch", 1, 8),
-    10: ("FindCoordinator", 0, 4),
-    11: ("JoinGroup", 0, 9),
-    12: ("Heartbeat", 0, 4),
-    13: ("LeaveGroup", 0, 5),
-    14: ("SyncGroup", 0, 5),
-    15: ("DescribeGroups", 0, 5),
-    16: ("ListGroups", 0, 5),
-    42: ("DeleteGroups", 0, 2),
+_SERVED = {
+    8: Served("OffsetCommit", 2, 8, "offset_commit"),
+    9: Served("OffsetFetch", 1, 8, "offset_fetch"),
+    10: Served("FindCoordinator", 0, 4, "find_coordinator"),
+    11: Served("JoinGroup", 0, 9, "join_group"),
+    12: Served("Heartbeat", 0, 4, "heartbeat"),
+    13: Served("LeaveGroup", 0, 5, "leave_group"),
+    14: Served("SyncGroup", 0, 5, "sync_group"),
+    15: Served("DescribeGroups", 0, 5, "describe_groups"),
+    16: Served("ListGroups", 0, 5, "list_groups"),
+    42: Served("DeleteGroups", 0, 2, "delete_groups"),
 }
+GROUP_API_VERSIONS = versions(_SERVED)  # api key -> (name, lowest version, highest version)
 
-COORDINATOR_NOT_AVAILABLE = 15
 TOPIC_AUTHORIZATION_FAILED = 29
 _GROUP_KEY = 0
 
 
 class KafkaGroupApis:
-    """The group APIs over `hub`; `broker()` is (node id, host, port) of this hub as
-    Metadata names it; `error_of` maps the hub's failures to Kafka's errors."""
+    """The group APIs over `hub`; `brokers` (hedwig.kafka.brokers) says which hub
+    coordinates a group; `error_of` maps the hub's failures to Kafka's errors."""
 
-    def __init__(self, hub, clock, broker, error_of):
-        self.broker = broker
+    def __init__(self, hub, clock, brokers, error_of):
+        self.brokers = brokers
         self.coordinator = GroupCoordinator(clock)
         self.offsets = GroupOffsets(hub, error_of)
-        self.handlers = {
-            8: self.offset_commit,
-            9: self.offset_fetch,
-            10: self.find_coordinator,
-            11: self.join_group,
-            12: self.heartbeat,
-            13: self.leave_group,
-            14: self.sync_group,
-            15: self.describe_groups,
-            16: self.list_groups,
-            42: self.delete_groups,
-        }
+        self.handlers = handlers(self, _SERVED)
 
     # -- FindCoordinator --------------------------------------------------------------------
 
     def find_coordinator(self, version, request, _peer, principal=None):
-        node_id, host, port = self.broker()
+        """The hub coordinating each group named (brokers.py); transactions' coordinators
+        are not served."""
 
         def coordinator(key):
-            if int(request.key_type if version >= 1 else _GROUP_KEY) != _GROUP_KEY:
+            def row(error, broker=None, message=None):
                 return {
                     "key": key,
-                    "error_code": COORDINATOR_NOT_AVAILABLE,
-                    "error_message": "hedwig coordinates consumer groups only",
-                    "node_id": -1,
-                    "host": "",
-                    "port": -1,
+                    "error_code": error,
+                    "error_message": message,
+                    "node_id": broker["node_id"] if broker else -1,
+                    "host": broker["host"] if broker else "",
+                    "port": broker["port"] if broker else -1,
                 }
-            return {
-                "key": key,
-                "error_code": NONE,
-                "error_message": None,
-                "node_id": node_id,
-                "host": host,
-                "port": port,
-            }
+
+            if int(request.key_type if version >= 1 else _GROUP_KEY) != _GROUP_KEY:
+                return succeed(
+                    row(COORDINATOR_NOT_AVAILABLE, message="hedwig coordinates consumer groups only")
+                )
+            return self.brokers.coordinator(key).addCallback(lambda found: row(*found))
 
         if version >= 4:
-            return {"throttle_time": 0, "coordinators": [coordinator(k) for k in request.coordinator_keys]}
-        return {"throttle_time": 0, **coordinator(request.key)}
+            rows = [coordinator(k) for k in request.coordinator_keys]
+            return gatherResults(rows, consumeErrors=True).addCallback(
+                lambda rows: {"throttle_time": 0, "coordinators": rows}
+            )
+        return coordinator(request.key).addCallback(lambda row: {"throttle_time": 0, **row})
 
     # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ----------------------------------------
 
     def join_group(self, version, request, peer, principal=None):
         if subscriber_id(request.group_id) is None:
             return join_error(INVALID_GROUP_ID, request.member_id)
+        if not self.brokers.coordinates(request.group_id):
+            return join_error(NOT_COORDINATOR, request.member_id)
         session_ms = _ms(request.session_timeout)
         rebalance_ms = _ms(request.rebalance_timeout) if version >= 1 else session_ms
         return self.coordinator.join(
@@ -101,16 +103,22 @@ class KafkaGroupApis:
         )
 
     def sync_group(self, _version, request, _peer, principal=None):
+        if not self.brokers.coordinates(request.group_id):
+            return sync_error(NOT_COORDINATOR)
         assignments = {a.member_id: a.assignment for a in request.assignments}
         return self.coordinator.sync(
             request.group_id, int(request.generation_id), request.member_id, assignments
         )
 
     def heartbeat(self, _version, request, _peer, principal=None):
+        if not self.brokers.coordinates(request.group_id):
+            return {"throttle_time": 0, "error_code": NOT_COORDINATOR}
         code = self.coordinator.heartbeat(request.group_id, int(request.generation_id), request.member_id)
         return {"throttle_time": 0, "error_code": code}
 
     def leave_group(self, version, request, _peer, principal=None):
+        if not self.brokers.coordinates(request.group_id):
+            return {"throttle_time": 0, "error_code": NOT_COORDINATOR, "members": []}
         if version < 3:
             answers = self.coordinator.leave(request.group_id, [(request.member_id, None)])
             return {"throttle_time": 0, "error_code": answers[0][2]}
@@ -134,6 +142,8 @@ class KafkaGroupApis:
         )
         if subscriber_id(group) is None:
             refusal = INVALID_GROUP_ID
+        elif not self.brokers.coordinates(group):
+            refusal = NOT_COORDINATOR
         rows = []
         for topic in request.topics:
             for p in topic.partitions:
@@ -169,6 +179,8 @@ class KafkaGroupApis:
         TOPIC_AUTHORIZATION_FAILED."""
         if subscriber_id(group) is None:
             return succeed({"group_id": group, "topics": [], "error_code": INVALID_GROUP_ID})
+        if not self.brokers.coordinates(group):
+            return succeed({"group_id": group, "topics": [], "error_code": NOT_COORDINATOR})
         if topics is None:
             wanted = self.offsets.committed_topics(group).addCallback(lambda names: [(n, [0]) for n in names])
         else:
@@ -206,14 +218,15 @@ class KafkaGroupApis:
     # -- ListGroups, DescribeGroups, DeleteGroups --------------------------------------------
 
     def list_groups(self, version, request, _peer, principal=None):
-        """The groups with members here, and those with committed offsets (Empty)."""
+        """The groups with members here, and those with committed offsets (Empty), of
+        those this hub coordinates (as each Kafka broker lists its own)."""
         states = {s.lower() for s in getattr(request, "states_filter", ())}
         types = {t.lower() for t in getattr(request, "types_filter", ())}
 
         def listed(committed):
             names = set(committed) | set(self.coordinator.groups)
             rows = []
-            for name in sorted(names):
+            for name in sorted(filter(self.brokers.coordinates, names)):
                 state = self.coordinator.state(name)
                 group = self.coordinator.groups.get(name)
                 if (states and state.lower() not in states) or (types and "classic" not in types):
@@ -233,11 +246,14 @@ class KafkaGroupApis:
     def describe_groups(self, _version, request, _peer, principal=None):
         rows = []
         for name in request.groups:
-            if subscriber_id(name) is None:
+            refused = INVALID_GROUP_ID if subscriber_id(name) is None else NONE
+            if refused == NONE and not self.brokers.coordinates(name):
+                refused = NOT_COORDINATOR
+            if refused != NONE:
                 rows.append(
                     {
                         "group_id": name,
-                        "error_code": INVALID_GROUP_ID,
+                        "error_code": refused,
                         "group_state": "Dead",
                         "protocol_type": "",
                         "protocol_data": "",
@@ -252,6 +268,8 @@ class KafkaGroupApis:
         def delete(name):
             if subscriber_id(name) is None:
                 return succeed({"group_id": name, "error_code": INVALID_GROUP_ID})
+            if not self.brokers.coordinates(name):
+                return succeed({"group_id": name, "error_code": NOT_COORDINATOR})
             code = self.coordinator.delete(name)
             if code != NONE:
                 return succeed({"group_id": name, "error_code": code})

@@ -498,6 +498,10 @@ def join_error(code: int, member_id: str) -> dict:
     }
 
 
+def sync_error(code: int) -> dict:
+    return _sync_answer(code)
+
+
 def _sync_answer(code: int, assignment: bytes = b"", group=None) -> dict:
     return {
         "throttle_time": 0,

@@ -7,13 +7,28 @@ commit creates the subscription (owned by the committing user with [auth] on), s
 `hedwig subscriptions T` lists the group with its lag, pruning and ledger collection wait
 for it as for any subscriber, `hedwig reset T kafka.G` moves it, and it outlives hub
 restarts and takeovers as every subscription does. DeleteGroups unsubscribes it.
+
+In a region of several hubs the group's coordinator commits and fetches the offsets of
+a partition another hub owns through that hub (the owner alone holds the topic's
+subscriptions): as a client of it (hedwig.hub.peers, as [auth] hub_user), moving the
+subscription with RESET_SUBSCRIPTION (made first with SUBSCRIBE, acknowledgement only,
+when it does not exist yet), reading it with LIST_SUBSCRIPTIONS and deleting it with
+UNSUBSCRIBE. With [auth] on, only reads go so: a subscription moved or made there would
+be [auth] hub_user's to the owner, which cannot check the committing user's ownership of
+it (the group's user owns its subscription), so a commit or delete of a topic another hub
+owns is refused NOT_LEADER_OR_FOLLOWER, as the coordinator does not own it.
 """
 
 from twisted.internet.defer import DeferredList, gatherResults, maybeDeferred, succeed
 
 from hedwig.delivery.interface import SubscribeError
+from hedwig.hub.errors import NotOwner
 from hedwig.protocol import partitions
+from hedwig.protocol.addresses import format_address
+from hedwig.protocol.errors import ConnectionLost, CouldNotConnect, HedwigError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
+from hedwig.protocol.redirects import parse_owner
+from hedwig.protocol.requests import RequestRefused
 from hedwig.protocol.status import Status
 
 SUBSCRIBER_PREFIX = "kafka."
@@ -73,7 +88,49 @@ class GroupOffsets:
         placed = self.hub._existing(name).addCallback(
             lambda log: self.hub.delivery.place(log, subscriber, offset, principal)
         )
+        if principal is None:  # ([auth] on: see the module docstring)
+            placed.addErrback(self._at_owner, self._commit_there, name, subscriber, offset)
         return placed.addCallbacks(lambda _: NONE, self.refusal)
+
+    def _at_owner(self, failure, work, *args):
+        """After NotOwner: work(client of the owner, *args), its failures as the hub's."""
+        failure.trap(NotOwner)
+        peers = self.hub.peers
+        if peers is None or peers.closed or not failure.value.owner:
+            return failure
+        address = format_address(parse_owner(failure.value.owner)[0])
+        client = peers.client(address, "Kafka group offsets")
+
+        def failed(failure):
+            if failure.check(ConnectionLost, CouldNotConnect):
+                peers.lost(address, client)
+            if failure.check(HedwigError):  # (the owner's refusal, as this hub's would be)
+                raise RequestRefused(failure.value.status, f"{address}: {failure.value.message}")
+            return failure
+
+        return work(client, *args).addErrback(failed)
+
+    def _commit_there(self, client, name, subscriber, offset):
+        """Place the group's subscription on the owner of topic `name`: RESET_SUBSCRIPTION
+        to the next seq-id (offset + 1), or SUBSCRIBE there first when it has none."""
+        moved = client.reset_subscription(name, subscriber, offset + 1)
+
+        def absent(failure):
+            failure.trap(HedwigError)
+            if failure.value.status != Status.CLIENT_NOT_SUBSCRIBED:
+                return failure
+            made = client.subscribe(name, subscriber, None, deliver=False, start=offset + 1)
+            return made.addCallback(lambda subscription: subscription.close())
+
+        return moved.addErrback(absent)
+
+    def _fetch_there(self, client, name, subscriber):
+        """The group's consumed seq-id on the owner of topic `name` (None: no subscription)."""
+
+        def found(rows):
+            return next((row["consumed_seq"] for row in rows if row["subscriber_id"] == subscriber), None)
+
+        return client.subscriptions(name).addCallback(found)
 
     def refusal(self, failure):
         """The Kafka error of a failed commit or delete."""
@@ -104,7 +161,9 @@ class GroupOffsets:
                 return (NO_OFFSET, NONE)
             return (NO_OFFSET, self.error_of(failure)[0])
 
-        return self.hub._existing(name).addCallback(position).addCallbacks(answer, failed)
+        found = self.hub._existing(name).addCallback(position)
+        found.addErrback(self._at_owner, self._fetch_there, name, subscriber)
+        return found.addCallbacks(answer, failed)
 
     def committed_topics(self, group_id: str):
         """Deferred[sorted topics the group has committed offsets of] (OffsetFetch of all
@@ -147,9 +206,14 @@ class GroupOffsets:
         """Deferred: the group's subscriptions on `topics` deleted (as `principal`)."""
         subscriber = subscriber_id(group_id)
         requester = _Requester(principal)
-        return gatherResults(
-            [self.hub.unsubscribe(requester, topic, subscriber) for topic in topics], consumeErrors=True
-        )
+
+        def unsubscribe(topic):
+            deleted = self.hub.unsubscribe(requester, topic, subscriber)
+            if principal is not None:  # ([auth] on: see the module docstring)
+                return deleted
+            return deleted.addErrback(self._at_owner, lambda client: client.unsubscribe(topic, subscriber))
+
+        return gatherResults([unsubscribe(topic) for topic in topics], consumeErrors=True)
 
 
 class _Requester:

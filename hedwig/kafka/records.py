@@ -8,7 +8,11 @@ timestamp and offset deltas, key, value and headers. A batch becomes one message
 its records' values the payloads, their keys the keys, their headers the properties.
 
 A Fetch answer is one batch per stored entry, uncompressed, with the log-append-time
-flag: every record's timestamp is the entry's publish time, and its offset its seq-id - 1.
+flag: every record's timestamp is the entry's publish time, and its offset its seq-id - 1;
+the last batch of an answer is cut to the records that fit the partition's max bytes.
+An entry a Kafka producer's batch became is answered, while produced.py keeps it, with
+the records as the producer sent them (records_as_stored: no work per record); any other
+is framed record by record from the entry (entry_batch).
 Everything a client sends is checked before anything is stored: lengths, CRC, magic,
 codec, the decompressed size (bounded before it is made), every varint and length.
 """
@@ -18,8 +22,14 @@ import zlib
 
 import crc32c
 
-from hedwig.protocol.entry import entry_messages
-from hedwig.protocol.messageset import encode_message_set, parse_message_set, properties_and_keys
+from hedwig.protocol.compression import plain_message_set
+from hedwig.protocol.entry import decode_entry_header, message_part
+from hedwig.protocol.messageset import (
+    encode_message_set,
+    message_set_count,
+    parse_message_set,
+    properties_and_keys,
+)
 
 # base offset, batch length, partition leader epoch, magic, crc
 _BATCH_HEAD = struct.Struct("!qiibI")
@@ -53,11 +63,22 @@ INVALID_RECORD = 87
 
 
 class Batch:
-    """One decoded record batch: its producer fields and its records as parallel lists."""
+    """One decoded record batch: its producer fields and its records as parallel lists.
+    `records`: the batch's records region (uncompressed) when a Fetch may answer with it
+    as it is (records_as_stored), else None."""
 
-    __slots__ = ("base_sequence", "count", "headers", "keys", "producer_epoch", "producer_id", "values")
+    __slots__ = (
+        "base_sequence",
+        "count",
+        "headers",
+        "keys",
+        "producer_epoch",
+        "producer_id",
+        "records",
+        "values",
+    )
 
-    def __init__(self, producer_id, producer_epoch, base_sequence, keys, values, headers):
+    def __init__(self, producer_id, producer_epoch, base_sequence, keys, values, headers, records=None):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
@@ -65,6 +86,7 @@ class Batch:
         self.values = values
         self.headers = headers
         self.count = len(values)
+        self.records = records
 
     def message_set(self) -> bytes:
         """The hedwig message set of these records (no key: None; a null value: empty)."""
@@ -117,8 +139,8 @@ def _read_batch(data: bytes, offset: int, end: int, max_message_bytes: int, max_
         body = decompress(codec, body, max_plain_bytes)
     elif len(body) > max_plain_bytes:
         raise RecordsError(MESSAGE_TOO_LARGE, f"a record batch of {len(body)} bytes")
-    keys, values, headers = _read_records(body, count, max_message_bytes)
-    return Batch(producer_id, epoch, base_sequence, keys, values, headers)
+    keys, values, headers, as_stored = _read_records(body, count, max_message_bytes)
+    return Batch(producer_id, epoch, base_sequence, keys, values, headers, body if as_stored else None)
 
 
 def _varint(buf: bytes, at: int) -> tuple:
@@ -140,17 +162,22 @@ _ONE_BYTE = [(b >> 1) ^ -(b & 1) for b in range(128)]
 
 
 def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
-    """Keys, values and headers of `count` records; one- and two-byte varints read inline
-    (a record costs a few microseconds of Python: this is the produce path's loop)."""
+    """Keys, values and headers of `count` records, and whether the records read back
+    from the stored entry would be these bytes' records (records_as_stored): offset
+    deltas 0, 1, 2..., no empty key, no null value, headers of distinct names without
+    null values. One- and two-byte varints read inline (a record costs a few
+    microseconds of Python: this is the produce path's loop)."""
+    as_stored = True
     keys = []
     values = []
     headers = []
     at = 0
     size = len(body)
     one = _ONE_BYTE
+    deltas = _ZIGZAG
     limit = max_message_bytes
     try:
-        for _ in range(count):
+        for n in range(count):
             b = body[at]
             if b < 0x80:
                 length = one[b]
@@ -168,9 +195,14 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
             while body[at] & 0x80:  # timestamp delta (the hub keeps its own time)
                 at += 1
             at += 1
-            while body[at] & 0x80:  # offset delta (records are taken in their order)
-                at += 1
-            at += 1
+            # The offset delta: n's varint, as producers write it (records are taken in
+            # their order; any other delta is read past and the records not kept as sent).
+            delta = deltas[n] if n < _TABLE else b""
+            if delta and body.startswith(delta, at):
+                at += len(delta)
+            else:
+                delta, at = _varint(body, at)
+                as_stored = as_stored and delta == n
             b = body[at]
             if b < 0x80:
                 key_length = one[b]
@@ -184,6 +216,8 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's key has a negative length")
             else:
                 key = None
+                if key_length == 0:  # (stored as no key: read back null)
+                    as_stored = False
             b = body[at]
             if b < 0x80:
                 value_length = one[b]
@@ -201,6 +235,8 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's value has a negative length")
             else:
                 value = b""
+                if value_length:  # (null: stored empty, read back empty but in a compacted topic)
+                    as_stored = False
             if at >= record_end:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's fields run past its length")
             b = body[at]
@@ -209,7 +245,9 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
                 record_headers = None
             else:
                 at -= 1
-                record_headers, at = _read_headers(body, at, record_end, length)
+                record_headers, at, exact = _read_headers(body, at, record_end, length)
+                if not exact:
+                    as_stored = False
             if at != record_end:
                 raise RecordsError(CORRUPT_MESSAGE, "a record's length does not match its fields")
             if length > limit and len(value) + (key_length if key_length > 0 else 0) > limit:
@@ -223,7 +261,7 @@ def _read_records(body: bytes, count: int, max_message_bytes: int) -> tuple:
         raise RecordsError(CORRUPT_MESSAGE, "a record header's key is not UTF-8") from None
     if at != size:
         raise RecordsError(CORRUPT_MESSAGE, f"{size - at} bytes follow a batch's last record")
-    return keys, values, headers
+    return keys, values, headers, as_stored
 
 
 def _read_headers(body: bytes, at: int, record_end: int, length: int) -> tuple:
@@ -231,6 +269,7 @@ def _read_headers(body: bytes, at: int, record_end: int, length: int) -> tuple:
     if header_count < 0 or header_count > length:
         raise RecordsError(CORRUPT_MESSAGE, f"a record with {header_count} headers")
     record_headers = {}
+    exact = True  # (no null value, no name twice: the properties give these headers back)
     for _ in range(header_count):
         name_length, at = _varint(body, at)
         if name_length < 0 or at + name_length > record_end:
@@ -240,9 +279,11 @@ def _read_headers(body: bytes, at: int, record_end: int, length: int) -> tuple:
         header_length, at = _varint(body, at)
         if header_length < -1 or at + header_length > record_end:
             raise RecordsError(CORRUPT_MESSAGE, "a record header's value does not fit the record")
+        if header_length < 0 or name in record_headers:
+            exact = False
         record_headers[name] = body[at : at + header_length] if header_length > 0 else b""
         at += max(header_length, 0)
-    return record_headers, at
+    return record_headers, at, exact
 
 
 def decompress(codec: int, frame: bytes, limit: int) -> bytes:
@@ -357,38 +398,74 @@ def _header_value(value) -> bytes:
     return str(value).encode("utf-8")
 
 
-def entry_batch(data, from_seq: int, compacted: bool) -> bytes:
-    """The record batch of a stored entry's messages from `from_seq` on (none before):
-    offsets seq-id - 1, timestamps the entry's publish time (log-append time). In a
-    compacted topic a message without a payload is a tombstone: a null value."""
-    header, _sparse, message_set, offset, _keys, _empty = entry_messages(data)
+# A plain record's bytes after its size and before its value's length: attributes and
+# timestamp delta (0, 0), the offset delta, a null key; by the offset delta.
+_PLAIN_HEAD = [b"\0\0" + delta + _NULL for delta in _ZIGZAG]
+# A plain record's bytes besides its value, at most: three varints of up to 5 bytes
+# (size, offset delta, value length) and 4 bytes (attributes, timestamp, key, headers).
+_MOST_PLAIN_FRAMING = 19
+
+
+def records_as_stored(first_seq: int, publish_time_us: int, count: int, records: bytes) -> bytes:
+    """The record batch of an entry whose messages a producer sent as `records` (a Batch's
+    records: what the entry's messages read back as, record for record): the records as
+    they came, behind the header entry_batch writes. Log-append time makes every record's
+    timestamp the batch's (a Kafka broker with LogAppendTime leaves records' deltas as
+    they are too); the CRC runs on from the header over the records, which are not copied
+    but once, into the batch."""
+    time_ms = publish_time_us // 1000
+    rest = _BATCH_REST.pack(TIMESTAMP_LOG_APPEND, count - 1, time_ms, time_ms, -1, -1, -1, count)
+    crc = crc32c.crc32c(records, crc32c.crc32c(rest))
+    return b"".join((_BATCH_HEAD.pack(first_seq - 1, len(rest) + len(records) + 9, 0, 2, crc), rest, records))
+
+
+def entry_batch(data, from_seq: int, compacted: bool, max_bytes: int | None = None) -> tuple:
+    """(record batch, whole) of a stored entry's messages from `from_seq` on (none
+    before): offsets seq-id - 1, timestamps the entry's publish time (log-append time).
+    With `max_bytes` the batch holds only the records that fit in it (always the first):
+    `whole` says whether it holds every message to the entry's end. In a compacted topic
+    a message without a payload is a tombstone: a null value."""
+    header = decode_entry_header(data)
+    message_set, offset = plain_message_set(data, header.body_offset)
+    if header.sparse:  # (its messages are the last of its seq-ids: first_seq is theirs)
+        header = message_part(header, message_set_count(message_set, offset), 0, None)[0]
     layout = parse_message_set(message_set, offset)
     first = header.first_seq
     start = max(from_seq - first, 0)
     count = layout.count - start
     plain = layout.property_offsets is None and layout.key_offsets is None and not compacted
+    bounds = layout.payload_offsets
+    room = None if max_bytes is None else max_bytes - BATCH_OVERHEAD
+    if room is not None and plain and bounds[-1] - bounds[start] + _MOST_PLAIN_FRAMING * count <= room:
+        room = None  # (every record fits: no size is summed)
     if not plain:
         properties, keys = properties_and_keys(message_set, offset, start=start, layout=layout)
     view = message_set if isinstance(message_set, bytes) else bytes(message_set)
-    bounds = layout.payload_offsets
     table = _ZIGZAG
     records = []
     append = records.append
+    taken = count
+    total = 0
     if plain:
-        # The usual entry: payloads alone. A record is its size, attributes and timestamp
-        # delta (0, 0), offset delta, a null key, the value, no headers: pieces appended
-        # to one list, joined once (no bytes made per record but the lookups').
+        # The usual entry: payloads alone. A record is its size, the head by its offset
+        # delta, the value's length, the value and no headers: pieces appended to one
+        # list, joined once (no bytes made per record but the payload's slice).
+        heads = _PLAIN_HEAD
         for n in range(count):
             i = start + n
             low, high = bounds[i], bounds[i + 1]
             length = high - low
-            delta = table[n] if n < _TABLE else _zigzag(n)
+            head = heads[n] if n < _TABLE else b"\0\0" + _zigzag(n) + _NULL
             prefix = table[length] if length < _TABLE else _zigzag(length)
-            size = 4 + len(delta) + len(prefix) + length
-            append(table[size] if size < _TABLE else _zigzag(size))
-            append(b"\0\0")
-            append(delta)
-            append(_NULL)
+            size = len(head) + len(prefix) + length + 1
+            size_bytes = table[size] if size < _TABLE else _zigzag(size)
+            if room is not None:
+                total += len(size_bytes) + size
+                if total > room and n:
+                    taken = n
+                    break
+            append(size_bytes)
+            append(head)
             append(prefix)
             append(view[low:high])
             append(b"\0")
@@ -410,10 +487,17 @@ def entry_batch(data, from_seq: int, compacted: bool) -> bytes:
                 parts.append(b"\0")
             record = b"".join(parts)
             size = len(record)
-            append(table[size] if size < _TABLE else _zigzag(size))
+            size_bytes = table[size] if size < _TABLE else _zigzag(size)
+            if room is not None:
+                total += len(size_bytes) + size
+                if total > room and n:
+                    taken = n
+                    break
+            append(size_bytes)
             append(record)
     time_ms = header.publish_time_us // 1000
-    rest = _BATCH_REST.pack(TIMESTAMP_LOG_APPEND, count - 1, time_ms, time_ms, -1, -1, -1, count) + b"".join(
+    rest = _BATCH_REST.pack(TIMESTAMP_LOG_APPEND, taken - 1, time_ms, time_ms, -1, -1, -1, taken) + b"".join(
         records
     )
-    return _BATCH_HEAD.pack(first - 1 + start, len(rest) + 9, 0, 2, crc32c.crc32c(rest)) + rest
+    batch = _BATCH_HEAD.pack(first - 1 + start, len(rest) + 9, 0, 2, crc32c.crc32c(rest)) + rest
+    return batch, taken == count

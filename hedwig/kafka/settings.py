@@ -24,6 +24,10 @@ def check_kafka_settings(config: Config) -> None:
             f"[kafka] max_request_bytes = {kafka.max_request_bytes}: expected 0 ([hub] max_frame_bytes)"
             f" or at least {MIN_REQUEST_BYTES}"
         )
+    if kafka.produced_cache_bytes < 0:
+        raise ConfigError(
+            f"[kafka] produced_cache_bytes = {kafka.produced_cache_bytes}: expected 0 (none kept) or more"
+        )
     if max_request_bytes(config) + 4 > config.hub.max_partial_request_bytes:
         raise ConfigError(
             f"[kafka] max_request_bytes = {kafka.max_request_bytes}: a request must fit [hub]"

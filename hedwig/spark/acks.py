@@ -17,6 +17,7 @@ checkpoint says was committed before it reads anything.
 """
 
 from hedwig.protocol.errors import ClientAlreadySubscribed, NoSuchTopic
+from hedwig.protocol.partitions import partition_topics
 from hedwig.spark.hubs import UnknownTopic
 
 
@@ -25,16 +26,24 @@ class DrainSubscriptions:
 
     def __init__(self, client, topics, subscriber_id: str, log=None):
         self.client = client
-        self.topics = tuple(topics)
+        self.asked = tuple(topics)
+        self.topics = self.asked  # every hedwig topic of them, once open() found the partitions
         self.subscriber_id = subscriber_id
         self.consumed = {}  # topic -> the consumed seq-id acknowledged to the hub
         self._subscriptions = {}  # topic -> AckOnlySubscription, attached for the run
         self._log = log or (lambda message: None)
 
     def open(self) -> dict:
-        """Attach to each topic's subscription for acknowledgements, creating it from the
-        earliest seq-id held where there is none; {topic: consumed seq-id}. Another drain
+        """Attach to each topic's subscription for acknowledgements (each partition's of a
+        partitioned topic: its partitions are read, and kept, as topics of their own),
+        creating it from the earliest seq-id held where there is none; {topic: consumed
+        seq-id}. Another drain
         attached with the same subscriber id is forced out (it would acknowledge for us)."""
+        self.topics = tuple(
+            name
+            for asked in self.asked
+            for name in partition_topics(asked, self._describe(asked).get("partitions") or 1)
+        )
         for topic in self.topics:
             if topic not in self._subscriptions:
                 subscription = self._attach(topic)
@@ -53,7 +62,8 @@ class DrainSubscriptions:
         return self._subscribe(topic, mode="attach", force_attach=True)
 
     def _subscribe(self, topic: str, **options):
-        return self.client.subscribe(topic, self.subscriber_id, deliver=False, **options)
+        # (each hedwig topic by itself: a partitioned topic's partitions are topics here)
+        return self.client.subscribe(topic, self.subscriber_id, deliver=False, partition=0, **options)
 
     def acknowledge(self, offsets: dict) -> dict:
         """Move each topic's consumed seq-id up to offsets[topic] (never back); returns

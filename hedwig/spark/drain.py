@@ -210,7 +210,7 @@ def _run(
         return found
 
     def lag():
-        return {t: max(0, int(client.describe(t)["last_seq"]) - committed[t]) for t in settings.topics}
+        return {t: max(0, int(client.describe(t)["last_seq"]) - committed[t]) for t in subscriptions.topics}
 
     def tick():
         # A hub that is away for a moment delays acknowledgements (they are made

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from hedwig.protocol.addresses import format_address, parse_address
 from hedwig.protocol.names import InvalidName, check_topic
+from hedwig.protocol.partitions import parent_of
 from hedwig.spark.access import OPTION_NAMES, HubAccess, parse_access
 
 EARLIEST = "earliest"
@@ -141,7 +142,8 @@ def _boolean(name: str, raw: str) -> bool:
 
 def parse_positions(name: str, raw: str, topics: tuple, words: tuple) -> dict:
     """A position option: one of `words` for every topic, or a JSON object giving each
-    topic a seq-id (>= 1) or one of `words`."""
+    topic a seq-id (>= 1) or one of `words`; a partitioned topic's partitions (`T.p-K`)
+    may have positions of their own (else they take their topic's: hubs.asked_for)."""
     text = raw.strip()
     if text.lower() in words:
         return dict.fromkeys(topics, text.lower())
@@ -155,14 +157,14 @@ def parse_positions(name: str, raw: str, topics: tuple, words: tuple) -> dict:
             f"option {name!r} = {raw!r}: expected {allowed}, or a JSON object "
             f'{{"topic": seq-id or {allowed}}}'
         )
-    unknown = sorted(set(value) - set(topics))
+    unknown = sorted(t for t in value if t not in topics and parent_of(t)[0] not in topics)
     if unknown:
         raise OptionError(f"option {name!r} names topics that are not in 'topics': {', '.join(unknown)}")
     missing = [t for t in topics if t not in value]
     if missing:
         raise OptionError(f"option {name!r} gives no position for topics {', '.join(missing)}")
     positions = {}
-    for topic in topics:
+    for topic in [*topics, *(t for t in value if t not in topics)]:
         position = value[topic]
         if isinstance(position, str) and position.lower() in words:
             positions[topic] = position.lower()

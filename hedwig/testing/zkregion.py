@@ -29,9 +29,11 @@ class RegionHubs:
         region_settings: dict | None = None,
         http: bool = False,
         tls: bool = False,
+        kafka: bool = False,
     ):
         """`region`: [region] name; `region_settings`: more [region] settings (parent,
-        parent_address, ...); `conf`: more sections, as hub.conf text."""
+        parent_address, ...); `conf`: more sections, as hub.conf text; `kafka`: every hub
+        serves Kafka clients on a port of its own (HubProcess.kafka_port)."""
         self.zookeeper = zookeeper
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -39,6 +41,7 @@ class RegionHubs:
         self.data_dir = self.directory / "storage"
         self.session_timeout_ms = session_timeout_ms
         self.http = http
+        self.kafka = kafka
         self.tls = tls  # `conf` enables [tls] (port 0): each hub's TLS port is read from its log
         self.conf = self.directory / "hub.conf"
         settings = {"name": region} if region else {}
@@ -69,6 +72,7 @@ class RegionHubs:
             *extra_args,
             http=self.http,
             tls=self.tls,
+            kafka=self.kafka,
             launcher=launcher,
             host=host,
         )

@@ -20,6 +20,7 @@ from hedwig.protocol.requests import (
     decode_publish,
     decode_subscribe,
     encode_hello_reply,
+    encode_json,
     encode_published,
     encode_subscribed,
 )
@@ -62,6 +63,11 @@ class HubScript:
     @staticmethod
     def subscribed(request_id, handle, consumed, next_seq):
         return response_frame(request_id, Op.SUBSCRIBE, payload=encode_subscribed(handle, consumed, next_seq))
+
+    @staticmethod
+    def described(request_id, partitions=1):
+        """DESCRIBE_TOPIC's reply, as much of it as a client's subscribe reads."""
+        return response_frame(request_id, Op.DESCRIBE_TOPIC, payload=encode_json({"partitions": partitions}))
 
     @staticmethod
     def ok(request_id, op, payload=b""):

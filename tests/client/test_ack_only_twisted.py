@@ -12,6 +12,7 @@ from tests.client.test_twisted_client import Hub, connected, results
 
 def ack_only(reactor, client, hub, **options):
     outcome = results([client.subscribe("t", "lake", deliver=False, **options)])
+    hub.describe_answered()
     [(op, request_id, request)] = hub.take()
     assert op == Op.SUBSCRIBE
     return outcome, request_id, request

@@ -44,6 +44,12 @@ class Hub:
     def send(self, data):
         self.protocol.dataReceived(data)
 
+    def describe_answered(self, partitions=1):
+        """Answer the DESCRIBE_TOPIC a subscribe asks first (the topic's partition count)."""
+        [(op, request_id, _)] = self.take()
+        assert op == Op.DESCRIBE_TOPIC
+        self.send(self.script.described(request_id, partitions))
+
     def drop(self):
         self.protocol.connectionLost(Failure(ConnectionDone()))
 
@@ -188,6 +194,7 @@ def test_a_request_without_reply_times_out():
 
 def subscribed(reactor, client, hub, handler, **options):
     subscription = results([client.subscribe("t", "s", handler=handler, **options)])
+    hub.describe_answered()
     [(op, request_id, request)] = hub.take()
     assert op == Op.SUBSCRIBE
     return subscription, request_id, request

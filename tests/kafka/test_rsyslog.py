@@ -3,11 +3,13 @@ follows a file (imfile) and ships its lines into a hedwig topic through the Kafk
 a native client reads them back in order, through a SIGKILL and a restart of the hub:
 none lost, and those shipped while the hub ran each once.
 
-omkafka itself is at-least-once across a broker outage: a line it hands to librdkafka
-while librdkafka reports the broker down is both kept by librdkafka (which delivers it
-once the broker is back) and reported to rsyslog as suspended (which submits it again on
-resume), so lines written while the hub is down may arrive twice (against Kafka too;
-librdkafka's idempotence cannot tell the second submission from a new record). The test
+omkafka itself is at-least-once across a broker outage, whatever its settings
+(docs/kafka.md, "Log shippers", measured with enable.idempotence on and off,
+resubmitOnFailure and keepFailedMessages): its doAction hands a line to librdkafka, which
+keeps it and delivers it once the broker is back, and reports the action suspended when
+librdkafka's queued error events said the broker is down, so rsyslog submits the line
+again on resume: a new record, which librdkafka's idempotence cannot tell from a new line.
+The test asserts that only lines written while the hub was down come more than once, and
 counts them."""
 
 import shutil
@@ -109,5 +111,5 @@ def test_rsyslog_omkafka_ships_every_line_once_through_a_hub_kill_and_restart(tm
     assert list(dict.fromkeys(lines)) == first + second + third
     assert lines[:50] == first
     repeated = {line: n for line, n in Counter(lines).items() if n > 1}
-    assert not repeated.keys() & set(first) and all(n == 2 for n in repeated.values())
+    assert repeated.keys() <= set(second), repeated
     print(f"omkafka resubmitted {len(repeated)} of {len(second + third)} lines written around the outage")

@@ -24,6 +24,7 @@ def test_defaults_are_off_and_bounded_by_the_hubs_frames():
         ({"kafka.port": 70000}, "kafka.port = 70000"),
         ({"kafka.port": 4080, "hub.port": 4080}, "[kafka] port = 4080 is the hub's port too"),
         ({"kafka.max_request_bytes": 100}, "[kafka] max_request_bytes = 100"),
+        ({"kafka.produced_cache_bytes": -1}, "[kafka] produced_cache_bytes = -1"),
     ],
 )
 def test_bad_settings_are_refused_naming_them(overrides, named):

@@ -277,3 +277,53 @@ class _Captured:
 
     def sendall(self, data):
         self.sent = data
+
+
+def test_a_fetch_of_what_a_producer_sent_answers_with_its_records_as_they_came(kafka_hub):
+    """A Fetch of a batch a producer has just sent gets that batch's records byte for byte
+    (its own timestamp deltas: an entry read from the ledger is framed anew, with deltas
+    0), under the entry's offsets and publish time; from the middle of the entry it is
+    the ledger's framing: both read as the same records."""
+    from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for n in range(3):
+        builder.append(
+            n, timestamp=1_700_000_000_000 + 7 * n, key=b"k%d" % n, value=b"v%d" % n, headers=[("h", b"x")]
+        )
+    sent = bytes(builder.build())
+    with KafkaPeer(kafka_hub.kafka_port) as peer:
+        _produce(peer, "as-produced", sent)
+        _cid, response = peer.response(PRODUCE, 9)
+        assert response.responses[0].partition_responses[0].error_code == NONE
+
+        def fetch(offset):
+            peer.request(
+                FETCH,
+                12,
+                max_wait=0,
+                min_bytes=0,
+                topics=[
+                    {
+                        "topic": "as-produced",
+                        "partitions": [
+                            {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+                        ],
+                    }
+                ],
+            )
+            _cid, response = peer.response(FETCH, 12)
+            return bytes(response.responses[0].partitions[0].records)
+
+        whole, middle = fetch(0), fetch(1)
+    assert whole[61:] == sent[61:]
+    message = _stored(kafka_hub, "as-produced")[0]
+
+    def read(batch):
+        records = DefaultRecordBatch(batch)
+        assert records.validate_crc()
+        return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in records]
+
+    expected = [(n, message.publish_time_us // 1000, b"k%d" % n, b"v%d" % n, [("h", b"x")]) for n in range(3)]
+    assert read(whole) == expected
+    assert read(middle) == expected[1:]

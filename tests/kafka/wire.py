@@ -67,6 +67,23 @@ class KafkaPeer:
         self.sock.sendall(self.frame(api_key, version, out.getvalue(), flexible=request_type.__flexible__))
         return self.correlation_id
 
+    def fetch(self, topic, partition, offset, max_bytes=1 << 20, max_wait=0, min_bytes=0) -> int:
+        """Send a Fetch v12 of one partition from `offset`; its correlation id."""
+        return self.request(
+            1,
+            12,
+            max_wait=max_wait,
+            min_bytes=min_bytes,
+            topics=[
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {"partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes}
+                    ],
+                }
+            ],
+        )
+
     def read_frame(self) -> bytes:
         """The next response frame (after its size); b"" when the hub closed the connection."""
         head = self._read(4)

@@ -21,20 +21,16 @@ and writes bench/results/keyshared_bench.json (keyshared_bench_runN.json with --
 """
 
 import argparse
-import multiprocessing
 import os
 import random
-import shutil
 import sys
-import tempfile
 from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.client_processes import PAYLOAD, PAYLOAD_BYTES
+from bench.client_processes import PAYLOAD
 from bench.figures import RESULTS_DIR, emit, load
-from bench.shared_bench import SET, alternate, medians
-from hedwig.testing.hubprocess import HubProcess
+from bench.shared_bench import SET, add_turn_arguments, medians, run_turns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_NAME = "keyshared_bench{}.json"  # (with --run N above 1: keyshared_bench_runN.json)
@@ -60,46 +56,23 @@ def prepare(hub, topic, total, kind, keys: int, run: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, to check it runs (not saved)")
-    parser.add_argument("--messages", type=int, default=100_000, help="backlog per turn (default 100,000)")
+    add_turn_arguments(parser, 100_000)
     parser.add_argument("--keys", type=int, default=1000, help="distinct keys (default 1,000)")
     parser.add_argument(
         "--run", type=int, default=1, help="messages of one key after another in a publish (default 1)"
     )
-    parser.add_argument("--rounds", type=int, default=2, help="turns of each kind, alternating (default 2)")
-    parser.add_argument("--no-save", action="store_true", help="do not write the results file")
     args = parser.parse_args(argv)
     total = 20_000 if args.quick else args.messages
-    rounds = 1 if args.quick else args.rounds
-    ctx = multiprocessing.get_context("spawn")
-    directory = tempfile.mkdtemp(prefix="keyshared-bench-")
-    hub = HubProcess(os.path.join(directory, "data"), cwd=ROOT).start()
-    report = {
-        "benchmark": "keyshared_bench",
-        "command": "python bench/keyshared_bench.py" + (" --quick" if args.quick else ""),
-        "payload_bytes": PAYLOAD_BYTES,
-        "messages_per_turn": total,
-        "keys": args.keys,
-        "messages_per_key_run": args.run,
-        "workers": WORKERS,
-        "cores": os.cpu_count(),
-        "load_before": load(),
-        "turns": [],
-    }
-    try:
-        kinds = [(kind, WORKERS) for kind in KINDS]
-        alternate(
-            ctx,
-            hub,
-            report,
-            rounds,
-            kinds,
-            total,
-            lambda topic, kind: prepare(hub, topic, total, kind, args.keys, args.run),
-        )
-    finally:
-        hub.stop(timeout=120)
-        shutil.rmtree(directory, ignore_errors=True)
+    report = run_turns(
+        "keyshared_bench",
+        args,
+        total,
+        WORKERS,
+        [(kind, WORKERS) for kind in KINDS],
+        lambda hub, topic, kind: prepare(hub, topic, total, kind, args.keys, args.run),
+        keys=args.keys,
+        messages_per_key_run=args.run,
+    )
     rate = medians(report, KINDS)
     ratio = rate["key_shared"] / rate["shared"]
     # The hub's CPU seconds per 100k messages, median of each kind's turns: steadier than

@@ -116,6 +116,44 @@ def alternate(ctx, hub, report, rounds, kinds, total, prepare_turn) -> None:
             print(f"{kind} turn {n + 1}: {figures['messages_per_s']:,} msg/s", file=sys.stderr)
 
 
+def add_turn_arguments(parser, messages: int) -> None:
+    """What every benchmark of turns takes: --quick, --messages (default `messages`),
+    --rounds, --no-save."""
+    parser.add_argument("--quick", action="store_true", help="small sizes, to check it runs (not saved)")
+    parser.add_argument(
+        "--messages", type=int, default=messages, help=f"backlog per turn (default {messages:,})"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="turns of each kind, alternating (default 2)")
+    parser.add_argument("--no-save", action="store_true", help="do not write the results file")
+
+
+def run_turns(name, args, total, workers, kinds, prepare_turn, **described) -> dict:
+    """The report of `name`: on a hub process of its own, --rounds turns (1 with --quick)
+    of each (kind, members) of `kinds`, alternating, each over the backlog
+    prepare_turn(hub, topic, kind) makes; `described`: more of what was run."""
+    ctx = multiprocessing.get_context("spawn")
+    directory = tempfile.mkdtemp(prefix=f"{name}-")
+    hub = HubProcess(os.path.join(directory, "data"), cwd=ROOT).start()
+    report = {
+        "benchmark": name,
+        "command": f"python bench/{name}.py" + (" --quick" if args.quick else ""),
+        "payload_bytes": PAYLOAD_BYTES,
+        "messages_per_turn": total,
+        **described,
+        "workers": workers,
+        "cores": os.cpu_count(),
+        "load_before": load(),
+        "turns": [],
+    }
+    try:
+        rounds = 1 if args.quick else args.rounds
+        alternate(ctx, hub, report, rounds, kinds, total, lambda topic, kind: prepare_turn(hub, topic, kind))
+    finally:
+        hub.stop(timeout=120)
+        shutil.rmtree(directory, ignore_errors=True)
+    return report
+
+
 def medians(report, kinds) -> dict:
     """kind -> the median messages_per_s of its turns."""
     return {
@@ -137,42 +175,17 @@ def prepare(hub, topic, total, subscriber_ids) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, to check it runs (not saved)")
-    parser.add_argument(
-        "--messages", type=int, default=1_000_000, help="backlog per turn (default 1,000,000)"
-    )
-    parser.add_argument("--rounds", type=int, default=2, help="turns of each kind, alternating (default 2)")
-    parser.add_argument("--no-save", action="store_true", help="do not write bench/results/shared_bench.json")
+    add_turn_arguments(parser, 1_000_000)
     args = parser.parse_args(argv)
     total = 50_000 if args.quick else args.messages
-    rounds = 1 if args.quick else args.rounds
-    ctx = multiprocessing.get_context("spawn")
-    directory = tempfile.mkdtemp(prefix="shared-bench-")
-    hub = HubProcess(os.path.join(directory, "data"), cwd=ROOT).start()
-    report = {
-        "benchmark": "shared_bench",
-        "command": "python bench/shared_bench.py" + (" --quick" if args.quick else ""),
-        "payload_bytes": PAYLOAD_BYTES,
-        "messages_per_turn": total,
-        "workers": WORKERS,
-        "cores": os.cpu_count(),
-        "load_before": load(),
-        "turns": [],
-    }
-    try:
-        kinds = (("exclusive", 1), ("shared", WORKERS))
-        alternate(
-            ctx,
-            hub,
-            report,
-            rounds,
-            kinds,
-            total,
-            lambda topic, kind: prepare(hub, topic, total, [("s", kind)]),
-        )
-    finally:
-        hub.stop(timeout=120)
-        shutil.rmtree(directory, ignore_errors=True)
+    report = run_turns(
+        "shared_bench",
+        args,
+        total,
+        WORKERS,
+        (("exclusive", 1), ("shared", WORKERS)),
+        lambda hub, topic, kind: prepare(hub, topic, total, [("s", kind)]),
+    )
     rate = medians(report, ("exclusive", "shared"))
     ratio = rate["shared"] / rate["exclusive"]
     report["figures"] = {

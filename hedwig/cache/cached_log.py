@@ -36,6 +36,7 @@ class CachedTopicLog:
     is_open = property(attrgetter("inner.is_open"), doc="Whether the decorated log takes appends.")
     compaction = property(attrgetter("inner.compaction"), doc="Whether the topic is compacted.")
     partitions = property(attrgetter("inner.partitions"), doc="The topic's partitions.")
+    ttl_ms = property(attrgetter("inner.ttl_ms"), doc="The topic's default TTL in ms (0: none).")
 
     # -- appends: the decorated log's, bound in __init__ (these say what they are) ----------
 

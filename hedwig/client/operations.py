@@ -12,6 +12,7 @@ subscriptions lives here once; publishing and subscribing are the core's.
 from hedwig.client.config import DEFAULT_READ_BYTES
 from hedwig.client.start import wire_start
 from hedwig.protocol import Op
+from hedwig.protocol.admin_requests import topic_ttl_ms
 from hedwig.protocol.spec import OPS
 
 
@@ -70,15 +71,18 @@ class ClientOperations:
 
     # -- administration ------------------------------------------------------------------
 
-    def create_topic(self, topic: str, compaction: bool = False, partitions: int = 0):
+    def create_topic(self, topic: str, compaction: bool = False, partitions: int = 0, ttl=None):
         """Create the topic (publishing creates one too); {"topic", "created",
-        "compaction", "partitions"}: created is False when it existed already (and
-        compaction and partitions are then what it was created with). `compaction`: a
-        compacted topic, which takes keyed messages only and keeps the latest message of
-        each key (compact()). `partitions`: a topic of that many partitions, partition K
-        (K > 0) being the topic `<topic>.p-K` (hedwig.protocol.partitions; 0: one, or as
-        it is); TopicExists when it exists with another count."""
-        return self._call(Op.CREATE_TOPIC, topic, topic, compaction, partitions)
+        "compaction", "partitions", "ttl_ms"}: created is False when it existed already
+        (and compaction, partitions and ttl_ms are then what it was created with).
+        `compaction`: a compacted topic, which takes keyed messages only and keeps the
+        latest message of each key (compact()). `partitions`: a topic of that many
+        partitions, partition K (K > 0) being the topic `<topic>.p-K`
+        (hedwig.protocol.partitions; 0: one, or as it is); TopicExists when it exists
+        with another count. `ttl`: seconds, the topic's default TTL: a message published
+        without a ttl of its own and not delivered within it after its publish is not
+        delivered (None: none; TopicExists when it exists with another)."""
+        return self._call(Op.CREATE_TOPIC, topic, topic, compaction, partitions, topic_ttl_ms(ttl))
 
     def compact(self, topic: str):
         """Compact a compacted topic's closed ledgers now (the hub does it every [log]

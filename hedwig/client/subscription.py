@@ -130,6 +130,11 @@ class BaseSubscription:
     def on_redelivery(self, start, stop, entry, count) -> None:
         self._inbox.extend(self._position.messages(start, stop, entry, count))
 
+    def on_subset(self, start, stop, selection, entry) -> None:
+        if not self._shared:
+            raise ProtocolViolation(f"the hub sent a subset of an entry to {self.topic}/{self.subscriber_id}")
+        self._inbox.extend(self._position.subset_messages(start, stop, selection, entry))
+
     def on_event(self, event) -> None:
         """A forced close ends the subscription (another connection attached it); so does
         an unreadable entry (EntryUnreadable, after every message before it). FETCH_DONE

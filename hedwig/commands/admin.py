@@ -11,10 +11,13 @@ from hedwig.commands.common import (
     add_topic_argument,
     client,
     client_command,
+    duration_seconds,
     subscription_command,
 )
+from hedwig.commands.numbers import duration
 from hedwig.commands.output import print_reply, table
 from hedwig.commands.statistics import HUB_COLUMNS
+from hedwig.protocol.admin_requests import topic_ttl_ms
 from hedwig.protocol.partitions import MAX_PARTITIONS
 
 # -- topics ---------------------------------------------------------------------------------------
@@ -69,7 +72,24 @@ def add_create(subparsers, client_options):
         help="a topic of N partitions (Kafka's): partition K > 0 is the topic TOPIC.p-K, a keyed"
         " message goes to its key's partition as Kafka's default partitioner puts it",
     )
+    parser.add_argument(
+        "--ttl",
+        type=topic_ttl,
+        metavar="DURATION",
+        help="the topic's default TTL (30s, 5m, 1d): a message published without a ttl of its"
+        " own and not delivered within DURATION of its publish is not delivered (counted, and"
+        " dead-lettered by a subscription that names a dead-letter topic)",
+    )
     return parser
+
+
+def topic_ttl(text: str) -> float:
+    seconds = duration_seconds(text)
+    try:
+        topic_ttl_ms(seconds)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return seconds
 
 
 def partition_count(text: str) -> int:
@@ -85,10 +105,14 @@ def partition_count(text: str) -> int:
 def create(args) -> int:
     """create a topic (publishing to one creates it too); one that exists is left as it is"""
     with client(args) as hub:
-        reply = hub.create_topic(args.topic, compaction=args.compact, partitions=args.partitions)
+        reply = hub.create_topic(
+            args.topic, compaction=args.compact, partitions=args.partitions, ttl=args.ttl
+        )
     kind = "compacted topic" if reply.get("compaction") else "topic"
     partitions = reply.get("partitions", 1)
     of = f" ({partitions} partitions)" if partitions > 1 else ""
+    if reply.get("ttl_ms"):
+        of += f" (messages expire {duration(reply['ttl_ms'] / 1000)} after their publish)"
     if args.json:
         print(json.dumps(reply, sort_keys=True))
     elif reply["created"]:

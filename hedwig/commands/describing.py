@@ -3,7 +3,7 @@
 import json
 
 from hedwig.commands.common import add_topic_argument, client, client_command
-from hedwig.commands.numbers import count, size
+from hedwig.commands.numbers import count, duration, size
 from hedwig.commands.output import print_reply, readable
 from hedwig.commands.statistics import format_stats
 
@@ -46,6 +46,11 @@ def format_description(info: dict) -> list[str]:
     ]
     if info.get("compaction"):
         lines.append("compacted: the latest message of each key is kept")
+    if info.get("ttl_ms"):
+        lines.append(
+            f"ttl:      {duration(info['ttl_ms'] / 1000)} (a message published without a ttl of its own"
+            " and not delivered within it is not delivered)"
+        )
     partitions = info.get("partitions") or 1
     if partitions > 1:
         topic = info.get("topic")
@@ -75,7 +80,17 @@ def format_description(info: dict) -> list[str]:
         lines.append(f"relays:   {len(relays)}")
         for relay in relays:
             lines.append(_relay_line(relay, info.get("topic")))
-    shown = {"topic", "owner", "first_seq", "last_seq", "ledgers", "subscribers", "relays", "compaction"}
+    shown = {
+        "topic",
+        "owner",
+        "first_seq",
+        "last_seq",
+        "ledgers",
+        "subscribers",
+        "relays",
+        "compaction",
+        "ttl_ms",
+    }
     for key in sorted(set(info) - shown):
         value = info[key]
         lines.append(f"{readable(key)}: {value if isinstance(value, str | int) else json.dumps(value)}")

@@ -67,6 +67,7 @@ EXAMPLES = {
         ("hedwig create orders", "make a topic before anything is published to it"),
         ("hedwig create prices --compact", "a compacted topic: the latest message of each key is kept"),
         ("hedwig create clicks --partitions 6", "a topic of 6 partitions, as a Kafka topic of 6"),
+        ("hedwig create jobs --ttl 30s", "messages published without a ttl of their own expire 30 s after"),
     ],
     "compact": [("hedwig compact prices", "compact a compacted topic now: everything published before")],
     "delete": [

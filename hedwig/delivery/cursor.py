@@ -277,29 +277,38 @@ class Cursor:
                 self.held = entry
             else:
                 self.held = None
-            if self.timed and (entry.schedule is not None or self.ttl_ms):
-                stop = self._timed_stop(entry, start, stop)
-                if stop is None:
-                    return
-                if stop == start:  # (expired: passed over)
-                    budget -= 1
-                    if not budget:
-                        self._timer = self._clock.callLater(0, self._turn)
-                        return
-                    continue
-            try:
-                self.channel.deliver(self.handle, entry, start, stop)
-            except Exception:
-                _logger.failure("delivering to {handle} failed; stopping it", handle=self.handle)
-                self._on_channel_error(self)
+            stop = self._due_stop(entry, start, stop)
+            if stop is None:
                 return
-            self.next_seq = first + stop
-            self.delivered_entries += 1
-            self.delivered_messages += stop - start
+            if stop > start and not self._send(first, start, stop, (entry, start, stop)):
+                return  # (stop == start: they expired, passed over)
             budget -= 1
             if not budget:  # let other cursors and connections have the reactor
                 self._timer = self._clock.callLater(0, self._turn)
                 return
+
+    def _send(self, first: int, start: int, stop: int, delivery) -> bool:
+        """Deliver messages [start, stop) of the entry at seq-id `first` (`delivery`: the
+        channel's deliver arguments after the handle); False when the channel failed
+        (the cursor is stopped)."""
+        try:
+            self.channel.deliver(self.handle, *delivery)
+        except Exception:
+            _logger.failure("delivering to {handle} failed; stopping it", handle=self.handle)
+            self._on_channel_error(self)
+            return False
+        self.next_seq = first + stop
+        self.delivered_entries += 1
+        self.delivered_messages += stop - start
+        return True
+
+    def _due_stop(self, entry, start: int, stop: int):
+        """What to deliver now of [start, stop) of `entry`: its stop when nothing of it is
+        timed (no delays or TTLs, or a relay's cursor, which sends them on), else
+        _timed_stop's (None: wait; `start`: the first ones expired, passed over)."""
+        if self.timed and (entry.schedule is not None or self.ttl_ms):
+            return self._timed_stop(entry, start, stop)
+        return stop
 
     def _timed_stop(self, entry, start: int, stop: int):
         """What to deliver of [start, stop) of `entry`, which may hold delayed or expiring

@@ -17,11 +17,8 @@ before filters existed: a subscription without one costs what it cost.
 from bisect import bisect_left
 
 from twisted.internet.defer import Deferred
-from twisted.logger import Logger
 
 from hedwig.delivery.cursor import Cursor
-
-_logger = Logger()
 
 
 class FilteredCursor(Cursor):
@@ -96,25 +93,13 @@ class FilteredCursor(Cursor):
                 if window and stop - start > room:
                     stop = start + room
                 self.held = entry if first + stop <= entry.last_seq else None
-                if self.timed and (entry.schedule is not None or self.ttl_ms):
-                    stop = self._timed_stop(entry, start, stop)
-                    if stop is None:
-                        return
-                    if stop == start:  # (expired: passed over)
-                        budget -= 1
-                        if not budget:
-                            self._timer = self._clock.callLater(0, self._turn)
-                            return
-                        continue
-                try:
-                    self.channel.deliver(self.handle, *self.message_filter.part(entry, start, stop))
-                except Exception:
-                    _logger.failure("delivering to {handle} failed; stopping it", handle=self.handle)
-                    self._on_channel_error(self)
+                stop = self._due_stop(entry, start, stop)
+                if stop is None:
                     return
-                self.next_seq = first + stop
-                self.delivered_entries += 1
-                self.delivered_messages += stop - start
+                if stop > start and not self._send(
+                    first, start, stop, self.message_filter.part(entry, start, stop)
+                ):
+                    return  # (stop == start: they expired, passed over)
             budget -= 1
             if not budget:  # let other cursors and connections have the reactor
                 self._timer = self._clock.callLater(0, self._turn)

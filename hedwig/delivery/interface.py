@@ -46,6 +46,12 @@ class ISharedDeliveryChannel(IDeliveryChannel):
         """As deliver(), for messages delivered the `count`th time (count >= 2): the hub
         writes hedwig.protocol.work_requests.redelivery_header and the entry's bytes."""
 
+    def deliver_subset(handle, entry, start, stop, selection, messages):
+        """As deliver(), for the `messages` messages of [start, stop) that `selection`
+        (hedwig.protocol.work_requests.selection_of) picks: a key_shared member's keys
+        of an entry, first deliveries, sent only to a member whose SUBSCRIBE asked for
+        them (`subsets`); the hub writes work_requests.subset_header and the entry's bytes."""
+
     def fetch_done(handle):
         """The pull subscription `handle`'s FETCH ended: every delivery it brought was
         sent before this (an EVENT FETCH_DONE, which does not end the subscription)."""

@@ -23,10 +23,14 @@ Messages without a key go to the members in turn, a run of an entry at a time.
 
 The work is per entry where it can be: an entry's slots are hashed once (kept for the
 last few entries), an entry without keys goes whole as a shared subscription's does,
-and the messages of a run that go to one member go as one delivery (as an entry of its
-own when it is under half of its entry, cut from the entry read once while it is kept).
-Parked runs are bounded (MAX_PARKED_RUNS): beyond them the dispatcher reads nothing new
-until the members take what waits.
+and a member whose client asked for them is sent its runs of an entry as one
+SUBSET_DELIVERY, held as one lease (the dispatcher's _deliver_subsets); another is sent
+each run as a delivery (as an entry of its own when it is under half of its entry, cut
+from the entry read once while it is kept). New seq-ids are read no faster than every
+member has room for its share (new_share): with random keys a full member's runs would
+otherwise be parked one by one, each a heap push and a split again. Parked runs are
+bounded (PARKING_SLACK while a member has no room, MAX_PARKED_RUNS in all): beyond them
+the dispatcher reads nothing new until the members take what waits.
 """
 
 import zlib
@@ -43,6 +47,10 @@ KEYLESS = -1
 # Runs held back at most before a key_shared subscription reads no new seq-ids (memory
 # bound; the members' windows are what normally bounds them).
 MAX_PARKED_RUNS = 4096
+# Runs parked at most while a member has no room before new seq-ids wait for it (each
+# parked run costs a heap push and a split again; with random keys parking every run of
+# a full member's keys costs more than waiting for its acknowledgements).
+PARKING_SLACK = 256
 _KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry again)
 # Entries whose EntrySlices are kept, the least recently cut dropped first: a turn takes
 # runs of a few entries in turn (parked runs, redeliveries, new ones), and reading an
@@ -241,6 +249,19 @@ class KeyRouting:
             if heap and (member is None or room.get(member, 0) > 0) and (best is None or heap[0] < best[0]):
                 best = heap
         return best
+
+    def new_share(self, members: int) -> int:
+        """How many new seq-ids to take at most now: as many as every member has room
+        for its share of (random keys park nothing then); while a member has no room,
+        what the others have room for, until PARKING_SLACK runs are parked (a member
+        whose window is full holds back its keys only, up to that)."""
+        rooms = self._room.values()
+        least = min(rooms, default=0)
+        if least > 0:
+            return least * members
+        if self.parked_runs() >= PARKING_SLACK:
+            return 0
+        return sum(left for left in rooms if left > 0)
 
     def any_room(self) -> bool:
         return any(left > 0 for left in self._room.values())

@@ -1,7 +1,8 @@
 """Who holds what in a shared subscription: delivered, unacknowledged seq-ids by lease.
 
-Each delivery to a member is one lease: a run of seq-ids (a slice of one entry), the
-member, the delivery count and the time by which it must be acknowledged. The seq-ids a
+Each delivery to a member is one lease: a run of seq-ids (a slice of one entry; a
+key_shared member's SUBSET_DELIVERY: the runs of its keys in one entry), the member,
+the delivery count and the time by which it must be acknowledged. The seq-ids a
 lease still holds are kept as segments (start, end, lease), sorted and disjoint, in
 parallel lists searched with bisect: an acknowledgement or a NACK removes a range from
 them (splitting at most the two segments at its ends), an expiry or a member leaving
@@ -47,6 +48,23 @@ class Holdings:
         self.starts.insert(i, lease.first)
         self.ends.insert(i, lease.last)
         self.leases.insert(i, lease)
+
+    def add_segments(self, segments) -> None:
+        """Hold segments [(start, end, lease)], sorted and disjoint, of seq-ids no segment
+        holds (a key_shared entry's subset leases, several segments each): one splice
+        when they fall between two held segments (new seq-ids do), else one at a time."""
+        starts, ends, leases = self.starts, self.ends, self.leases
+        i = bisect_left(starts, segments[0][0])
+        if i == len(starts) or starts[i] > segments[-1][1]:
+            starts[i:i] = [start for start, _end, _lease in segments]
+            ends[i:i] = [end for _start, end, _lease in segments]
+            leases[i:i] = [lease for _start, _end, lease in segments]
+            return
+        for start, end, lease in segments:
+            k = bisect_left(starts, start)
+            starts.insert(k, start)
+            ends.insert(k, end)
+            leases.insert(k, lease)
 
     def release(self, first: int, last: int, member=None) -> list:
         """Stop holding first..last (only what `member` holds, when given); the pieces

@@ -364,7 +364,7 @@ class DeliveryManager:
             cursor.on_skip = self._passed_over
             cursor.filtered_runs = PassedOver()
         cursor.on_expired = self._expired
-        cursor.ttl_ms = self.settings.message_ttl_ms
+        cursor.ttl_ms = topic_log.ttl_ms or self.settings.message_ttl_ms
         # A relay sends each message on at once, its time and TTL with it: the region it
         # reaches delays and expires it (the times are absolute, so they agree).
         cursor.timed = skip is None

@@ -31,6 +31,7 @@ class Member:
         "pull",
         "redelivered_messages",
         "subscription",
+        "subsets",
         "window",
     )
 
@@ -42,8 +43,11 @@ class Member:
     pulls = 0
     push_waits = 0
 
-    def __init__(self, dispatcher, channel, handle: int, window: int, pull: bool):
+    def __init__(self, dispatcher, channel, handle: int, window: int, pull: bool, subsets: bool = False):
+        """`subsets`: its SUBSCRIBE asked for SUBSET_DELIVERY frames (a key_shared member
+        is then sent its keys of an entry in one)."""
         self.dispatcher = dispatcher
+        self.subsets = subsets
         self.subscription = dispatcher.subscription
         self.channel = channel
         self.handle = handle
@@ -87,6 +91,16 @@ class Member:
         if self.window_full:
             return WINDOW_FULL
         return FETCHING if self.fetching else IDLE
+
+    def took(self, messages: int) -> None:
+        """It was sent `messages` in one delivery: it holds them (a pull member's FETCH
+        asks for that many fewer)."""
+        self.held += messages
+        self.delivered_entries += 1
+        self.delivered_messages += messages
+        if self.pull:
+            self.credit -= messages
+            self.fetched += messages
 
     def start(self) -> None:
         """Take deliveries from the next reactor turn (after the SUBSCRIBE's reply)."""

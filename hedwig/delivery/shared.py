@@ -39,6 +39,7 @@ from hedwig.delivery.shared_acks import AckBook
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE
 from hedwig.protocol.schedule import DUE, EXPIRED, LATER
 from hedwig.protocol.status import Status
+from hedwig.protocol.work_requests import selection_of
 from hedwig.topiclog.errors import EntriesUnreadable
 
 _logger = Logger()
@@ -46,6 +47,10 @@ _logger = Logger()
 _SETTLE = "settle"  # the pump stopped with nothing more at hand: fetches that got something end
 _WAIT = "wait"  # a ledger read, or the reactor's next turn: fetches go on
 _FULL = "full"  # (_timing: a delayed message met while max_delayed_runs are held)
+
+
+def _segment_start(segment) -> int:
+    return segment[0]
 
 
 class SharedDispatcher(AckBook):
@@ -95,7 +100,8 @@ class SharedDispatcher(AckBook):
         # Delayed messages held aside until their time (delays.py).
         self.delays = DelayedRuns(clock, settings.max_delayed_runs, self.pump)
         self._time_timer = None  # a key_shared subscription's wait for its next message's time
-        self.ttl_ms = settings.message_ttl_ms  # the expiry of messages without their own (0: none)
+        # The expiry of messages without one of their own: the topic's, else the hub's (0: none).
+        self.ttl_ms = table.topic_log.ttl_ms or settings.message_ttl_ms
         self.configure(settings)
 
     def configure(self, settings) -> None:
@@ -348,14 +354,10 @@ class SharedDispatcher(AckBook):
                     heappush(heap, (end + 1, last, count))
                 if heap is None:
                     self.next_seq = end + 1
-                delivered = False
-                for to, start, stop in keys.split(found, first, end):
-                    if type(to) is list:
-                        heappush(to, (start, stop, count))
-                    elif self._deliver(to, keys.cut(found, start, stop), start, stop, count):
-                        delivered = True
-                    elif count == 1:
-                        heappush(self.queue, (start, stop, count))  # (a redelivery is queued already)
+                runs = keys.split(found, first, end)
+                if heap is not None and heap is not self.queue and count == 1:
+                    runs = self._parked_with(found, heap, sources, runs, end)
+                delivered = self._deliver_split(found, runs, count)
                 # (only what is delivered counts: a turn takes each parked run at most once)
                 budget -= delivered
                 if not budget:
@@ -363,6 +365,102 @@ class SharedDispatcher(AckBook):
                     return _WAIT
         finally:
             keys.end()
+
+    def _parked_with(self, entry, heap, sources, runs, through: int) -> list:
+        """`runs` (of a parked run of `entry` taken from `heap`, up to `through`) and
+        those of the runs parked after it on the same heap, in the same entry, that come
+        before the first run of every source that may hold the same keys (the queue of
+        redeliveries, the moving slots' and keyless runs; another member's parked runs
+        are its own keys): a member's keys of an entry, parked while its window was
+        full, go out as one delivery again, each key still in seq-id order."""
+        limit = self.next_seq
+        for other, member in sources:
+            if member is None and other is not heap and other and other[0][0] < limit:
+                limit = other[0][0]
+        last_seq = entry.last_seq
+        split = self.keys.split
+        while heap and through < heap[0][0] <= last_seq and heap[0][0] < limit and heap[0][2] == 1:
+            piece = self._take_queued(heap)
+            if piece is None:
+                break
+            start, stop, count = piece
+            if start > last_seq or start >= limit or count != 1:  # (past acknowledged runs it popped)
+                heappush(heap, piece)
+                break
+            if stop > last_seq:
+                heappush(heap, (last_seq + 1, stop, 1))
+                stop = last_seq
+            runs += split(entry, start, stop)
+            through = stop
+        return runs
+
+    def _deliver_split(self, entry, runs, count: int) -> bool:
+        """Deliver the runs of `entry` KeyRouting.split made (delivered `count` times
+        before): each parked run to its heap; a member that takes subsets its first
+        deliveries of the entry as one (_deliver_subsets), any other run by itself.
+        Whether anything went out."""
+        keys = self.keys
+        delivered = False
+        subsets = None
+        for to, start, stop in runs:
+            if type(to) is list:
+                heappush(to, (start, stop, count))
+            elif count == 1 and to.subsets:
+                if subsets is None:
+                    subsets = {}
+                subsets.setdefault(to, []).append((start, stop))
+            elif self._deliver(to, keys.cut(entry, start, stop), start, stop, count):
+                delivered = True
+            elif count == 1:
+                heappush(self.queue, (start, stop, count))  # (a redelivery is queued already)
+        if subsets is not None and self._deliver_subsets(entry, subsets):
+            delivered = True
+        return delivered
+
+    def _deliver_subsets(self, entry, subsets) -> bool:
+        """First deliveries of `entry`, {member: its runs [(first, last)]}: a member's runs
+        go as one SUBSET_DELIVERY and one lease (a single run as a DELIVERY of its own, as
+        ever); what a failed channel was to take goes back to the queue. Whether any went out."""
+        keys = self.keys
+        base = entry.first_seq
+        deadline = self.clock.seconds() + self.ack_timeout_s
+        segments = []
+        delivered = False
+        for member, runs in subsets.items():
+            if len(runs) == 1:
+                start, stop = runs[0]
+                if self._deliver(member, keys.cut(entry, start, stop), start, stop, 1):
+                    delivered = True
+                else:
+                    heappush(self.queue, (start, stop, 1))
+                continue
+            first, last = runs[0][0], runs[-1][1]
+            low, high = first - base, last - base + 1
+            n = 0
+            for start, stop in runs:
+                n += stop - start + 1
+            selection = selection_of([(start - base, stop - base) for start, stop in runs], low, high)
+            try:
+                member.channel.deliver_subset(member.handle, entry, low, high, selection, n)
+            except Exception:
+                _logger.failure("delivering to {handle} failed; detaching it", handle=member.handle)
+                for start, stop in runs:
+                    heappush(self.queue, (start, stop, 1))
+                self.hooks.channel_error(member)
+                continue
+            self.leases_made += 1
+            lease = Lease(member, first, last, 1, deadline, self.leases_made)
+            lease.held = n
+            segments += [(start, stop, lease) for start, stop in runs]
+            member.took(n)
+            if last >= self.next_seq:
+                self.next_seq = last + 1
+            self.lease_made(lease)
+            delivered = True
+        if segments:
+            segments.sort(key=_segment_start)
+            self.holdings.add_segments(segments)
+        return delivered
 
     def _take_due(self):
         """((first, last, 1), its time) of the earliest delayed run that is due and not
@@ -465,7 +563,14 @@ class SharedDispatcher(AckBook):
                 return piece, heap
         if keys.parked_runs() >= MAX_PARKED_RUNS:
             return None, None
-        return self._take_new(log), None
+        piece = self._take_new(log)
+        if piece is not None:
+            first, last, count = piece
+            share = keys.new_share(len(self._order))
+            if share <= 0:
+                return None, None
+            piece = (first, min(last, first + share - 1), count)
+        return piece, None
 
     def _oldest_held(self):
         """The serial of the oldest lease still held (None: none is)."""
@@ -562,12 +667,7 @@ class SharedDispatcher(AckBook):
         deadline = self.clock.seconds() + self.ack_timeout_s
         lease = Lease(member, first, last, count, deadline, self.leases_made)
         self.holdings.add(lease)
-        member.held += n
-        member.delivered_entries += 1
-        member.delivered_messages += n
-        if member.pull:
-            member.credit -= n
-            member.fetched += n
+        member.took(n)
         if count == 1:
             if last >= self.next_seq:  # (a key_shared run parked earlier is behind it)
                 self.next_seq = last + 1

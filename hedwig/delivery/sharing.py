@@ -131,7 +131,7 @@ class WorkQueues:
             subscription.preferences_changed()
             dispatcher.configure(settings)
         window = min(request.window or settings.shared_window, settings.max_shared_window)
-        member = Member(dispatcher, channel, handle, window, pull)
+        member = Member(dispatcher, channel, handle, window, pull, request.subsets)
         dispatcher.add(member)
         if kind == "exclusive":
             subscription.cursor = member

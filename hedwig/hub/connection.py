@@ -102,6 +102,7 @@ class HubConnection(Protocol):
         # IDeliveryChannel: the delivery manager's calls go to the flow as they are.
         self.deliver = flow.deliver
         self.redeliver = flow.redeliver
+        self.deliver_subset = flow.deliver_subset
         self.fetch_done = flow.fetch_done
         self.subscription_ended = flow.subscription_ended
         self.subscription_removed = flow.subscription_removed

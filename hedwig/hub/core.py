@@ -301,12 +301,12 @@ class Hub:
     # -- administration ---------------------------------------------------------------------
 
     def create_topic(self, request: CreateTopic, place: bool = True) -> Deferred:
-        """Deferred[{"topic", "created", "compaction", "partitions"}]: the topic exists
-        (created now or before) as asked; TOPIC_EXISTS when it exists as the other kind
-        (compacted or not), or with another partition count than one asked for, which
-        it stays: a caller asking for a table must not get a plain topic. A topic of N
-        partitions is N topics (hedwig.protocol.partitions), partition 0's record
-        holding the count, written once every other partition exists. `place` False: in a
+        """Deferred[{"topic", "created", "compaction", "partitions", "ttl_ms"}]: the topic
+        exists (created now or before) as asked; TOPIC_EXISTS when it exists as the other
+        kind (compacted or not), or with another partition count or default TTL than one
+        asked for, which it keeps: a caller asking for a table must not get a plain topic.
+        A topic of N partitions is N topics (hedwig.protocol.partitions), partition 0's
+        record holding the count, written once every other partition exists. `place` False: in a
         region, claimed here if nobody owns it (partition 0's owner creating the others,
         which rebalancing spreads later: placed, they went to other hubs, which refused
         the create as not theirs, and the client bounced between the two)."""
@@ -317,8 +317,10 @@ class Hub:
         partitions = request.partitions
 
         def create(existed):
-            if request.compaction and not existed:
-                new_options[topic] = {"compaction": True}
+            options = {"compaction": request.compaction, "ttl_ms": request.ttl_ms}
+            options = {name: value for name, value in options.items() if value}
+            if options and not existed:
+                new_options[topic] = options
             d = self.topics.acquire(topic, place)
 
             def done(result):
@@ -336,7 +338,17 @@ class Hub:
                     f"topic {topic} exists already as {kind}: it stays so (delete it first to create"
                     f" it {'without' if topic_log.compaction else 'with'} compaction)",
                 )
-            answer = {"topic": topic, "created": not existed, "compaction": topic_log.compaction}
+            if request.ttl_ms and topic_log.ttl_ms != request.ttl_ms:
+                kept = f"a ttl of {topic_log.ttl_ms} ms" if topic_log.ttl_ms else "no ttl of its own"
+                raise RequestRefused(
+                    Status.TOPIC_EXISTS, f"topic {topic} exists already with {kept}: it keeps it"
+                )
+            answer = {
+                "topic": topic,
+                "created": not existed,
+                "compaction": topic_log.compaction,
+                "ttl_ms": topic_log.ttl_ms,
+            }
             if existed and partitions and topic_log.partitions != partitions:
                 raise RequestRefused(
                     Status.TOPIC_EXISTS,
@@ -375,7 +387,9 @@ class Hub:
                 f" as a partition (*{PARTITION_INFIX}K) itself",
             )
         made = [
-            self._create_partition(CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction))
+            self._create_partition(
+                CreateTopic(partition_topic(topic_log.topic, k), topic_log.compaction, 0, topic_log.ttl_ms)
+            )
             for k in range(topic_log.partitions, count)
         ]
         return gatherResults(made, consumeErrors=True).addCallbacks(
@@ -387,7 +401,9 @@ class Hub:
         `place` False), else on its owner (_on_owner)."""
         return self._on_owner(
             self.create_topic(request, False),
-            lambda peer: peer.create_topic(request.topic, request.compaction),
+            lambda peer: peer.create_topic(
+                request.topic, request.compaction, ttl=request.ttl_ms / 1000 if request.ttl_ms else None
+            ),
         )
 
     def _on_owner(self, here: Deferred, there) -> Deferred:

@@ -11,7 +11,7 @@ no call in between on the delivery path).
 
 from hedwig.protocol.framing import delivery_header, encode_event
 from hedwig.protocol.status import SubscriptionEvent
-from hedwig.protocol.work_requests import redelivery_header
+from hedwig.protocol.work_requests import redelivery_header, subset_header
 
 # Deliveries held back until their SUBSCRIBE reply is out: past this, the channel pauses.
 MAX_HELD_BYTES = 4 * 1024 * 1024
@@ -74,6 +74,16 @@ class DeliveryFlow:
         stats.entries_delivered += 1
         stats.messages_delivered += stop - start
         self._send_or_hold(handle, (redelivery_header(handle, start, stop, count, len(data)), data))
+
+    def deliver_subset(self, handle, entry, start, stop, selection, messages):
+        """A key_shared member's `messages` of [start, stop) of `entry`, those
+        `selection` picks (ISharedDeliveryChannel): one SUBSET_DELIVERY."""
+        data = entry.data
+        stats = self._stats
+        stats.entries_delivered += 1
+        stats.messages_delivered += messages
+        stats.delivery_latency.observe(self._seconds() - entry.publish_time_us * 1e-6)
+        self._send_or_hold(handle, (subset_header(handle, start, stop, selection, len(data)), data))
 
     def fetch_done(self, handle):
         """The pull subscription `handle`'s FETCH ended (an EVENT that does not end it)."""

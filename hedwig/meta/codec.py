@@ -74,8 +74,9 @@ def decode_ranges(text) -> list[LedgerRange]:
 
 
 # option -> its type: what a topic record may hold ("partitions": a partitioned topic's
-# count, in its partition 0's record: hedwig.protocol.partitions)
-_TOPIC_OPTIONS = {"compaction": bool, "partitions": int}
+# count, in its partition 0's record: hedwig.protocol.partitions; "ttl_ms": the expiry of
+# its messages published without a ttl of their own)
+_TOPIC_OPTIONS = {"compaction": bool, "partitions": int, "ttl_ms": int}
 
 
 def check_options(options) -> dict:

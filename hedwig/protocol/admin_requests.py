@@ -26,11 +26,16 @@ from hedwig.protocol.status import Status
 
 CREATE_FLAG_COMPACTION = 0x01  # a compacted topic: the latest message of each key is kept
 CREATE_FLAG_PARTITIONS = 0x02  # a partition count follows the flags (hedwig.protocol.partitions)
-CREATE_FLAGS = CREATE_FLAG_COMPACTION | CREATE_FLAG_PARTITIONS
+# The topic's default TTL (u64 ms, after the partition count if any): a message published
+# without a ttl of its own and not delivered within it after its publish is not delivered.
+CREATE_FLAG_TTL = 0x04
+CREATE_FLAGS = CREATE_FLAG_COMPACTION | CREATE_FLAG_PARTITIONS | CREATE_FLAG_TTL
+MAX_TOPIC_TTL_MS = 2**53  # (about 285,000 years: any TTL a person means)
 DELETE_FLAG_FORCE = 0x01  # delete the topic's subscriptions with it
 DELETE_FLAGS = DELETE_FLAG_FORCE
 _FLAGS = struct.Struct("!B")
 _PARTITIONS = struct.Struct("!H")
+_TTL = struct.Struct("!Q")
 _START = struct.Struct("!BQ")  # start kind, start value (as in SUBSCRIBE)
 
 
@@ -40,6 +45,9 @@ class CreateTopic(NamedTuple):
     # Its partitions (hedwig.protocol.partitions); 0: not said (1 for a new topic, any
     # for one that exists).
     partitions: int = 0
+    # Its default TTL in ms, for messages published without one (0: not said: none for a
+    # new topic, any for one that exists).
+    ttl_ms: int = 0
 
 
 class DeleteTopic(NamedTuple):
@@ -56,15 +64,33 @@ class ResetSubscription(NamedTuple):
 # -- CREATE_TOPIC -----------------------------------------------------------------------------
 
 
-def encode_create_topic(topic: str, compaction: bool = False, partitions: int = 0) -> bytes:
-    """The topic, then a flags byte only when a flag is set (and the partition count
-    after it when one is asked for): a plain creation is the body it always was (the
-    topic alone), which every hub takes."""
-    flags = (CREATE_FLAG_COMPACTION if compaction else 0) | (CREATE_FLAG_PARTITIONS if partitions else 0)
+def encode_create_topic(topic: str, compaction: bool = False, partitions: int = 0, ttl_ms: int = 0) -> bytes:
+    """The topic, then a flags byte only when a flag is set (and the partition count and
+    the TTL after it when they are asked for): a plain creation is the body it always
+    was (the topic alone), which every hub takes."""
+    if ttl_ms and (type(ttl_ms) is not int or not 1 <= ttl_ms <= MAX_TOPIC_TTL_MS):
+        raise ValueError(f"a topic's ttl is 1 ms to {MAX_TOPIC_TTL_MS} ms, not {ttl_ms!r}")
+    flags = (
+        (CREATE_FLAG_COMPACTION if compaction else 0)
+        | (CREATE_FLAG_PARTITIONS if partitions else 0)
+        | (CREATE_FLAG_TTL if ttl_ms else 0)
+    )
     if not flags:
         return encode_topic_only(topic)
     body = str8(topic) + _FLAGS.pack(flags)
-    return body + _PARTITIONS.pack(partitions) if partitions else body
+    if partitions:
+        body += _PARTITIONS.pack(partitions)
+    return body + _TTL.pack(ttl_ms) if ttl_ms else body
+
+
+def topic_ttl_ms(ttl) -> int:
+    """A topic's default TTL as CREATE_TOPIC carries it: `ttl` seconds (None: none, 0)
+    as whole milliseconds, at least 1; ValueError for anything else."""
+    if ttl is None:
+        return 0
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl * 1000 <= MAX_TOPIC_TTL_MS:
+        raise ValueError(f"a topic's ttl is a number of seconds > 0, not {ttl!r}")
+    return max(1, round(ttl * 1000))
 
 
 def decode_create_topic(body) -> CreateTopic:
@@ -75,16 +101,30 @@ def decode_create_topic(body) -> CreateTopic:
     offset += _FLAGS.size
     if not flags or flags & ~CREATE_FLAGS:  # (a flags byte comes only with a flag in it)
         raise RequestRefused(Status.MALFORMED_REQUEST, f"unknown CREATE_TOPIC flags {flags:#x}")
-    partitions = 0
-    if flags & CREATE_FLAG_PARTITIONS:
-        (partitions,) = unpack_field(_PARTITIONS, body, offset, "CREATE_TOPIC")
-        offset += _PARTITIONS.size
-        if not 1 <= partitions <= MAX_PARTITIONS:
-            raise RequestRefused(
-                Status.MALFORMED_REQUEST, f"a topic has 1 to {MAX_PARTITIONS} partitions, not {partitions}"
-            )
+    partitions, offset = _optional_field(
+        flags & CREATE_FLAG_PARTITIONS,
+        _PARTITIONS,
+        body,
+        offset,
+        MAX_PARTITIONS,
+        "a topic has 1 to {} partitions",
+    )
+    ttl_ms, offset = _optional_field(
+        flags & CREATE_FLAG_TTL, _TTL, body, offset, MAX_TOPIC_TTL_MS, "a topic's ttl is 1 ms to {} ms"
+    )
     expect_end(body, offset, "CREATE_TOPIC")
-    return CreateTopic(topic, bool(flags & CREATE_FLAG_COMPACTION), partitions)
+    return CreateTopic(topic, bool(flags & CREATE_FLAG_COMPACTION), partitions, ttl_ms)
+
+
+def _optional_field(present, layout, body, offset: int, most: int, says: str) -> tuple:
+    """(the value of 1..`most` a flag says follows at `offset`, or 0 without it; the
+    offset after it); MALFORMED_REQUEST with `says` (formatted with `most`) otherwise."""
+    if not present:
+        return 0, offset
+    (value,) = unpack_field(layout, body, offset, "CREATE_TOPIC")
+    if not 1 <= value <= most:
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"{says.format(most)}, not {value}")
+    return value, offset + layout.size
 
 
 # -- COMPACT ----------------------------------------------------------------------------------

@@ -207,12 +207,19 @@ def origin_last(data, header: EntryHeader) -> int:
     return header.origin_seq + held_messages(data, header) - 1
 
 
-def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, header=None):
+def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, header=None, indexes=None):
     """Decode messages [start, stop) of an entry (indexes within the entry) as Messages.
-    `header`: its decode_entry_header, when the caller has it already."""
+    `header`: its decode_entry_header, when the caller has it already; `indexes`: only
+    the messages of these indexes (ascending, within [start, stop): a SUBSET_DELIVERY's),
+    never of a compacted entry."""
     if header is None:
         header = decode_entry_header(buf)
     body_offset = header.body_offset
+    if indexes is not None:
+        if header.sparse:
+            raise MessageSetError(Status.MALFORMED_REQUEST, "a subset of a compacted entry")
+        message_set, offset = plain_message_set(buf, body_offset)
+        return read_extended(_decode_extended, topic, header, message_set, offset, start, stop, indexes)
     if header.sparse:  # (compacted: seq-ids [start, stop) name messages at the set's end)
         message_set, offset = plain_message_set(buf, body_offset)
         header, start, stop = message_part(header, message_set_count(message_set, offset), start, stop)
@@ -274,12 +281,16 @@ def decode_entry(topic: str, buf, start: int = 0, stop: int | None = None, heade
     return messages
 
 
-def _decode_extended(topic: str, header, message_set, offset: int, start: int, stop):
-    """decode_entry of a set with keys or typed properties: a KeyedMessage for each
-    message with a key, a Message for each without."""
+def _decode_extended(topic: str, header, message_set, offset: int, start: int, stop, indexes=None):
+    """decode_entry of a set with keys or typed properties (or any set, of `indexes`):
+    a KeyedMessage for each message with a key, a Message for each without."""
     layout = extended_set_layout(message_set, offset)
     if stop is None or stop > layout.count:
         stop = layout.count
+    if indexes is not None and indexes and (indexes[0] < 0 or indexes[-1] >= layout.count):
+        raise MessageSetError(
+            Status.MALFORMED_REQUEST, f"a subset up to message {indexes[-1]} of an entry of {layout.count}"
+        )
     payload_offsets = layout.payload_offsets
     property_offsets = layout.property_offsets
     key_offsets = layout.key_offsets
@@ -291,7 +302,7 @@ def _decode_extended(topic: str, header, message_set, offset: int, start: int, s
     time_us = header.publish_time_us
     messages = []
     append = messages.append
-    for i in range(start, stop):
+    for i in range(start, stop) if indexes is None else indexes:
         properties = (
             decode(view[property_offsets[i] : property_offsets[i + 1]])
             if property_offsets is not None and property_offsets[i] != property_offsets[i + 1]

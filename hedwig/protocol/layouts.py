@@ -41,6 +41,10 @@ SUBSCRIBE_FLAG_OPTIONS = 0x08
 # filter an existing subscription has (without it a different one is refused).
 SUBSCRIBE_FLAG_FILTER = 0x10
 SUBSCRIBE_FLAG_REPLACE_FILTER = 0x20
+# The client takes SUBSET_DELIVERY frames (hedwig.protocol.work_requests): a key_shared
+# member is then sent its messages of an entry as one frame; without the bit (an older
+# client) as one DELIVERY per run of its keys.
+SUBSCRIBE_FLAG_SUBSETS = 0x40
 SUBSCRIBE_FLAGS = (
     SUBSCRIBE_FLAG_FORCE_ATTACH
     | SUBSCRIBE_FLAG_WINDOW
@@ -48,6 +52,7 @@ SUBSCRIBE_FLAGS = (
     | SUBSCRIBE_FLAG_OPTIONS
     | SUBSCRIBE_FLAG_FILTER
     | SUBSCRIBE_FLAG_REPLACE_FILTER
+    | SUBSCRIBE_FLAG_SUBSETS
 )
 
 

@@ -40,6 +40,10 @@ class Op(IntEnum):
     FETCH = 32  # a pull subscription asks for messages; answered at once, ended by FETCH_DONE
     # Hub -> client, request id 0: a DELIVERY that carries the delivery count (2 or more).
     REDELIVERY = 33
+    # Hub -> client, request id 0: a DELIVERY of some messages of an entry, chosen by a
+    # bitmap (a key_shared member's keys of an entry); sent only to a SUBSCRIBE that
+    # asked for it (flag bit 6).
+    SUBSET_DELIVERY = 34
     # Client -> hub, a region's hubs and who owns what (JSON replies; embedded: this hub).
     LIST_HUBS = 40
     LIST_OWNERS = 41

@@ -42,6 +42,9 @@ def request_as_asked(position) -> Subscribe:
         position.force_attach,
         position.deliver,
         *position.options,
+        # (only a key_shared member is sent subsets: an older hub refuses the flag, so a
+        # subscription of another kind does not ask)
+        subsets=position.options.kind == "key_shared",
     )
 
 

@@ -39,6 +39,7 @@ from hedwig.protocol.layouts import (
     SUBSCRIBE_FLAG_NO_DELIVERY,
     SUBSCRIBE_FLAG_OPTIONS,
     SUBSCRIBE_FLAG_REPLACE_FILTER,
+    SUBSCRIBE_FLAG_SUBSETS,
     SUBSCRIBE_FLAG_WINDOW,
     SUBSCRIBE_FLAGS,
     SUBSCRIBE_TAIL,
@@ -186,10 +187,12 @@ class Subscribe(NamedTuple):
     # whether this SUBSCRIBE replaces the filter an existing subscription has.
     filter: str | None = None
     replace_filter: bool = False
+    # The client takes SUBSET_DELIVERY frames (flag bit 6; work_requests.subset_header).
+    subsets: bool = False
 
     @property
     def options(self) -> SubscribeOptions:
-        return SubscribeOptions(*self[_OPTIONS_AT:])
+        return SubscribeOptions(*self[_OPTIONS_AT:_OPTIONS_END])
 
     @property
     def per_message(self) -> bool:
@@ -198,6 +201,7 @@ class Subscribe(NamedTuple):
 
 
 _OPTIONS_AT = Subscribe._fields.index("kind")
+_OPTIONS_END = Subscribe._fields.index("subsets")
 _NO_OPTIONS = SubscribeOptions()
 
 
@@ -249,6 +253,8 @@ def encode_subscribe_request(request: Subscribe) -> bytes:
         parts.append(str16(request.filter))
     if request.replace_filter:
         flags |= SUBSCRIBE_FLAG_REPLACE_FILTER
+    if request.subsets:
+        flags |= SUBSCRIBE_FLAG_SUBSETS
     body = str8(topic) + str8(subscriber_id) + SUBSCRIBE_TAIL.pack(mode_code, kind, value, flags, window or 0)
     return body + b"".join(parts) if parts else body
 
@@ -315,6 +321,7 @@ def decode_subscribe(body) -> Subscribe:
         bool(flags & SUBSCRIBE_FLAG_FORCE_ATTACH),
         deliver,
         *options,
+        bool(flags & SUBSCRIBE_FLAG_SUBSETS),
     )
 
 

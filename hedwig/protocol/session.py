@@ -17,8 +17,8 @@ asks for. When the hub attaches it, the session moves the position, keeps the
 connection-local handle, and from then on hands the subscriber (ISubscriber) the
 DELIVERY and EVENT frames of that handle; a lost connection detaches every subscriber.
 A shared or pull subscription (an ISharedSubscriber with a SharedPosition) is also
-handed REDELIVERY frames, and events that leave it attached (FETCH_DONE); `ack` and
-`nack` make its ACK and NACK frames.
+handed REDELIVERY frames (a key_shared one SUBSET_DELIVERY frames too), and events that
+leave it attached (FETCH_DONE); `ack` and `nack` make its ACK and NACK frames.
 Which hub to ask is the redirect rule's (redirects.py), the same for every driver.
 
 What stays with the drivers is what needs I/O or time: waiting, timeouts (they `forget`
@@ -59,7 +59,7 @@ from hedwig.protocol.requests import (
 )
 from hedwig.protocol.responses import Response, decode_response, split_response
 from hedwig.protocol.status import Status, ends_subscription
-from hedwig.protocol.work_requests import MAX_RANGES, REDELIVERY_HEAD, encode_ranges
+from hedwig.protocol.work_requests import MAX_RANGES, REDELIVERY_HEAD, SUBSET_HEAD, encode_ranges
 
 _PUBLISH_ONE_HEAD = struct.Struct("!IBI")
 # A one-message PUBLISH's length without its topic and payload: op and request id, and
@@ -68,12 +68,18 @@ _PUBLISH_ONE_FIXED = _PUBLISH_ONE_HEAD.size - 4 + ONE_MESSAGE_HEADER.size
 _PUBLISH = int(Op.PUBLISH)
 _PREFIX_CACHE = 1024
 # The heads the decoder cuts off the frames a hub pushes.
-_HEADS = {Op.DELIVERY: DELIVERY_HEAD, Op.REDELIVERY: REDELIVERY_HEAD, Op.EVENT: EVENT_HEAD}
-_DELIVERY, _RESPONSE, _EVENT, _REDELIVERY = (
+_HEADS = {
+    Op.DELIVERY: DELIVERY_HEAD,
+    Op.REDELIVERY: REDELIVERY_HEAD,
+    Op.SUBSET_DELIVERY: SUBSET_HEAD,
+    Op.EVENT: EVENT_HEAD,
+}
+_DELIVERY, _RESPONSE, _EVENT, _REDELIVERY, _SUBSET = (
     int(Op.DELIVERY),
     int(Op.RESPONSE),
     int(Op.EVENT),
     int(Op.REDELIVERY),
+    int(Op.SUBSET_DELIVERY),
 )
 _PUBLISHED_BODY = struct.Struct("!BHHQQ")  # a RESPONSE body: op, status, message length, seq-ids
 _UNKNOWN = object()
@@ -124,6 +130,11 @@ class ISharedSubscriber(ISubscriber):
 
     def on_redelivery(start, stop, entry, count):
         """Messages [start, stop) of a stored entry, delivered for the `count`th time."""
+
+    def on_subset(start, stop, selection, entry):
+        """The messages of [start, stop) of a stored entry that `selection` picks
+        (hedwig.protocol.work_requests.selected_indexes): a SUBSET_DELIVERY, first
+        deliveries, sent only to a SUBSCRIBE that asked for them (`subsets`)."""
 
     def on_event(event):
         """As ISubscriber's; an event that does not end the subscription (FETCH_DONE,
@@ -330,6 +341,8 @@ class HubSession:
                         subscriber.on_event(event)
                 elif op == _REDELIVERY:
                     self._redelivery(*body)
+                elif op == _SUBSET:
+                    self._subset(*body)
                 elif op in self._accepts:
                     receiver.request_received(op, request_id, body)
                 else:
@@ -340,14 +353,28 @@ class HubSession:
         except FrameError as e:
             raise ProtocolViolation(f"bad frame from the hub: {e}") from None
 
+    def _shared_subscriber(self, handle: int, what: str):
+        """The ISharedSubscriber of `handle` a frame only shared subscriptions are sent
+        is for; None for a handle the driver released meanwhile."""
+        subscriber = self._subscribers.get(handle)
+        if subscriber is not None and not ISharedSubscriber.providedBy(subscriber):
+            raise ProtocolViolation(f"{what} for handle {handle}, an exclusive subscription")
+        return subscriber
+
     def _redelivery(self, head, entry) -> None:
         handle, start, stop, count = head
-        subscriber = self._subscribers.get(handle)
+        subscriber = self._shared_subscriber(handle, "REDELIVERY")
+        if subscriber is not None:
+            subscriber.on_redelivery(start, stop, entry, count)
+
+    def _subset(self, head, rest) -> None:
+        handle, start, stop, length = head
+        subscriber = self._shared_subscriber(handle, "SUBSET_DELIVERY")
         if subscriber is None:
-            return  # (one the driver released meanwhile)
-        if not ISharedSubscriber.providedBy(subscriber):
-            raise ProtocolViolation(f"REDELIVERY for handle {handle}, an exclusive subscription")
-        subscriber.on_redelivery(start, stop, entry, count)
+            return
+        if len(rest) < length:
+            raise ProtocolViolation(f"SUBSET_DELIVERY for handle {handle} shorter than its selection")
+        subscriber.on_subset(start, stop, rest[:length], rest[length:])
 
     def _response(self, request_id: int, body) -> None:
         if len(body) == _PUBLISHED_BODY.size and not self._raw_responses:

@@ -17,7 +17,9 @@ from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, decode_entry, decode_entry_
 from hedwig.protocol.message import RedeliveredMessage
 from hedwig.protocol.position import DEFAULT_ACK_EVERY, request_as_asked
 from hedwig.protocol.requests import Subscribe, Subscribed
-from hedwig.protocol.work_requests import SubscribeOptions, check_options
+from hedwig.protocol.session import ProtocolViolation
+from hedwig.protocol.status import StatusError
+from hedwig.protocol.work_requests import SubscribeOptions, check_options, selected_indexes
 
 
 class SharedPosition:
@@ -94,6 +96,18 @@ class SharedPosition:
         if count != 1:
             again = RedeliveredMessage.again
             messages = [again(message, count) for message in messages]
+        if messages and messages[-1].seq > self.received_through:
+            self.received_through = messages[-1].seq
+        return messages
+
+    def subset_messages(self, start: int, stop: int, selection, entry) -> list:
+        """The Messages of a SUBSET_DELIVERY: those of [start, stop) its selection picks
+        (work_requests.selected_indexes), decoded alone."""
+        try:
+            indexes = selected_indexes(start, stop, selection)
+            messages = decode_entry(self.topic, entry, start, stop, indexes=indexes)
+        except StatusError as e:
+            raise ProtocolViolation(f"bad SUBSET_DELIVERY from the hub: {e}") from None
         if messages and messages[-1].seq > self.received_through:
             self.received_through = messages[-1].seq
         return messages

@@ -410,6 +410,7 @@ _SPECS = (
     _pushed(Op.RESPONSE),
     _pushed(Op.DELIVERY),
     _pushed(Op.REDELIVERY),
+    _pushed(Op.SUBSET_DELIVERY),
     _pushed(Op.EVENT),
 )
 

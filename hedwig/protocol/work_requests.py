@@ -7,6 +7,7 @@ by one still sends one small frame per batch: a worker that takes messages in or
 acknowledges one range per batch, whatever its size. Every integer is big-endian.
 """
 
+import re
 import struct
 from typing import NamedTuple
 
@@ -231,3 +232,57 @@ def redelivery_header(handle: int, start: int, stop: int, count: int, entry_leng
     return _REDELIVERY_PREFIX.pack(
         _REDELIVERY_LENGTH + entry_length, Op.REDELIVERY, 0, handle, start, stop, count
     )
+
+
+# -- SUBSET_DELIVERY (hub -> client) ----------------------------------------------------------
+
+# A SUBSET_DELIVERY's head after the frame header: handle, start, stop, the selection's
+# length in bytes; then the selection, then the stored entry (a client's FrameDecoder cuts
+# the head off: hedwig.protocol.framing).
+SUBSET_HEAD = struct.Struct("!IIII")
+_SUBSET_PREFIX = struct.Struct("!IBI" + SUBSET_HEAD.format[1:])
+_SUBSET_LENGTH = _SUBSET_PREFIX.size - 4  # a SUBSET_DELIVERY's length without selection and entry
+_ONE = re.compile("1")
+
+
+def subset_header(handle: int, start: int, stop: int, selection: bytes, entry_length: int) -> bytes:
+    """Frame header, head and selection of a SUBSET_DELIVERY of the messages of [start,
+    stop) of one entry that `selection` (selection_of) picks; the entry's stored bytes
+    follow unchanged."""
+    return (
+        _SUBSET_PREFIX.pack(
+            _SUBSET_LENGTH + len(selection) + entry_length,
+            Op.SUBSET_DELIVERY,
+            0,
+            handle,
+            start,
+            stop,
+            len(selection),
+        )
+        + selection
+    )
+
+
+def selection_of(runs, start: int, stop: int) -> bytes:
+    """The selection of runs [(first, last)] (indexes within the entry, sorted, disjoint,
+    within [start, stop)): bit i (of byte i // 8, least significant first) set for
+    message start + i; (stop - start + 7) // 8 bytes. Work per run, not per message."""
+    bits = 0
+    for first, last in runs:
+        bits |= ((1 << (last - first + 1)) - 1) << (first - start)
+    return bits.to_bytes((stop - start + 7) // 8, "little")
+
+
+def selected_indexes(start: int, stop: int, selection) -> list:
+    """The indexes (within the entry) a SUBSET_DELIVERY's selection picks, ascending;
+    RequestRefused (MALFORMED_REQUEST) for one that does not fit [start, stop) or picks
+    nothing (a hub never sends either)."""
+    if stop < start or len(selection) != (stop - start + 7) // 8:
+        raise RequestRefused(
+            Status.MALFORMED_REQUEST, f"a selection of {len(selection)} bytes for messages [{start}, {stop})"
+        )
+    bits = int.from_bytes(selection, "little")
+    if not bits or bits >> (stop - start):
+        raise RequestRefused(Status.MALFORMED_REQUEST, "a selection picking nothing, or past its stop")
+    text = format(bits, "b")[::-1]  # (message start + i at text[i])
+    return [start + found.start() for found in _ONE.finditer(text)]

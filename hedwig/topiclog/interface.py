@@ -24,6 +24,7 @@ class ITopicLog(Interface):
     last_seq = Attribute("the last seq-id assigned (0: nothing yet)")
     is_open = Attribute("True while the log takes appends")
     partitions = Attribute("the partitions of the topic it is partition 0 of (1: a plain topic)")
+    ttl_ms = Attribute("the topic's default TTL in ms, for messages without their own (0: none)")
 
     def append(message_set, count, origin_region=None, origin_seq=None, via=None, producer=None):
         """Append one entry of `count` messages (an encoded message set, stored as it

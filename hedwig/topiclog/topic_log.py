@@ -112,6 +112,9 @@ class TopicLog:
         self.options = dict(options or {})
         self.compaction = bool(self.options.get("compaction"))
         self.partitions = self.options.get("partitions") or 1
+        # "ttl_ms": the topic's default TTL (CREATE_TOPIC's), 0 for none: delivery takes it
+        # for messages without one of their own, before the hub's [delivery] message_ttl_ms.
+        self.ttl_ms = self.options.get("ttl_ms") or 0
         self._ledgers = ledgers
         self._append_now = getattr(ledgers, "append_now", ledgers.append)  # (ILedgerStore.append)
         self._region = region.encode("utf-8")
@@ -758,6 +761,7 @@ class TopicLog:
             "metadata_version": self._roller.version,
             "compaction": self.compaction,
             "partitions": self.partitions,
+            "ttl_ms": self.ttl_ms,
             "ledgers": self._roller.describe(self.last_seq),
         }
 

@@ -38,6 +38,7 @@ class ControllableLog:
         self.reads = []  # every read asked for: (from_seq, max_entries, max_bytes)
         self.time_us = 1_000_000
         self.listener = None  # acknowledge_to's
+        self.ttl_ms = 0  # (ITopicLog's: no default TTL)
 
     # -- building the log -----------------------------------------------------------------
 

@@ -4,9 +4,6 @@ has its messages delivered to the others; dead letters reach their topic; acks w
 before a hub restart are never delivered again; a message bound keeps a stalled
 subscriber to its bound while garbage collection goes on."""
 
-import subprocess
-import sys
-import threading
 from collections import Counter
 
 import pytest
@@ -15,6 +12,7 @@ from hedwig.client import Client
 from hedwig.delivery.dead_letters import DELIVERIES, ORIGINAL_SEQ, ORIGINAL_TOPIC, SUBSCRIPTION
 from hedwig.testing.hubprocess import HubProcess
 from hedwig.testing.polling import wait_until
+from tests.client.members import Member, start_victim
 
 TOTAL = 100_000
 SET = 1000  # messages per publish (one entry each)
@@ -29,47 +27,13 @@ def row(client, topic, subscriber_id):
     return next(r for r in client.describe(topic)["subscribers"] if r["subscriber_id"] == subscriber_id)
 
 
-class Worker(threading.Thread):
-    """One member on a connection of its own: takes batches and acknowledges each message,
-    until the members together have `total` (or `stop` is set)."""
-
-    def __init__(self, address, topic, taken, total, **options):
-        super().__init__(daemon=True)
-        self.client = Client(address).connect()
-        self.subscription = self.client.subscribe(topic, "workers", kind="shared", **options)
-        self.taken = taken  # the members' shared Counter of acknowledged seq-ids
-        self.total = total
-        self.seqs = []
-        self.counts = Counter()  # delivery count -> messages
-        self.error = None
-
-    def run(self):
-        try:
-            while sum(self.taken.values()) < self.total:
-                for message in self.subscription.receive_batch(timeout=0.2):
-                    self.seqs.append(message.seq)
-                    self.counts[message.delivery_count] += 1
-                    self.taken[message.seq] += 1  # (Counter updates are atomic enough under the GIL)
-                    self.subscription.ack(message)
-        except Exception as e:  # reported by the test, with its traceback
-            self.error = e
-
-    def finish(self):
-        self.join(120)
-        assert not self.is_alive(), "a member did not finish"
-        if self.error is not None:
-            raise self.error
-        self.subscription.close()
-        self.client.close()
-
-
 @pytest.mark.parametrize("members", [2, 10])
 def test_members_split_100000_messages_each_acknowledged_exactly_once(hub, members):
     topic = f"work-split-{members}"
     with Client(hub.address) as publisher:
         publisher.create_topic(topic)
         taken = Counter()
-        workers = [Worker(hub.address, topic, taken, TOTAL, start="earliest") for _ in range(members)]
+        workers = [Member(hub.address, topic, taken, TOTAL, start="earliest") for _ in range(members)]
         for worker in workers:
             worker.start()
         publish(publisher, topic, TOTAL)
@@ -85,29 +49,16 @@ def test_members_split_100000_messages_each_acknowledged_exactly_once(hub, membe
         assert (r["pending"], r["redeliveries"], r["members"]) == (0, 0, 0)
 
 
-VICTIM = """
-import sys
-from hedwig.client import Client
-client = Client(sys.argv[1])
-subscription = client.subscribe(sys.argv[2], "workers", kind="shared", window=500)
-while True:  # takes messages and never acknowledges them: dies mid-stream
-    for message in subscription.receive_batch(timeout=0.2):
-        print(message.seq, flush=True)
-"""
-
-
 def test_a_member_killed_mid_stream_has_its_messages_delivered_to_the_others(hub):
     topic = "work-kill"
     total = 20_000
     with Client(hub.address) as publisher:
         publisher.create_topic(topic)
-        victim = subprocess.Popen(
-            [sys.executable, "-c", VICTIM, hub.address, topic], stdout=subprocess.PIPE, text=True
-        )
+        victim = start_victim(hub.address, topic, "shared", 500)
         try:
             wait_until(lambda: row(publisher, topic, "workers")["members"] == 1, "the victim attached")
             taken = Counter()
-            survivor = Worker(hub.address, topic, taken, total, window=500)
+            survivor = Member(hub.address, topic, taken, total, window=500)
             publish(publisher, topic, total)
             held = {int(victim.stdout.readline()) for _ in range(10)}  # it has messages in hand
             victim.kill()

@@ -9,6 +9,7 @@ from hedwig.ledger.memory_store import MemoryLedgerStore
 from hedwig.meta.sqlite_store import SqliteMetadataStore
 from hedwig.protocol import encode_message_set
 from hedwig.protocol.entry import decode_entry
+from hedwig.protocol.work_requests import selected_indexes
 from hedwig.topiclog import TopicLogManager
 from tests.delivery.harness import Harness, TurnClock, fired
 
@@ -20,6 +21,7 @@ class MemberChannel:
     def __init__(self, manager=None):
         self.manager = manager
         self.sent = []  # (handle, first seq, last seq, delivery count)
+        self.subsets = []  # (handle, first seq, last seq, messages) of each SUBSET_DELIVERY
         self.fetches_done = []  # handles, in the order their FETCH ended
         self.ended = []  # (handle, event)
         self.paused = False
@@ -30,6 +32,20 @@ class MemberChannel:
     def redeliver(self, handle, entry, start, stop, count):
         assert count >= 2
         self._record(handle, entry, start, stop, count)
+
+    def deliver_subset(self, handle, entry, start, stop, selection, messages):
+        """A SUBSET_DELIVERY: each run of what `selection` picks recorded as sent (the
+        frames counted in `subsets`)."""
+        indexes = selected_indexes(start, stop, selection)
+        assert len(indexes) == messages and indexes[0] == start and indexes[-1] == stop - 1
+        self.subsets.append((handle, entry.first_seq + start, entry.first_seq + stop - 1, messages))
+        run_start = previous = indexes[0]
+        for index in indexes[1:]:
+            if index != previous + 1:
+                self._record(handle, entry, run_start, previous + 1, 1)
+                run_start = index
+            previous = index
+        self._record(handle, entry, run_start, previous + 1, 1)
 
     def _record(self, handle, entry, start, stop, count):
         assert 0 <= start < stop <= entry.count, (start, stop, entry)

@@ -31,8 +31,18 @@ class JournalChannel(MemberChannel):
         self.journal.append((self, entry.first_seq + start, entry.first_seq + stop - 1, count))
 
 
+@pytest.fixture(autouse=True, params=[False, True], ids=["runs", "subsets"])
+def subsets(request, monkeypatch):
+    """Every case twice: members sent a DELIVERY per run of their keys (a client that did
+    not ask for SUBSET_DELIVERY frames), and members sent their keys of an entry as one."""
+    monkeypatch.setattr(KeyOrder, "subsets", request.param)
+    return request.param
+
+
 class KeyOrder:
     """Publishes keyed messages, and checks every delivery against per-key order."""
+
+    subsets = False  # whether members ask for SUBSET_DELIVERY frames (the fixture's)
 
     def __init__(self, tmp_path, **settings):
         self.h = SharedHarness(tmp_path, **settings)
@@ -45,6 +55,7 @@ class KeyOrder:
 
     def member(self, window=10, **kw):
         channel = JournalChannel(self.h.manager, self.journal)
+        kw.setdefault("subsets", self.subsets)
         self.h.join("w", channel, kind="key_shared", window=window, **kw)
         self.held[channel] = []
         return channel
@@ -124,6 +135,56 @@ def test_every_message_of_a_key_goes_to_one_member_in_order(tmp_path):
     assert all(channel.seqs() for channel in members), "every member had keys"
     assert world.row()["kind"] == "key_shared"
     assert world.row()["consumed_seq"] == 1000
+
+
+def test_random_keys_go_to_each_member_as_one_delivery_and_one_lease_per_entry(tmp_path, subsets):
+    """Every message a different key than the one before (the hardest case): a member
+    that asked for subsets is sent its keys of an entry in one SUBSET_DELIVERY, held as
+    one lease; one that did not, a DELIVERY per run of its keys."""
+    world = KeyOrder(tmp_path)
+    members = [world.member(window=1000) for _ in range(3)]
+    world.turn()
+    rng = random.Random(39)
+    for _ in range(3):
+        world.publish([b"k%d" % rng.randrange(1000) for _ in range(300)])
+    dispatcher = world.h.manager._tables.subscription("t", "w")[1].dispatcher
+    runs = sum(len(channel.sent) for channel in members)
+    assert world.sent == set(range(1, 901))
+    assert runs > 300, "random keys: hundreds of runs"
+    if subsets:
+        assert [len(channel.subsets) for channel in members] == [3, 3, 3]
+        assert dispatcher.leases_made == 9, "one lease per member per entry"
+    else:
+        assert all(channel.subsets == [] for channel in members)
+        assert dispatcher.leases_made == runs
+    for channel in members:  # acknowledged in scattered pieces, as a worker does
+        held = list(world.held[channel])
+        rng.shuffle(held)
+        for k in range(0, len(held), 37):
+            world.ack(channel, held[k : k + 37])
+    assert world.row()["consumed_seq"] == 900 and world.row()["pending"] == 0
+    assert len(dispatcher.holdings) == 0
+
+
+def test_a_member_whose_window_fills_takes_its_parked_keys_of_an_entry_again_in_one(tmp_path, subsets):
+    world = KeyOrder(tmp_path)
+    a, b = world.member(window=50), world.member(window=1000)
+    world.turn()
+    rng = random.Random(5)
+    world.publish([b"k%d" % rng.randrange(1000) for _ in range(400)])
+    first = len(a.seqs())
+    assert first == 50 and world.row()["queued"] > 0
+    frames = len(a.subsets)
+    world.ack_all(a)
+    world.turn()
+    assert len(a.seqs()) == 100
+    if subsets:
+        assert len(a.subsets) == frames + 1, "the parked runs of its keys went out as one"
+    while world.held[a] or world.row()["queued"]:
+        world.ack_all(a)
+        world.ack_all(b)
+        world.turn()
+    assert world.sent == set(range(1, 401)) and world.row()["consumed_seq"] == 400
 
 
 def test_messages_without_a_key_go_to_the_members_in_turn(tmp_path):

@@ -93,6 +93,7 @@ def test_the_compaction_flag_is_kept_across_restarts_and_described(tmp_path):
             "created": True,
             "compaction": True,
             "partitions": 1,
+            "ttl_ms": 0,
         }
         assert client.create_topic("plain")["compaction"] is False
         assert client.describe("table")["compaction"] is True
@@ -107,12 +108,14 @@ def test_the_compaction_flag_is_kept_across_restarts_and_described(tmp_path):
             "created": False,
             "compaction": True,
             "partitions": 1,
+            "ttl_ms": 0,
         }
         assert client.create_topic("plain") == {
             "topic": "plain",
             "created": False,
             "compaction": False,
             "partitions": 1,
+            "ttl_ms": 0,
         }
         with pytest.raises(TopicExists, match="plain exists already as a topic without compaction"):
             client.create_topic("plain", compaction=True)

@@ -94,9 +94,10 @@ def test_the_no_delivery_flag_is_bit_2_and_absent_means_deliver():
     body = encode_subscribe("t", "s", deliver=False)
     assert body == b"\x01t\x01s\x03\x00" + bytes(8) + b"\x04" + bytes(4)
     assert decode_subscribe(body).deliver is False
-    # (bits 3-5 are the options block, the filter block and its replace flag since)
-    with pytest.raises(RequestRefused, match="unknown subscribe flags 0x44"):
-        decode_subscribe(b"\x01t\x01s\x03\x00" + bytes(8) + b"\x44" + bytes(4))
+    # (bits 3-5 are the options block, the filter block and its replace flag since, bit 6
+    # asks for SUBSET_DELIVERY frames)
+    with pytest.raises(RequestRefused, match="unknown subscribe flags 0x84"):
+        decode_subscribe(b"\x01t\x01s\x03\x00" + bytes(8) + b"\x84" + bytes(4))
 
 
 def test_small_bodies_round_trip():

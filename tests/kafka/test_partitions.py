@@ -84,7 +84,13 @@ def test_hedwig_create_partitions_and_read_covers_every_partition(kafka_hub):
 def test_client_create_topic_and_read_of_a_partitioned_topic(kafka_hub):
     with Client(kafka_hub.address) as client:
         reply = client.create_topic("native-parts", partitions=4)
-        assert reply == {"topic": "native-parts", "created": True, "compaction": False, "partitions": 4}
+        assert reply == {
+            "topic": "native-parts",
+            "created": True,
+            "compaction": False,
+            "partitions": 4,
+            "ttl_ms": 0,
+        }
         assert client.create_topic("native-parts")["partitions"] == 4
         with pytest.raises(TopicExists):
             client.create_topic("native-parts", partitions=2)

@@ -59,7 +59,7 @@ def body(flags, tail=b""):
         (body(0x10, b"\x00\x02\xff\xfe"), "not UTF-8"),
         (body(0x14, b"\x00\x05n > 1"), "subscriptions that deliver"),
         (body(0x10, b"\x00\x05n > 1x"), "unexpected bytes"),
-        (body(0x40), "unknown subscribe flags"),
+        (body(0x80), "unknown subscribe flags"),
     ],
 )
 def test_a_malformed_filter_block_is_refused(raw, match):

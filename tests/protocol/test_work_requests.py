@@ -29,6 +29,9 @@ from hedwig.protocol.work_requests import (
     encode_fetch,
     encode_ranges,
     redelivery_header,
+    selected_indexes,
+    selection_of,
+    subset_header,
 )
 from tests.client.hubscript import HubScript
 from tests.protocol.test_session import Recorder, Subscriber, attach
@@ -124,6 +127,9 @@ def test_fetch_asks_for_at_least_one_message():
 class SharedSubscriber(Subscriber):
     def on_redelivery(self, start, stop, entry, count):
         self.frames.append(("redelivery", self.handle, start, stop, count))
+
+    def on_subset(self, start, stop, selection, entry):
+        self.frames.append(("subset", self.handle, start, stop, bytes(selection), bytes(entry)))
 
 
 def entry_bytes(first_seq, payloads):
@@ -223,3 +229,98 @@ def test_a_shared_position_attaches_again_as_it_is_and_never_drops_a_redelivery(
 def test_a_fetch_the_wire_cannot_carry_is_refused_before_it_is_sent(max_messages, timeout):
     with pytest.raises(ValueError):
         check_fetch(max_messages, timeout)
+
+
+# -- SUBSET_DELIVERY: a key_shared member's keys of an entry in one frame -------------------------
+
+
+def test_a_selection_is_a_bit_per_message_from_start_made_per_run():
+    selection = selection_of([(3, 4), (7, 7), (10, 12)], 2, 14)
+    assert selection == bytes([0b00100110, 0b00000111])  # (bit i: message 2 + i)
+    assert selected_indexes(2, 14, selection) == [3, 4, 7, 10, 11, 12]
+    everything = selection_of([(0, 999)], 0, 1000)
+    assert selected_indexes(0, 1000, everything) == list(range(1000))
+
+
+@pytest.mark.parametrize(
+    ("start", "stop", "selection", "match"),
+    [
+        (0, 9, b"\x01", "selection of 1 bytes"),  # (9 messages need 2 bytes)
+        (0, 8, b"\x00", "picking nothing"),
+        (0, 3, b"\x08", "past its stop"),
+        (5, 4, b"", "selection of 0 bytes"),
+    ],
+)
+def test_a_selection_that_does_not_fit_its_messages_is_refused(start, stop, selection, match):
+    with pytest.raises(RequestRefused, match=match):
+        selected_indexes(start, stop, selection)
+
+
+def subset_frame(handle, first_seq, payloads, start, stop, selection, keys=None):
+    entry = encode_entry_header(first_seq, len(payloads), 0, b"", first_seq) + encode_message_set(
+        payloads, keys=keys
+    )
+    return subset_header(handle, start, stop, selection, len(entry)) + entry, entry
+
+
+def key_shared_session(recorder, handle):
+    session = HubSession(recorder)
+    subscriber = SharedSubscriber(recorder)
+    options = SubscribeOptions("key_shared")
+    position = SharedPosition("t", "s", "create_or_attach", None, 0, False, options)
+    request_id, frame = session.subscribe(position, subscriber)
+    session.data_received(HubScript.subscribed(request_id, handle, 0, 1))
+    recorder.frames.clear()
+    return session, position, frame
+
+
+def test_a_subset_delivery_reaches_its_subscriber_with_its_selection_and_entry():
+    recorder = Recorder()
+    session, _position, _ = key_shared_session(recorder, 6)
+    selection = selection_of([(1, 1), (3, 4)], 1, 5)
+    frame, entry = subset_frame(6, 20, [b"a", b"b", b"c", b"d", b"e"], 1, 5, selection)
+    session.data_received(frame + frame[:10])  # (and the start of the next: the frame loop)
+    session.data_received(frame[10:])
+    assert recorder.frames == [("subset", 6, 1, 5, selection, entry)] * 2
+
+
+def test_a_key_shared_position_decodes_only_the_messages_a_subset_picks():
+    _session, position, _ = key_shared_session(Recorder(), 6)
+    payloads = [b"p%d" % i for i in range(8)]
+    keys = [b"k%d" % i for i in range(8)]
+    selection = selection_of([(2, 2), (5, 6)], 2, 7)
+    _frame, entry = subset_frame(6, 100, payloads, 2, 7, selection, keys=keys)
+    messages = position.subset_messages(2, 7, selection, entry)
+    assert [(m.seq, m.payload, m.key) for m in messages] == [
+        (102, b"p2", b"k2"),
+        (105, b"p5", b"k5"),
+        (106, b"p6", b"k6"),
+    ]
+    assert position.received_through == 106
+    with pytest.raises(ProtocolViolation, match="SUBSET_DELIVERY"):
+        position.subset_messages(2, 9, selection_of([(8, 8)], 2, 9), entry)  # (no message 8)
+
+
+def test_a_subset_delivery_for_an_exclusive_subscription_or_short_of_its_selection_is_a_violation():
+    recorder = Recorder()
+    session = HubSession(recorder)
+    attach(session, recorder, 2)
+    frame, _entry = subset_frame(2, 1, [b"a", b"b"], 0, 2, b"\x01")
+    with pytest.raises(ProtocolViolation, match="exclusive"):
+        session.data_received(frame)
+    session, _position, _ = key_shared_session(recorder, 6)
+    short = encode_frame(Op.SUBSET_DELIVERY, 0, struct.pack("!IIII", 6, 0, 80, 10) + b"\x01")
+    with pytest.raises(ProtocolViolation, match="shorter than its selection"):
+        session.data_received(short)
+
+
+def test_only_a_key_shared_subscribe_asks_for_subsets_and_the_hub_reads_the_flag():
+    _session, _position, frame = key_shared_session(Recorder(), 6)
+    [(op, _, request)] = HubScript().requests(frame)
+    assert op == Op.SUBSCRIBE and request.subsets
+    shared = SharedPosition("t", "s", "create_or_attach", None, 0, False, SubscribeOptions("shared"))
+    assert not shared.subscribe_request().subsets, "an older hub refuses the flag: others do not send it"
+    body = encode_subscribe_request(Subscribe("t", "s", kind="key_shared", subsets=True))
+    assert body[len(b"\x01t\x01s") + 10] & 0x40, "flag bit 6"
+    assert decode_subscribe(body) == Subscribe("t", "s", kind="key_shared", subsets=True)
+    assert decode_subscribe(encode_subscribe_request(Subscribe("t", "s", kind="key_shared"))).subsets is False

@@ -10,6 +10,7 @@ import sys
 import time
 
 import confluent_kafka
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from hedwig.auth import hash_password
 from hedwig.auth.scram import stored_keys
@@ -93,6 +94,21 @@ def commit_errors(hub, user, group, offsets):
         consumer.close()
 
 
+def admin_settings(hub, user):
+    return {k: v for k, v in sasl(hub, user, "").items() if k.startswith(("bootstrap", "sasl", "security"))}
+
+
+def delete_group_error(hub, user, group):
+    """The Kafka error code of DeleteGroups of `group` asked by `user` (None: deleted)."""
+    admin = AdminClient(admin_settings(hub, user))  # (kept while the future waits: it ends with its client)
+    future = admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group]
+    try:
+        future.result(TIMEOUT_S)
+        return None
+    except confluent_kafka.KafkaException as e:
+        return e.args[0].code()
+
+
 def group_rows(root, group):
     """{partition topic: (consumed seq-id, user)} of the group's subscriptions, read by
     `hedwig subscriptions` as an admin."""
@@ -129,9 +145,17 @@ def test_a_sasl_groups_commits_on_the_partitions_owner_are_its_users_and_refused
     owner, coordinator = hubs.hubs
     with Client(owner.address, max_redirects=0, credentials=credentials("alice")) as client:
         client.create_topic(TOPIC, partitions=2)  # (both partitions on `owner`)
+    # As many topics on `owner` as the 8 partitions of __consumer_offsets the first
+    # FindCoordinator makes on `coordinator`: the region is balanced, and no rebalancing
+    # moves the group's coordinator onto `owner` meanwhile (a topic a Kafka client
+    # creates is claimed by the hub asked).
+    admin = AdminClient(admin_settings(owner, "alice"))
+    admin.create_topics([NewTopic("t.ballast", num_partitions=6)])["t.ballast"].result(TIMEOUT_S)
     with Client(hubs.addresses, credentials=credentials("alice")) as client:
         for k, name in enumerate((TOPIC, f"{TOPIC}.p-1")):
             client.publish_many(name, [b"%d-%d" % (k, i) for i in range(5)])
+        ballast = ["t.ballast", *(f"t.ballast.p-{k}" for k in range(1, 6))]
+        assert {client.describe(name)["owner"] for name in ballast} == {owner.address}
     first = {b"%d-%d" % (k, i) for k in (0, 1) for i in range(5)}
 
     # bob's member, through the other hub (which the first FindCoordinator made the
@@ -168,3 +192,14 @@ def test_a_sasl_groups_commits_on_the_partitions_owner_are_its_users_and_refused
     }, errors
     assert group_rows(hubs.addresses, "bobs") == {TOPIC: (7, "bob"), f"{TOPIC}.p-1": (7, "bob")}
     assert group_rows(hubs.addresses, "writers") == {}
+
+    # DeleteGroups through the coordinator: carol's is refused on the owner, bob's deletes.
+    assert (
+        delete_group_error(coordinator, "carol", "bobs")
+        == confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED
+    )
+    assert group_rows(hubs.addresses, "bobs") == {TOPIC: (7, "bob"), f"{TOPIC}.p-1": (7, "bob")}
+    assert delete_group_error(coordinator, "bob", "bobs") is None
+    assert group_rows(hubs.addresses, "bobs") == {}
+    with Client(hubs.addresses, credentials=credentials("root")) as client:  # (still: no shortcut)
+        assert client.describe(groups_partition)["owner"] == coordinator.address

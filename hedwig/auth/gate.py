@@ -23,6 +23,9 @@ checked (`check`) as follows:
                             these checks, a producer id (each set is checked)
     region                  a region user (which region, and which origins, are
                             checked where those are decoded: hedwig/region)
+    hub                     [auth] hub_user, another hub of the ZooKeeper region: the
+                            user it acts on behalf of is trusted from it alone (and
+                            checked by the op's handler: hedwig/kafka/offsets.py)
     create                  create on the topic
     read or admin           subscribe on the topic it names (every topic's: admin)
     admin                   admin; and any op without a spec (refused rather than
@@ -63,8 +66,16 @@ class AccessGate:
 
     log = Logger()
 
-    def __init__(self, authenticator, clock, failure_delay_s: float = 1.0, room: WaitingRoom | None = None):
+    def __init__(
+        self,
+        authenticator,
+        clock,
+        failure_delay_s: float = 1.0,
+        room: WaitingRoom | None = None,
+        hub_user: str = "",
+    ):
         self.authenticator = authenticator  # IAuthenticator
+        self.hub_user = hub_user  # [auth] hub_user: the region's hubs' user ("": none)
         self.clock = clock
         self.failure_delay_s = failure_delay_s
         self.room = WaitingRoom(128) if room is None else room  # the connections not authenticated yet
@@ -241,6 +252,15 @@ def _region(access, principal, op, body):
         raise not_authorized(f"{Op(op).name} is a region link's: user {principal.name} names no region")
 
 
+def _hub(access, principal, op, body):
+    hub_user = access.gate.hub_user
+    if not hub_user or principal.name != hub_user:
+        raise not_authorized(
+            f"{Op(op).name} acts on behalf of another user: "
+            f"only [auth] hub_user may send it, not {principal.name}"
+        )
+
+
 def _admin(access, principal, op, body):
     if not principal.holds(Permission.ADMIN):
         name = Op(op).name if op in Op._value2member_map_ else f"op {op}"
@@ -256,6 +276,7 @@ _BY_PERMISSION = {
     Permission.CREATE: _create,
     Permission.READ_OR_ADMIN: _list_subscriptions,
     Permission.REGION: _region,
+    Permission.HUB: _hub,
     Permission.ADMIN: _admin,
 }
 _CHECKS = {op: _BY_PERMISSION[spec.permission] for op, spec in OPS.items() if spec.permission is not None}

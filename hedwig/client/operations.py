@@ -103,6 +103,13 @@ class ClientOperations:
         attached) and filter (its message selector, None for none)."""
         return self._call(Op.LIST_SUBSCRIPTIONS, topic, topic)
 
+    def group_offset(self, topic: str, subscriber_id: str, on_behalf_of: str | None, action, seq: int = 0):
+        """A hub's, as [auth] hub_user: read (GroupAction.FETCH: {"consumed_seq"}, None
+        for none), place at consumed seq-id `seq` (PLACE) or delete (DELETE) the Kafka
+        group subscription `subscriber_id` on `topic`, on behalf of the user
+        `on_behalf_of` (hedwig/kafka/offsets.py)."""
+        return self._call(Op.GROUP_OFFSET, topic, topic, subscriber_id, on_behalf_of, action, seq)
+
     def reset_subscription(self, topic: str, subscriber_id: str, start):
         """Move a detached subscription so that it next delivers from `start` ("earliest",
         "latest", a seq-id or a datetime); refused (TopicBusy) while it is attached.

@@ -145,4 +145,4 @@ def _access_gate(config: Config, reactor):
         throttle=throttle,
     )
     room = WaitingRoom(auth.max_unauthenticated, known_good=throttle.is_known_good)
-    return AccessGate(authenticator, reactor, auth.failure_delay_s, room)
+    return AccessGate(authenticator, reactor, auth.failure_delay_s, room, hub_user=auth.hub_user)

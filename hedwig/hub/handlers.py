@@ -21,6 +21,7 @@ from twisted.logger import Logger
 from hedwig.auth.visibility import narrow_description, narrow_subscription_rows
 from hedwig.hub.producer_handlers import IdempotentPublishHandler, InitProducerHandler
 from hedwig.hub.work_handlers import AckHandler, FetchHandler, NackHandler
+from hedwig.kafka.offsets import GroupOffsetHandler
 from hedwig.protocol.layouts import RequestRefused
 from hedwig.protocol.ops import Op
 from hedwig.protocol.requests import decode_publish
@@ -261,6 +262,7 @@ def request_handlers(hub) -> dict:
                 Op.RESET_SUBSCRIPTION, lambda r: hub.reset_subscription(r.topic, r.subscriber_id, r.start)
             ),
         ),
+        (Op.GROUP_OFFSET, GroupOffsetHandler(hub)),
         (Op.ACK, AckHandler(delivery, stats, clock)),
         (Op.NACK, NackHandler(delivery, stats, clock)),
         (Op.FETCH, FetchHandler(delivery)),

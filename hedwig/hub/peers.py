@@ -2,9 +2,11 @@
 connection per hub asked, made when first needed and kept (a region has a few hubs),
 dropped when it is lost and made again next time.
 
-Two things ask another hub: a dead letter whose dead-letter topic that hub owns
-(forwarding.py), and the listings of the whole region (`hedwig subscriptions` with no
-topic, Hub.list_subscriptions), which ask each topic's owner for its rows. The
+Four things ask another hub: a dead letter whose dead-letter topic that hub owns
+(forwarding.py), the listings of the whole region (`hedwig subscriptions` with no
+topic, Hub.list_subscriptions), which ask each topic's owner for its rows, the
+partitions of a partitioned topic that hub owns (Hub._on_owner), and a Kafka group's
+offsets of the partitions that hub owns (GROUP_OFFSET: hedwig/kafka/offsets.py). The
 connection goes to the hub's plain port (hubs of a region share a network); with the
 hubs' [auth] on it authenticates as [auth] hub_user (hedwig.auth.settings.hub_credentials).
 """

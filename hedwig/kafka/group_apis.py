@@ -189,7 +189,8 @@ class KafkaGroupApis:
         def read(name, index):
             if principal is not None and not principal.may(SUBSCRIBE, name):
                 return succeed((name, index, NO_OFFSET, TOPIC_AUTHORIZATION_FAILED))
-            return self.offsets.fetch(group, name, index).addCallback(lambda found: (name, index, *found))
+            found = self.offsets.fetch(group, name, index, principal)
+            return found.addCallback(lambda found: (name, index, *found))
 
         def fetch(wanted):
             reads = [read(name, int(index)) for name, indexes in wanted for index in indexes]

@@ -10,25 +10,31 @@ restarts and takeovers as every subscription does. DeleteGroups unsubscribes it.
 
 In a region of several hubs the group's coordinator commits and fetches the offsets of
 a partition another hub owns through that hub (the owner alone holds the topic's
-subscriptions): as a client of it (hedwig.hub.peers, as [auth] hub_user), moving the
-subscription with RESET_SUBSCRIPTION (made first with SUBSCRIBE, acknowledgement only,
-when it does not exist yet), reading it with LIST_SUBSCRIPTIONS and deleting it with
-UNSUBSCRIBE. With [auth] on, only reads go so: a subscription moved or made there would
-be [auth] hub_user's to the owner, which cannot check the committing user's ownership of
-it (the group's user owns its subscription), so a commit or delete of a topic another hub
-owns is refused NOT_LEADER_OR_FOLLOWER, as the coordinator does not own it.
+subscriptions), as a client of it (hedwig.hub.peers, authenticated as [auth] hub_user):
+it reads, places or deletes the subscription with GROUP_OFFSET, which names the Kafka
+user who asked. The owner trusts that name from [auth] hub_user alone (the access gate
+refuses GROUP_OFFSET NOT_AUTHORIZED from anyone else: Permission.HUB) and then acts as
+that user, as a request made on it would (GroupOffsetHandler): the user must exist and
+may subscribe to the Kafka topic, a subscription it makes is that user's, and one
+another user owns is refused NOT_AUTHORIZED (the group's GROUP_AUTHORIZATION_FAILED).
+GROUP_OFFSET acts on group subscriptions (`kafka.` ids) only, so hub_user's trust
+reaches no other subscription, and hub_user needs no permission of its own for it.
 """
 
 from twisted.internet.defer import DeferredList, gatherResults, maybeDeferred, succeed
 
-from hedwig.delivery.interface import SubscribeError
+from hedwig.auth.principal import SUBSCRIBE
 from hedwig.hub.errors import NotOwner
 from hedwig.protocol import partitions
 from hedwig.protocol.addresses import format_address
+from hedwig.protocol.admin_requests import GroupAction
 from hedwig.protocol.errors import ConnectionLost, CouldNotConnect, HedwigError
 from hedwig.protocol.names import InvalidName, check_subscriber_id
+from hedwig.protocol.ops import Op
 from hedwig.protocol.redirects import parse_owner
 from hedwig.protocol.requests import RequestRefused
+from hedwig.protocol.responses import response_frame
+from hedwig.protocol.spec import OPS
 from hedwig.protocol.status import Status
 
 SUBSCRIBER_PREFIX = "kafka."
@@ -85,11 +91,13 @@ class GroupOffsets:
             return succeed(UNKNOWN_TOPIC_OR_PARTITION)
         if offset < 0:
             return succeed(OFFSET_OUT_OF_RANGE)
-        placed = self.hub._existing(name).addCallback(
-            lambda log: self.hub.delivery.place(log, subscriber, offset, principal)
+        placed = place(self.hub, name, subscriber, offset, principal)
+        placed.addErrback(
+            self._at_owner,
+            lambda client: client.group_offset(
+                name, subscriber, _name_of(principal), GroupAction.PLACE, offset
+            ),
         )
-        if principal is None:  # ([auth] on: see the module docstring)
-            placed.addErrback(self._at_owner, self._commit_there, name, subscriber, offset)
         return placed.addCallbacks(lambda _: NONE, self.refusal)
 
     def _at_owner(self, failure, work, *args):
@@ -110,49 +118,24 @@ class GroupOffsets:
 
         return work(client, *args).addErrback(failed)
 
-    def _commit_there(self, client, name, subscriber, offset):
-        """Place the group's subscription on the owner of topic `name`: RESET_SUBSCRIPTION
-        to the next seq-id (offset + 1), or SUBSCRIBE there first when it has none
-        (partition=0: `name` is one partition's topic; a client's subscription of a
-        partitioned topic's name covers every partition)."""
-        moved = client.reset_subscription(name, subscriber, offset + 1)
-
-        def absent(failure):
-            failure.trap(HedwigError)
-            if failure.value.status != Status.CLIENT_NOT_SUBSCRIBED:
-                return failure
-            made = client.subscribe(name, subscriber, None, deliver=False, start=offset + 1, partition=0)
-            return made.addCallback(lambda subscription: subscription.close())
-
-        return moved.addErrback(absent)
-
-    def _fetch_there(self, client, name, subscriber):
-        """The group's consumed seq-id on the owner of topic `name` (None: no subscription)."""
-
-        def found(rows):
-            return next((row["consumed_seq"] for row in rows if row["subscriber_id"] == subscriber), None)
-
-        return client.subscriptions(name).addCallback(found)
-
     def refusal(self, failure):
         """The Kafka error of a failed commit or delete."""
-        error = failure.value
-        if isinstance(error, SubscribeError) and error.status == Status.NOT_AUTHORIZED:
+        if getattr(failure.value, "status", None) == Status.NOT_AUTHORIZED:  # (here, or the owner's)
             return GROUP_AUTHORIZATION_FAILED
         return self.error_of(failure)[0]
 
-    def fetch(self, group_id: str, topic: str, partition: int):
-        """Deferred[(committed offset or -1, Kafka error code)]."""
+    def fetch(self, group_id: str, topic: str, partition: int, principal=None):
+        """Deferred[(committed offset or -1, Kafka error code)] (asked by `principal`)."""
         subscriber = subscriber_id(group_id)
         name = partition_topic(topic, partition)
         if subscriber is None:
             return succeed((NO_OFFSET, INVALID_GROUP_ID))
         if name is None:
             return succeed((NO_OFFSET, NONE))
-        delivery = self.hub.delivery
 
-        def position(log):
-            return delivery.load_topic(log).addCallback(lambda _: delivery.position(name, subscriber))
+        def fetch_there(client):
+            asked = client.group_offset(name, subscriber, _name_of(principal), GroupAction.FETCH)
+            return asked.addCallback(lambda found: found["consumed_seq"])
 
         def answer(seq):
             return (NO_OFFSET if seq is None else seq, NONE)
@@ -163,8 +146,8 @@ class GroupOffsets:
                 return (NO_OFFSET, NONE)
             return (NO_OFFSET, self.error_of(failure)[0])
 
-        found = self.hub._existing(name).addCallback(position)
-        found.addErrback(self._at_owner, self._fetch_there, name, subscriber)
+        found = position(self.hub, name, subscriber)
+        found.addErrback(self._at_owner, fetch_there)
         return found.addCallbacks(answer, failed)
 
     def committed_topics(self, group_id: str):
@@ -211,9 +194,10 @@ class GroupOffsets:
 
         def unsubscribe(topic):
             deleted = self.hub.unsubscribe(requester, topic, subscriber)
-            if principal is not None:  # ([auth] on: see the module docstring)
-                return deleted
-            return deleted.addErrback(self._at_owner, lambda client: client.unsubscribe(topic, subscriber))
+            return deleted.addErrback(self._at_owner, delete_there, topic)
+
+        def delete_there(client, topic):
+            return client.group_offset(topic, subscriber, _name_of(principal), GroupAction.DELETE)
 
         return gatherResults([unsubscribe(topic) for topic in topics], consumeErrors=True)
 
@@ -226,3 +210,74 @@ class _Requester:
 
     def __init__(self, principal):
         self.principal = principal
+
+
+def _name_of(principal) -> str | None:
+    return None if principal is None else principal.name
+
+
+def place(hub, topic: str, subscriber: str, seq: int, principal):
+    """Deferred: the group's subscription on `topic` placed at consumed seq-id `seq` (made
+    `principal`'s when missing), if this hub owns the topic (NotOwner else)."""
+    return hub._existing(topic).addCallback(lambda log: hub.delivery.place(log, subscriber, seq, principal))
+
+
+def position(hub, topic: str, subscriber: str):
+    """Deferred[the group's consumed seq-id on `topic`, None: none], if this hub owns the
+    topic (NotOwner else)."""
+    delivery = hub.delivery
+
+    def loaded(log):
+        return delivery.load_topic(log).addCallback(lambda _: delivery.position(topic, subscriber))
+
+    return hub._existing(topic).addCallback(loaded)
+
+
+class GroupOffsetHandler:
+    """GROUP_OFFSET on the topic's owner: another hub's coordinator reads, places or
+    deletes a group's subscription here on behalf of the user who asked it, who is
+    checked here as one asking here is (the module docstring). The access gate let
+    through [auth] hub_user alone; with [auth] off nobody is checked, and the name is
+    not used."""
+
+    spec = OPS[Op.GROUP_OFFSET]
+
+    def __init__(self, hub):
+        self.hub = hub
+
+    def handle(self, connection, request_id, body, started):
+        request = self.spec.decode(body)
+        topic, subscriber = request.topic, request.subscriber_id
+        if group_of(subscriber) is None:
+            raise RequestRefused(
+                Status.INVALID_SUBSCRIBER_ID,
+                f"GROUP_OFFSET acts on {SUBSCRIBER_PREFIX}<group> subscriptions only, not {subscriber}",
+            )
+        principal = None if connection.principal is None else self._on_behalf(request)
+        if request.action is GroupAction.FETCH:
+            done = position(self.hub, topic, subscriber).addCallback(lambda seq: {"consumed_seq": seq})
+        elif request.action is GroupAction.PLACE:
+            done = place(self.hub, topic, subscriber, request.seq, principal).addCallback(lambda _: {})
+        else:
+            done = self.hub.unsubscribe(_Requester(principal), topic, subscriber).addCallback(lambda _: {})
+        spec = self.spec
+        connection.answer(
+            done,
+            request_id,
+            spec.op,
+            started,
+            lambda value: response_frame(request_id, spec.op, payload=spec.encode_reply(value)),
+        )
+
+    def _on_behalf(self, request):
+        """The user the request acts for, once it may subscribe to the Kafka topic."""
+        name = request.on_behalf_of
+        principal = self.hub.auth.authenticator.users.principal(name) if name else None
+        if principal is None:
+            raise RequestRefused(Status.NOT_AUTHORIZED, f"GROUP_OFFSET on behalf of {name!r}: no such user")
+        kafka_topic = partitions.parent_of(request.topic)[0]
+        if not principal.may(SUBSCRIBE, kafka_topic):
+            raise RequestRefused(
+                Status.NOT_AUTHORIZED, f"user {name} may not subscribe on topic {kafka_topic}"
+            )
+        return principal

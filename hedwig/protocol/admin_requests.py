@@ -1,5 +1,5 @@
 """Bodies of the administration requests: create and delete a topic, list subscriptions,
-move a subscription's consumed seq-id.
+move a subscription's consumed seq-id; and a region hub's GROUP_OFFSET.
 
 They are rare and small, so they live apart from the hot path's layouts (requests.py);
 every reply is JSON (requests.encode_json). Decoders check every field where it is read:
@@ -8,6 +8,7 @@ SUBSCRIBE's start is checked (seq-ids from 1, times up to MAX_START us).
 """
 
 import struct
+from enum import IntEnum
 from typing import NamedTuple
 
 from hedwig.protocol.layouts import (
@@ -37,6 +38,7 @@ _FLAGS = struct.Struct("!B")
 _PARTITIONS = struct.Struct("!H")
 _TTL = struct.Struct("!Q")
 _START = struct.Struct("!BQ")  # start kind, start value (as in SUBSCRIBE)
+_GROUP_ACTION = struct.Struct("!BQ")  # GROUP_OFFSET's action, consumed seq-id (PLACE's)
 
 
 class CreateTopic(NamedTuple):
@@ -202,3 +204,50 @@ def decode_reset_subscription(body) -> ResetSubscription:
     else:
         raise RequestRefused(Status.MALFORMED_REQUEST, f"a reset needs a start, not kind {kind}")
     return ResetSubscription(topic, subscriber_id, start)
+
+
+# -- GROUP_OFFSET -----------------------------------------------------------------------------
+
+
+class GroupAction(IntEnum):
+    """What a GROUP_OFFSET does with the group's subscription."""
+
+    FETCH = 0  # answer its consumed seq-id (null: none)
+    PLACE = 1  # set its consumed seq-id, creating it when missing
+    DELETE = 2  # delete it
+
+
+class GroupOffset(NamedTuple):
+    """A Kafka group's subscription on a topic, read, placed at `seq` (its consumed
+    seq-id) or deleted, on behalf of the user `on_behalf_of` ("": none, [auth] off)."""
+
+    topic: str
+    subscriber_id: str
+    on_behalf_of: str
+    action: GroupAction
+    seq: int = 0
+
+
+def encode_group_offset(
+    topic: str, subscriber_id: str, on_behalf_of: str | None, action, seq: int = 0
+) -> bytes:
+    if not 0 <= seq <= MAX_START:
+        raise ValueError(f"a consumed seq-id is in 0..{MAX_START}, not {seq}")
+    return str8(topic) + str8(subscriber_id) + str8(on_behalf_of or "") + _GROUP_ACTION.pack(action, seq)
+
+
+def decode_group_offset(body) -> GroupOffset:
+    topic, offset = read_topic(body, 0)
+    subscriber_id, offset = read_subscriber(body, offset)
+    raw, offset = read_str8(body, offset, "user it acts on behalf of")
+    try:
+        on_behalf_of = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RequestRefused(Status.MALFORMED_REQUEST, "the user it acts on behalf of is not UTF-8") from None
+    action, seq = unpack_field(_GROUP_ACTION, body, offset, "GROUP_OFFSET")
+    expect_end(body, offset + _GROUP_ACTION.size, "GROUP_OFFSET")
+    if action not in GroupAction._value2member_map_:
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"GROUP_OFFSET action {action} is not 0, 1 or 2")
+    if seq > MAX_START:
+        raise RequestRefused(Status.MALFORMED_REQUEST, f"seq-id {seq} is past {MAX_START}")
+    return GroupOffset(topic, subscriber_id, on_behalf_of, GroupAction(action), seq)

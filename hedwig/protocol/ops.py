@@ -34,6 +34,9 @@ class Op(IntEnum):
     # Client -> hub, idempotent publish (protocol/producer_requests.py, hub/producer_state.py).
     INIT_PRODUCER = 24  # the reply carries a new producer id
     IDEMPOTENT_PUBLISH = 25  # PUBLISH with (producer id, sequence): a repeat is not stored again
+    # Hub -> hub in a ZooKeeper region, as [auth] hub_user: a Kafka group's offset on a topic
+    # the receiving hub owns, placed or deleted on behalf of the committing user.
+    GROUP_OFFSET = 26
     # Client -> hub, shared and pull subscriptions (protocol/work_requests.py).
     ACK = 30  # per-message acknowledgements, as seq-id ranges; no reply unless it fails
     NACK = 31  # deliver these seq-ids again now; no reply unless it fails

@@ -31,11 +31,13 @@ from hedwig.protocol.admin_requests import (
     decode_compact,
     decode_create_topic,
     decode_delete_topic,
+    decode_group_offset,
     decode_list_subscriptions,
     decode_reset_subscription,
     encode_compact,
     encode_create_topic,
     encode_delete_topic,
+    encode_group_offset,
     encode_list_subscriptions,
     encode_reset_subscription,
 )
@@ -105,6 +107,7 @@ class Permission(Enum):
     CREATE = "create"  # create on the topic
     READ_OR_ADMIN = "read or admin"  # subscribe on the topic it names; admin when it names none
     REGION = "region"  # a region's user
+    HUB = "hub"  # [auth] hub_user: another hub of the ZooKeeper region, acting on behalf of a user
     ADMIN = "admin"
 
 
@@ -357,6 +360,19 @@ _SPECS = (
         idempotent=True,
         encode=encode_reset_subscription,
         decode=decode_reset_subscription,
+        encode_reply=encode_json,
+        decode_reply=decode_json,
+    ),
+    _request(
+        Op.GROUP_OFFSET,
+        permission=Permission.HUB,
+        # (NOT_AUTHORIZED, too, when the user it acts on behalf of may not subscribe to the
+        # topic or does not own the subscription: hedwig/kafka/offsets.py)
+        statuses=_EXISTING
+        | {Status.INVALID_SUBSCRIBER_ID, Status.CLIENT_NOT_SUBSCRIBED, Status.TOPIC_BUSY}
+        | {Status.SEQ_OUT_OF_RANGE},
+        encode=encode_group_offset,
+        decode=decode_group_offset,
         encode_reply=encode_json,
         decode_reply=decode_json,
     ),

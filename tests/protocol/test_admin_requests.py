@@ -8,15 +8,19 @@ import pytest
 from hedwig.protocol.admin_requests import (
     CreateTopic,
     DeleteTopic,
+    GroupAction,
+    GroupOffset,
     ResetSubscription,
     decode_compact,
     decode_create_topic,
     decode_delete_topic,
+    decode_group_offset,
     decode_list_subscriptions,
     decode_reset_subscription,
     encode_compact,
     encode_create_topic,
     encode_delete_topic,
+    encode_group_offset,
     encode_list_subscriptions,
     encode_reset_subscription,
 )
@@ -99,3 +103,21 @@ def test_a_partition_count_travels_after_the_flags():
         is Status.MALFORMED_REQUEST
     )
     assert refused(decode_create_topic, str8("t") + b"\x02\x00") is Status.MALFORMED_REQUEST  # (half a count)
+
+
+def test_a_group_offset_round_trips_and_its_hostile_fields_are_refused():
+    body = encode_group_offset("t", "kafka.g", "bob", GroupAction.PLACE, 7)
+    assert decode_group_offset(body) == GroupOffset("t", "kafka.g", "bob", GroupAction.PLACE, 7)
+    assert (
+        decode_group_offset(encode_group_offset("t", "kafka.g", None, GroupAction.FETCH)).on_behalf_of == ""
+    )
+    head = str8("t") + str8("kafka.g") + str8("bob")
+    for tail in (
+        struct.pack("!BQ", 3, 0),  # no such action
+        struct.pack("!BQ", GroupAction.PLACE, MAX_START + 1),
+        struct.pack("!B", GroupAction.PLACE),  # cut short
+        struct.pack("!BQ", GroupAction.PLACE, 1) + b"x",
+    ):
+        assert refused(decode_group_offset, head + tail) is Status.MALFORMED_REQUEST
+    not_utf8 = str8("t") + str8("kafka.g") + str8(b"\xff") + struct.pack("!BQ", 0, 0)
+    assert refused(decode_group_offset, not_utf8) is Status.MALFORMED_REQUEST

@@ -217,6 +217,10 @@ def test_a_group_across_two_hubs_follows_a_sigkill_of_its_coordinator(region):
     owner, coordinator = hubs.hubs
     topic, group, count = "grouped", "region-group", 400
     create_at(owner, topic, partitions=4)  # (every partition on `owner`)
+    # Ballast on `owner`, so that the region is balanced (8 topics each, with the 8
+    # partitions of __consumer_offsets on `coordinator`) and rebalancing does not move
+    # the group's coordinator onto `owner` before the kill.
+    create_at(owner, "ballast", partitions=4)
     # The group's coordinator: the owner of its partition of __consumer_offsets, which
     # the first FindCoordinator (asked of `coordinator`) made there. Every hub names it;
     # the others answer the group's requests NOT_COORDINATOR.

@@ -33,9 +33,12 @@ bounded (PARKING_SLACK while a member has no room, MAX_PARKED_RUNS in all): beyo
 the dispatcher reads nothing new until the members take what waits.
 """
 
+import re
 import zlib
+from array import array
+from bisect import bisect_right
 from heapq import heappush
-from itertools import pairwise, repeat
+from itertools import pairwise
 
 from hedwig.protocol.compression import plain_message_set
 from hedwig.protocol.entry import ENTRY_FLAG_SPARSE, EntrySlices, decode_entry_header
@@ -57,6 +60,16 @@ _KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry
 # entry for its cuts costs a pass over its messages (they hold its bytes: a few only).
 _KEPT_CUTS = 8
 _NOT_KEPT = object()
+# A message's mark (KeyRouting.marks): its slot owner's index among the owners, or one of
+# these; the marks of a run of messages are split into runs of one mark by a regular
+# expression over their bytes (two each), so the work of a split is per run, not per message.
+_MOVING = 0xFFFE  # (of a slot whose move waits for leases made before it)
+_KEYLESS = 0xFFFF  # (of a message without a key: KEYLESS, the table's last mark)
+_SAME_MARK = re.compile(rb"(..)\1*", re.DOTALL)
+
+
+def _range_start(slot_range) -> int:
+    return slot_range[0]
 
 
 def entry_slots(data):
@@ -80,9 +93,10 @@ class KeyRouting:
 
     def __init__(self):
         self.ranges = []  # [(lo, hi, member)], sorted, covering 0..SLOTS-1 (none: no member)
-        self.owners = []  # slot -> member
+        self.owners = []  # the members owning slots; a mark is an index of this list
+        # Slot -> its mark (array of "H"; the last, at KEYLESS (-1), _KEYLESS).
+        self.marks = array("H", [_KEYLESS]) * (SLOTS + 1)
         self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
-        self.moving = None  # bytearray: 1 for a slot of a pending move (None: none pending)
         self._slots = {}  # (entry's first seq-id, last seq-id, size) -> its slots
         self._cutting = {}  # (entry's first seq-id, last seq-id, size) -> its EntrySlices
         self._room = {}  # member -> messages it may still be given in this turn
@@ -94,7 +108,6 @@ class KeyRouting:
         self._taken_out = []  # (home, heap): parked runs taken out for this turn
         self._moved = False  # a move ended: the moving slots' parked runs are to be taken again
         self._turn = 0  # the next member in turn for messages without a key
-        self._keyless_to = None  # the member the current keyless run goes to
 
     # -- members -----------------------------------------------------------------------------
 
@@ -134,7 +147,6 @@ class KeyRouting:
             else:
                 merged.append((lo, hi, owner))
         self.ranges = merged
-        self._mark()
 
     def leave(self, member, queue) -> None:
         """`member` left: its ranges go to their neighbours; what was parked goes back to
@@ -153,15 +165,28 @@ class KeyRouting:
                 kept.append((lo, hi, owner))
         self.ranges = kept
         self._room.pop(member, None)
-        if self._keyless_to is member:
-            self._keyless_to = None
         self._rebuild()
 
     def _rebuild(self) -> None:
-        owners = []
+        """The owners and every slot's mark, from the ranges and the moves."""
+        owners, index = [], {}
+        marks = self.marks
         for lo, hi, owner in self.ranges:
-            owners.extend(repeat(owner, hi - lo + 1))
+            if owner not in index:
+                index[owner] = len(owners)
+                owners.append(owner)
+            marks[lo : hi + 1] = array("H", [index[owner]]) * (hi - lo + 1)
+        if not self.ranges:
+            marks[:SLOTS] = array("H", [_KEYLESS]) * SLOTS
+        for _serial, lo, hi in self.moves:
+            marks[lo : hi + 1] = array("H", [_MOVING]) * (hi - lo + 1)
         self.owners = owners
+
+    def owner(self, slot: int):
+        """The member owning `slot` (moving to it, or not; None: no member)."""
+        ranges = self.ranges
+        i = bisect_right(ranges, slot, key=_range_start) - 1
+        return ranges[i][2] if i >= 0 else None
 
     def settle(self, oldest_held) -> bool:
         """Moves end once every lease made before them is done; `oldest_held`: the serial
@@ -169,18 +194,9 @@ class KeyRouting:
         moves = self.moves
         if moves and (oldest_held is None or moves[0][0] < oldest_held):
             self.moves = [m for m in moves if oldest_held is not None and m[0] >= oldest_held]
-            self._mark()
+            self._rebuild()
             return True
         return False
-
-    def _mark(self) -> None:
-        if not self.moves:
-            self.moving = None
-            return
-        moving = bytearray(SLOTS)
-        for _serial, lo, hi in self.moves:
-            moving[lo : hi + 1] = b"\x01" * (hi - lo + 1)
-        self.moving = moving
 
     def slots_held(self, member) -> int:
         """How many slots `member` owns."""
@@ -216,7 +232,6 @@ class KeyRouting:
         messages without a key (taken out for this turn: what is parked again waits for
         the next)."""
         self._room = {member: member.room for member in members}
-        self._keyless_to = None
         sources = [(queue, None)]
         sources += [(heap, member) for member, heap in self.parked.items() if heap]
         self._taken_out = []
@@ -305,32 +320,29 @@ class KeyRouting:
         slots = self.slots(entry)
         if slots is None:
             return self._keyless(first, last)
-        owners, moving, room, parked = self.owners, self.moving, self._room, self.parked
         base = entry.first_seq
+        marks = array("H", map(self.marks.__getitem__, slots[first - base : last - base + 1]))
+        owners, room, parked = self.owners, self._room, self.parked
         runs = []
-        run_to = run_from = None
-        seq = first
-        for slot in slots[first - base : last - base + 1]:
-            if slot == KEYLESS:
-                to = self._keyless_to
-                if to is None or room[to] <= 0:
-                    to = self._keyless_to = self._next_in_turn()
-                    if to is None:
-                        to = self.keyless_parked
-            elif moving is not None and moving[slot]:
-                to = self.moving_parked
+        for match in _SAME_MARK.finditer(marks.tobytes()):
+            start, end = match.span()
+            mark = marks[start >> 1]
+            run_first, run_last = first + (start >> 1), first + (end >> 1) - 1
+            if mark < _MOVING:
+                to = owners[mark]
+                left = room[to]
+                if left > run_last - run_first:
+                    room[to] = left - (run_last - run_first + 1)
+                    runs.append((to, run_first, run_last))
+                elif left > 0:  # (what it has room for; the rest waits for it)
+                    room[to] = 0
+                    runs += ((to, run_first, run_first + left - 1), (parked[to], run_first + left, run_last))
+                else:
+                    runs.append((parked[to], run_first, run_last))
+            elif mark == _MOVING:
+                runs.append((self.moving_parked, run_first, run_last))
             else:
-                to = owners[slot]
-                if room.get(to, 0) <= 0:
-                    to = parked[to]
-            if type(to) is not list:
-                room[to] -= 1
-            if to is not run_to or run_from is None:
-                if run_from is not None:
-                    runs.append((run_to, run_from, seq - 1))
-                run_to, run_from = to, seq
-            seq += 1
-        runs.append((run_to, run_from, last))
+                runs += self._keyless(run_first, run_last)
         return runs
 
     def _keyless(self, first: int, last: int) -> list:

@@ -3,6 +3,11 @@
 from enum import IntEnum
 
 PROTOCOL_VERSION = 1
+# What a hub takes beyond version 1, named in HELLO's reply (a u32 after hub_name; a hub
+# without it sends none, and a client then asks for none of them). The version stays 1:
+# it is checked by equality, and what a feature adds is only asked for when offered.
+HUB_FEATURE_SUBSETS = 0x1  # SUBSCRIBE flag 0x40: a key_shared member's runs as SUBSET_DELIVERY
+HUB_FEATURES = HUB_FEATURE_SUBSETS
 
 
 class Op(IntEnum):

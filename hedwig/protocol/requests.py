@@ -58,7 +58,7 @@ from hedwig.protocol.layouts import (
     str16,
     unpack_field,
 )
-from hedwig.protocol.ops import PROTOCOL_VERSION
+from hedwig.protocol.ops import HUB_FEATURES, PROTOCOL_VERSION
 from hedwig.protocol.status import Status
 from hedwig.protocol.work_requests import (
     SubscribeOptions,
@@ -82,6 +82,7 @@ class HelloReply(NamedTuple):
     max_message_bytes: int
     region: str
     hub_name: str  # host:port as the hub knows itself
+    features: int = 0  # ops.HUB_FEATURE_* bits (none from a hub older than them)
 
 
 def encode_hello(client_name: str = "", version: int = PROTOCOL_VERSION) -> bytes:
@@ -96,16 +97,31 @@ def decode_hello(body) -> Hello:
 
 
 def encode_hello_reply(
-    region: str, hub_name: str, max_frame_bytes: int, max_message_bytes: int, version: int = PROTOCOL_VERSION
+    region: str,
+    hub_name: str,
+    max_frame_bytes: int,
+    max_message_bytes: int,
+    version: int = PROTOCOL_VERSION,
+    features: int = HUB_FEATURES,
 ) -> bytes:
-    return HELLO_REPLY.pack(version, max_frame_bytes, max_message_bytes) + str8(region) + str8(hub_name)
+    return (
+        HELLO_REPLY.pack(version, max_frame_bytes, max_message_bytes)
+        + str8(region)
+        + str8(hub_name)
+        + U32.pack(features)
+    )
 
 
 def decode_hello_reply(payload) -> HelloReply:
+    """The reply; what follows its fields is ignored (a later hub may say more), and a
+    reply ending at hub_name (an older hub's) offers no features."""
     version, max_frame, max_message = unpack_field(HELLO_REPLY, payload, 0, "HELLO reply")
     region, offset = read_str8(payload, HELLO_REPLY.size, "region")
     hub_name, offset = read_str8(payload, offset, "hub name")
-    return HelloReply(version, max_frame, max_message, region.decode("utf-8"), hub_name.decode("utf-8"))
+    features = U32.unpack_from(payload, offset)[0] if len(payload) >= offset + U32.size else 0
+    return HelloReply(
+        version, max_frame, max_message, region.decode("utf-8"), hub_name.decode("utf-8"), features
+    )
 
 
 # -- PUBLISH ----------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from hedwig.protocol.framing import (
 )
 from hedwig.protocol.layouts import RequestRefused
 from hedwig.protocol.messageset import ONE_MESSAGE_HEADER, SET_VERSION
-from hedwig.protocol.ops import Op
+from hedwig.protocol.ops import HUB_FEATURE_SUBSETS, Op
 from hedwig.protocol.request_ids import RequestIds
 from hedwig.protocol.requests import (
     Published,
@@ -151,6 +151,7 @@ class HubSession:
     __slots__ = (
         "_accepts",
         "_decoder",
+        "_hub_features",
         "_ids",
         "_pending",
         "_prefixes",
@@ -183,6 +184,7 @@ class HubSession:
         self._prefixes = {}  # topic -> its str8, for publish_one
         self._subscribing = {}  # request id of a SUBSCRIBE -> (position, subscriber)
         self._subscribers = {}  # handle -> the ISubscriber attached with it
+        self._hub_features = 0  # what HELLO's reply offered (ops.HUB_FEATURE_*)
         self.data_received = self._decoder.deliveries_reader(self._subscribers, self._frames, self._response)
 
     # -- requests out ----------------------------------------------------------------------
@@ -229,8 +231,13 @@ class HubSession:
     def subscribe(self, position, subscriber, context=None) -> tuple[int, bytes]:
         """(request id, whole frame) of the SUBSCRIBE `position` asks for: as asked the
         first time, to resume from its last acknowledgement later. A SUCCESS reply
-        attaches `subscriber` (an ISubscriber) under the handle the hub gave."""
-        body = encode_subscribe_request(position.subscribe_request())
+        attaches `subscriber` (an ISubscriber) under the handle the hub gave. SUBSET_DELIVERY
+        frames are asked for only of a hub whose HELLO offered them (an older one refuses
+        the flag)."""
+        request = position.subscribe_request()
+        if request.subsets and not self._hub_features & HUB_FEATURE_SUBSETS:
+            request = request._replace(subsets=False)
+        body = encode_subscribe_request(request)
         request_id, frame = self.request(Op.SUBSCRIBE, body, context)
         self._subscribing[request_id] = (position, subscriber)
         return request_id, frame
@@ -390,6 +397,8 @@ class HubSession:
         except (RequestRefused, ValueError) as e:
             raise ProtocolViolation(f"bad RESPONSE from the hub: {e}") from None
         context = self._pending.pop(request_id, _UNKNOWN)
+        if not self._raw_responses and response.op == Op.HELLO and response.status is Status.SUCCESS:
+            self._hub_features = response.value.features
         if self._subscribing and request_id in self._subscribing:
             self._attach(request_id, response)
         self._receiver.response_received(request_id, response, None if context is _UNKNOWN else context)

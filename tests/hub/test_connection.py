@@ -14,6 +14,7 @@ from hedwig.protocol import (
     encode_frame,
     encode_message_set,
 )
+from hedwig.protocol.ops import HUB_FEATURES
 from hedwig.protocol.requests import (
     HelloReply,
     Published,
@@ -47,7 +48,9 @@ def test_hello_states_version_region_and_limits(harness):
     peer.send(Op.HELLO, encode_hello("app"), request_id=7)
     [(request_id, response)] = peer.responses()
     assert request_id == 7 and response.op == Op.HELLO and response.status is Status.SUCCESS
-    assert response.value == HelloReply(PROTOCOL_VERSION, 16 << 20, 1 << 20, "standalone", "127.0.0.1:4080")
+    assert response.value == HelloReply(
+        PROTOCOL_VERSION, 16 << 20, 1 << 20, "standalone", "127.0.0.1:4080", HUB_FEATURES
+    )
     assert peer.connection.client_name == "app" and not peer.closing
 
 

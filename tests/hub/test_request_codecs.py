@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hedwig.protocol import FrameDecoder, Op, Status, encode_message_set
+from hedwig.protocol.ops import HUB_FEATURES
 from hedwig.protocol.requests import (
     MAX_START,
     Hello,
@@ -54,7 +55,7 @@ def test_hello_round_trip():
     assert decode_hello(encode_hello("cli", version=7)) == Hello(7, "cli")
     reply = encode_hello_reply("eu", "10.0.0.1:4080", 16 << 20, 1 << 20)
     response = decode_response(encode_response(Op.HELLO, payload=reply))
-    assert response.value == HelloReply(1, 16 << 20, 1 << 20, "eu", "10.0.0.1:4080")
+    assert response.value == HelloReply(1, 16 << 20, 1 << 20, "eu", "10.0.0.1:4080", HUB_FEATURES)
 
 
 @given(names, st.binary(min_size=1, max_size=200))

@@ -16,8 +16,18 @@ from hedwig.protocol import (
     encode_message_set,
 )
 from hedwig.protocol.framing import encode_event
-from hedwig.protocol.layouts import RequestRefused
-from hedwig.protocol.requests import Subscribe, decode_subscribe, encode_subscribe, encode_subscribe_request
+from hedwig.protocol.layouts import HELLO_REPLY, RequestRefused, str8
+from hedwig.protocol.ops import HUB_FEATURE_SUBSETS
+from hedwig.protocol.requests import (
+    Subscribe,
+    decode_hello_reply,
+    decode_subscribe,
+    encode_hello,
+    encode_hello_reply,
+    encode_subscribe,
+    encode_subscribe_request,
+)
+from hedwig.protocol.responses import response_frame
 from hedwig.protocol.session import HubSession, ISharedSubscriber, ProtocolViolation
 from hedwig.protocol.shared_position import SharedPosition
 from hedwig.protocol.work_requests import (
@@ -263,8 +273,21 @@ def subset_frame(handle, first_seq, payloads, start, stop, selection, keys=None)
     return subset_header(handle, start, stop, selection, len(entry)) + entry, entry
 
 
-def key_shared_session(recorder, handle):
-    session = HubSession(recorder)
+def greeted(session, reply=None):
+    """`session` after the hub answered its HELLO with `reply` (this hub's, by default)."""
+    request_id, _frame = session.request(Op.HELLO, encode_hello("test"))
+    if reply is None:
+        reply = encode_hello_reply("standalone", "127.0.0.1:4080", 16 << 20, 1 << 20)
+    session.data_received(response_frame(request_id, Op.HELLO, payload=reply))
+    return session
+
+
+# A HELLO reply as a hub older than its features field sends it: ending at hub_name.
+OLDER_HELLO_REPLY = HELLO_REPLY.pack(1, 16 << 20, 1 << 20) + str8("standalone") + str8("127.0.0.1:4080")
+
+
+def key_shared_session(recorder, handle, hello_reply=None):
+    session = greeted(HubSession(recorder), hello_reply)
     subscriber = SharedSubscriber(recorder)
     options = SubscribeOptions("key_shared")
     position = SharedPosition("t", "s", "create_or_attach", None, 0, False, options)
@@ -324,3 +347,16 @@ def test_only_a_key_shared_subscribe_asks_for_subsets_and_the_hub_reads_the_flag
     assert body[len(b"\x01t\x01s") + 10] & 0x40, "flag bit 6"
     assert decode_subscribe(body) == Subscribe("t", "s", kind="key_shared", subsets=True)
     assert decode_subscribe(encode_subscribe_request(Subscribe("t", "s", kind="key_shared"))).subsets is False
+
+
+def test_a_key_shared_subscribe_asks_for_subsets_only_of_a_hub_whose_hello_offers_them():
+    """A hub older than SUBSET_DELIVERY refuses the flag (unknown subscribe flags): its
+    HELLO reply ends at hub_name, and a key_shared member then asks for runs."""
+    assert decode_hello_reply(OLDER_HELLO_REPLY).features == 0
+    assert decode_hello_reply(encode_hello_reply("r", "h:1", 1, 1)).features & HUB_FEATURE_SUBSETS
+    assert decode_hello_reply(encode_hello_reply("r", "h:1", 1, 1) + b"later").hub_name == "h:1"
+    for reply in (OLDER_HELLO_REPLY, encode_hello_reply("r", "h:1", 1, 1, features=0)):
+        _session, _position, frame = key_shared_session(Recorder(), 6, reply)
+        [(op, _, request)] = HubScript().requests(frame)
+        assert op == Op.SUBSCRIBE and request.kind == "key_shared" and not request.subsets
+        assert decode_subscribe(encode_subscribe_request(request)).subsets is False

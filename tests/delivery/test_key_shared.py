@@ -9,12 +9,15 @@ unacknowledged is held by that same member (KeyOrder)."""
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hedwig.delivery import SubscribeError
 from hedwig.delivery.key_shared import SLOTS, KeyRouting, entry_slots
 from hedwig.protocol import Status
 from hedwig.protocol.entry import encode_entry_header
 from hedwig.protocol.messageset import encode_message_set
+from hedwig.topiclog.entry import LogEntry
 from tests.delivery.harness import failure_of, fired
 from tests.delivery.shared_harness import MemberChannel, SharedHarness
 
@@ -423,3 +426,66 @@ def test_a_pull_member_of_a_key_shared_subscription_fetches_its_own_keys_in_orde
     world.h.manager.fetch("t", "w", a, 100, 1.0)
     world.turn()
     assert sorted(a.seqs() + b.seqs()) == list(range(1, 41))
+
+
+class _Room:
+    """A member as KeyRouting sees it in a turn: its room."""
+
+    def __init__(self, room):
+        self.room = room
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 20), min_size=1, max_size=4),
+    st.lists(st.one_of(st.none(), st.integers(0, 30)), min_size=1, max_size=80),
+    st.booleans(),
+    st.data(),
+)
+def test_a_split_gives_each_member_its_own_keys_in_order_within_its_room(rooms, keys, settled, data):
+    """KeyRouting.split cuts runs of one mark: whatever the rooms, the pending moves and
+    the keyless messages, its runs cover the span in order, a keyed message goes to its
+    slot's owner (or waits on that owner's heap, or on the moving slots'), a member is
+    given no more than its room, and once one of its messages waits, none later of it
+    goes out in that split."""
+    members = [_Room(room) for room in rooms]
+    routing = KeyRouting()
+    for serial, member in enumerate(members):
+        routing.join(member, serial, [])
+    if settled:
+        routing.settle(None)
+    payloads = [b""] * len(keys)
+    encoded = [None if key is None else b"key-%d" % key for key in keys]
+    data_bytes = encode_entry_header(1, len(keys), 0, b"", 1) + encode_message_set(payloads, keys=encoded)
+    entry = LogEntry(1, len(keys), data_bytes, 0)
+    first = data.draw(st.integers(1, len(keys)))
+    last = data.draw(st.integers(first, len(keys)))
+    slots = entry_slots(data_bytes)
+    moving = {s for _serial, lo, hi in routing.moves for s in range(lo, hi + 1)}
+    routing.begin(members, [], False)
+    runs = routing.split(entry, first, last)
+    assert [seq for _to, start, stop in runs for seq in range(start, stop + 1)] == list(
+        range(first, last + 1)
+    )
+    given_to = {id(m): 0 for m in members}
+    waited = set()  # members with a keyed message waiting on their heap
+    for to, start, stop in runs:
+        for seq in range(start, stop + 1):
+            slot = None if slots is None else slots[seq - 1]
+            keyless = slot is None or slot == -1
+            if to is routing.keyless_parked:
+                assert keyless and all(given_to[id(m)] >= m.room for m in members)
+            elif to is routing.moving_parked:
+                assert not keyless and slot in moving
+            elif type(to) is list:
+                owner = routing.owner(slot)
+                assert not keyless and slot not in moving and to is routing.parked[owner]
+                assert given_to[id(owner)] >= owner.room, "a member with room has its keys"
+                waited.add(id(owner))
+            else:
+                if not keyless:
+                    assert routing.owner(slot) is to and slot not in moving
+                    assert id(to) not in waited, "a key's later message went out before an earlier one"
+                given_to[id(to)] += 1
+    for member in members:
+        assert given_to[id(member)] <= member.room

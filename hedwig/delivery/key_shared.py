@@ -22,7 +22,9 @@ slot. When members change, every parked run goes back to the queue to be split a
 Messages without a key go to the members in turn, a run of an entry at a time.
 
 The work is per entry where it can be: an entry's slots are hashed once (kept for the
-last few entries), an entry without keys goes whole as a shared subscription's does,
+last few entries), a span of it is split per run of one member's keys (each slot's mark,
+its owner's index, is looked up in C and the marks cut into runs by a regular
+expression), an entry without keys goes whole as a shared subscription's does,
 and a member whose client asked for them is sent its runs of an entry as one
 SUBSET_DELIVERY, held as one lease (the dispatcher's _deliver_subsets); another is sent
 each run as a delivery (as an entry of its own when it is under half of its entry, cut

@@ -27,12 +27,14 @@ from hedwig.ledger.layout import (
     HEADER_FILE,
     RECORD,
     RECORD_BYTES,
+    STATE_CLOSED,
     HeaderFields,
     current_boot_id,
     index_page_name,
     parse_ledger_dir_name,
 )
 from hedwig.ledger.mmap_store import MmapLedgerStore
+from hedwig.ledger.recovery import recover_tail
 from hedwig.testing.deferreds import fired as result_of
 from hedwig.testing.reactors import InlineThreadsReactor
 from tests.ledger.crash_child import OPTIONS, payload
@@ -79,9 +81,9 @@ def _records(path: str, records_per_page: int, entries) -> str:
             with open(os.path.join(path, index_page_name(page)), "rb") as f:
                 f.seek(slot * RECORD_BYTES)
                 raw = f.read(RECORD_BYTES)
+            got = RECORD.unpack(raw) if len(raw) == RECORD_BYTES else f"{len(raw)} bytes"
         except OSError as e:
-            raw = str(e)
-        got = RECORD.unpack(raw) if len(raw) == RECORD_BYTES else raw or "missing"
+            got = f"{index_page_name(page)}: {e.strerror}"
         out.append(f"{entry}: {got}")
     return "; ".join(out)
 
@@ -109,7 +111,8 @@ def _file_sizes(path: str, files) -> str:
 
 def describe_directory(directory: str) -> str:
     """The data directory as it is on disk: the id reservation, and each ledger's files
-    (sizes), header fields and the index records around its counts."""
+    (sizes), header fields and the index records around its counts; for an open ledger,
+    how many of its entries are whole, checked from the first."""
     lines = []
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
@@ -135,6 +138,20 @@ def describe_directory(directory: str) -> str:
         )
         wanted = sorted({0, max(0, count - 1), count, count + 1})
         lines.append("  records " + _records(path, header.index_page_records, wanted))
+        if header.state != STATE_CLOSED:
+            # Every entry checked from the first (as after a reboot, without rolling
+            # forward): what a recovery would keep, and why it would cut.
+            kept = recover_tail(
+                path,
+                count,
+                header.committed_bytes,
+                0,
+                header.page_bytes,
+                header.index_page_records,
+                same_boot=False,
+                roll_forward=False,
+            )
+            lines.append(f"  checked from entry 0: {kept.count} whole, {kept.problem or 'nothing cut'}")
     return "\n".join(lines) if lines else "(empty)"
 
 

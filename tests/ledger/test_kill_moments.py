@@ -10,6 +10,8 @@ import os
 
 from twisted.logger import capturedLogs
 
+from hedwig.ledger.layout import NEXT_ID_FILE
+from hedwig.ledger.mmap_ledger import ID_RESERVATION
 from hedwig.ledger.mmap_store import MmapLedgerStore
 from hedwig.testing.deferreds import fired as result_of
 from hedwig.testing.reactors import InlineThreadsReactor, QueuedThreadsReactor
@@ -120,3 +122,25 @@ def test_a_roll_killed_before_the_closing_ledgers_cut_leaves_it_open_and_whole(t
     second.run_thread_work()
     assert done == [None]
     assert_holds(directory, ledger, 35)
+
+
+def test_ledger_ids_are_never_handed_out_twice_across_kills(tmp_path):
+    """Ids come in blocks reserved (durably) before the first is used: a writer killed
+    after creating ledgers, or in the middle of writing the next reservation (its
+    staging file left half written), never makes the next writer reuse an id."""
+    directory = tmp_path / "ledgers"
+    first = Writer(directory, "never")
+    handed_out = [result_of(first.store.create()) for _ in range(3)]
+    first.append(handed_out[-1], 0, 2)
+
+    second = Writer(directory, "never")
+    handed_out.append(result_of(second.store.create()))
+    assert handed_out[-1] >= handed_out[0] + ID_RESERVATION  # above the first's whole block
+    with open(os.path.join(directory, NEXT_ID_FILE + ".tmp"), "w") as f:
+        f.write("1")  # the next reservation, cut short before its rename
+
+    third = Writer(directory, "never")
+    handed_out.extend(result_of(third.store.create()) for _ in range(2))
+    assert len(set(handed_out)) == len(handed_out)
+    assert handed_out[-2] >= handed_out[3] + ID_RESERVATION
+    assert sorted(third.store.list_ledgers()) == sorted(handed_out)

@@ -9,16 +9,18 @@ so kills also land in the middle of group commits and ledger closes.
 
 A failure says what happened: the runs so far and what each writer acknowledged, the
 last writer's stderr (its store's log: what its recovery found), what this process's
-recovery logged, and the data directory (every ledger's files and header) before the
-last writer started and after it was killed.
+recovery logged, the data directory (every ledger's files and header) before the last
+writer started and after it was killed, and what the kernel logged about file systems.
 """
 
 import functools
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
+import time
 
 from twisted.logger import capturedLogs, formatEvent
 
@@ -155,9 +157,34 @@ def describe_directory(directory: str) -> str:
     return "\n".join(lines) if lines else "(empty)"
 
 
-def _evidence(history, run: int, stderr_path: str, events, before: str, after_kill: str) -> str:
+KERNEL_TROUBLE = ("EXT4-fs", "XFS", "BTRFS", "I/O error", "Out of memory", "oom-kill", "Killed process")
+
+
+def _kernel_log(since_s: float) -> str:
+    """What the kernel said about file systems, I/O and memory since `since_s` (seconds
+    since boot, as its log counts them): a writer's stores live in the page cache, and a
+    file system's trouble there is the one thing a kill does not explain. Or why the
+    log cannot be read here."""
+    try:
+        out = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(dmesg: {e})"
+    lines = []
+    for line in out.splitlines():
+        stamp = re.match(r"\[\s*(\d+\.\d+)\]", line)
+        if stamp and float(stamp.group(1)) < since_s:
+            continue
+        if any(word in line for word in KERNEL_TROUBLE):
+            lines.append(line)
+    return "\n".join(lines[-20:]) or "(nothing about file systems, I/O or memory)"
+
+
+def _evidence(
+    history, run: int, stderr_path: str, events, before: str, after_kill: str, started_s: float
+) -> str:
     """What a failure's message tells: the runs, the last writer's stderr, this
-    process's recovery log, the directory before the last writer and after its kill."""
+    process's recovery log, the directory before the last writer and after its kill,
+    and the kernel's log."""
     with open(stderr_path, errors="replace") as f:
         stderr = f.read().strip() or "(nothing)"
     logged = "\n".join(formatEvent(e) for e in events) or "(nothing)"
@@ -168,6 +195,7 @@ def _evidence(history, run: int, stderr_path: str, events, before: str, after_ki
         + f"\n--- this process's recovery logged:\n{logged}"
         + f"\n--- the directory before run {run}'s writer:\n{before}"
         + f"\n--- after it was killed:\n{after_kill}"
+        + f"\n--- the kernel's log (file systems, I/O, memory):\n{_kernel_log(started_s)}"
     )
 
 
@@ -178,6 +206,7 @@ def test_sigkill_loses_no_acknowledged_entry(tmp_path):
     acknowledged = {}  # ledger -> highest acknowledged entry id
     kills_with_acks = 0
     history = []  # what each run did, for a failure's message
+    started_s = time.clock_gettime(time.CLOCK_MONOTONIC)  # (the kernel log's clock)
     for run in range(KILLS):
         fsync = "always" if run % 2 else "never"
         wanted = 0 if run % 15 == 7 else rng.randrange(1, 120)
@@ -197,7 +226,9 @@ def test_sigkill_loses_no_acknowledged_entry(tmp_path):
         with capturedLogs() as events:
             store = MmapLedgerStore(directory, reactor=InlineThreadsReactor(), **OPTIONS)
 
-        evidence = functools.partial(_evidence, history, run, stderr_path, events, before, after_kill)
+        evidence = functools.partial(
+            _evidence, history, run, stderr_path, events, before, after_kill, started_s
+        )
 
         try:
             ledgers = store.list_ledgers()

@@ -480,7 +480,9 @@ class MmapLedgerStore:
         self._headers.discard(ledger)
         data_end = (ledger.data_page, ledger.data_off) if ledger.count else None
         index_end = divmod(ledger.count - 1, ledger.records_per_page) if ledger.count else None
-        return in_thread(self._reactor, cut_closed_ledger, ledger.path, ledger.count, data_end, index_end)
+        return in_thread(
+            self._reactor, cut_closed_ledger, ledger.path, ledger.count, ledger.bytes, data_end, index_end
+        )
 
     def delete(self, ledger_id):
         """Forget the ledger at once; its files go in a thread (the Deferred fires once

@@ -5,7 +5,9 @@ to back, index pages holding one record per entry, and a small header holding th
 committed count. An append copies the entry into a mapped data page, writes its index
 record, then advances the committed count: three stores into the page cache, no system
 call, so an acknowledged entry survives a crash of the process (SIGKILL) whatever the
-fsync policy. What survives a crash of the machine depends on the policy:
+fsync policy. (Recovery does not rely on the count alone: a kernel may lose stores made
+through a mapping, the header's among them; see `recovery`.) What survives a crash of
+the machine depends on the policy:
 
 - never: nothing is forced to disk (closing a ledger or the store still is);
 - interval: a sync every `fsync_interval_ms`, off the reactor thread;

@@ -47,6 +47,16 @@ def cut_messages(events):
     return [e for e in events if "cut back" in e.get("log_format", "")]
 
 
+def assert_rolled_forward(store, events, ledger, count, extra):
+    """The reopened ledger holds its `count` entries, whole, the last `extra` of them found
+    past the committed count (and logged so), nothing cut."""
+    assert store.last_entry_id(ledger) == count - 1
+    assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(count))
+    assert result_of(store.read(ledger, 0, count - 1)) == [entry(i) for i in range(count)]
+    assert any("past the committed count" in e.get("log_format", "") and e["extra"] == extra for e in events)
+    assert not cut_messages(events)
+
+
 def reopen_logged(open_store, store):
     result_of(store.close())
     with capturedLogs() as events:
@@ -156,11 +166,7 @@ def test_after_a_reboot_entries_past_a_stale_committed_count_are_rolled_forward(
     header_write(path, DURABLE_OFFSET, DURABLE.pack(40))
     with capturedLogs() as events:
         store = open_store()
-    assert store.last_entry_id(ledger) == 89
-    assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(90))
-    assert result_of(store.read(ledger, 0, 89)) == [entry(i) for i in range(90)]
-    assert any("past the committed count" in e.get("log_format", "") and e["extra"] == 40 for e in events)
-    assert not cut_messages(events)
+    assert_rolled_forward(store, events, ledger, count=90, extra=40)
     assert result_of(store.append(ledger, b"more", 0)) == 90
 
 
@@ -283,11 +289,7 @@ def test_entries_whole_past_a_lost_committed_count_are_kept_within_the_boot(open
     result_of(store.close())
     header_write(path, COUNTS_OFFSET, COUNTS.pack(0, 0))  # as the kernel left it
     store, events = reopen_logged(open_store, store)
-    assert store.last_entry_id(ledger) == 39
-    assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(40))
-    assert result_of(store.read(ledger, 0, 39)) == [entry(i) for i in range(40)]
-    assert any("past the committed count" in e.get("log_format", "") and e["extra"] == 40 for e in events)
-    assert not cut_messages(events)
+    assert_rolled_forward(store, events, ledger, count=40, extra=40)
     assert result_of(store.append(ledger, b"next", 1)) == 40
     store, _ = reopen_logged(open_store, store)
     assert result_of(store.read(ledger, 38, 40)) == [entry(38), entry(39), b"next"]

@@ -100,11 +100,13 @@ def page_files(path: str, prefix: str):
             yield int(name[1:]), os.path.join(path, name)
 
 
-def cut_closed_ledger(path: str, count: int, data_end, index_end) -> None:
+def cut_closed_ledger(path: str, count: int, total_bytes: int, data_end, index_end) -> None:
     """In a thread, once a ledger is closed: cut its last data and index pages to what they
-    hold, remove pages prepared but never used, then mark the header closed, and sync it
-    all. A crash before the mark leaves an open ledger with short pages, which the writer
-    extends again if it ever appends."""
+    hold, remove pages prepared but never used, then write the header's final counts and
+    mark it closed, and sync it all. A crash before the mark leaves an open ledger with
+    short pages, which the writer extends again if it ever appends. (The counts are
+    written here, not left to the stores made through the header's mapping: a closed
+    ledger's counts are never checked again, and a kernel may lose mapped stores.)"""
     last_data, data_bytes = data_end if data_end is not None else (-1, 0)
     last_index, last_slot = index_end if index_end is not None else (-1, -1)
     index_bytes = (last_slot + 1) * RECORD_BYTES
@@ -118,6 +120,7 @@ def cut_closed_ledger(path: str, count: int, data_end, index_end) -> None:
                     os.truncate(file, size)
                     synced.append(file)
         with RESERVED.opened(os.path.join(path, HEADER_FILE), os.O_WRONLY) as fd:
+            os.pwrite(fd, COUNTS.pack(count, total_bytes), COUNTS_OFFSET)
             os.pwrite(fd, DURABLE.pack(count), DURABLE_OFFSET)
             os.pwrite(fd, STATE.pack(STATE_CLOSED), STATE_OFFSET)
     except FileNotFoundError:

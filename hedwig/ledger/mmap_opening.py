@@ -76,7 +76,9 @@ def load(ledger_id: int, path: str, log, make_writable) -> Ledger:
     closed = header.state == STATE_CLOSED
     count, data_bytes = header.committed_count, header.committed_bytes
     end_page = end_offset = 0
-    recovered = recover_as_the_header_says(path, header)
+    # This store is the directory's only writer: an open ledger's writer is gone, and
+    # the entries its records prove whole are kept even past the header's count.
+    recovered = recover_as_the_header_says(path, header, roll_forward_open=True)
     if recovered is not None:
         if recovered.problem is not None:
             log.warn(

@@ -5,7 +5,9 @@ to back, index pages holding one record per entry, and a small header holding th
 committed count. An append copies the entry into a mapped data page, writes its index
 record, then advances the committed count: three stores into the page cache, no system
 call, so an acknowledged entry survives a crash of the process (SIGKILL) whatever the
-fsync policy. What survives a crash of the machine depends on the policy:
+fsync policy. (Recovery does not rely on the count alone: a kernel may lose stores made
+through a mapping, the header's among them; see `recovery`.) What survives a crash of
+the machine depends on the policy:
 
 - never: nothing is forced to disk (closing a ledger or the store still is);
 - interval: a sync every `fsync_interval_ms`, off the reactor thread;
@@ -480,7 +482,9 @@ class MmapLedgerStore:
         self._headers.discard(ledger)
         data_end = (ledger.data_page, ledger.data_off) if ledger.count else None
         index_end = divmod(ledger.count - 1, ledger.records_per_page) if ledger.count else None
-        return in_thread(self._reactor, cut_closed_ledger, ledger.path, ledger.count, data_end, index_end)
+        return in_thread(
+            self._reactor, cut_closed_ledger, ledger.path, ledger.count, ledger.bytes, data_end, index_end
+        )
 
     def delete(self, ledger_id):
         """Forget the ledger at once; its files go in a thread (the Deferred fires once

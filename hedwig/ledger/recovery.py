@@ -15,6 +15,14 @@ What needs checking depends on what could have been lost:
   entry may be known only from its index record: its check (see `layout.record_check`)
   says it is whole and belongs at that entry id.
 
+The store's own open rolls an open ledger forward within one boot too: its committed
+count is one word of the header, stored through a shared mapping, and a kernel may lose
+such stores although the process only crashed (seen on Linux 6.18 under page-cache
+pressure: a SIGKILLed writer's header read back as it was created, every record and
+entry after it whole). The records prove each entry whole at its id, so the entries
+they prove are kept whatever the header says; a shared store's fencing, whose writer
+may still be storing on another hub, does not roll forward within the boot.
+
 Records left beyond a cut are cleared, so a later roll forward cannot bring back an entry
 that was cut. Recovery reads with pread, not through mappings, so it never touches the
 mapped-page budget, and a damaged length never makes it read beyond a page.
@@ -169,11 +177,12 @@ def recover_tail(
         index.close()
 
 
-def recover_as_the_header_says(directory: str, header) -> Recovered | None:
+def recover_as_the_header_says(directory: str, header, roll_forward_open: bool = False) -> Recovered | None:
     """Recover a ledger's tail as its header (layout.HeaderFields) calls for: an open
-    ledger's is checked (and rolled forward after a reboot); a closed one's only after a
-    reboot that may have lost what its last sync did not cover. None when its counts
-    stand as they are."""
+    ledger's is checked (and rolled forward after a reboot, or always with
+    `roll_forward_open`: its only writer is gone, see the module docstring); a closed
+    one's only after a reboot that may have lost what its last sync did not cover. None
+    when its counts stand as they are."""
     closed = header.state == STATE_CLOSED
     same_boot = header.boot_id == current_boot_id()
     if closed and (same_boot or header.durable_count >= header.committed_count):
@@ -187,7 +196,7 @@ def recover_as_the_header_says(directory: str, header) -> Recovered | None:
         header.index_page_records,
         same_boot,
         check_tail=not closed,
-        roll_forward=not same_boot and not closed,
+        roll_forward=not closed and (roll_forward_open or not same_boot),
     )
 
 

@@ -6,7 +6,8 @@ It reopens the store (recovering whatever the last kill left), then appends entr
 whose content is a function of (ledger, entry id), closing the ledger and starting a new
 one now and then, with up to 8 appends in flight. Each acknowledged append is reported
 on stdout as "ledger entry\\n" the moment its Deferred fires, so the test knows exactly
-what was promised before the SIGKILL.
+what was promised before the SIGKILL. The store's log (what its recovery found and cut)
+goes to stderr, which the test keeps as evidence.
 """
 
 import os
@@ -28,10 +29,12 @@ def payload(ledger: int, entry: int) -> bytes:
 
 def main(directory: str, seed: int, fsync: str) -> None:
     from twisted.internet import reactor
+    from twisted.logger import globalLogBeginner, textFileLogObserver
 
     from hedwig.ledger.mmap_store import MmapLedgerStore
     from hedwig.testing.deferreds import fired as result_of
 
+    globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stderr)], redirectStandardIO=False)
     rng = random.Random(seed)
     store = MmapLedgerStore(directory, reactor=reactor, fsync=fsync, **OPTIONS)
     open_ledgers = [lid for lid in store.list_ledgers() if not store.is_closed(lid)]

@@ -47,6 +47,16 @@ def cut_messages(events):
     return [e for e in events if "cut back" in e.get("log_format", "")]
 
 
+def assert_rolled_forward(store, events, ledger, count, extra):
+    """The reopened ledger holds its `count` entries, whole, the last `extra` of them found
+    past the committed count (and logged so), nothing cut."""
+    assert store.last_entry_id(ledger) == count - 1
+    assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(count))
+    assert result_of(store.read(ledger, 0, count - 1)) == [entry(i) for i in range(count)]
+    assert any("past the committed count" in e.get("log_format", "") and e["extra"] == extra for e in events)
+    assert not cut_messages(events)
+
+
 def reopen_logged(open_store, store):
     result_of(store.close())
     with capturedLogs() as events:
@@ -156,11 +166,7 @@ def test_after_a_reboot_entries_past_a_stale_committed_count_are_rolled_forward(
     header_write(path, DURABLE_OFFSET, DURABLE.pack(40))
     with capturedLogs() as events:
         store = open_store()
-    assert store.last_entry_id(ledger) == 89
-    assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(90))
-    assert result_of(store.read(ledger, 0, 89)) == [entry(i) for i in range(90)]
-    assert any("past the committed count" in e.get("log_format", "") and e["extra"] == 40 for e in events)
-    assert not cut_messages(events)
+    assert_rolled_forward(store, events, ledger, count=90, extra=40)
     assert result_of(store.append(ledger, b"more", 0)) == 90
 
 
@@ -268,3 +274,38 @@ def test_an_open_ledger_with_pages_cut_by_an_interrupted_close_is_readable_at_on
     assert result_of(store.read(ledger, 0, 29)) == [entry(i) for i in range(30)]
     fill(store, ledger, 5, start=30)
     assert result_of(store.read(ledger, 25, 34)) == [entry(i) for i in range(25, 35)]
+
+
+def test_entries_whole_past_a_lost_committed_count_are_kept_within_the_boot(open_store):
+    """The committed count is stored through the header's mapping, and a kernel may lose
+    such stores though only the writer died (seen on Linux 6.18 under page-cache
+    pressure: a SIGKILLed writer's header read back as created, its records and entries
+    whole): within the same boot, the entries the records prove whole are kept, and the
+    recovered count is written back."""
+    store = open_store()
+    ledger = result_of(store.create())
+    fill(store, ledger, 40)
+    path = store.ledger_path(ledger)
+    result_of(store.close())
+    header_write(path, COUNTS_OFFSET, COUNTS.pack(0, 0))  # as the kernel left it
+    store, events = reopen_logged(open_store, store)
+    assert_rolled_forward(store, events, ledger, count=40, extra=40)
+    assert result_of(store.append(ledger, b"next", 1)) == 40
+    store, _ = reopen_logged(open_store, store)
+    assert result_of(store.read(ledger, 38, 40)) == [entry(38), entry(39), b"next"]
+
+
+def test_closing_a_ledger_writes_its_counts_whatever_its_mapped_header_holds(open_store):
+    """A closed ledger's counts are never checked again (within the boot), so closing
+    writes them itself rather than trust the stores made through the header's mapping."""
+    store = open_store()
+    ledger = result_of(store.create())
+    fill(store, ledger, 25)
+    path = store.ledger_path(ledger)
+    header_write(path, COUNTS_OFFSET, COUNTS.pack(0, 0))  # the mapped stores lost
+    result_of(store.close_ledger(ledger))
+    store, _events = reopen_logged(open_store, store)
+    assert store.is_closed(ledger)
+    assert store.last_entry_id(ledger) == 24
+    assert store.ledger_bytes(ledger) == sum(len(entry(i)) for i in range(25))
+    assert result_of(store.read(ledger, 0, 24)) == [entry(i) for i in range(25)]

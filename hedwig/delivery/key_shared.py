@@ -62,12 +62,13 @@ _KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry
 # entry for its cuts costs a pass over its messages (they hold its bytes: a few only).
 _KEPT_CUTS = 8
 _NOT_KEPT = object()
-# A message's mark (KeyRouting.marks): its slot owner's index among the owners, or one of
-# these; the marks of a run of messages are split into runs of one mark by a regular
-# expression over their bytes (two each), so the work of a split is per run, not per message.
-_MOVING = 0xFFFE  # (of a slot whose move waits for leases made before it)
-_KEYLESS = 0xFFFF  # (of a message without a key: KEYLESS, the table's last mark)
-_SAME_MARK = re.compile(rb"(..)\1*", re.DOTALL)
+# A message's mark (KeyRouting.marks): its slot owner's index among the owners, or, the
+# two highest marks, moving (a slot whose move waits for leases made before it) and
+# keyless (KEYLESS, the table's last slot). Marks are a byte each (two with more owners
+# than a byte numbers): an entry's are looked up once per change of members, and a span's
+# cut into runs of one mark by a regular expression, so a split works per run.
+_NARROW_OWNERS = 254  # owners at most with marks of a byte
+_SAME_MARK = {1: re.compile(rb"(.)\1*", re.DOTALL), 2: re.compile(rb"(..)\1*", re.DOTALL)}
 
 
 def _range_start(slot_range) -> int:
@@ -96,8 +97,10 @@ class KeyRouting:
     def __init__(self):
         self.ranges = []  # [(lo, hi, member)], sorted, covering 0..SLOTS-1 (none: no member)
         self.owners = []  # the members owning slots; a mark is an index of this list
-        # Slot -> its mark (array of "H"; the last, at KEYLESS (-1), _KEYLESS).
-        self.marks = array("H", [_KEYLESS]) * (SLOTS + 1)
+        self.width = 1  # bytes a mark (1 up to _NARROW_OWNERS owners, else 2)
+        self.marks = bytes([0xFF]) * (SLOTS + 1)  # slot -> its mark (the last: KEYLESS's)
+        self._version = 0  # (counts the changes of marks: an entry's kept marks are of one)
+        self._marks = {}  # (entry's first seq-id, last seq-id, size) -> (version, its marks)
         self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
         self._slots = {}  # (entry's first seq-id, last seq-id, size) -> its slots
         self._cutting = {}  # (entry's first seq-id, last seq-id, size) -> its EntrySlices
@@ -172,17 +175,21 @@ class KeyRouting:
     def _rebuild(self) -> None:
         """The owners and every slot's mark, from the ranges and the moves."""
         owners, index = [], {}
-        marks = self.marks
-        for lo, hi, owner in self.ranges:
+        for _lo, _hi, owner in self.ranges:
             if owner not in index:
                 index[owner] = len(owners)
                 owners.append(owner)
-            marks[lo : hi + 1] = array("H", [index[owner]]) * (hi - lo + 1)
-        if not self.ranges:
-            marks[:SLOTS] = array("H", [_KEYLESS]) * SLOTS
+        width = 1 if len(owners) <= _NARROW_OWNERS else 2
+        keyless = (1 << 8 * width) - 1
+        marks = array("B" if width == 1 else "H", [keyless]) * (SLOTS + 1)
+        for lo, hi, owner in self.ranges:
+            marks[lo : hi + 1] = array(marks.typecode, [index[owner]]) * (hi - lo + 1)
         for _serial, lo, hi in self.moves:
-            marks[lo : hi + 1] = array("H", [_MOVING]) * (hi - lo + 1)
+            marks[lo : hi + 1] = array(marks.typecode, [keyless - 1]) * (hi - lo + 1)
         self.owners = owners
+        self.width = width
+        self.marks = bytes(marks) if width == 1 else marks
+        self._version += 1
 
     def owner(self, slot: int):
         """The member owning `slot` (moving to it, or not; None: no member)."""
@@ -296,6 +303,24 @@ class KeyRouting:
         self._slots[known] = slots
         return slots
 
+    def entry_marks(self, entry, slots):
+        """The marks of `entry`'s messages (`slots`: its slots), as bytes (`width` each),
+        and as what indexes them to a mark; looked up once while the members stay."""
+        known = (entry.first_seq, entry.last_seq, len(entry.data))
+        kept = self._marks.get(known)
+        if kept is not None and kept[0] == self._version:
+            return kept[1]
+        if self.width == 1:
+            marks = bytes(map(self.marks.__getitem__, slots))
+            marked = (marks, marks)
+        else:
+            wide = array("H", map(self.marks.__getitem__, slots))
+            marked = (wide.tobytes(), wide)
+        if len(self._marks) >= _KEPT_ENTRIES:
+            del self._marks[next(iter(self._marks))]
+        self._marks[known] = (self._version, marked)
+        return marked
+
     def cut(self, entry, first: int, last: int):
         """The entry to send for seq-ids first..last of `entry`: the entry itself when
         they are more than half of it, else an entry of their own (EntrySlices, as a
@@ -323,14 +348,16 @@ class KeyRouting:
         if slots is None:
             return self._keyless(first, last)
         base = entry.first_seq
-        marks = array("H", map(self.marks.__getitem__, slots[first - base : last - base + 1]))
+        marks, mark_of = self.entry_marks(entry, slots)
+        width = self.width
+        moving = (1 << 8 * width) - 2
         owners, room, parked = self.owners, self._room, self.parked
         runs = []
-        for match in _SAME_MARK.finditer(marks.tobytes()):
+        for match in _SAME_MARK[width].finditer(marks, (first - base) * width, (last - base + 1) * width):
             start, end = match.span()
-            mark = marks[start >> 1]
-            run_first, run_last = first + (start >> 1), first + (end >> 1) - 1
-            if mark < _MOVING:
+            mark = mark_of[start // width]
+            run_first, run_last = base + start // width, base + end // width - 1
+            if mark < moving:
                 to = owners[mark]
                 left = room[to]
                 if left > run_last - run_first:
@@ -341,7 +368,7 @@ class KeyRouting:
                     runs += ((to, run_first, run_first + left - 1), (parked[to], run_first + left, run_last))
                 else:
                     runs.append((parked[to], run_first, run_last))
-            elif mark == _MOVING:
+            elif mark == moving:
                 runs.append((self.moving_parked, run_first, run_last))
             else:
                 runs += self._keyless(run_first, run_last)

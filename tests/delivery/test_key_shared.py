@@ -489,3 +489,32 @@ def test_a_split_gives_each_member_its_own_keys_in_order_within_its_room(rooms, 
                 given_to[id(to)] += 1
     for member in members:
         assert given_to[id(member)] <= member.room
+
+
+def test_more_owners_than_a_byte_numbers_are_marked_in_two_bytes_each():
+    """Up to 254 owners a slot's mark is a byte; more (a subscription of 256 members owns
+    256 ranges) take two bytes a mark, and every key still goes to its slot's owner."""
+    routing = KeyRouting()
+    members = [_Room(10_000) for _ in range(256)]
+    for serial, member in enumerate(members):
+        routing.join(member, serial, [])
+    routing.settle(None)
+    assert len(routing.owners) == 256 and routing.width == 2
+    keys = [b"key-%d" % i for i in range(2000)]
+    data_bytes = encode_entry_header(1, len(keys), 0, b"", 1) + encode_message_set(
+        [b""] * len(keys), keys=keys
+    )
+    entry = LogEntry(1, len(keys), data_bytes, 0)
+    slots = entry_slots(data_bytes)
+    routing.begin(members, [], False)
+    runs = routing.split(entry, 7, 1900)
+    assert [seq for _to, start, stop in runs for seq in range(start, stop + 1)] == list(range(7, 1901))
+    for to, start, stop in runs:
+        assert all(routing.owner(slots[seq - 1]) is to for seq in range(start, stop + 1))
+    routing.leave(members[0], [])
+    assert len(routing.owners) == 255 and routing.width == 2
+    routing.leave(members[1], [])
+    assert len(routing.owners) == 254 and routing.width == 1, "a byte each again"
+    routing.begin(members[2:], [], False)
+    for to, start, stop in routing.split(entry, 1, 2000):
+        assert all(routing.owner(slots[seq - 1]) is to for seq in range(start, stop + 1))

@@ -56,12 +56,11 @@ MAX_PARKED_RUNS = 4096
 # parked run costs a heap push and a split again; with random keys parking every run of
 # a full member's keys costs more than waiting for its acknowledgements).
 PARKING_SLACK = 256
-_KEPT_ENTRIES = 64  # entries whose slots are kept (a redelivery reads its entry again)
+_KEPT_ENTRIES = 64  # entries whose slots and marks are kept (a redelivery reads its entry again)
 # Entries whose EntrySlices are kept, the least recently cut dropped first: a turn takes
 # runs of a few entries in turn (parked runs, redeliveries, new ones), and reading an
 # entry for its cuts costs a pass over its messages (they hold its bytes: a few only).
 _KEPT_CUTS = 8
-_NOT_KEPT = object()
 # A message's mark (KeyRouting.marks): its slot owner's index among the owners, or, the
 # two highest marks, moving (a slot whose move waits for leases made before it) and
 # keyless (KEYLESS, the table's last slot). Marks are a byte each (two with more owners
@@ -96,13 +95,19 @@ class KeyRouting:
 
     def __init__(self):
         self.ranges = []  # [(lo, hi, member)], sorted, covering 0..SLOTS-1 (none: no member)
-        self.owners = []  # the members owning slots; a mark is an index of this list
-        self.width = 1  # bytes a mark (1 up to _NARROW_OWNERS owners, else 2)
-        self.marks = bytes([0xFF]) * (SLOTS + 1)  # slot -> its mark (the last: KEYLESS's)
-        self._version = 0  # (counts the changes of marks: an entry's kept marks are of one)
-        self._marks = {}  # (entry's first seq-id, last seq-id, size) -> (version, its marks)
         self.moves = []  # [(serial, lo, hi)]: slots moved at a join, while leases up to serial are held
-        self._slots = {}  # (entry's first seq-id, last seq-id, size) -> its slots
+        # Derived from the ranges and moves (_rebuild): the members owning slots (a mark is
+        # an index of this list), the bytes a mark takes (1 up to _NARROW_OWNERS owners,
+        # else 2), slot -> its mark (the last: KEYLESS's), the moving slots' mark, and a
+        # count of the changes (an entry's kept marks are of one).
+        self.owners = []
+        self.width = 1
+        self.marks = b""
+        self._moving_mark = None
+        self._version = 0
+        self._rebuild()
+        # (entry's first seq-id, last seq-id, size) -> [its slots, version, its marks]
+        self._kept = {}
         self._cutting = {}  # (entry's first seq-id, last seq-id, size) -> its EntrySlices
         self._room = {}  # member -> messages it may still be given in this turn
         # Parked runs (first, last, delivery count), heaps in seq-id order: per member
@@ -189,6 +194,7 @@ class KeyRouting:
         self.owners = owners
         self.width = width
         self.marks = bytes(marks) if width == 1 else marks
+        self._moving_mark = keyless - 1
         self._version += 1
 
     def owner(self, slot: int):
@@ -290,35 +296,28 @@ class KeyRouting:
     def any_room(self) -> bool:
         return any(left > 0 for left in self._room.values())
 
-    def slots(self, entry):
-        """The slots of `entry`'s messages (entry_slots), hashed once while it is kept
-        (by its seq-ids and size: the entry's bytes are not held here)."""
+    def entry_marks(self, entry):
+        """The marks of `entry`'s messages, as bytes (`width` each) and as what indexes
+        them to a mark; None when none of them has a key, or it is compacted (entry_slots:
+        it goes whole). Its slots are hashed once while it is kept (by its seq-ids and
+        size: the entry's bytes are not held here), and mapped to marks again only when
+        the members change."""
         known = (entry.first_seq, entry.last_seq, len(entry.data))
-        kept = self._slots.get(known, _NOT_KEPT)
-        if kept is not _NOT_KEPT:
-            return kept
-        slots = entry_slots(entry.data)
-        if len(self._slots) >= _KEPT_ENTRIES:
-            del self._slots[next(iter(self._slots))]
-        self._slots[known] = slots
-        return slots
-
-    def entry_marks(self, entry, slots):
-        """The marks of `entry`'s messages (`slots`: its slots), as bytes (`width` each),
-        and as what indexes them to a mark; looked up once while the members stay."""
-        known = (entry.first_seq, entry.last_seq, len(entry.data))
-        kept = self._marks.get(known)
-        if kept is not None and kept[0] == self._version:
-            return kept[1]
+        kept = self._kept.get(known)
+        if kept is None:
+            if len(self._kept) >= _KEPT_ENTRIES:
+                del self._kept[next(iter(self._kept))]
+            kept = self._kept[known] = [entry_slots(entry.data), None, None]
+        slots, version, marked = kept
+        if slots is None or version == self._version:
+            return marked
         if self.width == 1:
             marks = bytes(map(self.marks.__getitem__, slots))
             marked = (marks, marks)
         else:
             wide = array("H", map(self.marks.__getitem__, slots))
             marked = (wide.tobytes(), wide)
-        if len(self._marks) >= _KEPT_ENTRIES:
-            del self._marks[next(iter(self._marks))]
-        self._marks[known] = (self._version, marked)
+        kept[1:] = self._version, marked
         return marked
 
     def cut(self, entry, first: int, last: int):
@@ -344,13 +343,11 @@ class KeyRouting:
         """Seq-ids first..last of `entry`, as runs [(to, first, last)]: `to` a member to
         deliver the run to, or (a list) the heap it is parked on: its owner's (no room),
         the moving slots' or the keyless messages' (no member has room)."""
-        slots = self.slots(entry)
-        if slots is None:
+        marked = self.entry_marks(entry)
+        if marked is None:
             return self._keyless(first, last)
-        base = entry.first_seq
-        marks, mark_of = self.entry_marks(entry, slots)
-        width = self.width
-        moving = (1 << 8 * width) - 2
+        marks, mark_of = marked
+        base, width, moving = entry.first_seq, self.width, self._moving_mark
         owners, room, parked = self.owners, self._room, self.parked
         runs = []
         for match in _SAME_MARK[width].finditer(marks, (first - base) * width, (last - base + 1) * width):

@@ -131,6 +131,13 @@ _LISTED = frozenset({Status.SERVICE_DOWN, Status.STORAGE_ERROR})
 # ... and one that may create the topic: the hub's cap on topics.
 _CREATES = _STORED | {Status.TOO_MANY_TOPICS, Status.INVALID_TOPIC}
 _EXISTING = _STORED | {Status.NO_SUCH_TOPIC, Status.INVALID_TOPIC}
+# (what moving a named subscription's position may answer: RESET_SUBSCRIPTION, GROUP_OFFSET)
+_REPOSITIONS = _EXISTING | {
+    Status.INVALID_SUBSCRIBER_ID,
+    Status.CLIENT_NOT_SUBSCRIBED,
+    Status.TOPIC_BUSY,
+    Status.SEQ_OUT_OF_RANGE,
+}
 
 
 @dataclass(frozen=True)
@@ -354,9 +361,7 @@ _SPECS = (
     _request(
         Op.RESET_SUBSCRIPTION,
         permission=Permission.ADMIN,
-        statuses=_EXISTING
-        | {Status.INVALID_SUBSCRIBER_ID, Status.CLIENT_NOT_SUBSCRIBED, Status.TOPIC_BUSY}
-        | {Status.SEQ_OUT_OF_RANGE},
+        statuses=_REPOSITIONS,
         idempotent=True,
         encode=encode_reset_subscription,
         decode=decode_reset_subscription,
@@ -368,9 +373,7 @@ _SPECS = (
         permission=Permission.HUB,
         # (NOT_AUTHORIZED, too, when the user it acts on behalf of may not subscribe to the
         # topic or does not own the subscription: hedwig/kafka/offsets.py)
-        statuses=_EXISTING
-        | {Status.INVALID_SUBSCRIBER_ID, Status.CLIENT_NOT_SUBSCRIBED, Status.TOPIC_BUSY}
-        | {Status.SEQ_OUT_OF_RANGE},
+        statuses=_REPOSITIONS,
         encode=encode_group_offset,
         decode=decode_group_offset,
         encode_reply=encode_json,
